@@ -1,0 +1,94 @@
+// Status and Result<T>: the error currency of the broker. No exceptions cross threads; every
+// fallible call returns one of these and callers propagate with RETURN_IF_ERROR/ASSIGN_OR_RETURN.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <variant>
+
+namespace nearstream {
+
+// Wire-visible status codes. The numeric values are part of the protocol (docs/protocol.md) and
+// must never be renumbered.
+enum class StatusCode : uint16_t {
+  kOk = 0,
+  kMalformedRequest = 1,    // frame or body does not parse; fatal for the request
+  kUnsupportedVersion = 2,  // protocol version not spoken by this broker
+  kUnknownOpcode = 3,
+  kFrameTooLarge = 4,  // declared frame length above the broker's limit; connection is closed
+  kStreamNotFound = 5,
+  kStreamExists = 6,
+  kStreamletNotFound = 7,
+  kInvalidArgument = 8,  // well-formed request with values the broker refuses (bad config...)
+  kCorruptChunk = 9,     // chunk header/CRC/record framing check failed; nothing was appended
+  kChunkTooLarge = 10,   // chunk does not fit in one segment
+  kOutOfOrderSequence = 11,  // producer sequence gap; nothing was appended
+  kPositionOutOfRange = 12,  // fetch position refers to data removed by retention or never written
+  kStorageError = 13,        // write/fsync failed (disk full...); nothing was acknowledged
+  kShuttingDown = 14,
+  kInternal = 15,
+  kIoError = 16,  // local I/O failure (client side, files); never sent by the broker
+};
+
+const char* StatusCodeName(StatusCode code);
+
+class [[nodiscard]] Status {
+ public:
+  Status() = default;
+  Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
+
+  static Status Ok() { return Status(); }
+  // Builds an error that carries errno's text, e.g. IoErrorFromErrno("open /x", errno).
+  static Status FromErrno(StatusCode code, const std::string& context, int err);
+
+  bool ok() const { return code_ == StatusCode::kOk; }
+  StatusCode code() const { return code_; }
+  const std::string& message() const { return message_; }
+  std::string ToString() const;
+
+ private:
+  StatusCode code_ = StatusCode::kOk;
+  std::string message_;
+};
+
+template <typename T>
+class [[nodiscard]] Result {
+ public:
+  Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design, like arrow::Result
+  Result(Status status) : v_(std::move(status)) {}  // NOLINT
+
+  bool ok() const { return std::holds_alternative<T>(v_); }
+  const Status& status() const {
+    static const Status kOkStatus;
+    return ok() ? kOkStatus : std::get<Status>(v_);
+  }
+  T& value() & { return std::get<T>(v_); }
+  const T& value() const& { return std::get<T>(v_); }
+  T&& value() && { return std::get<T>(std::move(v_)); }
+  T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
+  T& operator*() & { return value(); }
+
+ private:
+  std::variant<T, Status> v_;
+};
+
+}  // namespace nearstream
+
+#define NS_CONCAT_INNER(a, b) a##b
+#define NS_CONCAT(a, b) NS_CONCAT_INNER(a, b)
+
+#define RETURN_IF_ERROR(expr)                      \
+  do {                                             \
+    ::nearstream::Status _ns_status = (expr);      \
+    if (!_ns_status.ok()) return _ns_status;       \
+  } while (0)
+
+#define NS_ASSIGN_OR_RETURN_IMPL(tmp, lhs, rexpr) \
+  auto tmp = (rexpr);                             \
+  if (!tmp.ok()) return tmp.status();             \
+  lhs = std::move(tmp).value()
+
+#define ASSIGN_OR_RETURN(lhs, rexpr) \
+  NS_ASSIGN_OR_RETURN_IMPL(NS_CONCAT(_ns_result_, __LINE__), lhs, rexpr)

@@ -1,0 +1,382 @@
+#include "nearstream/net/protocol.h"
+
+namespace nearstream::net {
+
+using storage::Position;
+
+namespace {
+
+Status Malformed(const char* what) {
+  return Status(StatusCode::kMalformedRequest, std::string("malformed ") + what + " body");
+}
+
+// Every decoder ends here: the reader must have stayed in bounds and consumed everything.
+template <typename T>
+Result<T> Finish(const ByteReader& r, T value, const char* what) {
+  if (!r.ok() || r.remaining() != 0) return Malformed(what);
+  return value;
+}
+
+constexpr size_t kPositionSize = 20;
+
+}  // namespace
+
+const char* OpcodeName(uint16_t opcode) {
+  switch (static_cast<Opcode>(opcode)) {
+    case Opcode::kHandshake: return "Handshake";
+    case Opcode::kCreateStream: return "CreateStream";
+    case Opcode::kDeleteStream: return "DeleteStream";
+    case Opcode::kDescribeStream: return "DescribeStream";
+    case Opcode::kListStreams: return "ListStreams";
+    case Opcode::kMetadata: return "Metadata";
+    case Opcode::kAppend: return "Append";
+    case Opcode::kFetch: return "Fetch";
+    case Opcode::kStats: return "Stats";
+  }
+  return "Unknown";
+}
+
+bool IsKnownOpcode(uint16_t opcode) { return std::string(OpcodeName(opcode)) != "Unknown"; }
+
+FrameHeader DecodeFrameHeader(const uint8_t* p) {
+  FrameHeader h;
+  h.version = p[0];
+  h.flags = p[1];
+  h.opcode = LoadLe16(p + 2);
+  h.request_id = LoadLe64(p + 4);
+  return h;
+}
+
+size_t BeginFrame(Bytes* out, const FrameHeader& h) {
+  size_t start = out->size();
+  ByteWriter w(out);
+  w.U32(0);
+  w.U8(h.version);
+  w.U8(h.flags);
+  w.U16(h.opcode);
+  w.U64(h.request_id);
+  return start;
+}
+
+void FinishFrame(Bytes* out, size_t frame_start) {
+  StoreLe32(out->data() + frame_start,
+            static_cast<uint32_t>(out->size() - frame_start - kFrameLengthPrefix));
+}
+
+size_t BeginResponse(Bytes* out, uint16_t opcode, uint64_t request_id, const Status& status) {
+  FrameHeader h;
+  h.flags = kFlagResponse;
+  h.opcode = opcode;
+  h.request_id = request_id;
+  size_t start = BeginFrame(out, h);
+  ByteWriter w(out);
+  w.U16(static_cast<uint16_t>(status.code()));
+  std::string_view msg = status.message();
+  w.Str(msg.substr(0, 4096));
+  return start;
+}
+
+void EncodePosition(ByteWriter& w, const Position& p) {
+  w.U64(p.group);
+  w.U64(p.segment);
+  w.U32(p.offset);
+}
+
+Position DecodePosition(ByteReader& r) {
+  Position p;
+  p.group = r.U64();
+  p.segment = r.U64();
+  p.offset = r.U32();
+  return p;
+}
+
+void EncodeHandshakeRequest(ByteWriter& w, const HandshakeRequest& m) {
+  w.U16(m.min_version);
+  w.U16(m.max_version);
+  w.Str(m.client_name);
+}
+
+Result<HandshakeRequest> DecodeHandshakeRequest(const uint8_t* p, size_t n) {
+  ByteReader r(p, n);
+  HandshakeRequest m;
+  m.min_version = r.U16();
+  m.max_version = r.U16();
+  m.client_name = r.Str();
+  return Finish(r, std::move(m), "Handshake request");
+}
+
+void EncodeHandshakeResponse(ByteWriter& w, const HandshakeResponse& m) {
+  w.U16(m.version);
+  w.U64(m.broker_epoch);
+  w.U32(m.max_frame_bytes);
+  w.Str(m.broker_version);
+}
+
+Result<HandshakeResponse> DecodeHandshakeResponse(const uint8_t* p, size_t n) {
+  ByteReader r(p, n);
+  HandshakeResponse m;
+  m.version = r.U16();
+  m.broker_epoch = r.U64();
+  m.max_frame_bytes = r.U32();
+  m.broker_version = r.Str();
+  return Finish(r, std::move(m), "Handshake response");
+}
+
+void EncodeStreamConfig(ByteWriter& w, const storage::StreamConfig& c) {
+  w.Str(c.name);
+  w.U32(c.streamlets);
+  w.U32(c.segment_bytes);
+  w.U32(c.segments_per_group);
+  w.U32(c.active_groups);
+  w.U8(static_cast<uint8_t>(c.durability));
+  w.I64(c.retention_bytes);
+  w.I64(c.retention_ms);
+}
+
+Result<storage::StreamConfig> DecodeStreamConfig(const uint8_t* p, size_t n) {
+  ByteReader r(p, n);
+  storage::StreamConfig c;
+  c.name = r.Str();
+  c.streamlets = r.U32();
+  c.segment_bytes = r.U32();
+  c.segments_per_group = r.U32();
+  c.active_groups = r.U32();
+  uint8_t d = r.U8();
+  if (d > 2) r.Fail();
+  c.durability = static_cast<storage::Durability>(d);
+  c.retention_bytes = r.I64();
+  c.retention_ms = r.I64();
+  return Finish(r, std::move(c), "stream config");
+}
+
+void EncodeStreamNameRequest(ByteWriter& w, const StreamNameRequest& m) { w.Str(m.name); }
+
+Result<StreamNameRequest> DecodeStreamNameRequest(const uint8_t* p, size_t n) {
+  ByteReader r(p, n);
+  StreamNameRequest m;
+  m.name = r.Str();
+  return Finish(r, std::move(m), "stream name");
+}
+
+void EncodeListStreamsResponse(ByteWriter& w, const ListStreamsResponse& m) {
+  w.U32(static_cast<uint32_t>(m.names.size()));
+  for (const auto& s : m.names) w.Str(s);
+}
+
+Result<ListStreamsResponse> DecodeListStreamsResponse(const uint8_t* p, size_t n) {
+  ByteReader r(p, n);
+  ListStreamsResponse m;
+  uint32_t count = r.Count(2);
+  m.names.reserve(count);
+  for (uint32_t i = 0; i < count && r.ok(); ++i) m.names.push_back(r.Str());
+  return Finish(r, std::move(m), "ListStreams response");
+}
+
+void EncodeMetadataRequest(ByteWriter& w, const MetadataRequest& m) {
+  w.Str(m.stream);
+  w.U32(static_cast<uint32_t>(m.streamlets.size()));
+  for (uint32_t s : m.streamlets) w.U32(s);
+}
+
+Result<MetadataRequest> DecodeMetadataRequest(const uint8_t* p, size_t n) {
+  ByteReader r(p, n);
+  MetadataRequest m;
+  m.stream = r.Str();
+  uint32_t count = r.Count(4);
+  m.streamlets.reserve(count);
+  for (uint32_t i = 0; i < count && r.ok(); ++i) m.streamlets.push_back(r.U32());
+  return Finish(r, std::move(m), "Metadata request");
+}
+
+void EncodeMetadataResponse(ByteWriter& w, const MetadataResponse& m) {
+  w.U32(static_cast<uint32_t>(m.streamlets.size()));
+  for (const auto& s : m.streamlets) {
+    w.U32(s.streamlet);
+    EncodePosition(w, s.head);
+    EncodePosition(w, s.tail);
+    w.U32(static_cast<uint32_t>(s.groups.size()));
+    for (const auto& g : s.groups) {
+      w.U64(g.group_id);
+      w.U8(g.closed ? 1 : 0);
+      w.U64(g.first_segment);
+      w.U32(g.segment_count);
+      w.U64(g.bytes);
+    }
+  }
+}
+
+Result<MetadataResponse> DecodeMetadataResponse(const uint8_t* p, size_t n) {
+  ByteReader r(p, n);
+  MetadataResponse m;
+  uint32_t count = r.Count(4 + 2 * kPositionSize + 4);
+  m.streamlets.reserve(count);
+  for (uint32_t i = 0; i < count && r.ok(); ++i) {
+    StreamletMetadata s;
+    s.streamlet = r.U32();
+    s.head = DecodePosition(r);
+    s.tail = DecodePosition(r);
+    uint32_t groups = r.Count(29);
+    s.groups.reserve(groups);
+    for (uint32_t j = 0; j < groups && r.ok(); ++j) {
+      GroupMetadata g;
+      g.group_id = r.U64();
+      uint8_t closed = r.U8();
+      if (closed > 1) r.Fail();
+      g.closed = closed == 1;
+      g.first_segment = r.U64();
+      g.segment_count = r.U32();
+      g.bytes = r.U64();
+      s.groups.push_back(g);
+    }
+    m.streamlets.push_back(std::move(s));
+  }
+  return Finish(r, std::move(m), "Metadata response");
+}
+
+void EncodeAppendRequest(ByteWriter& w, const AppendRequest& m) {
+  w.Str(m.stream);
+  w.U32(static_cast<uint32_t>(m.entries.size()));
+  for (const auto& e : m.entries) {
+    w.U32(e.streamlet);
+    w.Blob(e.chunk, e.chunk_size);
+  }
+}
+
+Result<AppendRequest> DecodeAppendRequest(const uint8_t* p, size_t n) {
+  ByteReader r(p, n);
+  AppendRequest m;
+  m.stream = r.Str();
+  uint32_t count = r.Count(8);
+  m.entries.reserve(count);
+  for (uint32_t i = 0; i < count && r.ok(); ++i) {
+    AppendEntry e;
+    e.streamlet = r.U32();
+    e.chunk_size = r.U32();
+    e.chunk = r.Take(e.chunk_size);
+    m.entries.push_back(e);
+  }
+  return Finish(r, std::move(m), "Append request");
+}
+
+void EncodeAppendResponse(ByteWriter& w, const AppendResponse& m) {
+  w.U32(static_cast<uint32_t>(m.results.size()));
+  for (const auto& e : m.results) {
+    w.U32(e.streamlet);
+    w.U16(e.status);
+    w.Str(e.message);
+    EncodePosition(w, e.position);
+    w.U8(e.duplicate ? 1 : 0);
+  }
+}
+
+Result<AppendResponse> DecodeAppendResponse(const uint8_t* p, size_t n) {
+  ByteReader r(p, n);
+  AppendResponse m;
+  uint32_t count = r.Count(4 + 2 + 2 + kPositionSize + 1);
+  m.results.reserve(count);
+  for (uint32_t i = 0; i < count && r.ok(); ++i) {
+    AppendResult e;
+    e.streamlet = r.U32();
+    e.status = r.U16();
+    e.message = r.Str();
+    e.position = DecodePosition(r);
+    uint8_t dup = r.U8();
+    if (dup > 1) r.Fail();
+    e.duplicate = dup == 1;
+    m.results.push_back(std::move(e));
+  }
+  return Finish(r, std::move(m), "Append response");
+}
+
+void EncodeFetchRequest(ByteWriter& w, const FetchRequest& m) {
+  w.Str(m.stream);
+  w.U32(m.max_wait_ms);
+  w.U32(static_cast<uint32_t>(m.entries.size()));
+  for (const auto& e : m.entries) {
+    w.U32(e.streamlet);
+    EncodePosition(w, e.position);
+    w.U32(e.max_bytes);
+  }
+}
+
+Result<FetchRequest> DecodeFetchRequest(const uint8_t* p, size_t n) {
+  ByteReader r(p, n);
+  FetchRequest m;
+  m.stream = r.Str();
+  m.max_wait_ms = r.U32();
+  uint32_t count = r.Count(4 + kPositionSize + 4);
+  m.entries.reserve(count);
+  for (uint32_t i = 0; i < count && r.ok(); ++i) {
+    FetchEntry e;
+    e.streamlet = r.U32();
+    e.position = DecodePosition(r);
+    e.max_bytes = r.U32();
+    m.entries.push_back(e);
+  }
+  return Finish(r, std::move(m), "Fetch request");
+}
+
+void EncodeFetchResponse(ByteWriter& w, const FetchResponse& m) {
+  w.U32(static_cast<uint32_t>(m.results.size()));
+  for (const auto& e : m.results) {
+    w.U32(e.streamlet);
+    w.U16(e.status);
+    w.Str(e.message);
+    EncodePosition(w, e.next);
+    EncodePosition(w, e.tail);
+    w.U32(static_cast<uint32_t>(e.blocks.size()));
+    for (const auto& b : e.blocks) {
+      EncodePosition(w, b.at);
+      w.Blob(b.data, b.size);
+    }
+  }
+}
+
+Result<FetchResponse> DecodeFetchResponse(const uint8_t* p, size_t n) {
+  ByteReader r(p, n);
+  FetchResponse m;
+  uint32_t count = r.Count(4 + 2 + 2 + 2 * kPositionSize + 4);
+  m.results.reserve(count);
+  for (uint32_t i = 0; i < count && r.ok(); ++i) {
+    FetchResult e;
+    e.streamlet = r.U32();
+    e.status = r.U16();
+    e.message = r.Str();
+    e.next = DecodePosition(r);
+    e.tail = DecodePosition(r);
+    uint32_t blocks = r.Count(kPositionSize + 4);
+    e.blocks.reserve(blocks);
+    for (uint32_t j = 0; j < blocks && r.ok(); ++j) {
+      FetchBlock b;
+      b.at = DecodePosition(r);
+      b.size = r.U32();
+      b.data = r.Take(b.size);
+      e.blocks.push_back(b);
+    }
+    m.results.push_back(std::move(e));
+  }
+  return Finish(r, std::move(m), "Fetch response");
+}
+
+void EncodeStatsResponse(ByteWriter& w, const StatsResponse& m) {
+  w.U32(static_cast<uint32_t>(m.values.size()));
+  for (const auto& [name, value] : m.values) {
+    w.Str(name);
+    w.U64(value);
+  }
+}
+
+Result<StatsResponse> DecodeStatsResponse(const uint8_t* p, size_t n) {
+  ByteReader r(p, n);
+  StatsResponse m;
+  uint32_t count = r.Count(10);
+  m.values.reserve(count);
+  for (uint32_t i = 0; i < count && r.ok(); ++i) {
+    std::string name = r.Str();
+    uint64_t v = r.U64();
+    m.values.emplace_back(std::move(name), v);
+  }
+  return Finish(r, std::move(m), "Stats response");
+}
+
+}  // namespace nearstream::net

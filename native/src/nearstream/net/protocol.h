@@ -1,0 +1,197 @@
+// The Nearstream wire protocol, version 1: frame header and every request/response body.
+// docs/protocol.md is the prose definition and testdata/protocol/ holds golden frames; this file
+// is the C++ codec. All integers are little-endian. Str = u16 length + UTF-8 bytes;
+// Blob = u32 length + bytes; Position = u64 group, u64 segment, u32 offset (20 bytes).
+//
+// Frame:    u32 length (bytes after this field)
+//           u8 version | u8 flags (bit 0: response) | u16 opcode | u64 request id
+// Request:  frame header, then the request body.
+// Response: frame header, u16 status, Str message, then the response body (empty unless OK).
+//
+// Decoded messages point into the frame buffer they were decoded from (no copies); the buffer
+// must outlive them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "nearstream/common/byte_io.h"
+#include "nearstream/common/status.h"
+#include "nearstream/storage/position.h"
+#include "nearstream/storage/stream_config.h"
+
+namespace nearstream::net {
+
+inline constexpr uint8_t kProtocolVersion = 1;
+inline constexpr uint32_t kFrameLengthPrefix = 4;
+inline constexpr uint32_t kFrameHeaderSize = 12;  // after the length prefix
+inline constexpr uint8_t kFlagResponse = 0x01;
+inline constexpr uint32_t kDefaultMaxFrameBytes = 64u << 20;
+
+enum class Opcode : uint16_t {
+  kHandshake = 1,
+  kCreateStream = 2,
+  kDeleteStream = 3,
+  kDescribeStream = 4,
+  kListStreams = 5,
+  kMetadata = 6,
+  kAppend = 7,
+  kFetch = 8,
+  kStats = 9,
+  // 20..29 reserved for push subscribe / update / close.
+};
+
+const char* OpcodeName(uint16_t opcode);
+bool IsKnownOpcode(uint16_t opcode);
+
+struct FrameHeader {
+  uint8_t version = kProtocolVersion;
+  uint8_t flags = 0;
+  uint16_t opcode = 0;
+  uint64_t request_id = 0;
+  bool is_response() const { return (flags & kFlagResponse) != 0; }
+};
+
+// Parses the 12 header bytes that follow the length prefix.
+FrameHeader DecodeFrameHeader(const uint8_t* p);
+
+// Starts a frame in `out` (length patched by FinishFrame).
+size_t BeginFrame(Bytes* out, const FrameHeader& h);
+void FinishFrame(Bytes* out, size_t frame_start);
+
+// Response frames: header + status + message; the body follows when status is OK.
+size_t BeginResponse(Bytes* out, uint16_t opcode, uint64_t request_id, const Status& status);
+
+// ---- message bodies -------------------------------------------------------------------------
+
+struct HandshakeRequest {
+  uint16_t min_version = kProtocolVersion;
+  uint16_t max_version = kProtocolVersion;
+  std::string client_name;
+};
+struct HandshakeResponse {
+  uint16_t version = kProtocolVersion;
+  uint64_t broker_epoch = 0;  // changes on every broker start
+  uint32_t max_frame_bytes = kDefaultMaxFrameBytes;
+  std::string broker_version;
+};
+
+struct StreamNameRequest {  // body of DeleteStream and DescribeStream
+  std::string name;
+};
+
+struct ListStreamsResponse {
+  std::vector<std::string> names;
+};
+
+struct MetadataRequest {
+  std::string stream;
+  std::vector<uint32_t> streamlets;  // empty = all
+};
+struct GroupMetadata {
+  uint64_t group_id = 0;
+  bool closed = false;
+  uint64_t first_segment = 0;
+  uint32_t segment_count = 0;
+  uint64_t bytes = 0;
+};
+struct StreamletMetadata {
+  uint32_t streamlet = 0;
+  storage::Position head;  // first retained chunk (== tail when empty)
+  storage::Position tail;  // end of the newest group's newest segment
+  std::vector<GroupMetadata> groups;
+};
+struct MetadataResponse {
+  std::vector<StreamletMetadata> streamlets;
+};
+
+struct AppendEntry {
+  uint32_t streamlet = 0;
+  const uint8_t* chunk = nullptr;
+  uint32_t chunk_size = 0;
+};
+struct AppendRequest {
+  std::string stream;
+  std::vector<AppendEntry> entries;
+};
+struct AppendResult {
+  uint32_t streamlet = 0;
+  uint16_t status = 0;
+  std::string message;
+  storage::Position position;  // where the chunk is (also for a duplicate, when still known)
+  bool duplicate = false;
+};
+struct AppendResponse {
+  std::vector<AppendResult> results;
+};
+
+struct FetchEntry {
+  uint32_t streamlet = 0;
+  storage::Position position;
+  uint32_t max_bytes = 1u << 20;
+};
+struct FetchRequest {
+  std::string stream;
+  uint32_t max_wait_ms = 0;  // long-poll: wait up to this long when no entry has data
+  std::vector<FetchEntry> entries;
+};
+struct FetchBlock {
+  storage::Position at;  // position of the first chunk in `data`
+  const uint8_t* data = nullptr;
+  uint32_t size = 0;  // whole chunks only
+};
+struct FetchResult {
+  uint32_t streamlet = 0;
+  uint16_t status = 0;
+  std::string message;
+  storage::Position next;  // where to fetch from next
+  storage::Position tail;
+  std::vector<FetchBlock> blocks;
+};
+struct FetchResponse {
+  std::vector<FetchResult> results;
+};
+
+struct StatsResponse {
+  std::vector<std::pair<std::string, uint64_t>> values;
+};
+
+// ---- encoders (append the body to `w`) and decoders (whole body, trailing bytes refused) -----
+
+void EncodePosition(ByteWriter& w, const storage::Position& p);
+storage::Position DecodePosition(ByteReader& r);
+
+void EncodeHandshakeRequest(ByteWriter& w, const HandshakeRequest& m);
+Result<HandshakeRequest> DecodeHandshakeRequest(const uint8_t* p, size_t n);
+void EncodeHandshakeResponse(ByteWriter& w, const HandshakeResponse& m);
+Result<HandshakeResponse> DecodeHandshakeResponse(const uint8_t* p, size_t n);
+
+void EncodeStreamConfig(ByteWriter& w, const storage::StreamConfig& c);
+Result<storage::StreamConfig> DecodeStreamConfig(const uint8_t* p, size_t n);
+
+void EncodeStreamNameRequest(ByteWriter& w, const StreamNameRequest& m);
+Result<StreamNameRequest> DecodeStreamNameRequest(const uint8_t* p, size_t n);
+
+void EncodeListStreamsResponse(ByteWriter& w, const ListStreamsResponse& m);
+Result<ListStreamsResponse> DecodeListStreamsResponse(const uint8_t* p, size_t n);
+
+void EncodeMetadataRequest(ByteWriter& w, const MetadataRequest& m);
+Result<MetadataRequest> DecodeMetadataRequest(const uint8_t* p, size_t n);
+void EncodeMetadataResponse(ByteWriter& w, const MetadataResponse& m);
+Result<MetadataResponse> DecodeMetadataResponse(const uint8_t* p, size_t n);
+
+void EncodeAppendRequest(ByteWriter& w, const AppendRequest& m);
+Result<AppendRequest> DecodeAppendRequest(const uint8_t* p, size_t n);
+void EncodeAppendResponse(ByteWriter& w, const AppendResponse& m);
+Result<AppendResponse> DecodeAppendResponse(const uint8_t* p, size_t n);
+
+void EncodeFetchRequest(ByteWriter& w, const FetchRequest& m);
+Result<FetchRequest> DecodeFetchRequest(const uint8_t* p, size_t n);
+void EncodeFetchResponse(ByteWriter& w, const FetchResponse& m);
+Result<FetchResponse> DecodeFetchResponse(const uint8_t* p, size_t n);
+
+void EncodeStatsResponse(ByteWriter& w, const StatsResponse& m);
+Result<StatsResponse> DecodeStatsResponse(const uint8_t* p, size_t n);
+
+}  // namespace nearstream::net
