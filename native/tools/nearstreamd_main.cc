@@ -1,1 +1,142 @@
-int main() { return 0; }
+// nearstreamd: the Nearstream broker process. Parses flags, recovers the data directory, starts
+// the server and runs until SIGINT/SIGTERM.
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include "nearstream/broker/server.h"
+#include "nearstream/common/log.h"
+#include "nearstream/common/version.h"
+#include "nearstream/net/socket_util.h"
+#include "tool_flags.h"
+
+namespace nearstream {
+namespace {
+
+constexpr const char kUsage[] = R"(Usage: nearstreamd [flags]
+The Nearstream broker: KerA-style streams (streamlets -> groups -> fixed-size segments) served
+over a binary TCP protocol (docs/protocol.md).
+
+  --listen HOST:PORT          address to serve on (default 127.0.0.1:7420; port 0 = any free)
+  --port-file FILE            write the bound port to FILE once listening (for port 0)
+  --data-dir DIR              where durable streams live; recovered on start (default: none,
+                              only durability=none streams can be created)
+  --workers N                 worker threads executing requests (default 2, at least 1)
+  --metrics-port P            Prometheus text endpoint on the listen host (-1 = off, default)
+  --max-frame-bytes B         largest request frame accepted (default 64M)
+  --max-inflight N            requests in flight per connection before reading pauses (256)
+  --flush-interval-ms MS      fsync interval of async streams (default 200)
+  --segment-bytes B           default segment size of new streams (default 8M)
+  --segments-per-group P      default P of new streams (default 16)
+  --active-groups Q           default Q of new streams (default 1)
+  --group-idle-close-ms MS    close an idle active group when Q > 1 (default 1000)
+  --version                   print the version and exit
+)";
+
+Status WritePortFile(const std::string& path, uint16_t port) {
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << port << "\n";
+    if (!out) return Status(StatusCode::kIoError, "cannot write " + tmp);
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    return Status::FromErrno(StatusCode::kIoError, "rename " + tmp, errno);
+  }
+  return Status::Ok();
+}
+
+Status Run(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  ASSIGN_OR_RETURN(
+      tools::Flags flags,
+      tools::Flags::Parse(args, {{"listen"}, {"port-file"}, {"data-dir"}, {"workers"},
+                                 {"metrics-port"}, {"max-frame-bytes"}, {"max-inflight"},
+                                 {"flush-interval-ms"}, {"segment-bytes"},
+                                 {"segments-per-group"}, {"active-groups"},
+                                 {"group-idle-close-ms"}, {"help", false}, {"version", false}}));
+  if (flags.Has("help")) {
+    std::cout << kUsage;
+    return Status::Ok();
+  }
+  if (flags.Has("version")) {
+    std::cout << "nearstreamd " << kNearstreamVersion << "\n";
+    return Status::Ok();
+  }
+  if (!flags.positional().empty()) {
+    return tools::Flags::Usage("unexpected argument '" + flags.positional()[0] + "'");
+  }
+  broker::ServerOptions options;
+  ASSIGN_OR_RETURN(auto listen, net::ParseHostPort(flags.String("listen", "127.0.0.1:7420")));
+  options.host = listen.first;
+  options.port = listen.second;
+  ASSIGN_OR_RETURN(int64_t workers, flags.Signed("workers", 2, 1, 1024));
+  options.workers = static_cast<int>(workers);
+  ASSIGN_OR_RETURN(int64_t metrics_port, flags.Signed("metrics-port", -1, -1, 65535));
+  options.metrics_port = static_cast<int>(metrics_port);
+  ASSIGN_OR_RETURN(uint64_t max_frame, flags.Size("max-frame-bytes", 64u << 20, 4096, 1u << 30));
+  options.max_frame_bytes = static_cast<uint32_t>(max_frame);
+  options.handler.max_frame_bytes = options.max_frame_bytes;
+  ASSIGN_OR_RETURN(uint64_t inflight, flags.Unsigned("max-inflight", 256, 1, 1u << 20));
+  options.limits.max_inflight = static_cast<uint32_t>(inflight);
+  ASSIGN_OR_RETURN(options.flush_interval_ms, flags.Signed("flush-interval-ms", 200, 1, 3600000));
+  ASSIGN_OR_RETURN(uint64_t seg, flags.Size("segment-bytes", 8u << 20, 4096, 1u << 30));
+  options.handler.default_segment_bytes = static_cast<uint32_t>(seg);
+  ASSIGN_OR_RETURN(uint64_t p, flags.Unsigned("segments-per-group", 16, 1, 65536));
+  options.handler.default_segments_per_group = static_cast<uint32_t>(p);
+  ASSIGN_OR_RETURN(uint64_t q, flags.Unsigned("active-groups", 1, 1, 1024));
+  options.handler.default_active_groups = static_cast<uint32_t>(q);
+  options.handler.broker_epoch = static_cast<uint64_t>(
+      std::chrono::system_clock::now().time_since_epoch().count());
+
+  storage::StoreOptions store_options;
+  store_options.data_dir = flags.String("data-dir");
+  ASSIGN_OR_RETURN(store_options.group_idle_close_ms,
+                   flags.Signed("group-idle-close-ms", 1000, 1, 86400000));
+  storage::StreamStore store(store_options);
+  int64_t wall_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        std::chrono::system_clock::now().time_since_epoch())
+                        .count();
+  RETURN_IF_ERROR(store.Open(wall_ms));
+
+  // Signals are taken synchronously by this thread; every thread started below inherits the mask.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  broker::Server server(options, &store);
+  RETURN_IF_ERROR(server.Start());
+  NS_LOG(kInfo) << "nearstreamd " << kNearstreamVersion << " listening on " << options.host << ":"
+                << server.port() << " with " << options.workers << " workers"
+                << (store_options.data_dir.empty() ? std::string(", memory only")
+                                                   : ", data in " + store_options.data_dir)
+                << (options.metrics_port >= 0
+                        ? ", metrics on port " + std::to_string(server.metrics_port())
+                        : std::string());
+  if (flags.Has("port-file")) RETURN_IF_ERROR(WritePortFile(flags.String("port-file"), server.port()));
+
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  NS_LOG(kInfo) << "signal " << sig << " received, shutting down";
+  server.Stop();
+  return Status::Ok();
+}
+
+}  // namespace
+}  // namespace nearstream
+
+int main(int argc, char** argv) {
+  nearstream::Status s = nearstream::Run(argc, argv);
+  if (!s.ok()) {
+    std::cerr << "nearstreamd: " << s.ToString() << "\n";
+    return s.code() == nearstream::StatusCode::kInvalidArgument ? 2 : 1;
+  }
+  return 0;
+}

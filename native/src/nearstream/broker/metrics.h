@@ -1,0 +1,52 @@
+// Broker counters, shared by all threads. Each is a relaxed atomic: these are statistics, not
+// synchronization. Per-thread busy time sits on its own cache line so threads don't contend.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace nearstream::broker {
+
+struct alignas(64) PaddedCounter {
+  std::atomic<uint64_t> value{0};
+  void Add(uint64_t n) { value.fetch_add(n, std::memory_order_relaxed); }
+  uint64_t Get() const { return value.load(std::memory_order_relaxed); }
+};
+
+struct BrokerMetrics {
+  explicit BrokerMetrics(int workers) : worker_busy_ns(workers) {}
+
+  PaddedCounter requests;
+  PaddedCounter request_errors;  // responses with a non-OK status (whole request)
+  PaddedCounter protocol_errors;  // broken framing: connection closed
+  PaddedCounter connections_accepted;
+  PaddedCounter connections_closed;
+  PaddedCounter append_requests;
+  PaddedCounter append_chunks;
+  PaddedCounter append_records;
+  PaddedCounter append_bytes;
+  PaddedCounter append_rejected;  // entries refused (bad CRC, out of order, storage error...)
+  PaddedCounter append_duplicates;
+  PaddedCounter fetch_requests;
+  PaddedCounter fetch_chunks;
+  PaddedCounter fetch_records;
+  PaddedCounter fetch_bytes;
+  PaddedCounter fetch_parked;
+  PaddedCounter async_flush_failures;
+  PaddedCounter dispatcher_busy_ns;
+  std::vector<PaddedCounter> worker_busy_ns;
+};
+
+using MetricValues = std::vector<std::pair<std::string, uint64_t>>;
+
+// Prometheus text exposition of `values`: names ending in _total are counters, others gauges.
+std::string RenderPrometheus(const MetricValues& values);
+
+// CPU time consumed by this process so far (all threads), in nanoseconds.
+uint64_t ProcessCpuNanos();
+
+}  // namespace nearstream::broker

@@ -1,0 +1,344 @@
+#include "nearstream/broker/request_handler.h"
+
+#include <chrono>
+#include <cstring>
+
+#include "nearstream/common/version.h"
+#include "nearstream/net/protocol.h"
+
+namespace nearstream::broker {
+
+using net::Opcode;
+using storage::Position;
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+namespace {
+
+int64_t WallMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+Status StreamNotFound(const std::string& name) {
+  return Status(StatusCode::kStreamNotFound, "stream '" + name + "' does not exist");
+}
+
+}  // namespace
+
+RequestHandler::RequestHandler(HandlerOptions options, storage::StreamStore* store,
+                               FetchWaiters* waiters, BrokerMetrics* metrics)
+    : options_(options), store_(store), waiters_(waiters), metrics_(metrics) {}
+
+void RequestHandler::Error(const Request& req, const Status& status, Bytes* out) {
+  metrics_->request_errors.Add(1);
+  size_t start = net::BeginResponse(out, req.frame.header.opcode, req.frame.header.request_id,
+                                    status);
+  net::FinishFrame(out, start);
+}
+
+bool RequestHandler::Handle(Request& req, Bytes* out) {
+  const net::FrameHeader& h = req.frame.header;
+  if (!req.wait_over && req.deadline_ms == 0) metrics_->requests.Add(1);
+  if (h.version != net::kProtocolVersion) {
+    Error(req, Status(StatusCode::kUnsupportedVersion,
+                      "protocol version " + std::to_string(h.version) +
+                          " is not supported; this broker speaks version 1"),
+          out);
+    return true;
+  }
+  if (h.is_response()) {
+    Error(req, Status(StatusCode::kMalformedRequest, "a response frame was sent to the broker"),
+          out);
+    return true;
+  }
+  switch (static_cast<Opcode>(h.opcode)) {
+    case Opcode::kHandshake: Handshake(req, out); return true;
+    case Opcode::kCreateStream: CreateStream(req, out); return true;
+    case Opcode::kDeleteStream: DeleteStream(req, out); return true;
+    case Opcode::kDescribeStream: DescribeStream(req, out); return true;
+    case Opcode::kListStreams: ListStreams(req, out); return true;
+    case Opcode::kMetadata: Metadata(req, out); return true;
+    case Opcode::kAppend: Append(req, out); return true;
+    case Opcode::kFetch: return Fetch(req, out);
+    case Opcode::kStats: Stats(req, out); return true;
+  }
+  Error(req, Status(StatusCode::kUnknownOpcode, "unknown opcode " + std::to_string(h.opcode)),
+        out);
+  return true;
+}
+
+void RequestHandler::Handshake(const Request& req, Bytes* out) {
+  auto m = net::DecodeHandshakeRequest(req.frame.body.data(), req.frame.body.size());
+  if (!m.ok()) return Error(req, m.status(), out);
+  if (m->min_version > net::kProtocolVersion || m->max_version < net::kProtocolVersion) {
+    return Error(req, Status(StatusCode::kUnsupportedVersion,
+                             "client speaks versions " + std::to_string(m->min_version) + ".." +
+                                 std::to_string(m->max_version) + ", broker speaks 1"),
+                 out);
+  }
+  net::HandshakeResponse r;
+  r.broker_epoch = options_.broker_epoch;
+  r.max_frame_bytes = options_.max_frame_bytes;
+  r.broker_version = kNearstreamVersion;
+  size_t start = net::BeginResponse(out, req.frame.header.opcode, req.frame.header.request_id,
+                                    Status::Ok());
+  ByteWriter w(out);
+  net::EncodeHandshakeResponse(w, r);
+  net::FinishFrame(out, start);
+}
+
+void RequestHandler::CreateStream(const Request& req, Bytes* out) {
+  auto c = net::DecodeStreamConfig(req.frame.body.data(), req.frame.body.size());
+  if (!c.ok()) return Error(req, c.status(), out);
+  storage::StreamConfig config = *c;
+  if (config.segment_bytes == 0) config.segment_bytes = options_.default_segment_bytes;
+  if (config.segments_per_group == 0) config.segments_per_group = options_.default_segments_per_group;
+  if (config.active_groups == 0) config.active_groups = options_.default_active_groups;
+  Status s = store_->Create(config);
+  if (!s.ok()) return Error(req, s, out);
+  size_t start = net::BeginResponse(out, req.frame.header.opcode, req.frame.header.request_id, s);
+  net::FinishFrame(out, start);
+}
+
+void RequestHandler::DeleteStream(const Request& req, Bytes* out) {
+  auto m = net::DecodeStreamNameRequest(req.frame.body.data(), req.frame.body.size());
+  if (!m.ok()) return Error(req, m.status(), out);
+  auto stream = store_->Find(m->name);
+  Status s = store_->Delete(m->name);
+  if (!s.ok()) return Error(req, s, out);
+  waiters_->Wake(stream.get());  // parked fetches answer STREAM_NOT_FOUND now
+  size_t start = net::BeginResponse(out, req.frame.header.opcode, req.frame.header.request_id, s);
+  net::FinishFrame(out, start);
+}
+
+void RequestHandler::DescribeStream(const Request& req, Bytes* out) {
+  auto m = net::DecodeStreamNameRequest(req.frame.body.data(), req.frame.body.size());
+  if (!m.ok()) return Error(req, m.status(), out);
+  auto stream = store_->Find(m->name);
+  if (stream == nullptr) return Error(req, StreamNotFound(m->name), out);
+  size_t start = net::BeginResponse(out, req.frame.header.opcode, req.frame.header.request_id,
+                                    Status::Ok());
+  ByteWriter w(out);
+  net::EncodeStreamConfig(w, stream->config());
+  net::FinishFrame(out, start);
+}
+
+void RequestHandler::ListStreams(const Request& req, Bytes* out) {
+  if (!req.frame.body.empty()) {
+    return Error(req, Status(StatusCode::kMalformedRequest, "ListStreams takes no body"), out);
+  }
+  net::ListStreamsResponse r;
+  r.names = store_->List();
+  size_t start = net::BeginResponse(out, req.frame.header.opcode, req.frame.header.request_id,
+                                    Status::Ok());
+  ByteWriter w(out);
+  net::EncodeListStreamsResponse(w, r);
+  net::FinishFrame(out, start);
+}
+
+void RequestHandler::Metadata(const Request& req, Bytes* out) {
+  auto m = net::DecodeMetadataRequest(req.frame.body.data(), req.frame.body.size());
+  if (!m.ok()) return Error(req, m.status(), out);
+  auto stream = store_->Find(m->stream);
+  if (stream == nullptr) return Error(req, StreamNotFound(m->stream), out);
+  std::vector<uint32_t> ids = m->streamlets;
+  if (ids.empty()) {
+    for (uint32_t i = 0; i < stream->streamlet_count(); ++i) ids.push_back(i);
+  }
+  net::MetadataResponse r;
+  for (uint32_t id : ids) {
+    storage::Streamlet* s = stream->streamlet(id);
+    if (s == nullptr) {
+      return Error(req, Status(StatusCode::kStreamletNotFound,
+                               "stream '" + m->stream + "' has no streamlet " +
+                                   std::to_string(id) + " (it has " +
+                                   std::to_string(stream->streamlet_count()) + ")"),
+                   out);
+    }
+    storage::StreamletInfo info = s->Describe();
+    net::StreamletMetadata sm;
+    sm.streamlet = id;
+    sm.head = info.head;
+    sm.tail = info.tail;
+    for (const auto& g : info.groups) {
+      sm.groups.push_back({g.id, g.closed, g.first_segment, g.segment_count, g.bytes});
+    }
+    r.streamlets.push_back(std::move(sm));
+  }
+  size_t start = net::BeginResponse(out, req.frame.header.opcode, req.frame.header.request_id,
+                                    Status::Ok());
+  ByteWriter w(out);
+  net::EncodeMetadataResponse(w, r);
+  net::FinishFrame(out, start);
+}
+
+void RequestHandler::Append(const Request& req, Bytes* out) {
+  metrics_->append_requests.Add(1);
+  // The whole request is decoded before anything is appended: a malformed request changes
+  // nothing.
+  auto m = net::DecodeAppendRequest(req.frame.body.data(), req.frame.body.size());
+  if (!m.ok()) return Error(req, m.status(), out);
+  auto stream = store_->Find(m->stream);
+  if (stream == nullptr) return Error(req, StreamNotFound(m->stream), out);
+  const int64_t now = WallMs();
+  net::AppendResponse r;
+  r.results.reserve(m->entries.size());
+  bool appended = false;
+  uint64_t chunks = 0, records = 0, bytes = 0, rejected = 0, duplicates = 0;
+  for (const auto& e : m->entries) {
+    net::AppendResult res;
+    res.streamlet = e.streamlet;
+    storage::Streamlet* s = stream->streamlet(e.streamlet);
+    Result<storage::AppendOutcome> outcome =
+        s == nullptr ? Result<storage::AppendOutcome>(
+                           Status(StatusCode::kStreamletNotFound,
+                                  "stream '" + m->stream + "' has no streamlet " +
+                                      std::to_string(e.streamlet)))
+                     : Status();
+    storage::ChunkHeader header;
+    if (s != nullptr) {
+      auto h = storage::ValidateChunk(e.chunk, e.chunk_size);
+      if (h.ok()) {
+        header = *h;
+        outcome = s->Append(e.chunk, header, now);
+      } else {
+        outcome = h.status();
+      }
+    }
+    if (outcome.ok()) {
+      res.position = outcome->position;
+      res.duplicate = outcome->duplicate;
+      if (outcome->duplicate) {
+        ++duplicates;
+      } else {
+        appended = true;
+        ++chunks;
+        records += header.record_count;
+        bytes += e.chunk_size;
+      }
+    } else {
+      ++rejected;
+      res.status = static_cast<uint16_t>(outcome.status().code());
+      res.message = outcome.status().message();
+    }
+    r.results.push_back(std::move(res));
+  }
+  if (appended) {
+    stream->NoteAppended();
+    waiters_->Wake(stream.get());
+  }
+  metrics_->append_chunks.Add(chunks);
+  metrics_->append_records.Add(records);
+  metrics_->append_bytes.Add(bytes);
+  metrics_->append_rejected.Add(rejected);
+  metrics_->append_duplicates.Add(duplicates);
+  size_t start = net::BeginResponse(out, req.frame.header.opcode, req.frame.header.request_id,
+                                    Status::Ok());
+  ByteWriter w(out);
+  net::EncodeAppendResponse(w, r);
+  net::FinishFrame(out, start);
+}
+
+bool RequestHandler::Fetch(Request& req, Bytes* out) {
+  auto m = net::DecodeFetchRequest(req.frame.body.data(), req.frame.body.size());
+  if (!m.ok()) {
+    Error(req, m.status(), out);
+    return true;
+  }
+  auto stream = store_->Find(m->stream);
+  if (stream == nullptr || stream->deleted()) {
+    Error(req, StreamNotFound(m->stream), out);
+    return true;
+  }
+  if (req.deadline_ms == 0) {
+    metrics_->fetch_requests.Add(1);
+    req.deadline_ms = NowMs() + std::min(m->max_wait_ms, options_.max_wait_ms);
+  }
+  // Read the generation first: an append racing with this read makes Park() refuse.
+  const uint64_t generation = stream->append_generation();
+
+  out->clear();
+  size_t start = net::BeginResponse(out, req.frame.header.opcode, req.frame.header.request_id,
+                                    Status::Ok());
+  ByteWriter w(out);
+  w.U32(static_cast<uint32_t>(m->entries.size()));
+  uint64_t total_bytes = 0, chunks = 0, records = 0;
+  bool any_error = false;
+  for (const auto& e : m->entries) {
+    storage::Streamlet* s = stream->streamlet(e.streamlet);
+    // Entry head for the success case: streamlet, status, empty message, next, tail, count.
+    const size_t entry_at = out->size();
+    w.Skip(4 + 2 + 2 + 20 + 20 + 4);
+    uint32_t blocks = 0;
+    Result<storage::ReadOutcome> read =
+        s == nullptr
+            ? Result<storage::ReadOutcome>(Status(
+                  StatusCode::kStreamletNotFound,
+                  "stream '" + m->stream + "' has no streamlet " + std::to_string(e.streamlet)))
+            : s->Read(e.position, e.max_bytes,
+                      [&](const Position& at, const uint8_t* data, uint32_t size) {
+                        net::EncodePosition(w, at);
+                        w.Blob(data, size);
+                        ++blocks;
+                      });
+    if (read.ok()) {
+      uint8_t* p = out->data() + entry_at;
+      StoreLe32(p, e.streamlet);
+      StoreLe16(p + 4, 0);
+      StoreLe16(p + 6, 0);
+      Bytes head;
+      ByteWriter hw(&head);
+      net::EncodePosition(hw, read->next);
+      net::EncodePosition(hw, read->tail);
+      std::memcpy(p + 8, head.data(), 40);
+      StoreLe32(p + 48, blocks);
+      total_bytes += read->bytes;
+      chunks += read->chunks;
+      records += read->records;
+    } else {
+      // Errors are found before any block is written: replace the placeholder head.
+      any_error = true;
+      out->resize(entry_at);
+      net::FetchResult fr;
+      fr.streamlet = e.streamlet;
+      fr.status = static_cast<uint16_t>(read.status().code());
+      fr.message = read.status().message();
+      w.U32(fr.streamlet);
+      w.U16(fr.status);
+      w.Str(fr.message);
+      net::EncodePosition(w, e.position);
+      net::EncodePosition(w, Position{});
+      w.U32(0);
+    }
+  }
+  if (total_bytes == 0 && !any_error && !req.wait_over && NowMs() < req.deadline_ms) {
+    metrics_->fetch_parked.Add(1);
+    // Either parked, or something was appended meanwhile and the request goes to the back of
+    // its worker's queue to read again (no recursion, and other requests get their turn).
+    if (!waiters_->Park(req, stream, generation)) waiters_->Requeue(std::move(req));
+    return false;
+  }
+  net::FinishFrame(out, start);
+  metrics_->fetch_bytes.Add(total_bytes);
+  metrics_->fetch_chunks.Add(chunks);
+  metrics_->fetch_records.Add(records);
+  return true;
+}
+
+void RequestHandler::Stats(const Request& req, Bytes* out) {
+  net::StatsResponse r;
+  r.values = collect_metrics ? collect_metrics() : MetricValues{};
+  size_t start = net::BeginResponse(out, req.frame.header.opcode, req.frame.header.request_id,
+                                    Status::Ok());
+  ByteWriter w(out);
+  net::EncodeStatsResponse(w, r);
+  net::FinishFrame(out, start);
+}
+
+}  // namespace nearstream::broker

@@ -1,0 +1,62 @@
+// Executes requests against the stream store. Called by worker threads; stateless apart from
+// the shared store, waiters and metrics, so any worker may run any request.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "nearstream/broker/fetch_waiters.h"
+#include "nearstream/broker/metrics.h"
+#include "nearstream/broker/request.h"
+#include "nearstream/storage/stream_store.h"
+
+namespace nearstream::broker {
+
+struct HandlerOptions {
+  uint64_t broker_epoch = 0;
+  uint32_t max_frame_bytes = net::kDefaultMaxFrameBytes;
+  // Defaults for CreateStream fields sent as 0.
+  uint32_t default_segment_bytes = 8u << 20;
+  uint32_t default_segments_per_group = 16;
+  uint32_t default_active_groups = 1;
+  uint32_t max_wait_ms = 60000;  // caps a client's long-poll
+};
+
+// A source of "now" in milliseconds (steady for deadlines, wall for chunk ages).
+int64_t NowMs();
+
+class RequestHandler {
+ public:
+  // All pointers must outlive the handler.
+  RequestHandler(HandlerOptions options, storage::StreamStore* store, FetchWaiters* waiters,
+                 BrokerMetrics* metrics);
+
+  // Runs `req`. Returns true with the response frame in `*response`, or false when the request
+  // (a long-poll fetch) was parked and will come back later through the waiters.
+  bool Handle(Request& req, Bytes* response);
+
+ private:
+  void Handshake(const Request& req, Bytes* out);
+  void CreateStream(const Request& req, Bytes* out);
+  void DeleteStream(const Request& req, Bytes* out);
+  void DescribeStream(const Request& req, Bytes* out);
+  void ListStreams(const Request& req, Bytes* out);
+  void Metadata(const Request& req, Bytes* out);
+  void Append(const Request& req, Bytes* out);
+  bool Fetch(Request& req, Bytes* out);
+  void Stats(const Request& req, Bytes* out);
+
+  // Writes a whole response carrying only a status.
+  void Error(const Request& req, const Status& status, Bytes* out);
+
+  const HandlerOptions options_;
+  storage::StreamStore* const store_;
+  FetchWaiters* const waiters_;
+  BrokerMetrics* const metrics_;
+
+ public:
+  // The values behind the Stats RPC and /metrics; set by the server, which knows its threads.
+  std::function<MetricValues()> collect_metrics;
+};
+
+}  // namespace nearstream::broker

@@ -1,0 +1,291 @@
+#include "nearstream/broker/server.h"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+
+#include "nearstream/common/log.h"
+#include "nearstream/net/socket_util.h"
+
+namespace nearstream::broker {
+namespace {
+
+constexpr uint64_t kListenerTag = 0;
+constexpr uint64_t kWakeTag = 1;
+constexpr size_t kReadChunk = 256 * 1024;
+// Bytes read from one connection per readiness event before serving the others (fairness).
+constexpr size_t kReadBudget = 4u << 20;
+
+uint64_t MonoNanos() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+}
+
+}  // namespace
+
+Server::Server(ServerOptions options, storage::StreamStore* store)
+    : options_(options),
+      store_(store),
+      metrics_(options.workers),
+      waiters_([this](Request r) { Enqueue(std::move(r)); }),
+      handler_(options.handler, store, &waiters_, &metrics_) {
+  for (int i = 0; i < options_.workers; ++i) queues_.push_back(std::make_unique<WorkQueue>());
+  handler_.collect_metrics = [this] { return CollectMetrics(); };
+}
+
+Server::~Server() { Stop(); }
+
+Status Server::Start() {
+  if (options_.workers < 1) {
+    return Status(StatusCode::kInvalidArgument, "--workers must be at least 1");
+  }
+  ASSIGN_OR_RETURN(listen_fd_, net::ListenTcp(options_.host, options_.port, true));
+  ASSIGN_OR_RETURN(port_, net::LocalPort(listen_fd_));
+  epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
+  wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (epoll_fd_ < 0 || wake_fd_ < 0) {
+    return Status::FromErrno(StatusCode::kIoError, "epoll/eventfd", errno);
+  }
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = kListenerTag;
+  ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listen_fd_, &ev);
+  ev.data.u64 = kWakeTag;
+  ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev);
+  if (options_.metrics_port >= 0) {
+    metrics_http_ = std::make_unique<MetricsHttpServer>(
+        [this] { return RenderPrometheus(CollectMetrics()); });
+    RETURN_IF_ERROR(
+        metrics_http_->Start(options_.host, static_cast<uint16_t>(options_.metrics_port)));
+  }
+  for (int i = 0; i < options_.workers; ++i) workers_.emplace_back([this, i] { WorkerLoop(i); });
+  maintenance_ = std::thread([this] { MaintenanceLoop(); });
+  dispatcher_ = std::thread([this] { DispatchLoop(); });
+  return Status::Ok();
+}
+
+void Server::Stop() {
+  if (stopping_.exchange(true)) return;
+  if (wake_fd_ >= 0) {
+    uint64_t one = 1;
+    ssize_t ignored = ::write(wake_fd_, &one, sizeof(one));
+    (void)ignored;
+  }
+  if (dispatcher_.joinable()) dispatcher_.join();
+  for (auto& q : queues_) q->Stop();
+  for (auto& t : workers_) t.join();
+  workers_.clear();
+  if (maintenance_.joinable()) maintenance_.join();
+  if (metrics_http_) metrics_http_->Stop();
+  for (auto& [id, conn] : conns_) conn->Close();
+  conns_.clear();
+  if (listen_fd_ >= 0) ::close(listen_fd_);
+  if (epoll_fd_ >= 0) ::close(epoll_fd_);
+  if (wake_fd_ >= 0) ::close(wake_fd_);
+  listen_fd_ = epoll_fd_ = wake_fd_ = -1;
+}
+
+void Server::Enqueue(Request r) {
+  size_t index = r.conn->id() % queues_.size();
+  queues_[index]->Push(std::move(r));
+}
+
+void Server::DispatchLoop() {
+  epoll_event events[128];
+  while (!stopping_.load(std::memory_order_acquire)) {
+    int timeout = 100;
+    int64_t next = waiters_.NextDeadline();
+    if (next >= 0) timeout = static_cast<int>(std::clamp<int64_t>(next - NowMs(), 0, 100));
+    int n = ::epoll_wait(epoll_fd_, events, 128, timeout);
+    uint64_t busy_start = MonoNanos();
+    for (int i = 0; i < n; ++i) {
+      uint64_t tag = events[i].data.u64;
+      if (tag == kListenerTag) {
+        Accept();
+        continue;
+      }
+      if (tag == kWakeTag) {
+        uint64_t v;
+        ssize_t ignored = ::read(wake_fd_, &v, sizeof(v));
+        (void)ignored;
+        continue;
+      }
+      auto it = conns_.find(tag);
+      if (it == conns_.end()) continue;
+      std::shared_ptr<net::Connection> conn = it->second;
+      uint32_t ev = events[i].events;
+      if (ev & EPOLLOUT) conn->OnWritable();
+      if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) OnReadable(conn);
+    }
+    waiters_.ExpireDue(NowMs());
+    if (n > 0) metrics_.dispatcher_busy_ns.Add(MonoNanos() - busy_start);
+  }
+}
+
+void Server::Accept() {
+  for (;;) {
+    int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) {
+        NS_LOG(kWarning) << "accept: " << Status::FromErrno(StatusCode::kIoError, "", errno).message();
+      }
+      return;
+    }
+    int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    uint64_t id = next_conn_id_++;
+    auto conn = std::make_shared<net::Connection>(fd, epoll_fd_, id, options_.max_frame_bytes,
+                                                  options_.limits);
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLRDHUP;
+    ev.data.u64 = id;
+    if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) continue;  // conn dtor closes fd
+    conns_.emplace(id, std::move(conn));
+    metrics_.connections_accepted.Add(1);
+    open_connections_.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+void Server::CloseConnection(const std::shared_ptr<net::Connection>& conn) {
+  conn->Close();
+  if (conns_.erase(conn->id()) > 0) {
+    metrics_.connections_closed.Add(1);
+    open_connections_.fetch_sub(1, std::memory_order_relaxed);
+  }
+}
+
+void Server::OnReadable(const std::shared_ptr<net::Connection>& conn) {
+  static thread_local std::vector<uint8_t> buf(kReadChunk);
+  std::vector<net::Frame> frames;
+  size_t budget = kReadBudget;
+  while (budget > 0 && !conn->closed()) {
+    ssize_t r = ::recv(conn->fd(), buf.data(), buf.size(), 0);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+      CloseConnection(conn);
+      return;
+    }
+    if (r == 0) {
+      // A frame cut short by a disconnect is dropped whole: nothing of it was applied.
+      if (conn->decoder().mid_frame()) {
+        NS_LOG(kDebug) << "connection " << conn->id() << " closed in the middle of a frame";
+      }
+      CloseConnection(conn);
+      return;
+    }
+    budget -= std::min(budget, static_cast<size_t>(r));
+    frames.clear();
+    auto err = conn->decoder().Feed(buf.data(), static_cast<size_t>(r), &frames);
+    for (auto& f : frames) {
+      bool keep_reading = conn->RequestStarted();
+      Enqueue(Request{conn, std::move(f)});
+      if (!keep_reading) budget = 0;  // too much in flight: epoll stops reporting input
+    }
+    if (err) {
+      metrics_.protocol_errors.Add(1);
+      NS_LOG(kWarning) << "connection " << conn->id() << ": " << err->status.ToString()
+                       << "; closing it";
+      if (err->header) {
+        Bytes out;
+        size_t start = net::BeginResponse(&out, err->header->opcode, err->header->request_id,
+                                          err->status);
+        net::FinishFrame(&out, start);
+        conn->Send(std::move(out));
+      }
+      // Let the error response go out before the connection is torn down.
+      ::shutdown(conn->fd(), SHUT_WR);
+      CloseConnection(conn);
+      return;
+    }
+  }
+}
+
+void Server::WorkerLoop(int index) {
+  WorkQueue& queue = *queues_[index];
+  PaddedCounter& busy = metrics_.worker_busy_ns[index];
+  std::deque<Request> batch;
+  Bytes response;
+  while (queue.PopAll(&batch)) {
+    uint64_t start = MonoNanos();
+    for (auto& req : batch) {
+      std::shared_ptr<net::Connection> conn = req.conn;
+      if (conn->closed()) {
+        conn->RequestDone();
+        continue;
+      }
+      response.clear();
+      if (handler_.Handle(req, &response)) {
+        conn->Send(std::move(response));
+        response = Bytes();
+        conn->RequestDone();
+      }
+    }
+    batch.clear();
+    busy.Add(MonoNanos() - start);
+  }
+}
+
+void Server::MaintenanceLoop() {
+  int64_t last_flush = NowMs(), last_maintain = NowMs();
+  while (!stopping_.load(std::memory_order_acquire)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    int64_t now = NowMs();
+    if (now - last_flush >= options_.flush_interval_ms) {
+      metrics_.async_flush_failures.Add(static_cast<uint64_t>(store_->FlushAsync()));
+      last_flush = now;
+    }
+    if (now - last_maintain >= options_.maintenance_interval_ms) {
+      int64_t wall = std::chrono::duration_cast<std::chrono::milliseconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
+      store_->Maintain(wall);
+      last_maintain = now;
+    }
+  }
+  store_->FlushAsync();  // a clean shutdown leaves async streams fully on disk
+}
+
+MetricValues Server::CollectMetrics() {
+  MetricValues v;
+  auto add = [&v](std::string name, uint64_t value) { v.emplace_back(std::move(name), value); };
+  add("nearstream_requests_total", metrics_.requests.Get());
+  add("nearstream_request_errors_total", metrics_.request_errors.Get());
+  add("nearstream_protocol_errors_total", metrics_.protocol_errors.Get());
+  add("nearstream_connections_accepted_total", metrics_.connections_accepted.Get());
+  add("nearstream_connections_closed_total", metrics_.connections_closed.Get());
+  add("nearstream_connections_open", open_connections_.load(std::memory_order_relaxed));
+  add("nearstream_append_requests_total", metrics_.append_requests.Get());
+  add("nearstream_append_chunks_total", metrics_.append_chunks.Get());
+  add("nearstream_append_records_total", metrics_.append_records.Get());
+  add("nearstream_append_bytes_total", metrics_.append_bytes.Get());
+  add("nearstream_append_rejected_total", metrics_.append_rejected.Get());
+  add("nearstream_append_duplicates_total", metrics_.append_duplicates.Get());
+  add("nearstream_fetch_requests_total", metrics_.fetch_requests.Get());
+  add("nearstream_fetch_chunks_total", metrics_.fetch_chunks.Get());
+  add("nearstream_fetch_records_total", metrics_.fetch_records.Get());
+  add("nearstream_fetch_bytes_total", metrics_.fetch_bytes.Get());
+  add("nearstream_fetch_parked_total", metrics_.fetch_parked.Get());
+  add("nearstream_fetch_waiting", waiters_.size());
+  add("nearstream_async_flush_failures_total", metrics_.async_flush_failures.Get());
+  add("nearstream_streams", store_->List().size());
+  add("nearstream_stored_bytes", store_->total_bytes());
+  add("nearstream_process_cpu_ns_total", ProcessCpuNanos());
+  add("nearstream_thread_busy_ns_total{thread=\"dispatcher\"}", metrics_.dispatcher_busy_ns.Get());
+  for (size_t i = 0; i < queues_.size(); ++i) {
+    std::string label = "{thread=\"worker-" + std::to_string(i) + "\"}";
+    add("nearstream_thread_busy_ns_total" + label, metrics_.worker_busy_ns[i].Get());
+    add("nearstream_queue_depth" + label, queues_[i]->depth());
+  }
+  return v;
+}
+
+}  // namespace nearstream::broker

@@ -1,0 +1,49 @@
+// File I/O behind a small interface (leveldb's Env) so storage tests can inject faults: a full
+// disk, a failing fsync, a torn write. Production uses PosixEnv.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "nearstream/common/byte_io.h"
+#include "nearstream/common/status.h"
+
+namespace nearstream::storage {
+
+// An append-only file. Append/Truncate are called by one thread at a time (the owner of the
+// segment, under its streamlet's lock); Sync may run concurrently from the flusher thread.
+class WritableFile {
+ public:
+  virtual ~WritableFile() = default;
+  virtual Status Append(const uint8_t* data, size_t n) = 0;
+  // Cuts the file back to `size` bytes (rolls back a failed append, cuts a torn tail).
+  virtual Status Truncate(uint64_t size) = 0;
+  // Makes every appended byte durable (fdatasync).
+  virtual Status Sync() = 0;
+  virtual uint64_t size() const = 0;
+};
+
+class Env {
+ public:
+  virtual ~Env() = default;
+  // Opens `path` for appending, creating it when missing; existing bytes are kept.
+  virtual Result<std::unique_ptr<WritableFile>> OpenAppendable(const std::string& path) = 0;
+  virtual Result<Bytes> ReadFile(const std::string& path) = 0;
+  // Writes via a temporary file, fsync, rename and directory fsync: all or nothing.
+  virtual Status WriteFileAtomically(const std::string& path, const Bytes& data) = 0;
+  // Names (not paths) of the entries of a directory, without "." and "..".
+  virtual Result<std::vector<std::string>> ListDir(const std::string& path) = 0;
+  virtual Status CreateDirs(const std::string& path) = 0;
+  virtual Status RemoveFile(const std::string& path) = 0;
+  virtual Status RemoveAll(const std::string& path) = 0;
+  virtual Status Rename(const std::string& from, const std::string& to) = 0;
+  virtual Status SyncDir(const std::string& path) = 0;
+  virtual bool Exists(const std::string& path) = 0;
+
+  // The process-wide POSIX implementation; never deleted.
+  static Env* Default();
+};
+
+}  // namespace nearstream::storage

@@ -1,0 +1,52 @@
+// A fixed-size segment: the unit of storage, retention and (for durable streams) of files.
+//
+// Threading: one appender at a time (its streamlet's lock held) writes past committed() and then
+// publishes with a release store; readers load committed() with acquire and read [0, committed)
+// without locks, which never changes once published. sealed() turns true after the last
+// Publish, so a reader that sees sealed() and then reads committed() has the final length.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
+#include "nearstream/storage/env.h"
+
+namespace nearstream::storage {
+
+class Segment {
+ public:
+  Segment(uint64_t id, uint32_t capacity, int64_t now_ms)
+      : id_(id), capacity_(capacity), data_(new uint8_t[capacity]), last_append_ms_(now_ms) {}
+
+  uint64_t id() const { return id_; }
+  uint32_t capacity() const { return capacity_; }
+  const uint8_t* data() const { return data_.get(); }
+  uint32_t committed() const { return committed_.load(std::memory_order_acquire); }
+  bool sealed() const { return sealed_.load(std::memory_order_acquire); }
+
+  // ---- appender side (streamlet lock held) ----
+  uint8_t* mutable_data() { return data_.get(); }
+  void Publish(uint32_t committed) { committed_.store(committed, std::memory_order_release); }
+  void Seal() { sealed_.store(true, std::memory_order_release); }
+  int64_t last_append_ms() const { return last_append_ms_; }
+  void set_last_append_ms(int64_t ms) { last_append_ms_ = ms; }
+
+  // The backing file of a durable segment; null for memory-only streams and recovered segments.
+  WritableFile* file() { return file_.get(); }
+  void set_file(std::unique_ptr<WritableFile> f) { file_ = std::move(f); }
+  // Set by appends under `async` durability, cleared by the flusher before it syncs.
+  std::atomic<bool>& dirty() { return dirty_; }
+
+ private:
+  const uint64_t id_;
+  const uint32_t capacity_;
+  const std::unique_ptr<uint8_t[]> data_;
+  alignas(64) std::atomic<uint32_t> committed_{0};
+  std::atomic<bool> sealed_{false};
+  std::atomic<bool> dirty_{false};
+  int64_t last_append_ms_;
+  std::unique_ptr<WritableFile> file_;
+};
+
+}  // namespace nearstream::storage

@@ -1,0 +1,40 @@
+// A stream: its configuration and a fixed set of streamlets, plus a counter that long-polling
+// fetches watch to learn that something was appended.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <vector>
+
+#include "nearstream/storage/streamlet.h"
+
+namespace nearstream::storage {
+
+class Stream {
+ public:
+  // `dir` holds the streamlet directories of a durable stream; empty for memory-only streams.
+  Stream(StreamConfig config, Env* env, const std::string& dir);
+
+  const StreamConfig& config() const { return config_; }
+  uint32_t streamlet_count() const { return static_cast<uint32_t>(streamlets_.size()); }
+  // Null when `id` is out of range.
+  Streamlet* streamlet(uint32_t id) {
+    return id < streamlets_.size() ? streamlets_[id].get() : nullptr;
+  }
+
+  // Bumped after every successful append (release); long-poll fetches compare it.
+  uint64_t append_generation() const { return generation_.load(std::memory_order_acquire); }
+  void NoteAppended() { generation_.fetch_add(1, std::memory_order_acq_rel); }
+
+  // Set once the stream has been deleted; handlers holding a reference stop using it.
+  bool deleted() const { return deleted_.load(std::memory_order_acquire); }
+  void MarkDeleted() { deleted_.store(true, std::memory_order_release); }
+
+ private:
+  const StreamConfig config_;
+  std::vector<std::unique_ptr<Streamlet>> streamlets_;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<bool> deleted_{false};
+};
+
+}  // namespace nearstream::storage

@@ -1,0 +1,233 @@
+#include "nearstream/storage/stream_store.h"
+
+#include <sstream>
+
+#include "nearstream/common/log.h"
+
+namespace nearstream::storage {
+
+std::string FormatStreamMeta(const StreamConfig& c) {
+  std::ostringstream o;
+  o << "format=1\n"
+    << "name=" << c.name << "\n"
+    << "streamlets=" << c.streamlets << "\n"
+    << "segment_bytes=" << c.segment_bytes << "\n"
+    << "segments_per_group=" << c.segments_per_group << "\n"
+    << "active_groups=" << c.active_groups << "\n"
+    << "durability=" << DurabilityName(c.durability) << "\n"
+    << "retention_bytes=" << c.retention_bytes << "\n"
+    << "retention_ms=" << c.retention_ms << "\n";
+  return o.str();
+}
+
+Result<StreamConfig> ParseStreamMeta(const std::string& text) {
+  StreamConfig c;
+  std::istringstream in(text);
+  std::string line;
+  int seen = 0;
+  try {
+    while (std::getline(in, line)) {
+      auto eq = line.find('=');
+      if (eq == std::string::npos) continue;
+      std::string k = line.substr(0, eq), v = line.substr(eq + 1);
+      ++seen;
+      if (k == "format") {
+        if (v != "1") return Status(StatusCode::kStorageError, "unknown stream.meta format " + v);
+      } else if (k == "name") {
+        c.name = v;
+      } else if (k == "streamlets") {
+        c.streamlets = static_cast<uint32_t>(std::stoul(v));
+      } else if (k == "segment_bytes") {
+        c.segment_bytes = static_cast<uint32_t>(std::stoul(v));
+      } else if (k == "segments_per_group") {
+        c.segments_per_group = static_cast<uint32_t>(std::stoul(v));
+      } else if (k == "active_groups") {
+        c.active_groups = static_cast<uint32_t>(std::stoul(v));
+      } else if (k == "durability") {
+        ASSIGN_OR_RETURN(c.durability, ParseDurability(v));
+      } else if (k == "retention_bytes") {
+        c.retention_bytes = std::stoll(v);
+      } else if (k == "retention_ms") {
+        c.retention_ms = std::stoll(v);
+      } else {
+        --seen;
+      }
+    }
+  } catch (const std::exception&) {
+    return Status(StatusCode::kStorageError, "stream.meta has a non-numeric value: " + line);
+  }
+  if (seen != 9) return Status(StatusCode::kStorageError, "stream.meta is incomplete");
+  RETURN_IF_ERROR(c.Validate());
+  return c;
+}
+
+StreamStore::StreamStore(StoreOptions options) : options_(std::move(options)) {}
+
+std::string StreamStore::StreamDir(const std::string& name) const {
+  return options_.data_dir + "/streams/" + name;
+}
+
+Status StreamStore::Open(int64_t now_ms) {
+  if (options_.data_dir.empty()) return Status::Ok();
+  Env* env = options_.env;
+  RETURN_IF_ERROR(env->CreateDirs(options_.data_dir + "/streams"));
+  // A crash in the middle of a delete leaves the stream in trash/, never half in streams/.
+  RETURN_IF_ERROR(env->RemoveAll(options_.data_dir + "/trash"));
+  ASSIGN_OR_RETURN(auto names, env->ListDir(options_.data_dir + "/streams"));
+  for (const auto& name : names) {
+    if (!IsValidStreamName(name)) continue;
+    RETURN_IF_ERROR(Recover(name, now_ms));
+  }
+  return Status::Ok();
+}
+
+Status StreamStore::Recover(const std::string& name, int64_t now_ms) {
+  const std::string dir = StreamDir(name);
+  Env* env = options_.env;
+  if (!env->Exists(dir + "/stream.meta")) {
+    // Creation did not finish (the meta file is written last): nothing was ever acknowledged.
+    NS_LOG(kWarning) << "removing incompletely created stream directory " << dir;
+    return env->RemoveAll(dir);
+  }
+  ASSIGN_OR_RETURN(Bytes meta, env->ReadFile(dir + "/stream.meta"));
+  auto config = ParseStreamMeta(std::string(meta.begin(), meta.end()));
+  if (!config.ok()) {
+    return Status(StatusCode::kStorageError,
+                  "cannot recover stream " + name + ": " + config.status().message());
+  }
+  if (config->name != name) {
+    return Status(StatusCode::kStorageError, "stream.meta in " + dir + " names '" +
+                                                 config->name + "'");
+  }
+  auto stream = std::make_shared<Stream>(*config, env, dir);
+  for (uint32_t i = 0; i < stream->streamlet_count(); ++i) {
+    RETURN_IF_ERROR(stream->streamlet(i)->Recover(now_ms));
+  }
+  NS_LOG(kInfo) << "recovered stream " << name << " (" << config->streamlets << " streamlets, "
+                << DurabilityName(config->durability) << ")";
+  std::lock_guard<std::mutex> lock(mu_);
+  streams_[name] = std::move(stream);
+  return Status::Ok();
+}
+
+Status StreamStore::Create(const StreamConfig& config) {
+  RETURN_IF_ERROR(config.Validate());
+  const bool durable = config.durability != Durability::kNone;
+  if (durable && options_.data_dir.empty()) {
+    return Status(StatusCode::kInvalidArgument,
+                  std::string("durability ") + DurabilityName(config.durability) +
+                      " needs a broker started with --data-dir");
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (streams_.count(config.name)) {
+    return Status(StatusCode::kStreamExists, "stream " + config.name + " already exists");
+  }
+  std::string dir;
+  if (durable) {
+    Env* env = options_.env;
+    dir = StreamDir(config.name);
+    Status s = env->CreateDirs(dir);
+    for (uint32_t i = 0; s.ok() && i < config.streamlets; ++i) {
+      s = env->CreateDirs(dir + "/" + std::to_string(i));
+    }
+    if (s.ok()) {
+      std::string meta = FormatStreamMeta(config);
+      s = env->WriteFileAtomically(dir + "/stream.meta", Bytes(meta.begin(), meta.end()));
+    }
+    if (s.ok()) s = env->SyncDir(options_.data_dir + "/streams");
+    if (!s.ok()) {
+      Status cleanup = env->RemoveAll(dir);
+      (void)cleanup;  // the creation error is the one to report
+      return s;
+    }
+  }
+  streams_[config.name] = std::make_shared<Stream>(config, options_.env, dir);
+  return Status::Ok();
+}
+
+Status StreamStore::Delete(const std::string& name) {
+  std::shared_ptr<Stream> stream;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = streams_.find(name);
+    if (it == streams_.end()) {
+      return Status(StatusCode::kStreamNotFound, "stream " + name + " does not exist");
+    }
+    stream = it->second;
+    if (stream->config().durability != Durability::kNone) {
+      Env* env = options_.env;
+      std::string trash = options_.data_dir + "/trash";
+      RETURN_IF_ERROR(env->CreateDirs(trash));
+      std::string target = trash + "/" + name + "." + std::to_string(++deletions_);
+      RETURN_IF_ERROR(env->Rename(StreamDir(name), target));
+      RETURN_IF_ERROR(env->SyncDir(options_.data_dir + "/streams"));
+      Status s = env->RemoveAll(target);
+      if (!s.ok()) NS_LOG(kWarning) << "deleted stream left files behind: " << s.ToString();
+    }
+    streams_.erase(it);
+  }
+  stream->MarkDeleted();
+  stream->NoteAppended();  // wakes long-polls so they answer STREAM_NOT_FOUND promptly
+  return Status::Ok();
+}
+
+std::shared_ptr<Stream> StreamStore::Find(const std::string& name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = streams_.find(name);
+  return it == streams_.end() ? nullptr : it->second;
+}
+
+std::vector<std::string> StreamStore::List() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::string> names;
+  for (const auto& [name, s] : streams_) names.push_back(name);
+  return names;
+}
+
+namespace {
+std::vector<std::shared_ptr<Stream>> Snapshot(std::mutex& mu,
+                                              const std::map<std::string, std::shared_ptr<Stream>>& m) {
+  std::lock_guard<std::mutex> lock(mu);
+  std::vector<std::shared_ptr<Stream>> out;
+  for (const auto& [name, s] : m) out.push_back(s);
+  return out;
+}
+}  // namespace
+
+void StreamStore::Maintain(int64_t now_ms) {
+  for (const auto& stream : Snapshot(mu_, streams_)) {
+    for (uint32_t i = 0; i < stream->streamlet_count(); ++i) {
+      for (const auto& path : stream->streamlet(i)->Maintain(now_ms, options_.group_idle_close_ms)) {
+        Status s = options_.env->RemoveFile(path);
+        if (!s.ok()) NS_LOG(kWarning) << "retention: " << s.ToString();
+      }
+    }
+    stream->NoteAppended();  // a closed idle group may let a waiting reader move on
+  }
+}
+
+int StreamStore::FlushAsync() {
+  int failures = 0;
+  for (const auto& stream : Snapshot(mu_, streams_)) {
+    if (stream->config().durability != Durability::kAsync) continue;
+    for (uint32_t i = 0; i < stream->streamlet_count(); ++i) {
+      Status s = stream->streamlet(i)->SyncDirty();
+      if (!s.ok()) {
+        ++failures;
+        NS_LOG(kError) << "async flush of " << stream->config().name << "/" << i << ": "
+                       << s.ToString();
+      }
+    }
+  }
+  return failures;
+}
+
+uint64_t StreamStore::total_bytes() const {
+  uint64_t total = 0;
+  for (const auto& stream : Snapshot(mu_, streams_)) {
+    for (uint32_t i = 0; i < stream->streamlet_count(); ++i) total += stream->streamlet(i)->bytes();
+  }
+  return total;
+}
+
+}  // namespace nearstream::storage

@@ -1,0 +1,394 @@
+#include "nearstream/storage/streamlet.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+
+#include "nearstream/common/log.h"
+
+namespace nearstream::storage {
+
+void Streamlet::ProducerState::Remember(uint64_t seq, const Position& pos) {
+  last_sequence = seq;
+  recent_seq[next_slot] = seq;
+  recent_pos[next_slot] = pos;
+  next_slot = (next_slot + 1) % kWindow;
+}
+
+Position Streamlet::ProducerState::Lookup(uint64_t seq) const {
+  for (int i = 0; i < kWindow; ++i) {
+    if (recent_seq[i] == seq && !recent_pos[i].is_earliest()) return recent_pos[i];
+  }
+  return Position{};
+}
+
+Streamlet::Streamlet(uint32_t id, const StreamConfig* config, Env* env, std::string dir)
+    : id_(id), config_(config), env_(env), dir_(std::move(dir)), active_(config->active_groups) {}
+
+Streamlet::~Streamlet() = default;
+
+std::string Streamlet::SegmentPath(uint64_t group, uint64_t segment) const {
+  char name[64];
+  std::snprintf(name, sizeof(name), "%020" PRIu64 "-%020" PRIu64 ".seg", group, segment);
+  return dir_ + "/" + name;
+}
+
+Streamlet::Group* Streamlet::NewGroupLocked(int64_t now_ms) {
+  auto g = std::make_unique<Group>();
+  g->id = next_group_id_++;
+  g->last_append_ms = now_ms;
+  groups_.push_back(std::move(g));
+  return groups_.back().get();
+}
+
+Streamlet::Group* Streamlet::NewGroupFromRecovery(uint64_t id, int64_t now_ms) {
+  auto g = std::make_unique<Group>();
+  g->id = id;
+  g->last_append_ms = now_ms;
+  groups_.push_back(std::move(g));
+  return groups_.back().get();
+}
+
+Result<Segment*> Streamlet::NewSegmentLocked(Group* g, int64_t now_ms) {
+  auto seg = std::make_shared<Segment>(next_segment_id_, config_->segment_bytes, now_ms);
+  if (!dir_.empty()) {
+    ASSIGN_OR_RETURN(auto file, env_->OpenAppendable(SegmentPath(g->id, seg->id())));
+    // A new file's directory entry must be durable before a sync append is acknowledged.
+    if (config_->durability == Durability::kSync) RETURN_IF_ERROR(env_->SyncDir(dir_));
+    seg->set_file(std::move(file));
+  }
+  ++next_segment_id_;
+  g->segments.push_back(std::move(seg));
+  return g->segments.back().get();
+}
+
+Streamlet::Group* Streamlet::FindGroupLocked(uint64_t id) const {
+  auto it = std::lower_bound(groups_.begin(), groups_.end(), id,
+                             [](const std::unique_ptr<Group>& g, uint64_t v) { return g->id < v; });
+  if (it == groups_.end() || (*it)->id != id) return nullptr;
+  return it->get();
+}
+
+Position Streamlet::TailLocked() const {
+  if (groups_.empty()) return Position{};
+  const Group& g = *groups_.back();
+  if (g.segments.empty()) return Position{};
+  const Segment& s = *g.segments.back();
+  return Position{g.id, s.id(), s.committed()};
+}
+
+Result<AppendOutcome> Streamlet::Append(const uint8_t* chunk, const ChunkHeader& header,
+                                        int64_t now_ms) {
+  const uint32_t size = header.total_size();
+  if (size > config_->segment_bytes) {
+    return Status(StatusCode::kChunkTooLarge, "chunk of " + std::to_string(size) +
+                                                  " bytes does not fit in a segment of " +
+                                                  std::to_string(config_->segment_bytes));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  ProducerState* producer = nullptr;
+  if (header.producer_id != 0) {
+    auto [it, fresh] = producers_.try_emplace(header.producer_id);
+    producer = &it->second;
+    if (!fresh) {
+      if (header.sequence <= producer->last_sequence) {
+        return AppendOutcome{producer->Lookup(header.sequence), true};
+      }
+      if (header.sequence != producer->last_sequence + 1) {
+        return Status(StatusCode::kOutOfOrderSequence,
+                      "producer " + std::to_string(header.producer_id) + " sent sequence " +
+                          std::to_string(header.sequence) + " after " +
+                          std::to_string(producer->last_sequence));
+      }
+    }
+  }
+
+  const size_t slot = header.producer_id % active_.size();
+  Group* g = active_[slot];
+  if (g == nullptr) g = active_[slot] = NewGroupLocked(now_ms);
+  Segment* seg = g->segments.empty() ? nullptr : g->segments.back().get();
+  if (seg == nullptr || seg->sealed() || seg->committed() + size > seg->capacity()) {
+    if (seg != nullptr) seg->Seal();
+    if (g->segments.size() >= config_->segments_per_group) {
+      g->closed = true;
+      g = active_[slot] = NewGroupLocked(now_ms);
+    }
+    ASSIGN_OR_RETURN(seg, NewSegmentLocked(g, now_ms));
+  }
+
+  const uint32_t offset = seg->committed();
+  std::memcpy(seg->mutable_data() + offset, chunk, size);
+  if (WritableFile* file = seg->file()) {
+    Status s = file->Append(chunk, size);
+    if (s.ok() && config_->durability == Durability::kSync) s = file->Sync();
+    if (!s.ok()) {
+      // Nothing was acknowledged: cut the file back and never append to it again (after a
+      // failed fsync the kernel may have dropped the dirty pages, so the file is not trusted).
+      Status cut = file->Truncate(offset);
+      if (!cut.ok()) {
+        NS_LOG(kError) << "rollback of " << SegmentPath(g->id, seg->id())
+                       << " failed: " << cut.ToString();
+      }
+      seg->Seal();
+      return s;
+    }
+    if (config_->durability == Durability::kAsync) seg->dirty().store(true);
+  }
+  seg->Publish(offset + size);
+  seg->set_last_append_ms(now_ms);
+  g->last_append_ms = now_ms;
+  g->bytes += size;
+  bytes_ += size;
+  Position pos{g->id, seg->id(), offset};
+  if (producer != nullptr) producer->Remember(header.sequence, pos);
+  return AppendOutcome{pos, false};
+}
+
+std::shared_ptr<Segment> Streamlet::SuccessorLocked(uint64_t group_id, uint64_t segment_id,
+                                                    uint64_t* next_group) const {
+  const Group* g = FindGroupLocked(group_id);
+  if (g == nullptr) return nullptr;
+  for (size_t i = 0; i < g->segments.size(); ++i) {
+    if (g->segments[i]->id() == segment_id && i + 1 < g->segments.size()) {
+      *next_group = g->id;
+      return g->segments[i + 1];
+    }
+  }
+  if (!g->closed) return nullptr;
+  // Groups are read in id order: move on once this one is closed and fully read.
+  auto it = std::upper_bound(groups_.begin(), groups_.end(), group_id,
+                             [](uint64_t v, const std::unique_ptr<Group>& x) { return v < x->id; });
+  if (it == groups_.end() || (*it)->segments.empty()) return nullptr;
+  *next_group = (*it)->id;
+  return (*it)->segments.front();
+}
+
+Result<ReadOutcome> Streamlet::Read(const Position& from, uint32_t max_bytes,
+                                    const BlockSink& sink) const {
+  ReadOutcome out;
+  Position cur = from;
+  std::shared_ptr<Segment> seg;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    out.tail = TailLocked();
+    if (from.is_earliest()) {
+      if (groups_.empty() || groups_.front()->segments.empty()) {
+        out.next = from;
+        return out;
+      }
+      cur = Position{groups_.front()->id, groups_.front()->segments.front()->id(), 0};
+    }
+    const Group* g = FindGroupLocked(cur.group);
+    if (g != nullptr) {
+      for (const auto& s : g->segments) {
+        if (s->id() == cur.segment) seg = s;
+      }
+    }
+    if (seg == nullptr || cur.offset > seg->committed()) {
+      std::string held = groups_.empty() ? "nothing"
+                                         : "groups " + std::to_string(groups_.front()->id) +
+                                               ".." + std::to_string(groups_.back()->id);
+      return Status(StatusCode::kPositionOutOfRange,
+                    "position " + cur.ToString() + " is not in streamlet " + std::to_string(id_) +
+                        " (it holds " + held + ")");
+    }
+  }
+
+  for (;;) {
+    const bool sealed = seg->sealed();  // before committed(): a sealed length is final
+    const uint32_t committed = seg->committed();
+    const uint8_t* data = seg->data();
+    uint32_t end = cur.offset;
+    bool budget_spent = false;
+    while (end < committed) {
+      uint32_t chunk_size = kChunkHeaderSize + LoadLe32(data + end + 8);
+      uint32_t taken = out.bytes + (end - cur.offset);
+      if (taken > 0 && taken + chunk_size > max_bytes) {
+        budget_spent = true;
+        break;
+      }
+      out.records += LoadLe32(data + end + 40);
+      ++out.chunks;
+      end += chunk_size;
+    }
+    if (end > cur.offset) {
+      sink(cur, data + cur.offset, end - cur.offset);
+      out.bytes += end - cur.offset;
+      cur.offset = end;
+    }
+    if (budget_spent || !sealed || cur.offset < committed) break;
+    std::lock_guard<std::mutex> lock(mu_);
+    uint64_t next_group = 0;
+    std::shared_ptr<Segment> next = SuccessorLocked(cur.group, cur.segment, &next_group);
+    if (next == nullptr) break;
+    seg = std::move(next);
+    cur = Position{next_group, seg->id(), 0};
+  }
+  out.next = cur;
+  return out;
+}
+
+StreamletInfo Streamlet::Describe() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  StreamletInfo info;
+  info.tail = TailLocked();
+  if (!groups_.empty() && !groups_.front()->segments.empty()) {
+    info.head = Position{groups_.front()->id, groups_.front()->segments.front()->id(), 0};
+  } else {
+    info.head = info.tail;
+  }
+  for (const auto& g : groups_) {
+    GroupInfo gi;
+    gi.id = g->id;
+    gi.closed = g->closed;
+    gi.first_segment = g->segments.empty() ? 0 : g->segments.front()->id();
+    gi.segment_count = static_cast<uint32_t>(g->segments.size());
+    gi.bytes = g->bytes;
+    info.groups.push_back(gi);
+  }
+  return info;
+}
+
+uint64_t Streamlet::bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return bytes_;
+}
+
+std::vector<std::string> Streamlet::Maintain(int64_t now_ms, int64_t group_idle_close_ms) {
+  std::vector<std::string> doomed;
+  std::lock_guard<std::mutex> lock(mu_);
+  // With several active groups, readers go group by group: an idle open group would hold back
+  // the groups after it, so it is closed once it has been idle long enough (KerA does the same).
+  if (active_.size() > 1 && group_idle_close_ms > 0) {
+    for (auto& slot : active_) {
+      if (slot != nullptr && slot != groups_.back().get() &&
+          now_ms - slot->last_append_ms >= group_idle_close_ms) {
+        slot->closed = true;
+        if (!slot->segments.empty()) slot->segments.back()->Seal();
+        slot = nullptr;
+      }
+    }
+  }
+  // Retention drops whole sealed segments from the head, and always keeps the newest segment
+  // so positions at the tail stay valid.
+  for (;;) {
+    if (groups_.empty()) break;
+    Group* g = groups_.front().get();
+    if (g->segments.empty()) {
+      if (g->closed && groups_.size() > 1) {
+        groups_.pop_front();
+        continue;
+      }
+      break;
+    }
+    Segment* s = g->segments.front().get();
+    if (!s->sealed() || (groups_.size() == 1 && g->segments.size() == 1)) break;
+    if (!g->closed && g->segments.size() == 1) break;
+    bool too_big = config_->retention_bytes > 0 &&
+                   bytes_ > static_cast<uint64_t>(config_->retention_bytes);
+    bool too_old = config_->retention_ms > 0 && now_ms - s->last_append_ms() > config_->retention_ms;
+    if (!too_big && !too_old) break;
+    uint32_t n = s->committed();
+    if (!dir_.empty()) doomed.push_back(SegmentPath(g->id, s->id()));
+    g->segments.erase(g->segments.begin());
+    g->bytes -= n;
+    bytes_ -= n;
+    if (g->segments.empty() && g->closed) groups_.pop_front();
+  }
+  return doomed;
+}
+
+Status Streamlet::SyncDirty() {
+  std::vector<std::shared_ptr<Segment>> dirty;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& g : groups_) {
+      for (const auto& s : g->segments) {
+        if (s->file() != nullptr && s->dirty().exchange(false)) dirty.push_back(s);
+      }
+    }
+  }
+  Status first;
+  for (const auto& s : dirty) {
+    Status st = s->file()->Sync();
+    if (!st.ok()) {
+      s->dirty().store(true);  // try again next round
+      if (first.ok()) first = st;
+    }
+  }
+  return first;
+}
+
+Status Streamlet::Recover(int64_t now_ms) {
+  if (dir_.empty()) return Status::Ok();
+  RETURN_IF_ERROR(env_->CreateDirs(dir_));
+  ASSIGN_OR_RETURN(auto names, env_->ListDir(dir_));
+  struct Entry {
+    uint64_t group, segment;
+    std::string name;
+  };
+  std::vector<Entry> files;
+  for (auto& n : names) {
+    uint64_t g = 0, s = 0;
+    char tail[8] = {};
+    if (std::sscanf(n.c_str(), "%20" SCNu64 "-%20" SCNu64 ".%4s", &g, &s, tail) == 3 &&
+        std::strcmp(tail, "seg") == 0 && g > 0 && s > 0) {
+      files.push_back({g, s, n});
+    }
+  }
+  std::sort(files.begin(), files.end(), [](const Entry& a, const Entry& b) {
+    return std::tie(a.group, a.segment) < std::tie(b.group, b.segment);
+  });
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& f : files) RETURN_IF_ERROR(RecoverFile(f.name, f.group, f.segment, now_ms));
+  for (auto& g : groups_) g->closed = true;
+  return Status::Ok();
+}
+
+Status Streamlet::RecoverFile(const std::string& name, uint64_t group, uint64_t segment,
+                              int64_t now_ms) {
+  const std::string path = dir_ + "/" + name;
+  ASSIGN_OR_RETURN(Bytes data, env_->ReadFile(path));
+  uint32_t valid = 0;
+  std::string why;
+  std::vector<std::pair<ChunkHeader, uint32_t>> chunks;
+  while (valid < data.size()) {
+    auto h = DecodeChunkHeader(data.data() + valid, data.size() - valid);
+    if (h.ok()) h = ValidateChunk(data.data() + valid, h->total_size());
+    if (!h.ok()) {
+      why = h.status().message();
+      break;
+    }
+    chunks.emplace_back(*h, valid);
+    valid += h->total_size();
+  }
+  next_group_id_ = std::max(next_group_id_, group + 1);
+  next_segment_id_ = std::max(next_segment_id_, segment + 1);
+  if (valid < data.size()) {
+    NS_LOG(kWarning) << "recovery: cutting " << (data.size() - valid) << " bytes off " << path
+                     << " at offset " << valid << " (" << why << ")";
+    ASSIGN_OR_RETURN(auto file, env_->OpenAppendable(path));
+    RETURN_IF_ERROR(file->Truncate(valid));
+    RETURN_IF_ERROR(file->Sync());
+  }
+  if (valid == 0) return env_->RemoveFile(path);
+
+  auto seg = std::make_shared<Segment>(segment, std::max(valid, config_->segment_bytes), now_ms);
+  std::memcpy(seg->mutable_data(), data.data(), valid);
+  seg->Publish(valid);
+  seg->Seal();
+  Group* g = groups_.empty() || groups_.back()->id != group ? NewGroupFromRecovery(group, now_ms)
+                                                            : groups_.back().get();
+  g->segments.push_back(seg);
+  g->bytes += valid;
+  bytes_ += valid;
+  for (const auto& [h, offset] : chunks) {
+    if (h.producer_id == 0) continue;
+    ProducerState& p = producers_[h.producer_id];
+    if (h.sequence >= p.last_sequence) p.Remember(h.sequence, Position{group, segment, offset});
+  }
+  return Status::Ok();
+}
+
+}  // namespace nearstream::storage

@@ -1,0 +1,129 @@
+// A streamlet: KerA's semantic partition. A sequence of groups (ids ascending), each up to P
+// fixed-size segments; Q groups are active at a time and a producer appends to active group
+// `producer_id mod Q`. Chunks are appended whole, never split across segments.
+//
+// Threading: Append, Maintain and the navigation part of Read take mu_; Read copies chunk bytes
+// out of segments without the lock (see segment.h). Any thread may call any method.
+#pragma once
+
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "nearstream/storage/chunk.h"
+#include "nearstream/storage/env.h"
+#include "nearstream/storage/position.h"
+#include "nearstream/storage/segment.h"
+#include "nearstream/storage/stream_config.h"
+
+namespace nearstream::storage {
+
+struct AppendOutcome {
+  Position position;  // where the chunk is; all-zero for an old duplicate whose place is forgotten
+  bool duplicate = false;
+};
+
+struct ReadOutcome {
+  Position next;  // where the next read continues
+  Position tail;
+  uint32_t bytes = 0;
+  uint32_t chunks = 0;
+  uint64_t records = 0;
+};
+
+struct GroupInfo {
+  uint64_t id = 0;
+  bool closed = false;
+  uint64_t first_segment = 0;
+  uint32_t segment_count = 0;
+  uint64_t bytes = 0;
+};
+
+struct StreamletInfo {
+  Position head;
+  Position tail;
+  std::vector<GroupInfo> groups;
+};
+
+// Receives whole chunks: `data` holds `size` bytes of consecutive chunks starting at `at`.
+using BlockSink = std::function<void(const Position& at, const uint8_t* data, uint32_t size)>;
+
+class Streamlet {
+ public:
+  // `dir` is where segment files live; empty for a memory-only (durability none) stream.
+  // `config` and `env` must outlive the streamlet.
+  Streamlet(uint32_t id, const StreamConfig* config, Env* env, std::string dir);
+  ~Streamlet();
+  Streamlet(const Streamlet&) = delete;
+  Streamlet& operator=(const Streamlet&) = delete;
+
+  uint32_t id() const { return id_; }
+
+  // Loads segment files from dir, verifying every chunk; a torn or corrupt tail is cut off the
+  // file. Recovered groups are closed; appends open new ones. Rebuilds producer sequences.
+  Status Recover(int64_t now_ms);
+
+  // Appends one chunk already checked by ValidateChunk. Either the whole chunk is appended (and,
+  // under `sync`, fsync'd) or nothing is and an error is returned.
+  Result<AppendOutcome> Append(const uint8_t* chunk, const ChunkHeader& header, int64_t now_ms);
+
+  // Hands whole chunks from `from` on to `sink`, up to `max_bytes` (at least one chunk).
+  Result<ReadOutcome> Read(const Position& from, uint32_t max_bytes, const BlockSink& sink) const;
+
+  StreamletInfo Describe() const;
+  uint64_t bytes() const;
+
+  // Retention (size, age) and closing of idle active groups; returns the files to delete.
+  std::vector<std::string> Maintain(int64_t now_ms, int64_t group_idle_close_ms);
+  // fsyncs segments appended to since the last call (async durability). Returns the first error.
+  Status SyncDirty();
+
+ private:
+  struct Group {
+    uint64_t id = 0;
+    bool closed = false;
+    uint64_t bytes = 0;
+    int64_t last_append_ms = 0;
+    std::vector<std::shared_ptr<Segment>> segments;
+  };
+  struct ProducerState {
+    uint64_t last_sequence = 0;
+    // The positions of the last few sequences, so a retried append learns where its chunk is.
+    static constexpr int kWindow = 8;
+    uint64_t recent_seq[kWindow] = {};
+    Position recent_pos[kWindow];
+    int next_slot = 0;
+    void Remember(uint64_t seq, const Position& pos);
+    Position Lookup(uint64_t seq) const;
+  };
+
+  Group* NewGroupLocked(int64_t now_ms);
+  Group* NewGroupFromRecovery(uint64_t id, int64_t now_ms);
+  Result<Segment*> NewSegmentLocked(Group* g, int64_t now_ms);
+  Group* FindGroupLocked(uint64_t id) const;
+  Position TailLocked() const;
+  std::string SegmentPath(uint64_t group, uint64_t segment) const;
+  Status RecoverFile(const std::string& name, uint64_t group, uint64_t segment, int64_t now_ms);
+  // Finds the segment after `seg` in read order, or null when there is none yet.
+  std::shared_ptr<Segment> SuccessorLocked(uint64_t group_id, uint64_t segment_id,
+                                           uint64_t* next_group) const;
+
+  const uint32_t id_;
+  const StreamConfig* const config_;
+  Env* const env_;
+  const std::string dir_;
+
+  mutable std::mutex mu_;
+  std::deque<std::unique_ptr<Group>> groups_;  // ascending ids; GUARDED_BY(mu_)
+  std::vector<Group*> active_;                 // Q slots, null when the slot has no group yet
+  uint64_t next_group_id_ = 1;
+  uint64_t next_segment_id_ = 1;
+  uint64_t bytes_ = 0;
+  std::unordered_map<uint64_t, ProducerState> producers_;
+};
+
+}  // namespace nearstream::storage
