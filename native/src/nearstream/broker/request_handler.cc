@@ -332,6 +332,9 @@ bool RequestHandler::Fetch(Request& req, Bytes* out) {
 }
 
 void RequestHandler::Stats(const Request& req, Bytes* out) {
+  if (!req.frame.body.empty()) {
+    return Error(req, Status(StatusCode::kMalformedRequest, "Stats takes no body"), out);
+  }
   net::StatsResponse r;
   r.values = collect_metrics ? collect_metrics() : MetricValues{};
   size_t start = net::BeginResponse(out, req.frame.header.opcode, req.frame.header.request_id,

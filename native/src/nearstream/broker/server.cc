@@ -21,6 +21,8 @@ constexpr uint64_t kWakeTag = 1;
 constexpr size_t kReadChunk = 256 * 1024;
 // Bytes read from one connection per readiness event before serving the others (fairness).
 constexpr size_t kReadBudget = 4u << 20;
+// Body bytes still missing above which recv() writes straight into the frame's buffer.
+constexpr size_t kDirectRecvMin = 16 * 1024;
 
 uint64_t MonoNanos() {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -167,7 +169,12 @@ void Server::OnReadable(const std::shared_ptr<net::Connection>& conn) {
   std::vector<net::Frame> frames;
   size_t budget = kReadBudget;
   while (budget > 0 && !conn->closed()) {
-    ssize_t r = ::recv(conn->fd(), buf.data(), buf.size(), 0);
+    // The rest of a large body goes straight into its buffer; small frames and headers go
+    // through the staging buffer, many per recv().
+    auto [direct, room] = conn->decoder().DirectSpace();
+    const bool use_direct = room >= kDirectRecvMin;
+    ssize_t r = use_direct ? ::recv(conn->fd(), direct, room, 0)
+                           : ::recv(conn->fd(), buf.data(), buf.size(), 0);
     if (r < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) return;
@@ -184,7 +191,12 @@ void Server::OnReadable(const std::shared_ptr<net::Connection>& conn) {
     }
     budget -= std::min(budget, static_cast<size_t>(r));
     frames.clear();
-    auto err = conn->decoder().Feed(buf.data(), static_cast<size_t>(r), &frames);
+    std::optional<net::FrameError> err;
+    if (use_direct) {
+      conn->decoder().CommitDirect(static_cast<size_t>(r), &frames);
+    } else {
+      err = conn->decoder().Feed(buf.data(), static_cast<size_t>(r), &frames);
+    }
     for (auto& f : frames) {
       bool keep_reading = conn->RequestStarted();
       Enqueue(Request{conn, std::move(f)});

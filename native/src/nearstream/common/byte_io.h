@@ -30,8 +30,10 @@ class ByteWriter {
   void U32(uint32_t v) { Raw(&v, 4); }
   void U64(uint64_t v) { Raw(&v, 8); }
   void I64(int64_t v) { Raw(&v, 8); }
-  // Strings are u16 length + UTF-8 bytes (callers keep them under 64 KiB).
+  // Strings are u16 length + UTF-8 bytes; longer ones are cut at 65535 bytes so the frame stays
+  // well-formed (names are validated far below that; messages are informational).
   void Str(std::string_view s) {
+    if (s.size() > 0xFFFF) s = s.substr(0, 0xFFFF);
     U16(static_cast<uint16_t>(s.size()));
     Raw(s.data(), s.size());
   }

@@ -33,21 +33,31 @@ std::optional<FrameError> FrameDecoder::Feed(const uint8_t* data, size_t n,
                                      std::to_string(max_frame_bytes_)),
                           current_.header};
       }
-      body_size_ = length - kFrameHeaderSize;
-      current_.body.clear();
-      current_.body.reserve(body_size_);
+      current_.body = FrameBody(length - kFrameHeaderSize);
+      body_filled_ = 0;
     }
-    size_t take = std::min<size_t>(n, body_size_ - current_.body.size());
-    current_.body.insert(current_.body.end(), data, data + take);
+    size_t take = std::min<size_t>(n, current_.body.size() - body_filled_);
+    if (take > 0) std::memcpy(current_.body.data() + body_filled_, data, take);
     data += take;
     n -= take;
-    if (current_.body.size() == body_size_) {
-      out->push_back(std::move(current_));
-      current_ = Frame();
-      head_filled_ = 0;
-    }
+    CommitDirect(take, out);
   }
   return std::nullopt;
+}
+
+std::pair<uint8_t*, size_t> FrameDecoder::DirectSpace() {
+  if (head_filled_ < kHeadSize) return {nullptr, 0};
+  return {current_.body.data() + body_filled_, current_.body.size() - body_filled_};
+}
+
+void FrameDecoder::CommitDirect(size_t n, std::vector<Frame>* out) {
+  body_filled_ += static_cast<uint32_t>(n);
+  if (body_filled_ == current_.body.size()) {
+    out->push_back(std::move(current_));
+    current_ = Frame();
+    head_filled_ = 0;
+    body_filled_ = 0;
+  }
 }
 
 }  // namespace nearstream::net

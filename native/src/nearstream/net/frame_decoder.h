@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -13,9 +14,24 @@
 
 namespace nearstream::net {
 
+// A frame body: filled once, so it skips the zero-fill a std::vector would do first.
+class FrameBody {
+ public:
+  FrameBody() = default;
+  explicit FrameBody(size_t n) : data_(n > 0 ? new uint8_t[n] : nullptr), size_(n) {}
+  uint8_t* data() { return data_.get(); }
+  const uint8_t* data() const { return data_.get(); }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+
+ private:
+  std::unique_ptr<uint8_t[]> data_;
+  size_t size_ = 0;
+};
+
 struct Frame {
   FrameHeader header;
-  Bytes body;
+  FrameBody body;
 };
 
 struct FrameError {
@@ -32,6 +48,12 @@ class FrameDecoder {
   // unusable (the stream has lost its framing).
   std::optional<FrameError> Feed(const uint8_t* data, size_t n, std::vector<Frame>* out);
 
+  // Large bodies are received straight into their buffer (one copy less on the append path):
+  // DirectSpace() is where the rest of the current body goes (empty unless a body is being
+  // filled), CommitDirect(n) says n bytes were written there.
+  std::pair<uint8_t*, size_t> DirectSpace();
+  void CommitDirect(size_t n, std::vector<Frame>* out);
+
   // True when a frame has been started but not completed (a disconnect now truncates it).
   bool mid_frame() const { return head_filled_ > 0; }
 
@@ -41,7 +63,7 @@ class FrameDecoder {
   const uint32_t max_frame_bytes_;
   uint8_t head_[kHeadSize];
   uint32_t head_filled_ = 0;
-  uint32_t body_size_ = 0;
+  uint32_t body_filled_ = 0;
   Frame current_;
 };
 

@@ -27,6 +27,10 @@ Result<ChunkHeader> DecodeChunkHeader(const uint8_t* data, size_t available) {
     return Status(StatusCode::kCorruptChunk,
                   "unsupported chunk version " + std::to_string(data[4]));
   }
+  if (data[5] != 0) {
+    // Reserved for compression: a v1 broker must not serve such a chunk as plain records.
+    return Status(StatusCode::kCorruptChunk, "unsupported chunk flags " + std::to_string(data[5]));
+  }
   if (LoadLe16(data + 6) != kChunkHeaderSize) {
     return Status(StatusCode::kCorruptChunk, "unexpected chunk header length");
   }

@@ -185,7 +185,12 @@ Result<ReadOutcome> Streamlet::Read(const Position& from, uint32_t max_bytes,
         if (s->id() == cur.segment) seg = s;
       }
     }
-    if (seg == nullptr || cur.offset > seg->committed()) {
+    // A client-supplied offset must start a chunk: its header (with its own CRC) must parse and
+    // fit in what is committed. Otherwise the walk below would trust garbage lengths.
+    bool at_chunk = seg != nullptr && cur.offset <= seg->committed() &&
+                    (cur.offset == seg->committed() ||
+                     DecodeChunkHeader(seg->data() + cur.offset, seg->committed() - cur.offset).ok());
+    if (!at_chunk) {
       std::string held = groups_.empty() ? "nothing"
                                          : "groups " + std::to_string(groups_.front()->id) +
                                                ".." + std::to_string(groups_.back()->id);
@@ -203,6 +208,7 @@ Result<ReadOutcome> Streamlet::Read(const Position& from, uint32_t max_bytes,
     bool budget_spent = false;
     while (end < committed) {
       uint32_t chunk_size = kChunkHeaderSize + LoadLe32(data + end + 8);
+      NS_CHECK(committed - end >= chunk_size);  // segments hold whole, validated chunks
       uint32_t taken = out.bytes + (end - cur.offset);
       if (taken > 0 && taken + chunk_size > max_bytes) {
         budget_spent = true;

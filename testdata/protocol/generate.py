@@ -1,0 +1,500 @@
+#!/usr/bin/env python3
+"""Writes the golden frames of the Nearstream wire protocol (docs/protocol.md).
+
+This is an independent implementation of docs/protocol.md, written from that page and not from
+the C++ codec, so that the C++ and Java tests compare their codecs against a third party. Python
+standard library only; CRC32C is implemented here.
+
+Usage:  python3 testdata/protocol/generate.py [output-dir]   (default: this script's folder)
+
+It writes one .bin per frame (complete frames, length prefix included), chunk.bin (a bare chunk)
+and vectors.json (the decoded field values of every file). Output is deterministic. Changing a
+vector is a protocol change: see README.md.
+"""
+
+import json
+import pathlib
+import struct
+import sys
+
+# ---- CRC32C (Castagnoli, reflected polynomial 0x82F63B78, init and final XOR 0xFFFFFFFF) ------
+
+
+def _crc32c_table():
+    table = []
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+        table.append(c)
+    return table
+
+
+_CRC_TABLE = _crc32c_table()
+
+
+def crc32c(data: bytes) -> int:
+    crc = 0xFFFFFFFF
+    for b in data:
+        crc = (crc >> 8) ^ _CRC_TABLE[(crc ^ b) & 0xFF]
+    return crc ^ 0xFFFFFFFF
+
+
+assert crc32c(b"123456789") == 0xE3069283, "CRC32C check value"
+
+# ---- primitive types (docs/protocol.md "Conventions") -----------------------------------------
+
+
+class Writer:
+    def __init__(self):
+        self.buf = bytearray()
+
+    def u8(self, v):
+        self.buf += struct.pack("<B", v)
+
+    def bool(self, v):
+        self.u8(1 if v else 0)
+
+    def u16(self, v):
+        self.buf += struct.pack("<H", v)
+
+    def u32(self, v):
+        self.buf += struct.pack("<I", v)
+
+    def u64(self, v):
+        self.buf += struct.pack("<Q", v)
+
+    def i64(self, v):
+        self.buf += struct.pack("<q", v)
+
+    def str(self, s):
+        b = s.encode("utf-8")
+        assert len(b) <= 0xFFFF
+        self.u16(len(b))
+        self.buf += b
+
+    def blob(self, b):
+        self.u32(len(b))
+        self.buf += b
+
+    def position(self, p):
+        self.u64(p["group"])
+        self.u64(p["segment"])
+        self.u32(p["offset"])
+
+    def bytes(self):
+        return bytes(self.buf)
+
+
+def pos(group, segment, offset):
+    return {"group": group, "segment": segment, "offset": offset}
+
+
+EARLIEST = pos(0, 0, 0)
+
+# ---- chunks (docs/protocol.md "Chunk format") --------------------------------------------------
+
+CHUNK_MAGIC = 0x4B43534E
+
+
+def make_chunk(producer_id, sequence, first_timestamp_ms, records):
+    """Returns (chunk bytes, description for vectors.json)."""
+    payload = Writer()
+    for r in records:
+        payload.blob(r)  # a record is u32 length + bytes, the same layout as a Blob
+    payload = payload.bytes()
+    head = Writer()
+    head.u32(CHUNK_MAGIC)
+    head.u8(1)  # version
+    head.u8(0)  # flags
+    head.u16(48)  # header length
+    head.u32(len(payload))
+    head.u32(crc32c(payload))
+    head.u64(producer_id)
+    head.u64(sequence)
+    head.i64(first_timestamp_ms)
+    head.u32(len(records))
+    header_crc = crc32c(head.bytes())
+    head.u32(header_crc)
+    chunk = head.bytes() + payload
+    assert len(chunk) == 48 + len(payload)
+    desc = {
+        "size": len(chunk),
+        "version": 1,
+        "flags": 0,
+        "header_length": 48,
+        "payload_length": len(payload),
+        "payload_crc": crc32c(payload),
+        "producer_id": producer_id,
+        "sequence": sequence,
+        "first_timestamp_ms": first_timestamp_ms,
+        "record_count": len(records),
+        "header_crc": header_crc,
+        "records_hex": [r.hex() for r in records],
+    }
+    return chunk, desc
+
+
+# ---- frames (docs/protocol.md "Frames") --------------------------------------------------------
+
+OPCODES = {
+    "Handshake": 1,
+    "CreateStream": 2,
+    "DeleteStream": 3,
+    "DescribeStream": 4,
+    "ListStreams": 5,
+    "Metadata": 6,
+    "Append": 7,
+    "Fetch": 8,
+    "Stats": 9,
+}
+
+STATUS = {
+    "OK": 0,
+    "STREAM_NOT_FOUND": 5,
+    "OUT_OF_ORDER_SEQUENCE": 11,
+    "POSITION_OUT_OF_RANGE": 12,
+}
+
+
+def request_frame(opcode_name, request_id, body):
+    header = struct.pack("<BBHQ", 1, 0x00, OPCODES[opcode_name], request_id)
+    return struct.pack("<I", len(header) + len(body)) + header + body
+
+
+def response_frame(opcode_name, request_id, status, message, body):
+    assert status == 0 or not body, "a non-OK response has no body"
+    header = struct.pack("<BBHQ", 1, 0x01, OPCODES[opcode_name], request_id)
+    w = Writer()
+    w.u16(status)
+    w.str(message)
+    rest = header + w.bytes() + body
+    return struct.pack("<I", len(rest)) + rest
+
+
+# ---- message bodies (docs/protocol.md "Message bodies") ----------------------------------------
+
+
+def enc_handshake_request(m):
+    w = Writer()
+    w.u16(m["min_version"])
+    w.u16(m["max_version"])
+    w.str(m["client_name"])
+    return w.bytes()
+
+
+def enc_handshake_response(m):
+    w = Writer()
+    w.u16(m["version"])
+    w.u64(m["broker_epoch"])
+    w.u32(m["max_frame_bytes"])
+    w.str(m["broker_version"])
+    return w.bytes()
+
+
+def enc_stream_config(m):
+    w = Writer()
+    w.str(m["name"])
+    w.u32(m["streamlets"])
+    w.u32(m["segment_bytes"])
+    w.u32(m["segments_per_group"])
+    w.u32(m["active_groups"])
+    w.u8(m["durability"])
+    w.i64(m["retention_bytes"])
+    w.i64(m["retention_ms"])
+    return w.bytes()
+
+
+def enc_stream_name(m):
+    w = Writer()
+    w.str(m["name"])
+    return w.bytes()
+
+
+def enc_list_streams_response(m):
+    w = Writer()
+    w.u32(len(m["names"]))
+    for n in m["names"]:
+        w.str(n)
+    return w.bytes()
+
+
+def enc_metadata_request(m):
+    w = Writer()
+    w.str(m["stream"])
+    w.u32(len(m["streamlets"]))
+    for s in m["streamlets"]:
+        w.u32(s)
+    return w.bytes()
+
+
+def enc_metadata_response(m):
+    w = Writer()
+    w.u32(len(m["streamlets"]))
+    for s in m["streamlets"]:
+        w.u32(s["streamlet"])
+        w.position(s["head"])
+        w.position(s["tail"])
+        w.u32(len(s["groups"]))
+        for g in s["groups"]:
+            w.u64(g["group_id"])
+            w.bool(g["closed"])
+            w.u64(g["first_segment"])
+            w.u32(g["segment_count"])
+            w.u64(g["bytes"])
+    return w.bytes()
+
+
+def enc_append_request(m, chunks):
+    w = Writer()
+    w.str(m["stream"])
+    w.u32(len(m["entries"]))
+    for e, c in zip(m["entries"], chunks):
+        w.u32(e["streamlet"])
+        w.blob(c)
+    return w.bytes()
+
+
+def enc_append_response(m):
+    w = Writer()
+    w.u32(len(m["results"]))
+    for r in m["results"]:
+        w.u32(r["streamlet"])
+        w.u16(r["status"])
+        w.str(r["message"])
+        w.position(r["position"])
+        w.bool(r["duplicate"])
+    return w.bytes()
+
+
+def enc_fetch_request(m):
+    w = Writer()
+    w.str(m["stream"])
+    w.u32(m["max_wait_ms"])
+    w.u32(len(m["entries"]))
+    for e in m["entries"]:
+        w.u32(e["streamlet"])
+        w.position(e["position"])
+        w.u32(e["max_bytes"])
+    return w.bytes()
+
+
+def enc_fetch_response(m, block_data):
+    w = Writer()
+    w.u32(len(m["results"]))
+    for i, r in enumerate(m["results"]):
+        w.u32(r["streamlet"])
+        w.u16(r["status"])
+        w.str(r["message"])
+        w.position(r["next"])
+        w.position(r["tail"])
+        w.u32(len(r["blocks"]))
+        for j, b in enumerate(r["blocks"]):
+            w.position(b["at"])
+            w.blob(block_data[i][j])
+    return w.bytes()
+
+
+def enc_stats_response(m):
+    w = Writer()
+    w.u32(len(m["values"]))
+    for v in m["values"]:
+        w.str(v["name"])
+        w.u64(v["value"])
+    return w.bytes()
+
+
+# ---- the vectors -------------------------------------------------------------------------------
+
+STREAM = "golden.stream-1_x"
+PRODUCER = 0x1122334455667788
+
+
+def build():
+    """Returns [(file name, bytes, description)]."""
+    out = []
+
+    def req(file, opcode, request_id, body_desc, body):
+        frame = request_frame(opcode, request_id, body)
+        desc = {
+            "kind": "request",
+            "frame": {
+                "length": len(frame) - 4,
+                "version": 1,
+                "flags": 0,
+                "opcode": OPCODES[opcode],
+                "opcode_name": opcode,
+                "request_id": request_id,
+            },
+            "body_length": len(body),
+            "body": body_desc,
+        }
+        out.append((file, frame, desc))
+
+    def resp(file, opcode, request_id, status, message, body_desc, body):
+        frame = response_frame(opcode, request_id, STATUS[status], message, body)
+        desc = {
+            "kind": "response",
+            "frame": {
+                "length": len(frame) - 4,
+                "version": 1,
+                "flags": 1,
+                "opcode": OPCODES[opcode],
+                "opcode_name": opcode,
+                "request_id": request_id,
+            },
+            "status": STATUS[status],
+            "status_name": status,
+            "message": message,
+            "body_length": len(body),
+            "body": body_desc,
+        }
+        out.append((file, frame, desc))
+
+    # chunk.bin: 3 records, the second one empty, the third with a 2-byte UTF-8 character.
+    chunk, chunk_desc = make_chunk(
+        PRODUCER, 0x0102030405060708, 1_700_000_000_123,
+        [b"first", b"", "third record ü".encode("utf-8")])
+    out.append(("chunk.bin", chunk, dict({"kind": "chunk"}, **chunk_desc)))
+
+    # Handshake
+    rid = 0x0102030405060708
+    m = {"min_version": 1, "max_version": 1, "client_name": "golden-client/1.0 (ü)"}
+    req("handshake_request.bin", "Handshake", rid, m, enc_handshake_request(m))
+    m = {"version": 1, "broker_epoch": 0x0A0B0C0D0E0F1011, "max_frame_bytes": 64 << 20,
+         "broker_version": "nearstreamd 0.1.0"}
+    resp("handshake_response.bin", "Handshake", rid, "OK", "", m, enc_handshake_response(m))
+
+    # CreateStream
+    rid = 0x1112131415161718
+    m = {"name": STREAM, "streamlets": 258, "segment_bytes": 0x00A0B0C0,
+         "segments_per_group": 772, "active_groups": 5, "durability": 2,
+         "retention_bytes": 0x0102030405060708, "retention_ms": -1}
+    req("create_stream_request.bin", "CreateStream", rid, m, enc_stream_config(m))
+    resp("create_stream_response.bin", "CreateStream", rid, "OK", "", {}, b"")
+
+    # DeleteStream
+    rid = 0x2122232425262728
+    m = {"name": "old-stream"}
+    req("delete_stream_request.bin", "DeleteStream", rid, m, enc_stream_name(m))
+    resp("delete_stream_response.bin", "DeleteStream", rid, "OK", "", {}, b"")
+
+    # DescribeStream
+    rid = 0x3132333435363738
+    m = {"name": STREAM}
+    req("describe_stream_request.bin", "DescribeStream", rid, m, enc_stream_name(m))
+    m = {"name": STREAM, "streamlets": 4, "segment_bytes": 8 << 20, "segments_per_group": 16,
+         "active_groups": 2, "durability": 1, "retention_bytes": -1,
+         "retention_ms": 604_800_000}
+    resp("describe_stream_response.bin", "DescribeStream", rid, "OK", "", m,
+         enc_stream_config(m))
+
+    # ListStreams
+    rid = 0x4142434445464748
+    req("list_streams_request.bin", "ListStreams", rid, {}, b"")
+    m = {"names": ["alpha", "beta.2", STREAM]}
+    resp("list_streams_response.bin", "ListStreams", rid, "OK", "", m,
+         enc_list_streams_response(m))
+
+    # Metadata
+    rid = 0x5152535455565758
+    m = {"stream": STREAM, "streamlets": [3, 258]}
+    req("metadata_request.bin", "Metadata", rid, m, enc_metadata_request(m))
+    m = {"streamlets": [
+        {"streamlet": 3, "head": pos(1, 1, 0), "tail": pos(2, 18, 0x000A0B0C), "groups": [
+            {"group_id": 1, "closed": True, "first_segment": 1, "segment_count": 16,
+             "bytes": 16 * (8 << 20)},
+            {"group_id": 2, "closed": False, "first_segment": 17, "segment_count": 2,
+             "bytes": (8 << 20) + 0x000A0B0C},
+        ]},
+        {"streamlet": 258, "head": pos(0x100000002, 0x200000003, 0),
+         "tail": pos(0x100000002, 0x200000003, 0x1234), "groups": [
+            {"group_id": 0x100000002, "closed": False, "first_segment": 0x200000003,
+             "segment_count": 1, "bytes": 0x1234},
+        ]},
+    ]}
+    resp("metadata_response.bin", "Metadata", rid, "OK", "", m, enc_metadata_response(m))
+
+    # Append
+    rid = 0x6162636465666768
+    c1, d1 = make_chunk(PRODUCER, 41, 1_700_000_000_456, [b"hello", b"world"])
+    c2, d2 = make_chunk(0, 0, -86_400_000, [bytes([0x00, 0x01, 0xFE, 0xFF])])
+    m = {"stream": STREAM, "entries": [
+        {"streamlet": 3, "chunk_size": len(c1), "chunk": d1},
+        {"streamlet": 258, "chunk_size": len(c2), "chunk": d2},
+    ]}
+    req("append_request.bin", "Append", rid, m, enc_append_request(m, [c1, c2]))
+    m = {"results": [
+        {"streamlet": 3, "status": 0, "message": "", "position": pos(2, 18, 0x000A0B0C),
+         "duplicate": False},
+        {"streamlet": 3, "status": 0, "message": "", "position": pos(2, 17, 4096),
+         "duplicate": True},
+        {"streamlet": 258, "status": STATUS["OUT_OF_ORDER_SEQUENCE"],
+         "message": "producer %d sent sequence 44 after 41" % PRODUCER,
+         "position": EARLIEST, "duplicate": False},
+    ]}
+    resp("append_response.bin", "Append", rid, "OK", "", m, enc_append_response(m))
+
+    # Fetch
+    rid = 0x7172737475767778
+    m = {"stream": STREAM, "max_wait_ms": 500, "entries": [
+        {"streamlet": 3, "position": EARLIEST, "max_bytes": 1 << 20},
+        {"streamlet": 258, "position": pos(1, 1, 0), "max_bytes": 0x00010203},
+    ]}
+    req("fetch_request.bin", "Fetch", rid, m, enc_fetch_request(m))
+    f1, fd1 = make_chunk(PRODUCER, 1, 1_700_000_001_000, [b"r1-a", b"r1-b"])
+    f2, fd2 = make_chunk(PRODUCER, 2, 1_700_000_002_000, [b"r2"])
+    f3, fd3 = make_chunk(0x99AABBCCDDEEFF00, 7, 1_700_000_003_000, [b"", b"z"])
+    m = {"results": [
+        {"streamlet": 3, "status": 0, "message": "", "next": pos(1, 2, len(f2) + len(f3)),
+         "tail": pos(2, 18, 0x000A0B0C), "blocks": [
+            {"at": pos(1, 1, 0), "size": len(f1), "chunks": [fd1]},
+            {"at": pos(1, 2, 0), "size": len(f2) + len(f3), "chunks": [fd2, fd3]},
+        ]},
+        {"streamlet": 258, "status": STATUS["POSITION_OUT_OF_RANGE"],
+         "message": "position 1:1:0 is not in streamlet 258 (it holds groups "
+                    "4294967298..4294967298)",
+         "next": pos(1, 1, 0), "tail": EARLIEST, "blocks": []},
+    ]}
+    resp("fetch_response.bin", "Fetch", rid, "OK", "", m,
+         enc_fetch_response(m, [[f1, f2 + f3], []]))
+
+    # Stats
+    rid = 0x8182838485868788
+    req("stats_request.bin", "Stats", rid, {}, b"")
+    m = {"values": [
+        {"name": "nearstream_append_chunks_total", "value": 0x0000000100000002},
+        {"name": "nearstream_append_bytes_total", "value": 0x0102030405060708},
+        {"name": 'nearstream_thread_busy_ns_total{thread="worker-0"}',
+         "value": 0xF0E0D0C0B0A09080},
+    ]}
+    resp("stats_response.bin", "Stats", rid, "OK", "", m, enc_stats_response(m))
+
+    # An error response: non-OK status, message, no body.
+    resp("error_response.bin", "DescribeStream", 0x9192939495969798, "STREAM_NOT_FOUND",
+         "stream 'nope' does not exist", {}, b"")
+    return out
+
+
+def main():
+    out_dir = pathlib.Path(sys.argv[1]) if len(sys.argv) > 1 else pathlib.Path(__file__).parent
+    out_dir.mkdir(parents=True, exist_ok=True)
+    vectors = {
+        "comment": "Decoded field values of every golden file; written by generate.py from "
+                   "docs/protocol.md. Integers are exact JSON numbers (u64 values may exceed "
+                   "2^63); records are hex. Changing a vector is a protocol change.",
+        "protocol_version": 1,
+        "files": {},
+    }
+    for name, data, desc in build():
+        (out_dir / name).write_bytes(data)
+        desc["file_size"] = len(data)
+        vectors["files"][name] = desc
+    with open(out_dir / "vectors.json", "w", encoding="utf-8", newline="\n") as f:
+        json.dump(vectors, f, indent=2, ensure_ascii=False)
+        f.write("\n")
+    print("wrote %d files to %s" % (len(vectors["files"]) + 1, out_dir))
+
+
+if __name__ == "__main__":
+    main()
