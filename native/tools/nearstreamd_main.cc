@@ -52,13 +52,20 @@ Status WritePortFile(const std::string& path, uint16_t port) {
 
 Status Run(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
-  ASSIGN_OR_RETURN(
-      tools::Flags flags,
-      tools::Flags::Parse(args, {{"listen"}, {"port-file"}, {"data-dir"}, {"workers"},
-                                 {"metrics-port"}, {"max-frame-bytes"}, {"max-inflight"},
-                                 {"flush-interval-ms"}, {"segment-bytes"},
-                                 {"segments-per-group"}, {"active-groups"},
-                                 {"group-idle-close-ms"}, {"help", false}, {"version", false}}));
+  ASSIGN_OR_RETURN(tools::Flags flags, tools::Flags::Parse(args, {{"listen"},
+                                                                  {"port-file"},
+                                                                  {"data-dir"},
+                                                                  {"workers"},
+                                                                  {"metrics-port"},
+                                                                  {"max-frame-bytes"},
+                                                                  {"max-inflight"},
+                                                                  {"flush-interval-ms"},
+                                                                  {"segment-bytes"},
+                                                                  {"segments-per-group"},
+                                                                  {"active-groups"},
+                                                                  {"group-idle-close-ms"},
+                                                                  {"help", false},
+                                                                  {"version", false}}));
   if (flags.Has("help")) {
     std::cout << kUsage;
     return Status::Ok();
@@ -90,8 +97,8 @@ Status Run(int argc, char** argv) {
   options.handler.default_segments_per_group = static_cast<uint32_t>(p);
   ASSIGN_OR_RETURN(uint64_t q, flags.Unsigned("active-groups", 1, 1, 1024));
   options.handler.default_active_groups = static_cast<uint32_t>(q);
-  options.handler.broker_epoch = static_cast<uint64_t>(
-      std::chrono::system_clock::now().time_since_epoch().count());
+  options.handler.broker_epoch =
+      static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
 
   storage::StoreOptions store_options;
   store_options.data_dir = flags.String("data-dir");
@@ -120,7 +127,8 @@ Status Run(int argc, char** argv) {
                 << (options.metrics_port >= 0
                         ? ", metrics on port " + std::to_string(server.metrics_port())
                         : std::string());
-  if (flags.Has("port-file")) RETURN_IF_ERROR(WritePortFile(flags.String("port-file"), server.port()));
+  if (flags.Has("port-file"))
+    RETURN_IF_ERROR(WritePortFile(flags.String("port-file"), server.port()));
 
   int sig = 0;
   sigwait(&stop_signals, &sig);

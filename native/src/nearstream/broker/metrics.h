@@ -21,7 +21,7 @@ struct BrokerMetrics {
   explicit BrokerMetrics(int workers) : worker_busy_ns(workers) {}
 
   PaddedCounter requests;
-  PaddedCounter request_errors;  // responses with a non-OK status (whole request)
+  PaddedCounter request_errors;   // responses with a non-OK status (whole request)
   PaddedCounter protocol_errors;  // broken framing: connection closed
   PaddedCounter connections_accepted;
   PaddedCounter connections_closed;

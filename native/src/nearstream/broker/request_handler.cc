@@ -37,8 +37,8 @@ RequestHandler::RequestHandler(HandlerOptions options, storage::StreamStore* sto
 
 void RequestHandler::Error(const Request& req, const Status& status, Bytes* out) {
   metrics_->request_errors.Add(1);
-  size_t start = net::BeginResponse(out, req.frame.header.opcode, req.frame.header.request_id,
-                                    status);
+  size_t start =
+      net::BeginResponse(out, req.frame.header.opcode, req.frame.header.request_id, status);
   net::FinishFrame(out, start);
 }
 
@@ -46,9 +46,10 @@ bool RequestHandler::Handle(Request& req, Bytes* out) {
   const net::FrameHeader& h = req.frame.header;
   if (!req.wait_over && req.deadline_ms == 0) metrics_->requests.Add(1);
   if (h.version != net::kProtocolVersion) {
-    Error(req, Status(StatusCode::kUnsupportedVersion,
-                      "protocol version " + std::to_string(h.version) +
-                          " is not supported; this broker speaks version 1"),
+    Error(req,
+          Status(StatusCode::kUnsupportedVersion,
+                 "protocol version " + std::to_string(h.version) +
+                     " is not supported; this broker speaks version 1"),
           out);
     return true;
   }
@@ -68,8 +69,7 @@ bool RequestHandler::Handle(Request& req, Bytes* out) {
     case Opcode::kFetch: return Fetch(req, out);
     case Opcode::kStats: Stats(req, out); return true;
   }
-  Error(req, Status(StatusCode::kUnknownOpcode, "unknown opcode " + std::to_string(h.opcode)),
-        out);
+  Error(req, Status(StatusCode::kUnknownOpcode, "unknown opcode " + std::to_string(h.opcode)), out);
   return true;
 }
 
@@ -77,17 +77,18 @@ void RequestHandler::Handshake(const Request& req, Bytes* out) {
   auto m = net::DecodeHandshakeRequest(req.frame.body.data(), req.frame.body.size());
   if (!m.ok()) return Error(req, m.status(), out);
   if (m->min_version > net::kProtocolVersion || m->max_version < net::kProtocolVersion) {
-    return Error(req, Status(StatusCode::kUnsupportedVersion,
-                             "client speaks versions " + std::to_string(m->min_version) + ".." +
-                                 std::to_string(m->max_version) + ", broker speaks 1"),
+    return Error(req,
+                 Status(StatusCode::kUnsupportedVersion,
+                        "client speaks versions " + std::to_string(m->min_version) + ".." +
+                            std::to_string(m->max_version) + ", broker speaks 1"),
                  out);
   }
   net::HandshakeResponse r;
   r.broker_epoch = options_.broker_epoch;
   r.max_frame_bytes = options_.max_frame_bytes;
   r.broker_version = kNearstreamVersion;
-  size_t start = net::BeginResponse(out, req.frame.header.opcode, req.frame.header.request_id,
-                                    Status::Ok());
+  size_t start =
+      net::BeginResponse(out, req.frame.header.opcode, req.frame.header.request_id, Status::Ok());
   ByteWriter w(out);
   net::EncodeHandshakeResponse(w, r);
   net::FinishFrame(out, start);
@@ -98,7 +99,8 @@ void RequestHandler::CreateStream(const Request& req, Bytes* out) {
   if (!c.ok()) return Error(req, c.status(), out);
   storage::StreamConfig config = *c;
   if (config.segment_bytes == 0) config.segment_bytes = options_.default_segment_bytes;
-  if (config.segments_per_group == 0) config.segments_per_group = options_.default_segments_per_group;
+  if (config.segments_per_group == 0)
+    config.segments_per_group = options_.default_segments_per_group;
   if (config.active_groups == 0) config.active_groups = options_.default_active_groups;
   Status s = store_->Create(config);
   if (!s.ok()) return Error(req, s, out);
@@ -122,8 +124,8 @@ void RequestHandler::DescribeStream(const Request& req, Bytes* out) {
   if (!m.ok()) return Error(req, m.status(), out);
   auto stream = store_->Find(m->name);
   if (stream == nullptr) return Error(req, StreamNotFound(m->name), out);
-  size_t start = net::BeginResponse(out, req.frame.header.opcode, req.frame.header.request_id,
-                                    Status::Ok());
+  size_t start =
+      net::BeginResponse(out, req.frame.header.opcode, req.frame.header.request_id, Status::Ok());
   ByteWriter w(out);
   net::EncodeStreamConfig(w, stream->config());
   net::FinishFrame(out, start);
@@ -135,8 +137,8 @@ void RequestHandler::ListStreams(const Request& req, Bytes* out) {
   }
   net::ListStreamsResponse r;
   r.names = store_->List();
-  size_t start = net::BeginResponse(out, req.frame.header.opcode, req.frame.header.request_id,
-                                    Status::Ok());
+  size_t start =
+      net::BeginResponse(out, req.frame.header.opcode, req.frame.header.request_id, Status::Ok());
   ByteWriter w(out);
   net::EncodeListStreamsResponse(w, r);
   net::FinishFrame(out, start);
@@ -155,10 +157,10 @@ void RequestHandler::Metadata(const Request& req, Bytes* out) {
   for (uint32_t id : ids) {
     storage::Streamlet* s = stream->streamlet(id);
     if (s == nullptr) {
-      return Error(req, Status(StatusCode::kStreamletNotFound,
-                               "stream '" + m->stream + "' has no streamlet " +
-                                   std::to_string(id) + " (it has " +
-                                   std::to_string(stream->streamlet_count()) + ")"),
+      return Error(req,
+                   Status(StatusCode::kStreamletNotFound,
+                          "stream '" + m->stream + "' has no streamlet " + std::to_string(id) +
+                              " (it has " + std::to_string(stream->streamlet_count()) + ")"),
                    out);
     }
     storage::StreamletInfo info = s->Describe();
@@ -171,8 +173,8 @@ void RequestHandler::Metadata(const Request& req, Bytes* out) {
     }
     r.streamlets.push_back(std::move(sm));
   }
-  size_t start = net::BeginResponse(out, req.frame.header.opcode, req.frame.header.request_id,
-                                    Status::Ok());
+  size_t start =
+      net::BeginResponse(out, req.frame.header.opcode, req.frame.header.request_id, Status::Ok());
   ByteWriter w(out);
   net::EncodeMetadataResponse(w, r);
   net::FinishFrame(out, start);
@@ -196,11 +198,11 @@ void RequestHandler::Append(const Request& req, Bytes* out) {
     res.streamlet = e.streamlet;
     storage::Streamlet* s = stream->streamlet(e.streamlet);
     Result<storage::AppendOutcome> outcome =
-        s == nullptr ? Result<storage::AppendOutcome>(
-                           Status(StatusCode::kStreamletNotFound,
-                                  "stream '" + m->stream + "' has no streamlet " +
-                                      std::to_string(e.streamlet)))
-                     : Status();
+        s == nullptr
+            ? Result<storage::AppendOutcome>(Status(
+                  StatusCode::kStreamletNotFound,
+                  "stream '" + m->stream + "' has no streamlet " + std::to_string(e.streamlet)))
+            : Status();
     storage::ChunkHeader header;
     if (s != nullptr) {
       auto h = storage::ValidateChunk(e.chunk, e.chunk_size);
@@ -238,8 +240,8 @@ void RequestHandler::Append(const Request& req, Bytes* out) {
   metrics_->append_bytes.Add(bytes);
   metrics_->append_rejected.Add(rejected);
   metrics_->append_duplicates.Add(duplicates);
-  size_t start = net::BeginResponse(out, req.frame.header.opcode, req.frame.header.request_id,
-                                    Status::Ok());
+  size_t start =
+      net::BeginResponse(out, req.frame.header.opcode, req.frame.header.request_id, Status::Ok());
   ByteWriter w(out);
   net::EncodeAppendResponse(w, r);
   net::FinishFrame(out, start);
@@ -264,8 +266,8 @@ bool RequestHandler::Fetch(Request& req, Bytes* out) {
   const uint64_t generation = stream->append_generation();
 
   out->clear();
-  size_t start = net::BeginResponse(out, req.frame.header.opcode, req.frame.header.request_id,
-                                    Status::Ok());
+  size_t start =
+      net::BeginResponse(out, req.frame.header.opcode, req.frame.header.request_id, Status::Ok());
   ByteWriter w(out);
   w.U32(static_cast<uint32_t>(m->entries.size()));
   uint64_t total_bytes = 0, chunks = 0, records = 0;
@@ -337,8 +339,8 @@ void RequestHandler::Stats(const Request& req, Bytes* out) {
   }
   net::StatsResponse r;
   r.values = collect_metrics ? collect_metrics() : MetricValues{};
-  size_t start = net::BeginResponse(out, req.frame.header.opcode, req.frame.header.request_id,
-                                    Status::Ok());
+  size_t start =
+      net::BeginResponse(out, req.frame.header.opcode, req.frame.header.request_id, Status::Ok());
   ByteWriter w(out);
   net::EncodeStatsResponse(w, r);
   net::FinishFrame(out, start);

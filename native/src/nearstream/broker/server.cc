@@ -62,8 +62,8 @@ Status Server::Start() {
   ev.data.u64 = kWakeTag;
   ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev);
   if (options_.metrics_port >= 0) {
-    metrics_http_ = std::make_unique<MetricsHttpServer>(
-        [this] { return RenderPrometheus(CollectMetrics()); });
+    metrics_http_ =
+        std::make_unique<MetricsHttpServer>([this] { return RenderPrometheus(CollectMetrics()); });
     RETURN_IF_ERROR(
         metrics_http_->Start(options_.host, static_cast<uint16_t>(options_.metrics_port)));
   }
@@ -137,7 +137,8 @@ void Server::Accept() {
     if (fd < 0) {
       if (errno == EINTR) continue;
       if (errno != EAGAIN && errno != EWOULDBLOCK) {
-        NS_LOG(kWarning) << "accept: " << Status::FromErrno(StatusCode::kIoError, "", errno).message();
+        NS_LOG(kWarning) << "accept: "
+                         << Status::FromErrno(StatusCode::kIoError, "", errno).message();
       }
       return;
     }
@@ -208,8 +209,8 @@ void Server::OnReadable(const std::shared_ptr<net::Connection>& conn) {
                        << "; closing it";
       if (err->header) {
         Bytes out;
-        size_t start = net::BeginResponse(&out, err->header->opcode, err->header->request_id,
-                                          err->status);
+        size_t start =
+            net::BeginResponse(&out, err->header->opcode, err->header->request_id, err->status);
         net::FinishFrame(&out, start);
         conn->Send(std::move(out));
       }

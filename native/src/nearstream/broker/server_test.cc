@@ -3,11 +3,10 @@
 #include "nearstream/broker/server.h"
 
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
@@ -77,7 +76,8 @@ class ServerTest : public ::testing::Test {
   }
 
   // Reads every record of one streamlet from the earliest position until nothing is left.
-  static std::vector<std::string> ReadAll(Client& c, const std::string& stream, uint32_t streamlet) {
+  static std::vector<std::string> ReadAll(Client& c, const std::string& stream,
+                                          uint32_t streamlet) {
     std::vector<std::string> out;
     Position pos;
     for (;;) {
@@ -257,7 +257,9 @@ class RawSocket {
     ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
   }
   ~RawSocket() { ::close(fd_); }
-  void Write(const Bytes& b) { ASSERT_EQ(::send(fd_, b.data(), b.size(), MSG_NOSIGNAL), (ssize_t)b.size()); }
+  void Write(const Bytes& b) {
+    ASSERT_EQ(::send(fd_, b.data(), b.size(), MSG_NOSIGNAL), (ssize_t)b.size());
+  }
   // Reads one response frame; returns its status code, or -1 on EOF/timeout.
   int ReadStatus(uint64_t* request_id = nullptr) {
     uint8_t head[18];
@@ -390,7 +392,8 @@ TEST_F(ServerTest, ManyProducersAndConsumersWithOneWorker) {
       Position pos;
       const int want = kProducers * kChunks * kPerChunk / kStreamlets;
       auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-      while (static_cast<int>(got[s].size()) < want && std::chrono::steady_clock::now() < deadline) {
+      while (static_cast<int>(got[s].size()) < want &&
+             std::chrono::steady_clock::now() < deadline) {
         net::FetchRequest req;
         req.stream = "busy";
         req.max_wait_ms = 200;

@@ -16,9 +16,21 @@ using Bytes = std::vector<uint8_t>;
 inline void StoreLe16(uint8_t* p, uint16_t v) { std::memcpy(p, &v, 2); }
 inline void StoreLe32(uint8_t* p, uint32_t v) { std::memcpy(p, &v, 4); }
 inline void StoreLe64(uint8_t* p, uint64_t v) { std::memcpy(p, &v, 8); }
-inline uint16_t LoadLe16(const uint8_t* p) { uint16_t v; std::memcpy(&v, p, 2); return v; }
-inline uint32_t LoadLe32(const uint8_t* p) { uint32_t v; std::memcpy(&v, p, 4); return v; }
-inline uint64_t LoadLe64(const uint8_t* p) { uint64_t v; std::memcpy(&v, p, 8); return v; }
+inline uint16_t LoadLe16(const uint8_t* p) {
+  uint16_t v;
+  std::memcpy(&v, p, 2);
+  return v;
+}
+inline uint32_t LoadLe32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+inline uint64_t LoadLe64(const uint8_t* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "Nearstream targets little-endian hosts");
 
 class ByteWriter {
@@ -67,11 +79,31 @@ class ByteReader {
   size_t remaining() const { return static_cast<size_t>(end_ - p_); }
   const uint8_t* cursor() const { return p_; }
 
-  uint8_t U8() { uint8_t v = 0; Copy(&v, 1); return v; }
-  uint16_t U16() { uint16_t v = 0; Copy(&v, 2); return v; }
-  uint32_t U32() { uint32_t v = 0; Copy(&v, 4); return v; }
-  uint64_t U64() { uint64_t v = 0; Copy(&v, 8); return v; }
-  int64_t I64() { int64_t v = 0; Copy(&v, 8); return v; }
+  uint8_t U8() {
+    uint8_t v = 0;
+    Copy(&v, 1);
+    return v;
+  }
+  uint16_t U16() {
+    uint16_t v = 0;
+    Copy(&v, 2);
+    return v;
+  }
+  uint32_t U32() {
+    uint32_t v = 0;
+    Copy(&v, 4);
+    return v;
+  }
+  uint64_t U64() {
+    uint64_t v = 0;
+    Copy(&v, 8);
+    return v;
+  }
+  int64_t I64() {
+    int64_t v = 0;
+    Copy(&v, 8);
+    return v;
+  }
   std::string Str() {
     uint16_t n = U16();
     const uint8_t* p = Take(n);

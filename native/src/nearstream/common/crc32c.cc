@@ -33,9 +33,8 @@ uint32_t SoftwareCrc(const uint8_t* p, size_t n, uint32_t crc) {
     uint64_t w;
     std::memcpy(&w, p, 8);
     w ^= crc;
-    crc = t[7][w & 0xFF] ^ t[6][(w >> 8) & 0xFF] ^ t[5][(w >> 16) & 0xFF] ^
-          t[4][(w >> 24) & 0xFF] ^ t[3][(w >> 32) & 0xFF] ^ t[2][(w >> 40) & 0xFF] ^
-          t[1][(w >> 48) & 0xFF] ^ t[0][w >> 56];
+    crc = t[7][w & 0xFF] ^ t[6][(w >> 8) & 0xFF] ^ t[5][(w >> 16) & 0xFF] ^ t[4][(w >> 24) & 0xFF] ^
+          t[3][(w >> 32) & 0xFF] ^ t[2][(w >> 40) & 0xFF] ^ t[1][(w >> 48) & 0xFF] ^ t[0][w >> 56];
     p += 8;
     n -= 8;
   }

@@ -8,7 +8,8 @@ namespace nearstream {
 
 enum class LogLevel { kDebug = 0, kInfo = 1, kWarning = 2, kError = 3 };
 
-// Messages below this level are dropped (default kInfo; NEARSTREAM_LOG_LEVEL=debug|info|warning|error).
+// Messages below this level are dropped (default kInfo;
+// NEARSTREAM_LOG_LEVEL=debug|info|warning|error).
 LogLevel MinLogLevel();
 
 class LogLine;
@@ -34,15 +35,14 @@ class LogLine {
 }  // namespace nearstream
 
 // The ternary (glog's trick) keeps `if (x) NS_LOG(...) << y; else ...` unambiguous.
-#define NS_LOG(level)                                                   \
-  (::nearstream::LogLevel::level < ::nearstream::MinLogLevel())         \
-      ? (void)0                                                         \
-      : ::nearstream::LogVoidify() &                                    \
+#define NS_LOG(level)                                           \
+  (::nearstream::LogLevel::level < ::nearstream::MinLogLevel()) \
+      ? (void)0                                                 \
+      : ::nearstream::LogVoidify() &                            \
             ::nearstream::LogLine(::nearstream::LogLevel::level, __FILE__, __LINE__)
 
 // Always-on invariant check: a broken invariant aborts with a message instead of corrupting data.
-#define NS_CHECK(cond) \
-  ((cond) ? (void)0 : ::nearstream::CheckFailure(__FILE__, __LINE__, #cond))
+#define NS_CHECK(cond) ((cond) ? (void)0 : ::nearstream::CheckFailure(__FILE__, __LINE__, #cond))
 
 namespace nearstream {
 [[noreturn]] void CheckFailure(const char* file, int line, const char* cond);

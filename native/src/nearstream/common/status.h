@@ -20,9 +20,9 @@ enum class StatusCode : uint16_t {
   kStreamNotFound = 5,
   kStreamExists = 6,
   kStreamletNotFound = 7,
-  kInvalidArgument = 8,  // well-formed request with values the broker refuses (bad config...)
-  kCorruptChunk = 9,     // chunk header/CRC/record framing check failed; nothing was appended
-  kChunkTooLarge = 10,   // chunk does not fit in one segment
+  kInvalidArgument = 8,      // well-formed request with values the broker refuses (bad config...)
+  kCorruptChunk = 9,         // chunk header/CRC/record framing check failed; nothing was appended
+  kChunkTooLarge = 10,       // chunk does not fit in one segment
   kOutOfOrderSequence = 11,  // producer sequence gap; nothing was appended
   kPositionOutOfRange = 12,  // fetch position refers to data removed by retention or never written
   kStorageError = 13,        // write/fsync failed (disk full...); nothing was acknowledged
@@ -79,10 +79,10 @@ class [[nodiscard]] Result {
 #define NS_CONCAT_INNER(a, b) a##b
 #define NS_CONCAT(a, b) NS_CONCAT_INNER(a, b)
 
-#define RETURN_IF_ERROR(expr)                      \
-  do {                                             \
-    ::nearstream::Status _ns_status = (expr);      \
-    if (!_ns_status.ok()) return _ns_status;       \
+#define RETURN_IF_ERROR(expr)                 \
+  do {                                        \
+    ::nearstream::Status _ns_status = (expr); \
+    if (!_ns_status.ok()) return _ns_status;  \
   } while (0)
 
 #define NS_ASSIGN_OR_RETURN_IMPL(tmp, lhs, rexpr) \

@@ -25,7 +25,8 @@ void Connection::Send(Bytes frame) {
     // Fast path: nothing queued, write directly from the caller's buffer.
     size_t done = 0;
     while (done < frame.size()) {
-      ssize_t w = ::send(fd_, frame.data() + done, frame.size() - done, MSG_NOSIGNAL | MSG_DONTWAIT);
+      ssize_t w =
+          ::send(fd_, frame.data() + done, frame.size() - done, MSG_NOSIGNAL | MSG_DONTWAIT);
       if (w < 0) {
         if (errno == EINTR) continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK) break;

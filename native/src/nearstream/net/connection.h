@@ -13,7 +13,7 @@
 namespace nearstream::net {
 
 struct ConnectionLimits {
-  uint32_t max_inflight = 256;              // requests queued, running or parked
+  uint32_t max_inflight = 256;               // requests queued, running or parked
   size_t max_pending_out_bytes = 32u << 20;  // unsent response bytes before reading pauses
 };
 
@@ -56,7 +56,7 @@ class Connection {
   std::atomic<bool> closed_{false};
 
   std::mutex write_mu_;
-  Bytes out_;             // GUARDED_BY(write_mu_)
+  Bytes out_;              // GUARDED_BY(write_mu_)
   size_t out_offset_ = 0;  // GUARDED_BY(write_mu_)
   uint32_t inflight_ = 0;  // GUARDED_BY(write_mu_)
   uint32_t interest_ = 0;  // epoll events registered; GUARDED_BY(write_mu_)

@@ -27,11 +27,11 @@ std::optional<FrameError> FrameDecoder::Feed(const uint8_t* data, size_t n,
       uint32_t length = LoadLe32(head_);
       current_.header = DecodeFrameHeader(head_ + kFrameLengthPrefix);
       if (length > max_frame_bytes_) {
-        return FrameError{Status(StatusCode::kFrameTooLarge,
-                                 "frame of " + std::to_string(length) +
-                                     " bytes exceeds the broker limit of " +
-                                     std::to_string(max_frame_bytes_)),
-                          current_.header};
+        return FrameError{
+            Status(StatusCode::kFrameTooLarge, "frame of " + std::to_string(length) +
+                                                   " bytes exceeds the broker limit of " +
+                                                   std::to_string(max_frame_bytes_)),
+            current_.header};
       }
       current_.body = FrameBody(length - kFrameHeaderSize);
       body_filled_ = 0;

@@ -42,8 +42,8 @@ Result<int> ListenTcp(const std::string& host, uint16_t port, bool nonblocking) 
   if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
     int err = errno;
     ::close(fd);
-    return Status::FromErrno(StatusCode::kIoError,
-                             "bind " + host + ":" + std::to_string(port), err);
+    return Status::FromErrno(StatusCode::kIoError, "bind " + host + ":" + std::to_string(port),
+                             err);
   }
   if (::listen(fd, 1024) != 0) {
     int err = errno;

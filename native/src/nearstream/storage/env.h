@@ -41,6 +41,8 @@ class Env {
   virtual Status Rename(const std::string& from, const std::string& to) = 0;
   virtual Status SyncDir(const std::string& path) = 0;
   virtual bool Exists(const std::string& path) = 0;
+  // Last modification time, ms since the Unix epoch.
+  virtual Result<int64_t> ModifiedTimeMs(const std::string& path) = 0;
 
   // The process-wide POSIX implementation; never deleted.
   static Env* Default();

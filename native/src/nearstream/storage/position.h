@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <ostream>
 #include <string>
 #include <tuple>
 
@@ -25,5 +26,7 @@ struct Position {
     return std::to_string(group) + ":" + std::to_string(segment) + ":" + std::to_string(offset);
   }
 };
+
+inline std::ostream& operator<<(std::ostream& os, const Position& p) { return os << p.ToString(); }
 
 }  // namespace nearstream::storage

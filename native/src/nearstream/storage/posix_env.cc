@@ -147,6 +147,12 @@ class PosixEnv final : public Env {
   }
 
   bool Exists(const std::string& path) override { return ::access(path.c_str(), F_OK) == 0; }
+
+  Result<int64_t> ModifiedTimeMs(const std::string& path) override {
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) return IoError("stat", path, errno);
+    return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1000000;
+  }
 };
 
 }  // namespace

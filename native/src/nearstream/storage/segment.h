@@ -9,7 +9,9 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
+#include "nearstream/common/byte_io.h"
 #include "nearstream/storage/env.h"
 
 namespace nearstream::storage {
@@ -32,6 +34,23 @@ class Segment {
   int64_t last_append_ms() const { return last_append_ms_; }
   void set_last_append_ms(int64_t ms) { last_append_ms_ = ms; }
 
+  // Chunk boundaries, sparsely: index_[k] is the first chunk starting at or after k * kStride.
+  // Lets a reader prove that a client's offset starts a chunk with at most kStride bytes of
+  // header hops. Written by the appender and read by readers, both under the streamlet lock.
+  static constexpr uint32_t kIndexStride = 64 * 1024;
+  void IndexChunk(uint32_t offset) {
+    while (index_.size() * uint64_t{kIndexStride} <= offset) index_.push_back(offset);
+  }
+  bool IsChunkStart(uint32_t offset) const {
+    const uint32_t end = committed();
+    if (offset == end) return true;
+    size_t k = offset / kIndexStride;
+    if (offset > end || k >= index_.size() || index_[k] > offset) return false;
+    uint32_t p = index_[k];
+    while (p < offset) p += 48 + LoadLe32(data() + p + 8);  // 48 = chunk header size
+    return p == offset;
+  }
+
   // The backing file of a durable segment; null for memory-only streams and recovered segments.
   WritableFile* file() { return file_.get(); }
   void set_file(std::unique_ptr<WritableFile> f) { file_ = std::move(f); }
@@ -47,6 +66,7 @@ class Segment {
   std::atomic<bool> dirty_{false};
   int64_t last_append_ms_;
   std::unique_ptr<WritableFile> file_;
+  std::vector<uint32_t> index_;
 };
 
 }  // namespace nearstream::storage

@@ -2,8 +2,7 @@
 
 namespace nearstream::storage {
 
-Stream::Stream(StreamConfig config, Env* env, const std::string& dir)
-    : config_(std::move(config)) {
+Stream::Stream(StreamConfig config, Env* env, const std::string& dir) : config_(std::move(config)) {
   streamlets_.reserve(config_.streamlets);
   for (uint32_t i = 0; i < config_.streamlets; ++i) {
     std::string sdir = dir.empty() ? std::string() : dir + "/" + std::to_string(i);

@@ -1,5 +1,6 @@
 #include "nearstream/storage/stream_store.h"
 
+#include <charconv>
 #include <sstream>
 
 #include "nearstream/common/log.h"
@@ -20,12 +21,24 @@ std::string FormatStreamMeta(const StreamConfig& c) {
   return o.str();
 }
 
+namespace {
+
+// Whole-string, range-checked integer parsing: "4294967297" or "1x" are errors, not 1.
+template <typename T>
+bool ParseInt(const std::string& s, T* out) {
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return !s.empty() && ec == std::errc() && end == s.data() + s.size();
+}
+
+}  // namespace
+
 Result<StreamConfig> ParseStreamMeta(const std::string& text) {
   StreamConfig c;
   std::istringstream in(text);
   std::string line;
   int seen = 0;
-  try {
+  bool numbers_ok = true;
+  {
     while (std::getline(in, line)) {
       auto eq = line.find('=');
       if (eq == std::string::npos) continue;
@@ -36,25 +49,26 @@ Result<StreamConfig> ParseStreamMeta(const std::string& text) {
       } else if (k == "name") {
         c.name = v;
       } else if (k == "streamlets") {
-        c.streamlets = static_cast<uint32_t>(std::stoul(v));
+        numbers_ok &= ParseInt(v, &c.streamlets);
       } else if (k == "segment_bytes") {
-        c.segment_bytes = static_cast<uint32_t>(std::stoul(v));
+        numbers_ok &= ParseInt(v, &c.segment_bytes);
       } else if (k == "segments_per_group") {
-        c.segments_per_group = static_cast<uint32_t>(std::stoul(v));
+        numbers_ok &= ParseInt(v, &c.segments_per_group);
       } else if (k == "active_groups") {
-        c.active_groups = static_cast<uint32_t>(std::stoul(v));
+        numbers_ok &= ParseInt(v, &c.active_groups);
       } else if (k == "durability") {
         ASSIGN_OR_RETURN(c.durability, ParseDurability(v));
       } else if (k == "retention_bytes") {
-        c.retention_bytes = std::stoll(v);
+        numbers_ok &= ParseInt(v, &c.retention_bytes);
       } else if (k == "retention_ms") {
-        c.retention_ms = std::stoll(v);
+        numbers_ok &= ParseInt(v, &c.retention_ms);
       } else {
         --seen;
       }
+      if (!numbers_ok) {
+        return Status(StatusCode::kStorageError, "stream.meta has a bad number: " + line);
+      }
     }
-  } catch (const std::exception&) {
-    return Status(StatusCode::kStorageError, "stream.meta has a non-numeric value: " + line);
   }
   if (seen != 9) return Status(StatusCode::kStorageError, "stream.meta is incomplete");
   RETURN_IF_ERROR(c.Validate());
@@ -71,6 +85,8 @@ Status StreamStore::Open(int64_t now_ms) {
   if (options_.data_dir.empty()) return Status::Ok();
   Env* env = options_.env;
   RETURN_IF_ERROR(env->CreateDirs(options_.data_dir + "/streams"));
+  // On a first start the new streams/ entry must be durable before anything lands below it.
+  RETURN_IF_ERROR(env->SyncDir(options_.data_dir));
   // A crash in the middle of a delete leaves the stream in trash/, never half in streams/.
   RETURN_IF_ERROR(env->RemoveAll(options_.data_dir + "/trash"));
   ASSIGN_OR_RETURN(auto names, env->ListDir(options_.data_dir + "/streams"));
@@ -96,8 +112,8 @@ Status StreamStore::Recover(const std::string& name, int64_t now_ms) {
                   "cannot recover stream " + name + ": " + config.status().message());
   }
   if (config->name != name) {
-    return Status(StatusCode::kStorageError, "stream.meta in " + dir + " names '" +
-                                                 config->name + "'");
+    return Status(StatusCode::kStorageError,
+                  "stream.meta in " + dir + " names '" + config->name + "'");
   }
   auto stream = std::make_shared<Stream>(*config, env, dir);
   for (uint32_t i = 0; i < stream->streamlet_count(); ++i) {
@@ -114,9 +130,9 @@ Status StreamStore::Create(const StreamConfig& config) {
   RETURN_IF_ERROR(config.Validate());
   const bool durable = config.durability != Durability::kNone;
   if (durable && options_.data_dir.empty()) {
-    return Status(StatusCode::kInvalidArgument,
-                  std::string("durability ") + DurabilityName(config.durability) +
-                      " needs a broker started with --data-dir");
+    return Status(StatusCode::kInvalidArgument, std::string("durability ") +
+                                                    DurabilityName(config.durability) +
+                                                    " needs a broker started with --data-dir");
   }
   std::lock_guard<std::mutex> lock(mu_);
   if (streams_.count(config.name)) {
@@ -160,9 +176,11 @@ Status StreamStore::Delete(const std::string& name) {
       RETURN_IF_ERROR(env->CreateDirs(trash));
       std::string target = trash + "/" + name + "." + std::to_string(++deletions_);
       RETURN_IF_ERROR(env->Rename(StreamDir(name), target));
-      RETURN_IF_ERROR(env->SyncDir(options_.data_dir + "/streams"));
-      Status s = env->RemoveAll(target);
-      if (!s.ok()) NS_LOG(kWarning) << "deleted stream left files behind: " << s.ToString();
+      // From here on the delete completes: the files are in trash/, which Open() empties, so
+      // serving the stream on would promise data the next start throws away.
+      Status s = env->SyncDir(options_.data_dir + "/streams");
+      if (s.ok()) s = env->RemoveAll(target);
+      if (!s.ok()) NS_LOG(kWarning) << "deleting stream " << name << ": " << s.ToString();
     }
     streams_.erase(it);
   }
@@ -185,8 +203,8 @@ std::vector<std::string> StreamStore::List() const {
 }
 
 namespace {
-std::vector<std::shared_ptr<Stream>> Snapshot(std::mutex& mu,
-                                              const std::map<std::string, std::shared_ptr<Stream>>& m) {
+std::vector<std::shared_ptr<Stream>> Snapshot(
+    std::mutex& mu, const std::map<std::string, std::shared_ptr<Stream>>& m) {
   std::lock_guard<std::mutex> lock(mu);
   std::vector<std::shared_ptr<Stream>> out;
   for (const auto& [name, s] : m) out.push_back(s);
@@ -197,7 +215,8 @@ std::vector<std::shared_ptr<Stream>> Snapshot(std::mutex& mu,
 void StreamStore::Maintain(int64_t now_ms) {
   for (const auto& stream : Snapshot(mu_, streams_)) {
     for (uint32_t i = 0; i < stream->streamlet_count(); ++i) {
-      for (const auto& path : stream->streamlet(i)->Maintain(now_ms, options_.group_idle_close_ms)) {
+      for (const auto& path :
+           stream->streamlet(i)->Maintain(now_ms, options_.group_idle_close_ms)) {
         Status s = options_.env->RemoveFile(path);
         if (!s.ok()) NS_LOG(kWarning) << "retention: " << s.ToString();
       }

@@ -34,10 +34,14 @@ std::string Streamlet::SegmentPath(uint64_t group, uint64_t segment) const {
   return dir_ + "/" + name;
 }
 
-Streamlet::Group* Streamlet::NewGroupLocked(int64_t now_ms) {
+Result<Streamlet::Group*> Streamlet::OpenGroupLocked(int64_t now_ms) {
+  // The group becomes visible only with its first segment: an empty group would stall readers
+  // (they go group by group) and hide the tail.
   auto g = std::make_unique<Group>();
-  g->id = next_group_id_++;
+  g->id = next_group_id_;
   g->last_append_ms = now_ms;
+  RETURN_IF_ERROR(NewSegmentLocked(g.get(), now_ms).status());
+  ++next_group_id_;
   groups_.push_back(std::move(g));
   return groups_.back().get();
 }
@@ -56,6 +60,7 @@ Result<Segment*> Streamlet::NewSegmentLocked(Group* g, int64_t now_ms) {
     ASSIGN_OR_RETURN(auto file, env_->OpenAppendable(SegmentPath(g->id, seg->id())));
     // A new file's directory entry must be durable before a sync append is acknowledged.
     if (config_->durability == Durability::kSync) RETURN_IF_ERROR(env_->SyncDir(dir_));
+    if (config_->durability == Durability::kAsync) dir_dirty_.store(true);
     seg->set_file(std::move(file));
   }
   ++next_segment_id_;
@@ -71,11 +76,12 @@ Streamlet::Group* Streamlet::FindGroupLocked(uint64_t id) const {
 }
 
 Position Streamlet::TailLocked() const {
-  if (groups_.empty()) return Position{};
-  const Group& g = *groups_.back();
-  if (g.segments.empty()) return Position{};
-  const Segment& s = *g.segments.back();
-  return Position{g.id, s.id(), s.committed()};
+  for (auto it = groups_.rbegin(); it != groups_.rend(); ++it) {
+    if ((*it)->segments.empty()) continue;
+    const Segment& s = *(*it)->segments.back();
+    return Position{(*it)->id, s.id(), s.committed()};
+  }
+  return Position{};
 }
 
 Result<AppendOutcome> Streamlet::Append(const uint8_t* chunk, const ChunkHeader& header,
@@ -87,34 +93,34 @@ Result<AppendOutcome> Streamlet::Append(const uint8_t* chunk, const ChunkHeader&
                                                   std::to_string(config_->segment_bytes));
   }
   std::lock_guard<std::mutex> lock(mu_);
-  ProducerState* producer = nullptr;
   if (header.producer_id != 0) {
-    auto [it, fresh] = producers_.try_emplace(header.producer_id);
-    producer = &it->second;
-    if (!fresh) {
-      if (header.sequence <= producer->last_sequence) {
-        return AppendOutcome{producer->Lookup(header.sequence), true};
-      }
-      if (header.sequence != producer->last_sequence + 1) {
+    auto it = producers_.find(header.producer_id);
+    if (it != producers_.end()) {
+      const ProducerState& p = it->second;
+      if (header.sequence <= p.last_sequence) return AppendOutcome{p.Lookup(header.sequence), true};
+      if (header.sequence != p.last_sequence + 1) {
         return Status(StatusCode::kOutOfOrderSequence,
                       "producer " + std::to_string(header.producer_id) + " sent sequence " +
                           std::to_string(header.sequence) + " after " +
-                          std::to_string(producer->last_sequence));
+                          std::to_string(p.last_sequence));
       }
     }
   }
 
   const size_t slot = header.producer_id % active_.size();
   Group* g = active_[slot];
-  if (g == nullptr) g = active_[slot] = NewGroupLocked(now_ms);
-  Segment* seg = g->segments.empty() ? nullptr : g->segments.back().get();
+  Segment* seg = g == nullptr ? nullptr : g->segments.back().get();
   if (seg == nullptr || seg->sealed() || seg->committed() + size > seg->capacity()) {
     if (seg != nullptr) seg->Seal();
-    if (g->segments.size() >= config_->segments_per_group) {
-      g->closed = true;
-      g = active_[slot] = NewGroupLocked(now_ms);
+    if (g != nullptr && g->segments.size() < config_->segments_per_group) {
+      ASSIGN_OR_RETURN(seg, NewSegmentLocked(g, now_ms));
+    } else {
+      if (g != nullptr) g->closed = true;
+      active_[slot] = nullptr;
+      ASSIGN_OR_RETURN(g, OpenGroupLocked(now_ms));
+      active_[slot] = g;
+      seg = g->segments.back().get();
     }
-    ASSIGN_OR_RETURN(seg, NewSegmentLocked(g, now_ms));
   }
 
   const uint32_t offset = seg->committed();
@@ -126,6 +132,7 @@ Result<AppendOutcome> Streamlet::Append(const uint8_t* chunk, const ChunkHeader&
       // Nothing was acknowledged: cut the file back and never append to it again (after a
       // failed fsync the kernel may have dropped the dirty pages, so the file is not trusted).
       Status cut = file->Truncate(offset);
+      if (cut.ok()) cut = file->Sync();  // or a power loss could resurrect the refused chunk
       if (!cut.ok()) {
         NS_LOG(kError) << "rollback of " << SegmentPath(g->id, seg->id())
                        << " failed: " << cut.ToString();
@@ -135,13 +142,14 @@ Result<AppendOutcome> Streamlet::Append(const uint8_t* chunk, const ChunkHeader&
     }
     if (config_->durability == Durability::kAsync) seg->dirty().store(true);
   }
+  seg->IndexChunk(offset);
   seg->Publish(offset + size);
   seg->set_last_append_ms(now_ms);
   g->last_append_ms = now_ms;
   g->bytes += size;
   bytes_ += size;
   Position pos{g->id, seg->id(), offset};
-  if (producer != nullptr) producer->Remember(header.sequence, pos);
+  if (header.producer_id != 0) producers_[header.producer_id].Remember(header.sequence, pos);
   return AppendOutcome{pos, false};
 }
 
@@ -159,7 +167,8 @@ std::shared_ptr<Segment> Streamlet::SuccessorLocked(uint64_t group_id, uint64_t 
   // Groups are read in id order: move on once this one is closed and fully read.
   auto it = std::upper_bound(groups_.begin(), groups_.end(), group_id,
                              [](uint64_t v, const std::unique_ptr<Group>& x) { return v < x->id; });
-  if (it == groups_.end() || (*it)->segments.empty()) return nullptr;
+  while (it != groups_.end() && (*it)->segments.empty()) ++it;
+  if (it == groups_.end()) return nullptr;
   *next_group = (*it)->id;
   return (*it)->segments.front();
 }
@@ -185,15 +194,12 @@ Result<ReadOutcome> Streamlet::Read(const Position& from, uint32_t max_bytes,
         if (s->id() == cur.segment) seg = s;
       }
     }
-    // A client-supplied offset must start a chunk: its header (with its own CRC) must parse and
-    // fit in what is committed. Otherwise the walk below would trust garbage lengths.
-    bool at_chunk = seg != nullptr && cur.offset <= seg->committed() &&
-                    (cur.offset == seg->committed() ||
-                     DecodeChunkHeader(seg->data() + cur.offset, seg->committed() - cur.offset).ok());
-    if (!at_chunk) {
+    // A client-supplied offset must start a chunk (checked against the segment's chunk index),
+    // or the walk below would take record bytes for chunk lengths.
+    if (seg == nullptr || !seg->IsChunkStart(cur.offset)) {
       std::string held = groups_.empty() ? "nothing"
-                                         : "groups " + std::to_string(groups_.front()->id) +
-                                               ".." + std::to_string(groups_.back()->id);
+                                         : "groups " + std::to_string(groups_.front()->id) + ".." +
+                                               std::to_string(groups_.back()->id);
       return Status(StatusCode::kPositionOutOfRange,
                     "position " + cur.ToString() + " is not in streamlet " + std::to_string(id_) +
                         " (it holds " + held + ")");
@@ -208,7 +214,7 @@ Result<ReadOutcome> Streamlet::Read(const Position& from, uint32_t max_bytes,
     bool budget_spent = false;
     while (end < committed) {
       uint32_t chunk_size = kChunkHeaderSize + LoadLe32(data + end + 8);
-      NS_CHECK(committed - end >= chunk_size);  // segments hold whole, validated chunks
+      NS_CHECK(committed - end >= chunk_size);  // starts at a chunk; segments hold whole chunks
       uint32_t taken = out.bytes + (end - cur.offset);
       if (taken > 0 && taken + chunk_size > max_bytes) {
         budget_spent = true;
@@ -291,9 +297,10 @@ std::vector<std::string> Streamlet::Maintain(int64_t now_ms, int64_t group_idle_
     Segment* s = g->segments.front().get();
     if (!s->sealed() || (groups_.size() == 1 && g->segments.size() == 1)) break;
     if (!g->closed && g->segments.size() == 1) break;
-    bool too_big = config_->retention_bytes > 0 &&
-                   bytes_ > static_cast<uint64_t>(config_->retention_bytes);
-    bool too_old = config_->retention_ms > 0 && now_ms - s->last_append_ms() > config_->retention_ms;
+    bool too_big =
+        config_->retention_bytes > 0 && bytes_ > static_cast<uint64_t>(config_->retention_bytes);
+    bool too_old =
+        config_->retention_ms > 0 && now_ms - s->last_append_ms() > config_->retention_ms;
     if (!too_big && !too_old) break;
     uint32_t n = s->committed();
     if (!dir_.empty()) doomed.push_back(SegmentPath(g->id, s->id()));
@@ -316,6 +323,11 @@ Status Streamlet::SyncDirty() {
     }
   }
   Status first;
+  // New segment files of an async stream need their directory entry synced too.
+  if (!dir_.empty() && dir_dirty_.exchange(false)) {
+    first = env_->SyncDir(dir_);
+    if (!first.ok()) dir_dirty_.store(true);
+  }
   for (const auto& s : dirty) {
     Status st = s->file()->Sync();
     if (!st.ok()) {
@@ -380,12 +392,17 @@ Status Streamlet::RecoverFile(const std::string& name, uint64_t group, uint64_t 
   }
   if (valid == 0) return env_->RemoveFile(path);
 
-  auto seg = std::make_shared<Segment>(segment, std::max(valid, config_->segment_bytes), now_ms);
+  // Age retention goes on from the file's last write, not from the restart.
+  auto mtime = env_->ModifiedTimeMs(path);
+  auto seg = std::make_shared<Segment>(segment, std::max(valid, config_->segment_bytes),
+                                       mtime.ok() ? std::min(*mtime, now_ms) : now_ms);
   std::memcpy(seg->mutable_data(), data.data(), valid);
+  for (const auto& chunk : chunks) seg->IndexChunk(chunk.second);
   seg->Publish(valid);
   seg->Seal();
   Group* g = groups_.empty() || groups_.back()->id != group ? NewGroupFromRecovery(group, now_ms)
                                                             : groups_.back().get();
+  g->last_append_ms = seg->last_append_ms();
   g->segments.push_back(seg);
   g->bytes += valid;
   bytes_ += valid;

@@ -6,6 +6,7 @@
 // out of segments without the lock (see segment.h). Any thread may call any method.
 #pragma once
 
+#include <atomic>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -101,7 +102,7 @@ class Streamlet {
     Position Lookup(uint64_t seq) const;
   };
 
-  Group* NewGroupLocked(int64_t now_ms);
+  Result<Group*> OpenGroupLocked(int64_t now_ms);
   Group* NewGroupFromRecovery(uint64_t id, int64_t now_ms);
   Result<Segment*> NewSegmentLocked(Group* g, int64_t now_ms);
   Group* FindGroupLocked(uint64_t id) const;
@@ -124,6 +125,7 @@ class Streamlet {
   uint64_t next_segment_id_ = 1;
   uint64_t bytes_ = 0;
   std::unordered_map<uint64_t, ProducerState> producers_;
+  std::atomic<bool> dir_dirty_{false};  // an async segment file was created since the last sync
 };
 
 }  // namespace nearstream::storage
