@@ -1,1 +1,573 @@
-int main() { return 0; }
+// nearstream: the admin / produce / consume command line of a Nearstream broker.
+//
+//   nearstream --broker 127.0.0.1:7070 create clicks --streamlets 4
+//   seq 1 1000 | nearstream --broker 127.0.0.1:7070 produce clicks --round-robin
+//   nearstream --broker 127.0.0.1:7070 consume clicks --from earliest --timeout-ms 1000
+//
+// Exit codes: 0 success, 1 broker or I/O error (the message names the status), 2 bad usage.
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "nearstream/net/client.h"
+#include "nearstream/storage/chunk.h"
+#include "nearstream/storage/position.h"
+#include "nearstream/storage/stream_config.h"
+#include "tool_flags.h"
+
+namespace nearstream::tools {
+namespace {
+
+using net::Client;
+using storage::Position;
+
+constexpr int kExitOk = 0;
+constexpr int kExitError = 1;
+constexpr int kExitUsage = 2;
+constexpr uint32_t kMaxChunkBytes = 1u << 20;
+
+constexpr char kMainUsage[] =
+    "Usage: nearstream --broker HOST:PORT <command> [options]\n"
+    "\n"
+    "Commands:\n"
+    "  create STREAM     create a stream\n"
+    "  delete STREAM     delete a stream and its data\n"
+    "  describe STREAM   print a stream's configuration\n"
+    "  list              list the streams\n"
+    "  metadata STREAM   print streamlets, groups, head and tail positions\n"
+    "  produce STREAM    append lines of stdin (or a file) as records\n"
+    "  consume STREAM    print records, one per line\n"
+    "  stats             print the broker's counters\n"
+    "\n"
+    "Options:\n"
+    "  --broker HOST:PORT  broker address (default: $NEARSTREAM_BROKER)\n"
+    "  --help              this text; 'nearstream COMMAND --help' describes a command\n"
+    "\n"
+    "Exit codes: 0 success, 1 broker or I/O error, 2 bad usage.\n";
+
+// A command parses all its flags first (a usage error exits 2 before any connection is made),
+// then returns the runner that talks to the broker.
+using Runner = std::function<Status(Client&)>;
+
+struct Command {
+  const char* name;
+  const char* usage;
+  std::vector<FlagSpec> flags;
+  std::function<Result<Runner>(const Flags&)> prepare;
+};
+
+// ---- helpers ---------------------------------------------------------------------------------
+
+Result<std::string> OneStreamArgument(const Flags& flags) {
+  if (flags.positional().size() != 1) {
+    return Flags::Usage("expected exactly one STREAM argument, got " +
+                        std::to_string(flags.positional().size()));
+  }
+  return flags.positional()[0];
+}
+
+Status NoArguments(const Flags& flags) {
+  if (!flags.positional().empty()) {
+    return Flags::Usage("unexpected argument '" + flags.positional()[0] + "'");
+  }
+  return Status::Ok();
+}
+
+Result<Position> ParsePosition(const std::string& text) {
+  Position p;
+  unsigned long long g = 0, s = 0;
+  unsigned o = 0;
+  char tail = 0;
+  if (std::sscanf(text.c_str(), "%llu:%llu:%u%c", &g, &s, &o, &tail) != 3) {
+    return Flags::Usage("--from expects earliest, latest or GROUP:SEGMENT:OFFSET, got '" + text +
+                        "'");
+  }
+  p.group = g;
+  p.segment = s;
+  p.offset = o;
+  return p;
+}
+
+Result<std::vector<uint32_t>> ParseStreamletList(const std::string& text) {
+  std::vector<uint32_t> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    std::string item = text.substr(start, comma == std::string::npos ? comma : comma - start);
+    char* end = nullptr;
+    errno = 0;
+    unsigned long v = std::strtoul(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || errno != 0 || v > UINT32_MAX) {
+      return Flags::Usage("--streamlets expects a comma-separated list of numbers, got '" + text +
+                          "'");
+    }
+    out.push_back(static_cast<uint32_t>(v));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+int64_t WallMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+int64_t MonotonicMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// A non-zero producer id unlikely to collide with another producer's.
+uint64_t RandomProducerId() {
+  std::random_device rd;
+  uint64_t id = (uint64_t{rd()} << 32 | rd()) & 0x7FFFFFFFFFFFFFFFull;
+  return id == 0 ? 1 : id;
+}
+
+// ---- commands --------------------------------------------------------------------------------
+
+Result<Runner> PrepareCreate(const Flags& flags) {
+  storage::StreamConfig c;
+  ASSIGN_OR_RETURN(c.name, OneStreamArgument(flags));
+  if (!flags.Has("streamlets")) return Flags::Usage("create needs --streamlets N");
+  ASSIGN_OR_RETURN(uint64_t streamlets, flags.Unsigned("streamlets", 1, 1, 65536));
+  ASSIGN_OR_RETURN(uint64_t segment_bytes, flags.Size("segment-bytes", 0, 0, UINT32_MAX));
+  ASSIGN_OR_RETURN(uint64_t per_group, flags.Unsigned("segments-per-group", 0, 0, UINT32_MAX));
+  ASSIGN_OR_RETURN(uint64_t active, flags.Unsigned("active-groups", 0, 0, UINT32_MAX));
+  ASSIGN_OR_RETURN(c.retention_bytes, flags.Signed("retention-bytes", -1, -1, INT64_MAX));
+  ASSIGN_OR_RETURN(c.retention_ms, flags.Signed("retention-ms", -1, -1, INT64_MAX));
+  Result<storage::Durability> durability =
+      storage::ParseDurability(flags.String("durability", "none"));
+  if (!durability.ok()) return Flags::Usage("--" + durability.status().message());
+  c.durability = *durability;
+  c.streamlets = static_cast<uint32_t>(streamlets);
+  c.segment_bytes = static_cast<uint32_t>(segment_bytes);  // 0 = the broker's default
+  c.segments_per_group = static_cast<uint32_t>(per_group);
+  c.active_groups = static_cast<uint32_t>(active);
+  return Runner([c](Client& client) {
+    RETURN_IF_ERROR(client.CreateStream(c));
+    std::printf("created stream %s with %u streamlets\n", c.name.c_str(), c.streamlets);
+    return Status::Ok();
+  });
+}
+
+Result<Runner> PrepareDelete(const Flags& flags) {
+  ASSIGN_OR_RETURN(std::string name, OneStreamArgument(flags));
+  return Runner([name](Client& client) {
+    RETURN_IF_ERROR(client.DeleteStream(name));
+    std::printf("deleted stream %s\n", name.c_str());
+    return Status::Ok();
+  });
+}
+
+Status Describe(Client& client, const std::string& name) {
+  ASSIGN_OR_RETURN(storage::StreamConfig c, client.DescribeStream(name));
+  std::printf("name: %s\n", c.name.c_str());
+  std::printf("streamlets: %u\n", c.streamlets);
+  std::printf("segment_bytes: %u\n", c.segment_bytes);
+  std::printf("segments_per_group: %u\n", c.segments_per_group);
+  std::printf("active_groups: %u\n", c.active_groups);
+  std::printf("durability: %s\n", storage::DurabilityName(c.durability));
+  std::printf("retention_bytes: %lld\n", static_cast<long long>(c.retention_bytes));
+  std::printf("retention_ms: %lld\n", static_cast<long long>(c.retention_ms));
+  return Status::Ok();
+}
+
+Result<Runner> PrepareDescribe(const Flags& flags) {
+  ASSIGN_OR_RETURN(std::string name, OneStreamArgument(flags));
+  return Runner([name](Client& client) { return Describe(client, name); });
+}
+
+Result<Runner> PrepareList(const Flags& flags) {
+  RETURN_IF_ERROR(NoArguments(flags));
+  return Runner([](Client& client) {
+    ASSIGN_OR_RETURN(std::vector<std::string> names, client.ListStreams());
+    for (const std::string& n : names) std::printf("%s\n", n.c_str());
+    return Status::Ok();
+  });
+}
+
+Status PrintMetadata(Client& client, const std::string& name) {
+  ASSIGN_OR_RETURN(net::MetadataResponse m, client.Metadata(name));
+  for (const net::StreamletMetadata& s : m.streamlets) {
+    std::printf("streamlet %u: head %s tail %s, %zu groups\n", s.streamlet,
+                s.head.ToString().c_str(), s.tail.ToString().c_str(), s.groups.size());
+    for (const net::GroupMetadata& g : s.groups) {
+      std::printf("  group %llu %s: segments %llu..%llu, %llu bytes\n",
+                  static_cast<unsigned long long>(g.group_id), g.closed ? "closed" : "open",
+                  static_cast<unsigned long long>(g.first_segment),
+                  static_cast<unsigned long long>(g.first_segment + g.segment_count - 1),
+                  static_cast<unsigned long long>(g.bytes));
+    }
+  }
+  return Status::Ok();
+}
+
+Result<Runner> PrepareMetadata(const Flags& flags) {
+  ASSIGN_OR_RETURN(std::string name, OneStreamArgument(flags));
+  return Runner([name](Client& client) { return PrintMetadata(client, name); });
+}
+
+// Appends chunks synchronously, one request per chunk, so per-streamlet order is the input order
+// and sequence numbers never race.
+class LineProducer {
+ public:
+  LineProducer(Client& client, std::string stream, uint64_t producer_id)
+      : client_(client), stream_(std::move(stream)), producer_id_(producer_id) {}
+
+  Status Append(uint32_t streamlet, storage::ChunkBuilder& builder) {
+    if (streamlet >= sequences_.size()) sequences_.resize(streamlet + 1, 0);
+    const uint32_t records = builder.record_count();
+    Bytes chunk = builder.Finish(producer_id_, sequences_[streamlet], WallMs());
+    net::AppendRequest request;
+    request.stream = stream_;
+    request.entries.push_back({streamlet, chunk.data(), static_cast<uint32_t>(chunk.size())});
+    ASSIGN_OR_RETURN(net::AppendResponse response, client_.Append(request));
+    if (response.results.size() != 1) {
+      return Status(StatusCode::kMalformedRequest, "append answered with " +
+                                                       std::to_string(response.results.size()) +
+                                                       " results for 1 chunk");
+    }
+    const net::AppendResult& r = response.results[0];
+    if (r.status != 0) {
+      return Status(static_cast<StatusCode>(r.status),
+                    "append to streamlet " + std::to_string(streamlet) + " failed after " +
+                        std::to_string(acknowledged_) + " records were acknowledged: " + r.message);
+    }
+    ++sequences_[streamlet];
+    acknowledged_ += records;
+    ++chunks_;
+    return Status::Ok();
+  }
+
+  uint64_t acknowledged() const { return acknowledged_; }
+  uint64_t chunks() const { return chunks_; }
+
+ private:
+  Client& client_;
+  std::string stream_;
+  uint64_t producer_id_;
+  std::vector<uint64_t> sequences_;  // next sequence per streamlet
+  uint64_t acknowledged_ = 0;
+  uint64_t chunks_ = 0;
+};
+
+struct ProduceOptions {
+  std::string stream;
+  std::string file;  // empty = stdin
+  bool round_robin = false;
+  uint32_t streamlet = 0;
+  uint32_t batch_records = 100;
+  uint64_t producer_id = 0;
+};
+
+Status Produce(Client& client, const ProduceOptions& o) {
+  std::ifstream file;
+  std::istream* in = &std::cin;
+  if (!o.file.empty()) {
+    file.open(o.file, std::ios::binary);
+    if (!file) return Status::FromErrno(StatusCode::kIoError, "cannot open " + o.file, errno);
+    in = &file;
+  }
+  // The stream's shape bounds the streamlets and the chunk size.
+  ASSIGN_OR_RETURN(storage::StreamConfig config, client.DescribeStream(o.stream));
+  if (!o.round_robin && o.streamlet >= config.streamlets) {
+    return Status(StatusCode::kStreamletNotFound,
+                  "--streamlet " + std::to_string(o.streamlet) + " but stream " + o.stream +
+                      " has " + std::to_string(config.streamlets) + " streamlets");
+  }
+  uint32_t max_chunk = kMaxChunkBytes;
+  if (config.segment_bytes != 0 && config.segment_bytes < max_chunk) {
+    max_chunk = config.segment_bytes;
+  }
+
+  LineProducer producer(client, o.stream, o.producer_id);
+  storage::ChunkBuilder builder;
+  uint32_t streamlet = o.streamlet;
+  auto flush = [&]() -> Status {
+    if (builder.record_count() == 0) return Status::Ok();
+    RETURN_IF_ERROR(producer.Append(streamlet, builder));
+    if (o.round_robin) streamlet = (streamlet + 1) % config.streamlets;
+    return Status::Ok();
+  };
+  std::string line;
+  while (std::getline(*in, line)) {
+    if (storage::kChunkHeaderSize + storage::kRecordLengthPrefix + line.size() > max_chunk) {
+      return Status(StatusCode::kInvalidArgument, "a line of " + std::to_string(line.size()) +
+                                                      " bytes does not fit in one chunk (limit " +
+                                                      std::to_string(max_chunk) + " bytes)");
+    }
+    if (builder.size() + storage::kRecordLengthPrefix + line.size() > max_chunk) {
+      RETURN_IF_ERROR(flush());
+    }
+    builder.Add(line);
+    if (builder.record_count() >= o.batch_records) RETURN_IF_ERROR(flush());
+  }
+  if (in->bad()) return Status::FromErrno(StatusCode::kIoError, "reading input", errno);
+  RETURN_IF_ERROR(flush());
+  std::printf("acknowledged %llu records in %llu chunks (producer id %llu)\n",
+              static_cast<unsigned long long>(producer.acknowledged()),
+              static_cast<unsigned long long>(producer.chunks()),
+              static_cast<unsigned long long>(o.producer_id));
+  return Status::Ok();
+}
+
+Result<Runner> PrepareProduce(const Flags& flags) {
+  ProduceOptions o;
+  ASSIGN_OR_RETURN(o.stream, OneStreamArgument(flags));
+  if (flags.Has("streamlet") && flags.Has("round-robin")) {
+    return Flags::Usage("--streamlet and --round-robin exclude each other");
+  }
+  ASSIGN_OR_RETURN(uint64_t streamlet, flags.Unsigned("streamlet", 0, 0, UINT32_MAX));
+  ASSIGN_OR_RETURN(uint64_t batch, flags.Unsigned("batch-records", 100, 1, 1u << 20));
+  ASSIGN_OR_RETURN(o.producer_id, flags.Unsigned("producer-id", RandomProducerId(), 0, UINT64_MAX));
+  o.streamlet = static_cast<uint32_t>(streamlet);
+  o.batch_records = static_cast<uint32_t>(batch);
+  o.round_robin = flags.Has("round-robin");
+  o.file = flags.String("file");
+  if (flags.Has("file") && o.file.empty()) return Flags::Usage("--file needs a file name");
+  return Runner([o](Client& client) { return Produce(client, o); });
+}
+
+struct ConsumeOptions {
+  std::string stream;
+  enum class From { kEarliest, kLatest, kPosition } from = From::kEarliest;
+  Position position;                 // for kPosition
+  std::vector<uint32_t> streamlets;  // empty = all
+  uint64_t max_records = 0;          // 0 = unlimited
+  int64_t timeout_ms = -1;           // -1 = never stop for lack of data
+  uint32_t fetch_bytes = 1u << 20;
+};
+
+// Prints the records of one fetch block; false once `max_records` have been printed.
+Result<bool> PrintBlock(const net::FetchBlock& block, uint64_t max_records, uint64_t* printed) {
+  for (uint32_t at = 0; at < block.size;) {
+    ASSIGN_OR_RETURN(storage::ChunkHeader h,
+                     storage::DecodeChunkHeader(block.data + at, block.size - at));
+    RETURN_IF_ERROR(storage::ValidateChunk(block.data + at, h.total_size()).status());
+    storage::RecordIterator it(block.data + at + storage::kChunkHeaderSize, h.payload_length);
+    std::string_view record;
+    while (it.Next(&record)) {
+      std::fwrite(record.data(), 1, record.size(), stdout);
+      std::fputc('\n', stdout);
+      if (++*printed == max_records) return false;
+    }
+    at += h.total_size();
+  }
+  return true;
+}
+
+Status Consume(Client& client, const ConsumeOptions& o) {
+  std::vector<uint32_t> streamlets = o.streamlets;
+  if (streamlets.empty()) {
+    ASSIGN_OR_RETURN(storage::StreamConfig config, client.DescribeStream(o.stream));
+    for (uint32_t s = 0; s < config.streamlets; ++s) streamlets.push_back(s);
+  }
+  net::FetchRequest request;
+  request.stream = o.stream;
+  for (uint32_t s : streamlets) {
+    Position start = o.from == ConsumeOptions::From::kPosition ? o.position : Position{};
+    request.entries.push_back({s, start, o.fetch_bytes});
+  }
+  if (o.from == ConsumeOptions::From::kLatest) {
+    ASSIGN_OR_RETURN(net::MetadataResponse m, client.Metadata(o.stream, streamlets));
+    for (net::FetchEntry& e : request.entries) {
+      for (const net::StreamletMetadata& s : m.streamlets) {
+        if (s.streamlet == e.streamlet) e.position = s.tail;
+      }
+    }
+  }
+
+  uint64_t printed = 0;
+  int64_t last_data_ms = MonotonicMs();
+  for (;;) {
+    // Long-poll in slices so that --timeout-ms is honoured; 0 drains what is there and stops.
+    int64_t wait = 500;
+    if (o.timeout_ms >= 0) {
+      wait = std::clamp<int64_t>(last_data_ms + o.timeout_ms - MonotonicMs(), 0, wait);
+    }
+    request.max_wait_ms = static_cast<uint32_t>(wait);
+    ASSIGN_OR_RETURN(net::FetchReply reply, client.Fetch(request));
+    const uint64_t printed_before = printed;
+    for (const net::FetchResult& r : reply.response.results) {
+      if (r.status != 0) {
+        return Status(static_cast<StatusCode>(r.status),
+                      "fetch from streamlet " + std::to_string(r.streamlet) + ": " + r.message);
+      }
+      for (const net::FetchBlock& b : r.blocks) {
+        ASSIGN_OR_RETURN(bool more, PrintBlock(b, o.max_records, &printed));
+        if (!more) {
+          std::fflush(stdout);
+          std::fprintf(stderr, "consumed %llu records\n", static_cast<unsigned long long>(printed));
+          return Status::Ok();
+        }
+      }
+      for (net::FetchEntry& e : request.entries) {
+        if (e.streamlet == r.streamlet) e.position = r.next;
+      }
+    }
+    std::fflush(stdout);
+    if (printed != printed_before) {
+      last_data_ms = MonotonicMs();
+    } else if (o.timeout_ms >= 0 && MonotonicMs() - last_data_ms >= o.timeout_ms) {
+      break;
+    }
+  }
+  std::fprintf(stderr, "consumed %llu records (no new data for %lld ms)\n",
+               static_cast<unsigned long long>(printed), static_cast<long long>(o.timeout_ms));
+  return Status::Ok();
+}
+
+Result<Runner> PrepareConsume(const Flags& flags) {
+  ConsumeOptions o;
+  ASSIGN_OR_RETURN(o.stream, OneStreamArgument(flags));
+  ASSIGN_OR_RETURN(o.max_records, flags.Unsigned("max-records", 0, 0, UINT64_MAX));
+  ASSIGN_OR_RETURN(o.timeout_ms, flags.Signed("timeout-ms", -1, -1, INT32_MAX));
+  ASSIGN_OR_RETURN(uint64_t fetch_bytes, flags.Size("fetch-bytes", 1u << 20, 1, 1u << 30));
+  o.fetch_bytes = static_cast<uint32_t>(fetch_bytes);
+  if (flags.Has("streamlets")) {
+    ASSIGN_OR_RETURN(o.streamlets, ParseStreamletList(flags.String("streamlets")));
+  }
+  const std::string from = flags.String("from", "earliest");
+  if (from == "latest") {
+    o.from = ConsumeOptions::From::kLatest;
+  } else if (from != "earliest") {
+    o.from = ConsumeOptions::From::kPosition;
+    ASSIGN_OR_RETURN(o.position, ParsePosition(from));
+  }
+  return Runner([o](Client& client) { return Consume(client, o); });
+}
+
+Result<Runner> PrepareStats(const Flags& flags) {
+  RETURN_IF_ERROR(NoArguments(flags));
+  return Runner([](Client& client) {
+    ASSIGN_OR_RETURN(net::StatsResponse stats, client.Stats());
+    for (const auto& [name, value] : stats.values) {
+      std::printf("%s %llu\n", name.c_str(), static_cast<unsigned long long>(value));
+    }
+    return Status::Ok();
+  });
+}
+
+std::vector<Command> Commands() {
+  return {
+      {"create",
+       "Usage: nearstream --broker HOST:PORT create STREAM --streamlets N [--segment-bytes B]\n"
+       "         [--segments-per-group P] [--active-groups Q] [--durability none|async|sync]\n"
+       "         [--retention-bytes B] [--retention-ms MS]\n"
+       "Creates a stream. Sizes accept K/M/G suffixes; omitted segment and group settings take\n"
+       "the broker's defaults; retention -1 (default) = unlimited.\n",
+       {{"streamlets"},
+        {"segment-bytes"},
+        {"segments-per-group"},
+        {"active-groups"},
+        {"durability"},
+        {"retention-bytes"},
+        {"retention-ms"}},
+       PrepareCreate},
+      {"delete", "Usage: nearstream --broker HOST:PORT delete STREAM\n", {}, PrepareDelete},
+      {"describe", "Usage: nearstream --broker HOST:PORT describe STREAM\n", {}, PrepareDescribe},
+      {"list", "Usage: nearstream --broker HOST:PORT list\n", {}, PrepareList},
+      {"metadata", "Usage: nearstream --broker HOST:PORT metadata STREAM\n", {}, PrepareMetadata},
+      {"produce",
+       "Usage: nearstream --broker HOST:PORT produce STREAM [--file F]\n"
+       "         [--streamlet S | --round-robin] [--batch-records N] [--producer-id ID]\n"
+       "Appends each line of stdin (or of F) as one record, in chunks of up to N records\n"
+       "(default 100) to streamlet S (default 0) or to the streamlets in turn. Sequence numbers\n"
+       "make the appends idempotent; the producer id defaults to a random one (0 = no dedup).\n"
+       "Prints how many records the broker acknowledged.\n",
+       {{"file"}, {"streamlet"}, {"round-robin", false}, {"batch-records"}, {"producer-id"}},
+       PrepareProduce},
+      {"consume",
+       "Usage: nearstream --broker HOST:PORT consume STREAM [--from earliest|latest|G:S:O]\n"
+       "         [--streamlets 0,1] [--max-records N] [--timeout-ms T] [--fetch-bytes B]\n"
+       "Prints each record on its own line, from the chosen position of every streamlet (default\n"
+       "all). Stops after N records, or after T ms without new data (default: never).\n",
+       {{"from"}, {"streamlets"}, {"max-records"}, {"timeout-ms"}, {"fetch-bytes"}},
+       PrepareConsume},
+      {"stats", "Usage: nearstream --broker HOST:PORT stats\n", {}, PrepareStats},
+  };
+}
+
+int UsageError(const std::string& message, const std::string& command = "") {
+  std::fprintf(stderr, "nearstream: %s\nRun 'nearstream %s--help' for usage.\n", message.c_str(),
+               command.empty() ? "" : (command + " ").c_str());
+  return kExitUsage;
+}
+
+int Main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  // Split at the command: global flags before it, the command's own flags after it.
+  size_t command_at = 0;
+  while (command_at < args.size() && args[command_at].rfind("--", 0) == 0) {
+    bool has_value = args[command_at] == "--broker";
+    command_at += has_value ? 2 : 1;
+  }
+  const std::vector<FlagSpec> global_spec = {{"broker"}, {"help", false}};
+  Result<Flags> global = Flags::Parse(
+      std::vector<std::string>(args.begin(), args.begin() + std::min(command_at, args.size())),
+      global_spec);
+  if (!global.ok()) return UsageError(global.status().message());
+  if (command_at >= args.size()) {
+    if (global->Has("help")) {
+      std::fputs(kMainUsage, stdout);
+      return kExitOk;
+    }
+    return UsageError("missing command");
+  }
+  const std::string name = args[command_at];
+  std::vector<Command> commands = Commands();
+  const Command* command = nullptr;
+  for (const Command& c : commands) {
+    if (name == c.name) command = &c;
+  }
+  if (command == nullptr) return UsageError("unknown command '" + name + "'");
+
+  std::vector<FlagSpec> spec = command->flags;
+  spec.push_back({"broker"});
+  spec.push_back({"help", false});
+  Result<Flags> flags = Flags::Parse(
+      std::vector<std::string>(args.begin() + static_cast<long>(command_at) + 1, args.end()), spec);
+  if (!flags.ok()) return UsageError(flags.status().message(), name);
+  if (global->Has("help") || flags->Has("help")) {
+    std::fputs(command->usage, stdout);
+    return kExitOk;
+  }
+  std::string broker = flags->String("broker", global->String("broker"));
+  if (broker.empty()) {
+    const char* env = std::getenv("NEARSTREAM_BROKER");
+    if (env != nullptr) broker = env;
+  }
+  if (broker.empty()) {
+    return UsageError("no broker: pass --broker HOST:PORT or set NEARSTREAM_BROKER", name);
+  }
+  Result<net::BrokerAddress> address = net::ParseBrokerAddress(broker);
+  if (!address.ok()) return UsageError(address.status().message(), name);
+  Result<Runner> runner = command->prepare(*flags);
+  if (!runner.ok()) return UsageError(runner.status().message(), name);
+
+  Result<Client> client = Client::Connect(*address);
+  Status status = client.status();
+  if (status.ok()) status = client->Handshake("nearstream-cli").status();
+  if (status.ok()) status = (*runner)(*client);
+  std::fflush(stdout);
+  if (status.ok()) return kExitOk;
+  std::fprintf(stderr, "nearstream %s: %s\n", name.c_str(), status.ToString().c_str());
+  return kExitError;
+}
+
+}  // namespace
+}  // namespace nearstream::tools
+
+int main(int argc, char** argv) { return nearstream::tools::Main(argc, argv); }

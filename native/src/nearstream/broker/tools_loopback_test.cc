@@ -1,0 +1,240 @@
+// The tools against the real broker: nearstreamd on 127.0.0.1 (port 0, temp data dir), driven
+// through the nearstream CLI and nearstream-perf binaries exactly as a user would.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "nearstream/broker/test_broker_process.h"
+#include "nearstream/net/client.h"
+
+namespace nearstream::broker::testing {
+namespace {
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+std::string Describe(const ProcessResult& r) {
+  return "exit " + std::to_string(r.exit_code) + (r.timed_out ? " (timed out)" : "") +
+         "\nstdout:\n" + r.out.substr(0, 4000) + "\nstderr:\n" + r.err.substr(0, 4000);
+}
+
+// Parses "key=value" fields of the perf tool's RESULT line.
+std::map<std::string, std::string> ResultFields(const std::string& out) {
+  std::map<std::string, std::string> fields;
+  for (const std::string& line : Lines(out)) {
+    if (line.rfind("RESULT ", 0) != 0) continue;
+    std::istringstream in(line.substr(7));
+    for (std::string kv; in >> kv;) {
+      size_t eq = kv.find('=');
+      if (eq != std::string::npos) fields[kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
+  }
+  return fields;
+}
+
+class ToolsLoopbackTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto b = TestBroker::Start();
+    ASSERT_TRUE(b.ok()) << b.status().ToString();
+    broker_ = std::move(b).value();
+  }
+  void TearDown() override {
+    if (HasFailure() && broker_ != nullptr) {
+      std::cerr << "broker log:\n" << broker_->log().substr(0, 8000);
+    }
+  }
+
+  ProcessResult Cli(std::vector<std::string> args, const std::string& input = "") {
+    args.insert(args.begin(), {NEARSTREAM_CLI_PATH, "--broker", broker_->address()});
+    return RunProcess(args, input, 60000);
+  }
+
+  std::unique_ptr<TestBroker> broker_;
+};
+
+TEST_F(ToolsLoopbackTest, CliCreatesProducesAndConsumesRoundTrip) {
+  ProcessResult r = Cli({"create", "lines", "--streamlets", "3", "--segment-bytes", "64K"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+
+  r = Cli({"list"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_EQ(Lines(r.out), std::vector<std::string>{"lines"});
+
+  r = Cli({"describe", "lines"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_NE(r.out.find("streamlets: 3\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("segment_bytes: 65536\n"), std::string::npos) << r.out;
+
+  // 5000 distinct lines (enough to roll several 64 KiB segments), spread over the streamlets.
+  std::vector<std::string> sent;
+  std::string input;
+  for (int i = 0; i < 5000; ++i) {
+    sent.push_back("record " + std::to_string(i) + " " + std::string(i % 37, 'x'));
+    input += sent.back() + "\n";
+  }
+  r = Cli({"produce", "lines", "--round-robin", "--batch-records", "17"}, input);
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_NE(r.out.find("acknowledged 5000 records"), std::string::npos) << r.out;
+
+  r = Cli({"consume", "lines", "--from", "earliest", "--timeout-ms", "1000"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  std::vector<std::string> got = Lines(r.out);
+  ASSERT_EQ(got.size(), sent.size());
+  std::vector<std::string> sorted_sent = sent, sorted_got = got;
+  std::sort(sorted_sent.begin(), sorted_sent.end());
+  std::sort(sorted_got.begin(), sorted_got.end());
+  EXPECT_EQ(sorted_got, sorted_sent);
+
+  // One streamlet alone comes back in the order it was written: round robin put chunk k (17
+  // records) on streamlet k mod 3.
+  r = Cli({"consume", "lines", "--streamlets", "1", "--timeout-ms", "500"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  std::vector<std::string> expected;
+  for (size_t i = 0; i < sent.size(); ++i) {
+    if ((i / 17) % 3 == 1) expected.push_back(sent[i]);
+  }
+  EXPECT_EQ(Lines(r.out), expected);
+
+  r = Cli({"consume", "lines", "--streamlets", "0", "--max-records", "5"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_EQ(Lines(r.out), std::vector<std::string>(sent.begin(), sent.begin() + 5));
+
+  r = Cli({"consume", "lines", "--from", "latest", "--timeout-ms", "300"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_EQ(r.out, "");
+
+  r = Cli({"metadata", "lines"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_NE(r.out.find("streamlet 2:"), std::string::npos) << r.out;
+
+  r = Cli({"stats"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_FALSE(r.out.empty());
+
+  r = Cli({"delete", "lines"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  r = Cli({"list"});
+  EXPECT_EQ(r.out, "");
+}
+
+TEST_F(ToolsLoopbackTest, CliProduceToOneStreamletKeepsOrderFromAFile) {
+  ASSERT_EQ(Cli({"create", "ordered", "--streamlets", "2"}).exit_code, 0);
+  TempDir dir;
+  ASSERT_TRUE(dir.ok());
+  const std::string file = dir.path() + "/input.txt";
+  std::string text;
+  for (int i = 0; i < 300; ++i) text += std::to_string(i) + "\n";
+  {
+    std::ofstream out(file);
+    out << text;
+  }
+  ProcessResult r = Cli({"produce", "ordered", "--file", file, "--streamlet", "1",
+                         "--batch-records", "8", "--producer-id", "77"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_NE(r.out.find("acknowledged 300 records in 38 chunks"), std::string::npos) << r.out;
+  r = Cli({"consume", "ordered", "--streamlets", "1", "--max-records", "300"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_EQ(r.out, text);
+  r = Cli({"consume", "ordered", "--streamlets", "0", "--timeout-ms", "200"});
+  EXPECT_EQ(r.out, "");
+}
+
+TEST_F(ToolsLoopbackTest, CliReportsBrokerErrorsAndBadUsage) {
+  ProcessResult r = Cli({"describe", "missing"});
+  EXPECT_EQ(r.exit_code, 1) << Describe(r);
+  EXPECT_NE(r.err.find("STREAM_NOT_FOUND"), std::string::npos) << r.err;
+
+  ASSERT_EQ(Cli({"create", "dup", "--streamlets", "1"}).exit_code, 0);
+  r = Cli({"create", "dup", "--streamlets", "1"});
+  EXPECT_EQ(r.exit_code, 1) << Describe(r);
+  EXPECT_NE(r.err.find("STREAM_EXISTS"), std::string::npos) << r.err;
+
+  r = Cli({"create", "bad name!", "--streamlets", "1"});
+  EXPECT_EQ(r.exit_code, 1) << Describe(r);
+  EXPECT_NE(r.err.find("INVALID_ARGUMENT"), std::string::npos) << r.err;
+
+  r = Cli({"produce", "dup", "--streamlet", "5"}, "a\n");
+  EXPECT_EQ(r.exit_code, 1) << Describe(r);
+  EXPECT_NE(r.err.find("STREAMLET_NOT_FOUND"), std::string::npos) << r.err;
+
+  for (std::vector<std::string> bad : std::vector<std::vector<std::string>>{
+           {"create", "x"},                                  // --streamlets missing
+           {"create", "x", "--streamlets", "two"},           // not a number
+           {"create", "x", "--streamlets", "1", "--bogus"},  // unknown flag
+           {"consume", "x", "--from", "1:2"},                // malformed position
+           {"produce", "x", "--streamlet", "0", "--round-robin"},
+           {"frobnicate"}}) {
+    r = Cli(bad);
+    EXPECT_EQ(r.exit_code, 2) << bad[0] << ": " << Describe(r);
+    EXPECT_NE(r.err.find("--help"), std::string::npos) << r.err;
+  }
+  r = Cli({"produce", "--help"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("--batch-records"), std::string::npos);
+}
+
+TEST_F(ToolsLoopbackTest, PerfProducersAndConsumerAgreeOnEveryRecord) {
+  ProcessResult r = RunProcess(
+      {NEARSTREAM_PERF_PATH, "--broker", broker_->address(), "--stream", "perf",         "--create",
+       "--producers",        "2",        "--streamlets",     "4",        "--chunk-size", "16K",
+       "--record-size",      "100",      "--duration-s",     "2",        "--consumers",  "1",
+       "--inflight",         "4",        "--verify"},
+      "", 120000);
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  std::map<std::string, std::string> f = ResultFields(r.out);
+  ASSERT_TRUE(f.count("producer_rps")) << r.out;
+  EXPECT_GT(std::stod(f["producer_rps"]), 0) << r.out;
+  EXPECT_GT(std::stod(f["producer_mbps"]), 0) << r.out;
+  EXPECT_GT(std::stod(f["consumer_rps"]), 0) << r.out;
+  EXPECT_GT(std::stoull(f["produced"]), 0u) << r.out;
+  EXPECT_EQ(f["run_consumed"], f["produced"]) << r.out;
+  EXPECT_EQ(f["verify"], "ok") << r.out;
+
+  // A consume-only run reads the same stream back from the earliest data.
+  r = RunProcess({NEARSTREAM_PERF_PATH, "--broker", broker_->address(), "--stream", "perf",
+                  "--producers", "0", "--consumers", "2", "--duration-s", "5", "--records", "1000"},
+                 "", 60000);
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  f = ResultFields(r.out);
+  EXPECT_GE(std::stoull(f["consumed"]), 1000u) << r.out;
+}
+
+TEST_F(ToolsLoopbackTest, PerfFailsClearlyOnBadUsageAndMissingStream) {
+  ProcessResult r = RunProcess({NEARSTREAM_PERF_PATH, "--broker", broker_->address(), "--stream",
+                                "nope", "--chunk-size", "40"});
+  EXPECT_EQ(r.exit_code, 2) << Describe(r);
+  r = RunProcess({NEARSTREAM_PERF_PATH, "--broker", broker_->address(), "--stream", "nope",
+                  "--duration-s", "1"});
+  EXPECT_EQ(r.exit_code, 1) << Describe(r);
+  EXPECT_NE(r.err.find("STREAM_NOT_FOUND"), std::string::npos) << r.err;
+}
+
+TEST(TestBrokerTest, StopsAndCleansUpItsDataDirectory) {
+  std::string temp_root;
+  {
+    auto b = TestBroker::Start();
+    ASSERT_TRUE(b.ok()) << b.status().ToString();
+    temp_root = std::filesystem::path((*b)->data_dir()).parent_path();
+    auto client = net::Client::Connect((*b)->address());
+    ASSERT_TRUE(client.ok()) << client.status().ToString();
+    EXPECT_TRUE(client->Handshake("test").ok());
+    EXPECT_EQ((*b)->Stop(), 0) << (*b)->log();
+    EXPECT_FALSE((*b)->running());
+  }
+  EXPECT_FALSE(std::filesystem::exists(temp_root));
+}
+
+}  // namespace
+}  // namespace nearstream::broker::testing

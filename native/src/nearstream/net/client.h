@@ -1,0 +1,142 @@
+// A blocking TCP client for the Nearstream wire protocol, with request pipelining.
+//
+// Send() writes one request frame and returns its request id without waiting; Receive() returns
+// the next response frame, whichever request it answers (the broker may answer requests out of
+// order). Call() and the typed helpers (CreateStream, Append, Fetch, ...) are the synchronous
+// path: they need no other request in flight, so the next response is theirs.
+//
+//   ASSIGN_OR_RETURN(Client client, Client::Connect("127.0.0.1:7070"));
+//   RETURN_IF_ERROR(client.Handshake("my-tool").status());
+//   ASSIGN_OR_RETURN(FetchReply reply, client.Fetch(request));
+//   for (const FetchResult& r : reply.response.results) { ... }
+//
+// A broker error (a non-OK status in the response header) becomes a Status with the broker's code
+// and message. A local failure (connect, I/O, timeout mid-frame, garbled frame) is kIoError or
+// kMalformedRequest and leaves the client broken: every later call returns the same error.
+//
+// Threading: a Client is used by one thread at a time; it holds no locks. Move-only.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "nearstream/common/byte_io.h"
+#include "nearstream/common/status.h"
+#include "nearstream/net/client_socket.h"
+#include "nearstream/net/protocol.h"
+#include "nearstream/storage/stream_config.h"
+
+struct iovec;  // <sys/uio.h>
+
+namespace nearstream::net {
+
+inline constexpr int kDefaultConnectTimeoutMs = 5000;
+inline constexpr int kDefaultIoTimeoutMs = 30000;
+
+// One response frame as received.
+struct Response {
+  FrameHeader header;
+  Status status;  // the broker's status for the request
+  Bytes body;     // the response body; empty unless status is OK
+};
+
+// A decoded Fetch response together with the buffer its blocks point into. Keep the whole
+// FetchReply alive while reading blocks; moving it keeps the pointers valid, copying is refused.
+struct FetchReply {
+  FetchReply() = default;
+  FetchReply(FetchReply&&) = default;
+  FetchReply& operator=(FetchReply&&) = default;
+  FetchReply(const FetchReply&) = delete;
+  FetchReply& operator=(const FetchReply&) = delete;
+
+  Bytes body;
+  FetchResponse response;
+};
+
+class Client {
+ public:
+  // `address` is "host:port" or "[ipv6]:port". Connects with TCP_NODELAY; does not handshake.
+  static Result<Client> Connect(const std::string& address,
+                                int timeout_ms = kDefaultConnectTimeoutMs);
+  static Result<Client> Connect(const BrokerAddress& address,
+                                int timeout_ms = kDefaultConnectTimeoutMs);
+  static Result<Client> Connect(const std::string& host, uint16_t port,
+                                int timeout_ms = kDefaultConnectTimeoutMs) {
+    return Connect(BrokerAddress{host, port}, timeout_ms);
+  }
+
+  Client(Client&& other) noexcept;
+  Client& operator=(Client&& other) noexcept;
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+  ~Client();
+
+  // How long Receive() and blocked writes wait before failing (default kDefaultIoTimeoutMs).
+  void set_io_timeout_ms(int ms) { io_timeout_ms_ = ms; }
+  int io_timeout_ms() const { return io_timeout_ms_; }
+  const BrokerAddress& address() const { return address_; }
+  // Requests sent and not yet answered.
+  size_t in_flight() const { return in_flight_; }
+  bool ok() const { return broken_.ok(); }
+
+  // ---- pipelined path ------------------------------------------------------------------------
+
+  // Writes one request frame with `body` (already encoded) and returns its request id.
+  Result<uint64_t> Send(Opcode opcode, const uint8_t* body, size_t size);
+  Result<uint64_t> Send(Opcode opcode, const Bytes& body) {
+    return Send(opcode, body.data(), body.size());
+  }
+  // Writes an Append request without copying the chunks into a frame buffer (gather write).
+  Result<uint64_t> SendAppend(const AppendRequest& request);
+
+  // Reads the next response frame, waiting up to `timeout_ms` (-1 = io_timeout_ms()) for it to
+  // start. A timeout before the first byte of a frame arrives is harmless (kIoError, the client
+  // stays usable); the broker's status is returned inside the Response, not as the error.
+  Result<Response> Receive(int timeout_ms = -1);
+
+  // ---- synchronous path (nothing else may be in flight) --------------------------------------
+
+  // Sends one request and returns its response; a non-OK broker status becomes the error.
+  Result<Response> Call(Opcode opcode, const Bytes& body, int timeout_ms = -1);
+
+  Result<HandshakeResponse> Handshake(const std::string& client_name);
+  Status CreateStream(const storage::StreamConfig& config);
+  Status DeleteStream(const std::string& name);
+  Result<storage::StreamConfig> DescribeStream(const std::string& name);
+  Result<std::vector<std::string>> ListStreams();
+  // `streamlets` empty = all streamlets of the stream.
+  Result<MetadataResponse> Metadata(const std::string& stream,
+                                    const std::vector<uint32_t>& streamlets = {});
+  // Per-streamlet failures are reported in the results, not as the returned Status.
+  Result<AppendResponse> Append(const AppendRequest& request);
+  // Waits up to request.max_wait_ms plus io_timeout_ms() for the long poll to answer.
+  Result<FetchReply> Fetch(const FetchRequest& request);
+  Result<StatsResponse> Stats();
+
+  // Closes the connection; later calls fail. Idempotent.
+  void Close();
+
+ private:
+  Client(int fd, BrokerAddress address);
+
+  Status WriteAll(::iovec* iov, size_t count);
+  // Makes at least `n` unread bytes available in the receive buffer, waiting until `deadline_ms`
+  // (a CLOCK_MONOTONIC time in ms). Consumes nothing.
+  Status Fill(size_t n, int64_t deadline_ms);
+  Status Fail(Status status);
+
+  int fd_ = -1;
+  BrokerAddress address_;
+  int io_timeout_ms_ = kDefaultIoTimeoutMs;
+  uint32_t max_frame_bytes_ = kDefaultMaxFrameBytes;  // the broker's, learnt at Handshake
+  uint64_t next_request_id_ = 1;
+  size_t in_flight_ = 0;
+  Status broken_;  // sticky: set by the first local I/O or framing failure
+  Bytes scratch_;  // encoding space for request headers
+  Bytes rbuf_;     // received bytes; unread ones are [rpos_, rend_)
+  size_t rpos_ = 0;
+  size_t rend_ = 0;
+};
+
+}  // namespace nearstream::net

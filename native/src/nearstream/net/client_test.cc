@@ -1,0 +1,393 @@
+#include "nearstream/net/client.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <functional>
+#include <thread>
+
+#include "nearstream/storage/chunk.h"
+
+namespace nearstream::net {
+namespace {
+
+// ---- address parsing -------------------------------------------------------------------------
+
+TEST(BrokerAddressTest, ParsesHostAndPort) {
+  auto a = ParseBrokerAddress("127.0.0.1:7070");
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ(a->host, "127.0.0.1");
+  EXPECT_EQ(a->port, 7070);
+  a = ParseBrokerAddress("broker-1.example:65535");
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->host, "broker-1.example");
+  EXPECT_EQ(a->port, 65535);
+}
+
+TEST(BrokerAddressTest, ParsesBracketedIpv6AndPrintsItBack) {
+  auto a = ParseBrokerAddress("[::1]:9000");
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ(a->host, "::1");
+  EXPECT_EQ(a->port, 9000);
+  EXPECT_EQ(a->ToString(), "[::1]:9000");
+  EXPECT_EQ((BrokerAddress{"localhost", 1}).ToString(), "localhost:1");
+}
+
+TEST(BrokerAddressTest, RefusesMalformedAddresses) {
+  for (const char* bad : {"", "localhost", ":7070", "host:", "host:0", "host:65536", "host:12a",
+                          "host:-1", "::1:80", "[::1]80", "[::1", "[]:80", "host: 80"}) {
+    auto a = ParseBrokerAddress(bad);
+    EXPECT_FALSE(a.ok()) << "accepted '" << bad << "'";
+    EXPECT_EQ(a.status().code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(a.status().message().find(bad), std::string::npos) << a.status().message();
+  }
+}
+
+// ---- a scripted fake broker ------------------------------------------------------------------
+
+// Listens on 127.0.0.1:0, accepts one client and runs `script` with the accepted socket on its
+// own thread.
+class FakeBroker {
+ public:
+  explicit FakeBroker(std::function<void(FakeBroker&)> script) {
+    listen_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    EXPECT_EQ(bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), len), 0);
+    EXPECT_EQ(listen(listen_fd_, 4), 0);
+    EXPECT_EQ(getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this, script = std::move(script)] {
+      fd_ = accept(listen_fd_, nullptr, nullptr);
+      if (fd_ >= 0) script(*this);
+    });
+  }
+  ~FakeBroker() {
+    thread_.join();
+    if (fd_ >= 0) close(fd_);
+    close(listen_fd_);
+  }
+
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+
+  struct Request {
+    FrameHeader header;
+    Bytes body;
+  };
+  // Reads one request frame; header.opcode is 0 when the client went away.
+  Request Read() {
+    Request r;
+    uint8_t prefix[kFrameLengthPrefix + kFrameHeaderSize];
+    if (!ReadExact(prefix, sizeof(prefix))) return r;
+    r.header = DecodeFrameHeader(prefix + kFrameLengthPrefix);
+    r.body.resize(LoadLe32(prefix) - kFrameHeaderSize);
+    if (!ReadExact(r.body.data(), r.body.size())) r.header.opcode = 0;
+    return r;
+  }
+  void Respond(const Request& to, const Status& status, const Bytes& body = {}) {
+    RespondRaw(to.header.opcode, to.header.request_id, status, body);
+  }
+  void RespondRaw(uint16_t opcode, uint64_t id, const Status& status, const Bytes& body) {
+    Bytes frame;
+    size_t start = BeginResponse(&frame, opcode, id, status);
+    frame.insert(frame.end(), body.begin(), body.end());
+    FinishFrame(&frame, start);
+    WriteRaw(frame);
+  }
+  void WriteRaw(const Bytes& bytes) {
+    size_t done = 0;
+    while (done < bytes.size()) {
+      ssize_t n = write(fd_, bytes.data() + done, bytes.size() - done);
+      if (n <= 0) return;
+      done += static_cast<size_t>(n);
+    }
+  }
+  void Hangup() {
+    close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  bool ReadExact(uint8_t* p, size_t n) {
+    while (n > 0) {
+      ssize_t r = read(fd_, p, n);
+      if (r <= 0) return false;
+      p += r;
+      n -= static_cast<size_t>(r);
+    }
+    return true;
+  }
+
+  int listen_fd_ = -1;
+  int fd_ = -1;
+  uint16_t port_ = 0;
+  std::thread thread_;
+};
+
+template <typename T>
+Bytes Encode(void (*encode)(ByteWriter&, const T&), const T& message) {
+  Bytes body;
+  ByteWriter w(&body);
+  encode(w, message);
+  return body;
+}
+
+Client MustConnect(const std::string& address) {
+  auto c = Client::Connect(address);
+  EXPECT_TRUE(c.ok()) << c.status().ToString();
+  return std::move(c).value();
+}
+
+// ---- connecting ------------------------------------------------------------------------------
+
+TEST(ClientTest, ConnectToClosedPortFailsWithIoError) {
+  // Bind, learn the port, close: nothing listens there now.
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), len), 0);
+  ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  close(fd);
+  auto c = Client::Connect("127.0.0.1:" + std::to_string(ntohs(addr.sin_port)), 2000);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), StatusCode::kIoError);
+  EXPECT_NE(c.status().message().find("refused"), std::string::npos) << c.status().message();
+}
+
+TEST(ClientTest, ConnectRefusesABadAddress) {
+  auto c = Client::Connect("no-port-here");
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument);
+}
+
+// ---- synchronous calls -----------------------------------------------------------------------
+
+TEST(ClientTest, TypedCallsRoundTripThroughTheCodec) {
+  FakeBroker broker([](FakeBroker& b) {
+    auto r = b.Read();  // Handshake
+    auto hs = DecodeHandshakeRequest(r.body.data(), r.body.size());
+    EXPECT_TRUE(hs.ok());
+    EXPECT_EQ(hs->client_name, "unit");
+    HandshakeResponse h;
+    h.broker_epoch = 99;
+    h.broker_version = "fake";
+    b.Respond(r, Status::Ok(), Encode(EncodeHandshakeResponse, h));
+
+    r = b.Read();  // DescribeStream
+    EXPECT_EQ(r.header.opcode, static_cast<uint16_t>(Opcode::kDescribeStream));
+    storage::StreamConfig c;
+    c.name = DecodeStreamNameRequest(r.body.data(), r.body.size())->name;
+    c.streamlets = 3;
+    b.Respond(r, Status::Ok(), Encode(EncodeStreamConfig, c));
+
+    r = b.Read();  // ListStreams
+    b.Respond(r, Status::Ok(), Encode(EncodeListStreamsResponse, ListStreamsResponse{{"a", "b"}}));
+  });
+  Client client = MustConnect(broker.address());
+  auto hs = client.Handshake("unit");
+  ASSERT_TRUE(hs.ok()) << hs.status().ToString();
+  EXPECT_EQ(hs->broker_epoch, 99u);
+  auto config = client.DescribeStream("clicks");
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->name, "clicks");
+  EXPECT_EQ(config->streamlets, 3u);
+  auto names = client.ListStreams();
+  ASSERT_TRUE(names.ok());
+  EXPECT_EQ(*names, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(client.in_flight(), 0u);
+}
+
+TEST(ClientTest, BrokerErrorBecomesStatusWithItsCodeAndMessage) {
+  FakeBroker broker([](FakeBroker& b) {
+    auto r = b.Read();
+    b.Respond(r, Status(StatusCode::kStreamNotFound, "stream 'x' does not exist"));
+    r = b.Read();
+    b.Respond(r, Status::Ok());
+  });
+  Client client = MustConnect(broker.address());
+  Status s = client.DeleteStream("x");
+  EXPECT_EQ(s.code(), StatusCode::kStreamNotFound);
+  EXPECT_EQ(s.message(), "stream 'x' does not exist");
+  EXPECT_EQ(s.ToString(), "STREAM_NOT_FOUND: stream 'x' does not exist");
+  EXPECT_TRUE(client.ok()) << "a broker error must not break the connection";
+  EXPECT_TRUE(client.DeleteStream("y").ok());
+}
+
+TEST(ClientTest, CallRejectsAnAnswerToAnotherRequest) {
+  FakeBroker broker([](FakeBroker& b) {
+    auto r = b.Read();
+    b.RespondRaw(r.header.opcode, r.header.request_id + 7, Status::Ok(), {});
+  });
+  Client client = MustConnect(broker.address());
+  auto r = client.Call(Opcode::kStats, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("answered request"), std::string::npos);
+  EXPECT_FALSE(client.ok());
+}
+
+// ---- pipelining ------------------------------------------------------------------------------
+
+TEST(ClientTest, PipelinedResponsesMayArriveInAnyOrder) {
+  FakeBroker broker([](FakeBroker& b) {
+    std::vector<FakeBroker::Request> got;
+    for (int i = 0; i < 3; ++i) got.push_back(b.Read());
+    for (int i = 2; i >= 0; --i) {
+      Bytes echo = got[i].body;
+      b.Respond(got[i], Status::Ok(), echo);
+    }
+  });
+  Client client = MustConnect(broker.address());
+  std::vector<uint64_t> ids;
+  for (uint8_t i = 0; i < 3; ++i) {
+    auto id = client.Send(Opcode::kStats, Bytes{i});
+    ASSERT_TRUE(id.ok()) << id.status().ToString();
+    ids.push_back(*id);
+  }
+  EXPECT_EQ(client.in_flight(), 3u);
+  auto refused = client.Call(Opcode::kStats, {});
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  for (int i = 2; i >= 0; --i) {
+    auto r = client.Receive();
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->header.request_id, ids[i]);
+    EXPECT_EQ(r->body, (Bytes{static_cast<uint8_t>(i)}));
+  }
+  EXPECT_EQ(client.in_flight(), 0u);
+}
+
+TEST(ClientTest, SendAppendWritesTheSameBytesAsTheCodec) {
+  storage::ChunkBuilder builder;
+  builder.Add("alpha");
+  builder.Add("beta");
+  Bytes chunk1 = builder.Finish(5, 0, 1);
+  builder.Add("gamma");
+  Bytes chunk2 = builder.Finish(5, 0, 2);
+  AppendRequest request;
+  request.stream = "s";
+  request.entries = {{0, chunk1.data(), static_cast<uint32_t>(chunk1.size())},
+                     {3, chunk2.data(), static_cast<uint32_t>(chunk2.size())}};
+  Bytes expected = Encode(EncodeAppendRequest, request);
+
+  FakeBroker broker([&](FakeBroker& b) {
+    auto r = b.Read();
+    EXPECT_EQ(r.header.opcode, static_cast<uint16_t>(Opcode::kAppend));
+    EXPECT_EQ(r.body, expected);
+    AppendResponse response;
+    response.results.push_back({0, 0, "", storage::Position{1, 1, 0}, false});
+    response.results.push_back({3, static_cast<uint16_t>(StatusCode::kOutOfOrderSequence), "gap",
+                                storage::Position{}, false});
+    b.Respond(r, Status::Ok(), Encode(EncodeAppendResponse, response));
+  });
+  Client client = MustConnect(broker.address());
+  auto response = client.Append(request);
+  ASSERT_TRUE(response.ok()) << response.status().ToString();
+  ASSERT_EQ(response->results.size(), 2u);
+  EXPECT_EQ(response->results[0].position, (storage::Position{1, 1, 0}));
+  EXPECT_EQ(response->results[1].status, static_cast<uint16_t>(StatusCode::kOutOfOrderSequence));
+}
+
+// ---- fetch -----------------------------------------------------------------------------------
+
+TEST(ClientTest, FetchReplyKeepsItsBlocksValidAcrossMoves) {
+  storage::ChunkBuilder builder;
+  builder.Add(std::string(3 << 20, 'x'));  // a multi-megabyte body exercises the direct read
+  Bytes chunk = builder.Finish(0, 0, 0);
+  FakeBroker broker([&](FakeBroker& b) {
+    auto r = b.Read();
+    auto request = DecodeFetchRequest(r.body.data(), r.body.size());
+    EXPECT_TRUE(request.ok());
+    EXPECT_EQ(request->max_wait_ms, 250u);
+    FetchResponse response;
+    FetchResult result;
+    result.streamlet = 2;
+    result.next = storage::Position{1, 1, static_cast<uint32_t>(chunk.size())};
+    result.blocks.push_back(
+        {storage::Position{1, 1, 0}, chunk.data(), static_cast<uint32_t>(chunk.size())});
+    response.results.push_back(result);
+    b.Respond(r, Status::Ok(), Encode(EncodeFetchResponse, response));
+  });
+  Client client = MustConnect(broker.address());
+  FetchRequest request;
+  request.stream = "s";
+  request.max_wait_ms = 250;
+  request.entries.push_back({2, storage::Position{}, 8u << 20});
+  auto reply = client.Fetch(request);
+  ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+  FetchReply moved = std::move(reply).value();
+  ASSERT_EQ(moved.response.results.size(), 1u);
+  const FetchBlock& block = moved.response.results[0].blocks.at(0);
+  ASSERT_EQ(block.size, chunk.size());
+  EXPECT_EQ(Bytes(block.data, block.data + block.size), chunk);
+  EXPECT_TRUE(storage::ValidateChunk(block.data, block.size).ok());
+}
+
+// ---- failures --------------------------------------------------------------------------------
+
+TEST(ClientTest, ReceiveTimeoutBeforeAFrameLeavesTheClientUsable) {
+  FakeBroker broker([](FakeBroker& b) {
+    auto r = b.Read();
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    b.Respond(r, Status::Ok(), Bytes{42});
+  });
+  Client client = MustConnect(broker.address());
+  ASSERT_TRUE(client.Send(Opcode::kStats, {}).ok());
+  auto early = client.Receive(/*timeout_ms=*/20);
+  ASSERT_FALSE(early.ok());
+  EXPECT_EQ(early.status().code(), StatusCode::kIoError);
+  EXPECT_NE(early.status().message().find("timed out"), std::string::npos);
+  EXPECT_TRUE(client.ok());
+  auto late = client.Receive(5000);
+  ASSERT_TRUE(late.ok()) << late.status().ToString();
+  EXPECT_EQ(late->body, Bytes{42});
+}
+
+TEST(ClientTest, SynchronousCallTimeoutEndsTheConnection) {
+  FakeBroker broker([](FakeBroker& b) {
+    b.Read();
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  });
+  Client client = MustConnect(broker.address());
+  client.set_io_timeout_ms(30);
+  auto r = client.Call(Opcode::kStats, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("timed out"), std::string::npos);
+  EXPECT_FALSE(client.ok());
+  EXPECT_FALSE(client.Send(Opcode::kStats, {}).ok());
+}
+
+TEST(ClientTest, BrokerHangupFailsPendingAndLaterCalls) {
+  FakeBroker broker([](FakeBroker& b) {
+    b.Read();
+    b.Hangup();
+  });
+  Client client = MustConnect(broker.address());
+  auto r = client.Call(Opcode::kListStreams, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kIoError);
+  EXPECT_NE(r.status().message().find("closed"), std::string::npos) << r.status().message();
+  EXPECT_EQ(client.ListStreams().status().code(), StatusCode::kIoError);
+}
+
+TEST(ClientTest, GarbledResponseFrameBreaksTheClient) {
+  FakeBroker broker([](FakeBroker& b) {
+    b.Read();
+    Bytes frame(20, 0);
+    StoreLe32(frame.data(), 16);  // a request-flagged frame where a response is due
+    b.WriteRaw(frame);
+  });
+  Client client = MustConnect(broker.address());
+  auto r = client.Call(Opcode::kStats, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kMalformedRequest);
+  EXPECT_FALSE(client.ok());
+}
+
+}  // namespace
+}  // namespace nearstream::net
