@@ -257,6 +257,7 @@ class RawSocket {
     ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
   }
   ~RawSocket() { ::close(fd_); }
+  int fd() const { return fd_; }
   void Write(const Bytes& b) {
     ASSERT_EQ(::send(fd_, b.data(), b.size(), MSG_NOSIGNAL), (ssize_t)b.size());
   }
@@ -358,6 +359,28 @@ TEST_F(ServerTest, TruncatedFrameThenDisconnectAppendsNothing) {
   std::map<std::string, uint64_t> m(stats->values.begin(), stats->values.end());
   EXPECT_EQ(m["nearstream_append_chunks_total"], 0u);
   EXPECT_GE(m["nearstream_protocol_errors_total"], 1u);
+}
+
+TEST_F(ServerTest, PrometheusEndpointServesTheCounters) {
+  Client c = Connect();
+  CreateStream(c, "m", 1);
+  Bytes chunk = MakeChunk({"one", "two"}, 0, 0);
+  ASSERT_TRUE(c.Append(OneChunk("m", 0, chunk)).ok());
+  RawSocket http(server_->metrics_port());
+  std::string get = "GET /metrics HTTP/1.0\r\n\r\n";
+  http.Write(Bytes(get.begin(), get.end()));
+  std::string text;
+  char buf[4096];
+  for (;;) {
+    ssize_t r = ::recv(http.fd(), buf, sizeof(buf), 0);
+    if (r <= 0) break;
+    text.append(buf, static_cast<size_t>(r));
+  }
+  EXPECT_EQ(text.rfind("HTTP/1.0 200 OK", 0), 0u) << text;
+  EXPECT_NE(text.find("# TYPE nearstream_append_records_total counter"), std::string::npos);
+  EXPECT_NE(text.find("\nnearstream_append_records_total 2\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("nearstream_thread_busy_ns_total{thread=\"worker-1\"}"), std::string::npos);
+  EXPECT_NE(text.find("nearstream_queue_depth{thread=\"worker-0\"}"), std::string::npos);
 }
 
 TEST_F(ServerTest, ManyProducersAndConsumersWithOneWorker) {

@@ -18,17 +18,22 @@ namespace nearstream::storage {
 
 class Segment {
  public:
-  Segment(uint64_t id, uint32_t capacity, int64_t now_ms)
-      : id_(id), capacity_(capacity), data_(new uint8_t[capacity]), last_append_ms_(now_ms) {}
+  // Segment memory is its own anonymous mapping: pages are committed as appends touch them and
+  // returned to the OS the moment retention or a delete drops the segment (a malloc'd 8 MiB
+  // block may stay in the allocator's heap).
+  static Result<std::shared_ptr<Segment>> Create(uint64_t id, uint32_t capacity, int64_t now_ms);
+  ~Segment();
+  Segment(const Segment&) = delete;
+  Segment& operator=(const Segment&) = delete;
 
   uint64_t id() const { return id_; }
   uint32_t capacity() const { return capacity_; }
-  const uint8_t* data() const { return data_.get(); }
+  const uint8_t* data() const { return data_; }
   uint32_t committed() const { return committed_.load(std::memory_order_acquire); }
   bool sealed() const { return sealed_.load(std::memory_order_acquire); }
 
   // ---- appender side (streamlet lock held) ----
-  uint8_t* mutable_data() { return data_.get(); }
+  uint8_t* mutable_data() { return data_; }
   void Publish(uint32_t committed) { committed_.store(committed, std::memory_order_release); }
   void Seal() { sealed_.store(true, std::memory_order_release); }
   int64_t last_append_ms() const { return last_append_ms_; }
@@ -58,9 +63,12 @@ class Segment {
   std::atomic<bool>& dirty() { return dirty_; }
 
  private:
+  Segment(uint64_t id, uint32_t capacity, uint8_t* data, int64_t now_ms)
+      : id_(id), capacity_(capacity), data_(data), last_append_ms_(now_ms) {}
+
   const uint64_t id_;
   const uint32_t capacity_;
-  const std::unique_ptr<uint8_t[]> data_;
+  uint8_t* const data_;
   alignas(64) std::atomic<uint32_t> committed_{0};
   std::atomic<bool> sealed_{false};
   std::atomic<bool> dirty_{false};

@@ -55,7 +55,8 @@ Streamlet::Group* Streamlet::NewGroupFromRecovery(uint64_t id, int64_t now_ms) {
 }
 
 Result<Segment*> Streamlet::NewSegmentLocked(Group* g, int64_t now_ms) {
-  auto seg = std::make_shared<Segment>(next_segment_id_, config_->segment_bytes, now_ms);
+  ASSIGN_OR_RETURN(std::shared_ptr<Segment> seg,
+                   Segment::Create(next_segment_id_, config_->segment_bytes, now_ms));
   if (!dir_.empty()) {
     ASSIGN_OR_RETURN(auto file, env_->OpenAppendable(SegmentPath(g->id, seg->id())));
     // A new file's directory entry must be durable before a sync append is acknowledged.
@@ -394,8 +395,9 @@ Status Streamlet::RecoverFile(const std::string& name, uint64_t group, uint64_t 
 
   // Age retention goes on from the file's last write, not from the restart.
   auto mtime = env_->ModifiedTimeMs(path);
-  auto seg = std::make_shared<Segment>(segment, std::max(valid, config_->segment_bytes),
-                                       mtime.ok() ? std::min(*mtime, now_ms) : now_ms);
+  ASSIGN_OR_RETURN(std::shared_ptr<Segment> seg,
+                   Segment::Create(segment, std::max(valid, config_->segment_bytes),
+                                   mtime.ok() ? std::min(*mtime, now_ms) : now_ms));
   std::memcpy(seg->mutable_data(), data.data(), valid);
   for (const auto& chunk : chunks) seg->IndexChunk(chunk.second);
   seg->Publish(valid);
