@@ -145,7 +145,12 @@ Result<Runner> PrepareCreate(const Flags& flags) {
   ASSIGN_OR_RETURN(uint64_t segment_bytes, flags.Size("segment-bytes", 0, 0, UINT32_MAX));
   ASSIGN_OR_RETURN(uint64_t per_group, flags.Unsigned("segments-per-group", 0, 0, UINT32_MAX));
   ASSIGN_OR_RETURN(uint64_t active, flags.Unsigned("active-groups", 0, 0, UINT32_MAX));
-  ASSIGN_OR_RETURN(c.retention_bytes, flags.Signed("retention-bytes", -1, -1, INT64_MAX));
+  if (flags.String("retention-bytes", "-1") == "-1") {
+    c.retention_bytes = -1;
+  } else {
+    ASSIGN_OR_RETURN(uint64_t retention, flags.Size("retention-bytes", 0, 1, INT64_MAX));
+    c.retention_bytes = static_cast<int64_t>(retention);
+  }
   ASSIGN_OR_RETURN(c.retention_ms, flags.Signed("retention-ms", -1, -1, INT64_MAX));
   Result<storage::Durability> durability =
       storage::ParseDurability(flags.String("durability", "none"));

@@ -1,0 +1,66 @@
+package io.nearstream.client;
+
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * An asynchronous connection to one Nearstream broker. Requests are pipelined over a single TCP
+ * connection and matched to responses by request id. A broker error completes the future
+ * exceptionally with a {@link NearstreamClientException} carrying the broker's {@link StatusCode};
+ * a lost connection fails every request in flight with {@link StatusCode#IO_ERROR} and the next
+ * request reconnects.
+ *
+ * <p>Thread-safe: any thread may issue requests. Futures complete on the client's I/O thread, so
+ * callbacks must not block.
+ *
+ * <pre>{@code
+ * try (NearstreamClient client = NettyNearstreamClient.connect("127.0.0.1:7420")) {
+ *     client.createStream(StreamConfig.of("clicks", 4)).join();
+ *     List<StreamletMetadata> md = client.metadata("clicks").join();
+ * }
+ * }</pre>
+ */
+public interface NearstreamClient extends AutoCloseable {
+
+    /** The broker's {@code host:port}. */
+    String address();
+
+    /** Protocol handshake; returns the broker epoch (changes on every broker start). */
+    CompletableFuture<Long> handshake(String clientName);
+
+    CompletableFuture<Void> createStream(StreamConfig config);
+
+    CompletableFuture<Void> deleteStream(String name);
+
+    CompletableFuture<StreamConfig> describeStream(String name);
+
+    /** Names of all streams, sorted. */
+    CompletableFuture<List<String>> listStreams();
+
+    /** Metadata of the given streamlets, or of all of them when none is given. */
+    CompletableFuture<List<StreamletMetadata>> metadata(String stream, int... streamlets);
+
+    /**
+     * Appends encoded chunks ({@code chunks.get(i)} to streamlet {@code streamlets[i]}); each entry
+     * succeeds or fails on its own (see {@link AppendResult}).
+     */
+    CompletableFuture<List<AppendResult>> append(String stream, int[] streamlets, List<byte[]> chunks);
+
+    /**
+     * Reads whole chunks of several streamlets. When none has data the broker waits up to {@code
+     * maxWaitMs} for an append before answering (long poll).
+     */
+    CompletableFuture<FetchResponse> fetch(String stream, int maxWaitMs, List<FetchEntry> entries);
+
+    /** For each streamlet → timestamp (ms), the first chunk at or after that time. */
+    CompletableFuture<List<TimestampLookup>> lookupTimestamps(
+            String stream, Map<Integer, Long> timestampsByStreamlet);
+
+    /** The broker's counters (the names of its Prometheus endpoint). */
+    CompletableFuture<Map<String, Long>> stats();
+
+    /** Closes the connection; requests in flight fail. Idempotent. */
+    @Override
+    void close();
+}

@@ -1,0 +1,27 @@
+package io.nearstream.client;
+
+/** A failed request: the broker's status (or {@link StatusCode#IO_ERROR}) and its message. */
+public class NearstreamClientException extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    private final StatusCode status;
+
+    public NearstreamClientException(StatusCode status, String message) {
+        super(status + ": " + message);
+        this.status = status;
+    }
+
+    public NearstreamClientException(StatusCode status, String message, Throwable cause) {
+        super(status + ": " + message, cause);
+        this.status = status;
+    }
+
+    public StatusCode status() {
+        return status;
+    }
+
+    /** Whether the same request may succeed when sent again (see {@link StatusCode}). */
+    public boolean isRetriable() {
+        return status.isRetriable();
+    }
+}

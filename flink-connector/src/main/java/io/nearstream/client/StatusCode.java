@@ -1,0 +1,52 @@
+package io.nearstream.client;
+
+/**
+ * Broker status codes (docs/protocol.md); the numbers are part of the protocol. {@link
+ * #isRetriable()} is the one place that classifies them for clients and the connector.
+ */
+public enum StatusCode {
+    OK(0, false),
+    MALFORMED_REQUEST(1, false),
+    UNSUPPORTED_VERSION(2, false),
+    UNKNOWN_OPCODE(3, false),
+    FRAME_TOO_LARGE(4, false),
+    STREAM_NOT_FOUND(5, false),
+    STREAM_EXISTS(6, false),
+    STREAMLET_NOT_FOUND(7, false),
+    INVALID_ARGUMENT(8, false),
+    CORRUPT_CHUNK(9, false),
+    CHUNK_TOO_LARGE(10, false),
+    OUT_OF_ORDER_SEQUENCE(11, false),
+    POSITION_OUT_OF_RANGE(12, false),
+    STORAGE_ERROR(13, true),
+    SHUTTING_DOWN(14, true),
+    INTERNAL(15, false),
+    /** Local transport failure (connection lost, timeout); never sent by the broker. */
+    IO_ERROR(16, true);
+
+    private final int code;
+    private final boolean retriable;
+
+    StatusCode(int code, boolean retriable) {
+        this.code = code;
+        this.retriable = retriable;
+    }
+
+    public int code() {
+        return code;
+    }
+
+    public boolean isRetriable() {
+        return retriable;
+    }
+
+    /** Maps a wire code; unknown codes (a newer broker) map to {@link #INTERNAL}. */
+    public static StatusCode fromCode(int code) {
+        for (StatusCode s : values()) {
+            if (s.code == code) {
+                return s;
+            }
+        }
+        return INTERNAL;
+    }
+}
