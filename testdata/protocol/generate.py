@@ -147,11 +147,13 @@ OPCODES = {
     "Append": 7,
     "Fetch": 8,
     "Stats": 9,
+    "LookupTimestamp": 10,
 }
 
 STATUS = {
     "OK": 0,
     "STREAM_NOT_FOUND": 5,
+    "STREAMLET_NOT_FOUND": 7,
     "OUT_OF_ORDER_SEQUENCE": 11,
     "POSITION_OUT_OF_RANGE": 12,
 }
@@ -292,6 +294,27 @@ def enc_fetch_response(m, block_data):
         for j, b in enumerate(r["blocks"]):
             w.position(b["at"])
             w.blob(block_data[i][j])
+    return w.bytes()
+
+
+def enc_lookup_timestamp_request(m):
+    w = Writer()
+    w.str(m["stream"])
+    w.u32(len(m["entries"]))
+    for e in m["entries"]:
+        w.u32(e["streamlet"])
+        w.i64(e["timestamp_ms"])
+    return w.bytes()
+
+
+def enc_lookup_timestamp_response(m):
+    w = Writer()
+    w.u32(len(m["results"]))
+    for r in m["results"]:
+        w.u32(r["streamlet"])
+        w.u16(r["status"])
+        w.str(r["message"])
+        w.position(r["position"])
     return w.bytes()
 
 
@@ -469,6 +492,23 @@ def build():
          "value": 0xF0E0D0C0B0A09080},
     ]}
     resp("stats_response.bin", "Stats", rid, "OK", "", m, enc_stats_response(m))
+
+    # LookupTimestamp
+    rid = 0xA1A2A3A4A5A6A7A8
+    m = {"stream": STREAM, "entries": [
+        {"streamlet": 3, "timestamp_ms": 1_700_000_001_500},
+        {"streamlet": 258, "timestamp_ms": -1},
+    ]}
+    req("lookup_timestamp_request.bin", "LookupTimestamp", rid, m,
+        enc_lookup_timestamp_request(m))
+    m = {"results": [
+        {"streamlet": 3, "status": 0, "message": "", "position": pos(1, 2, 0x0102)},
+        {"streamlet": 258, "status": STATUS["STREAMLET_NOT_FOUND"],
+         "message": "stream 'golden.stream-1_x' has no streamlet 258",
+         "position": EARLIEST},
+    ]}
+    resp("lookup_timestamp_response.bin", "LookupTimestamp", rid, "OK", "", m,
+         enc_lookup_timestamp_response(m))
 
     # An error response: non-OK status, message, no body.
     resp("error_response.bin", "DescribeStream", 0x9192939495969798, "STREAM_NOT_FOUND",

@@ -68,6 +68,7 @@ bool RequestHandler::Handle(Request& req, Bytes* out) {
     case Opcode::kAppend: Append(req, out); return true;
     case Opcode::kFetch: return Fetch(req, out);
     case Opcode::kStats: Stats(req, out); return true;
+    case Opcode::kLookupTimestamp: LookupTimestamp(req, out); return true;
   }
   Error(req, Status(StatusCode::kUnknownOpcode, "unknown opcode " + std::to_string(h.opcode)), out);
   return true;
@@ -331,6 +332,30 @@ bool RequestHandler::Fetch(Request& req, Bytes* out) {
   metrics_->fetch_chunks.Add(chunks);
   metrics_->fetch_records.Add(records);
   return true;
+}
+
+void RequestHandler::LookupTimestamp(const Request& req, Bytes* out) {
+  auto m = net::DecodeLookupTimestampRequest(req.frame.body.data(), req.frame.body.size());
+  if (!m.ok()) return Error(req, m.status(), out);
+  auto stream = store_->Find(m->stream);
+  if (stream == nullptr) return Error(req, StreamNotFound(m->stream), out);
+  net::LookupTimestampResponse r;
+  for (const auto& e : m->entries) {
+    net::TimestampResult res;
+    res.streamlet = e.streamlet;
+    if (storage::Streamlet* s = stream->streamlet(e.streamlet)) {
+      res.position = s->LookupTimestamp(e.timestamp_ms);
+    } else {
+      res.status = static_cast<uint16_t>(StatusCode::kStreamletNotFound);
+      res.message = "stream '" + m->stream + "' has no streamlet " + std::to_string(e.streamlet);
+    }
+    r.results.push_back(std::move(res));
+  }
+  size_t start =
+      net::BeginResponse(out, req.frame.header.opcode, req.frame.header.request_id, Status::Ok());
+  ByteWriter w(out);
+  net::EncodeLookupTimestampResponse(w, r);
+  net::FinishFrame(out, start);
 }
 
 void RequestHandler::Stats(const Request& req, Bytes* out) {

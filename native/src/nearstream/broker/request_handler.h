@@ -45,6 +45,7 @@ class RequestHandler {
   void Append(const Request& req, Bytes* out);
   bool Fetch(Request& req, Bytes* out);
   void Stats(const Request& req, Bytes* out);
+  void LookupTimestamp(const Request& req, Bytes* out);
 
   // Writes a whole response carrying only a status.
   void Error(const Request& req, const Status& status, Bytes* out);

@@ -361,6 +361,43 @@ TEST_F(ServerTest, TruncatedFrameThenDisconnectAppendsNothing) {
   EXPECT_GE(m["nearstream_protocol_errors_total"], 1u);
 }
 
+TEST_F(ServerTest, LookupTimestampFindsTheFirstChunkAtOrAfter) {
+  Client c = Connect();
+  CreateStream(c, "ts", 2, 4096);  // small segments: the chunks spread over several
+  std::vector<Position> at;
+  for (int i = 0; i < 60; ++i) {
+    storage::ChunkBuilder b;
+    b.Add(std::string(100, static_cast<char>('a' + i % 26)));
+    Bytes chunk = b.Finish(0, 0, 1000 + 10 * i);  // timestamps 1000, 1010, ...
+    auto r = c.Append(OneChunk("ts", 0, chunk));
+    ASSERT_TRUE(r.ok() && r->results[0].status == 0);
+    at.push_back(r->results[0].position);
+  }
+  auto lookup = [&](uint32_t streamlet, int64_t ts) {
+    net::LookupTimestampRequest req;
+    req.stream = "ts";
+    req.entries.push_back({streamlet, ts});
+    Bytes body;
+    ByteWriter w(&body);
+    net::EncodeLookupTimestampRequest(w, req);
+    auto resp = c.Call(net::Opcode::kLookupTimestamp, body);
+    EXPECT_TRUE(resp.ok()) << resp.status().ToString();
+    auto m = net::DecodeLookupTimestampResponse(resp->body.data(), resp->body.size());
+    EXPECT_TRUE(m.ok());
+    return m->results.at(0);
+  };
+  EXPECT_EQ(lookup(0, 0).position, at[0]);
+  EXPECT_EQ(lookup(0, 1000).position, at[0]);
+  EXPECT_EQ(lookup(0, 1001).position, at[1]);
+  EXPECT_EQ(lookup(0, 1350).position, at[35]);
+  EXPECT_EQ(lookup(0, 1590).position, at[59]);
+  auto md = c.Metadata("ts", {0});
+  ASSERT_TRUE(md.ok());
+  EXPECT_EQ(lookup(0, 99999).position, md->streamlets[0].tail);  // later than everything
+  EXPECT_EQ(lookup(1, 5).position, Position{});                  // empty streamlet
+  EXPECT_EQ(lookup(7, 5).status, static_cast<uint16_t>(StatusCode::kStreamletNotFound));
+}
+
 TEST_F(ServerTest, PrometheusEndpointServesTheCounters) {
   Client c = Connect();
   CreateStream(c, "m", 1);

@@ -32,6 +32,7 @@ const char* OpcodeName(uint16_t opcode) {
     case Opcode::kAppend: return "Append";
     case Opcode::kFetch: return "Fetch";
     case Opcode::kStats: return "Stats";
+    case Opcode::kLookupTimestamp: return "LookupTimestamp";
   }
   return "Unknown";
 }
@@ -356,6 +357,56 @@ Result<FetchResponse> DecodeFetchResponse(const uint8_t* p, size_t n) {
     m.results.push_back(std::move(e));
   }
   return Finish(r, std::move(m), "Fetch response");
+}
+
+void EncodeLookupTimestampRequest(ByteWriter& w, const LookupTimestampRequest& m) {
+  w.Str(m.stream);
+  w.U32(static_cast<uint32_t>(m.entries.size()));
+  for (const auto& e : m.entries) {
+    w.U32(e.streamlet);
+    w.I64(e.timestamp_ms);
+  }
+}
+
+Result<LookupTimestampRequest> DecodeLookupTimestampRequest(const uint8_t* p, size_t n) {
+  ByteReader r(p, n);
+  LookupTimestampRequest m;
+  m.stream = r.Str();
+  uint32_t count = r.Count(12);
+  m.entries.reserve(count);
+  for (uint32_t i = 0; i < count && r.ok(); ++i) {
+    TimestampQuery e;
+    e.streamlet = r.U32();
+    e.timestamp_ms = r.I64();
+    m.entries.push_back(e);
+  }
+  return Finish(r, std::move(m), "LookupTimestamp request");
+}
+
+void EncodeLookupTimestampResponse(ByteWriter& w, const LookupTimestampResponse& m) {
+  w.U32(static_cast<uint32_t>(m.results.size()));
+  for (const auto& e : m.results) {
+    w.U32(e.streamlet);
+    w.U16(e.status);
+    w.Str(e.message);
+    EncodePosition(w, e.position);
+  }
+}
+
+Result<LookupTimestampResponse> DecodeLookupTimestampResponse(const uint8_t* p, size_t n) {
+  ByteReader r(p, n);
+  LookupTimestampResponse m;
+  uint32_t count = r.Count(4 + 2 + 2 + kPositionSize);
+  m.results.reserve(count);
+  for (uint32_t i = 0; i < count && r.ok(); ++i) {
+    TimestampResult e;
+    e.streamlet = r.U32();
+    e.status = r.U16();
+    e.message = r.Str();
+    e.position = DecodePosition(r);
+    m.results.push_back(std::move(e));
+  }
+  return Finish(r, std::move(m), "LookupTimestamp response");
 }
 
 void EncodeStatsResponse(ByteWriter& w, const StatsResponse& m) {

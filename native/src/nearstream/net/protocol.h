@@ -39,6 +39,7 @@ enum class Opcode : uint16_t {
   kAppend = 7,
   kFetch = 8,
   kStats = 9,
+  kLookupTimestamp = 10,
   // 20..29 reserved for push subscribe / update / close.
 };
 
@@ -153,6 +154,26 @@ struct FetchResponse {
   std::vector<FetchResult> results;
 };
 
+struct TimestampQuery {
+  uint32_t streamlet = 0;
+  int64_t timestamp_ms = 0;
+};
+struct LookupTimestampRequest {
+  std::string stream;
+  std::vector<TimestampQuery> entries;
+};
+struct TimestampResult {
+  uint32_t streamlet = 0;
+  uint16_t status = 0;
+  std::string message;
+  // The first chunk in read order whose first-record timestamp is >= the asked time; the tail
+  // when there is none.
+  storage::Position position;
+};
+struct LookupTimestampResponse {
+  std::vector<TimestampResult> results;
+};
+
 struct StatsResponse {
   std::vector<std::pair<std::string, uint64_t>> values;
 };
@@ -190,6 +211,11 @@ void EncodeFetchRequest(ByteWriter& w, const FetchRequest& m);
 Result<FetchRequest> DecodeFetchRequest(const uint8_t* p, size_t n);
 void EncodeFetchResponse(ByteWriter& w, const FetchResponse& m);
 Result<FetchResponse> DecodeFetchResponse(const uint8_t* p, size_t n);
+
+void EncodeLookupTimestampRequest(ByteWriter& w, const LookupTimestampRequest& m);
+Result<LookupTimestampRequest> DecodeLookupTimestampRequest(const uint8_t* p, size_t n);
+void EncodeLookupTimestampResponse(ByteWriter& w, const LookupTimestampResponse& m);
+Result<LookupTimestampResponse> DecodeLookupTimestampResponse(const uint8_t* p, size_t n);
 
 void EncodeStatsResponse(ByteWriter& w, const StatsResponse& m);
 Result<StatsResponse> DecodeStatsResponse(const uint8_t* p, size_t n);

@@ -218,6 +218,7 @@ constexpr uint64_t kMetadataId = 0x5152535455565758ull;
 constexpr uint64_t kAppendId = 0x6162636465666768ull;
 constexpr uint64_t kFetchId = 0x7172737475767778ull;
 constexpr uint64_t kStatsId = 0x8182838485868788ull;
+constexpr uint64_t kLookupId = 0xA1A2A3A4A5A6A7A8ull;
 constexpr uint64_t kErrorId = 0x9192939495969798ull;
 
 const std::vector<std::string> kGoldenChunkRecords = {"first", "", "third record \xc3\xbc"};
@@ -244,6 +245,8 @@ const std::set<std::string> kGoldenFiles = {
     "fetch_response.bin",
     "stats_request.bin",
     "stats_response.bin",
+    "lookup_timestamp_request.bin",
+    "lookup_timestamp_response.bin",
     "error_response.bin",
 };
 
@@ -600,6 +603,43 @@ TEST(ProtocolGoldenTest, StatsResponse) {
   ExpectSameBytes(again, f.bytes, "stats_response.bin");
 }
 
+TEST(ProtocolGoldenTest, LookupTimestampRequest) {
+  GoldenFrame f;
+  ASSERT_NO_FATAL_FAILURE(LoadFrame("lookup_timestamp_request.bin", &f));
+  ExpectHeader(f, Opcode::kLookupTimestamp, kLookupId, /*response=*/false);
+  auto m = DecodeLookupTimestampRequest(f.body(), f.body_size());
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->stream, kStream);
+  ASSERT_EQ(m->entries.size(), 2u);
+  EXPECT_EQ(m->entries[0].streamlet, 3u);
+  EXPECT_EQ(m->entries[0].timestamp_ms, 1700000001500);
+  EXPECT_EQ(m->entries[1].streamlet, 258u);
+  EXPECT_EQ(m->entries[1].timestamp_ms, -1);
+  Bytes again = EncodeRequest(Opcode::kLookupTimestamp, kLookupId,
+                              [&](ByteWriter& w) { EncodeLookupTimestampRequest(w, *m); });
+  ExpectSameBytes(again, f.bytes, "lookup_timestamp_request.bin");
+}
+
+TEST(ProtocolGoldenTest, LookupTimestampResponse) {
+  GoldenFrame f;
+  ASSERT_NO_FATAL_FAILURE(LoadFrame("lookup_timestamp_response.bin", &f));
+  ExpectOkResponse(f, Opcode::kLookupTimestamp, kLookupId);
+  auto m = DecodeLookupTimestampResponse(f.body(), f.body_size());
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  ASSERT_EQ(m->results.size(), 2u);
+  EXPECT_EQ(m->results[0].streamlet, 3u);
+  EXPECT_EQ(m->results[0].status, 0);
+  EXPECT_EQ(m->results[0].message, "");
+  EXPECT_EQ(m->results[0].position, (Position{1, 2, 0x0102}));
+  EXPECT_EQ(m->results[1].streamlet, 258u);
+  EXPECT_EQ(m->results[1].status, static_cast<uint16_t>(StatusCode::kStreamletNotFound));
+  EXPECT_EQ(m->results[1].message, "stream 'golden.stream-1_x' has no streamlet 258");
+  EXPECT_EQ(m->results[1].position, Position{});
+  Bytes again = EncodeResponse(Opcode::kLookupTimestamp, kLookupId, Status::Ok(),
+                               [&](ByteWriter& w) { EncodeLookupTimestampResponse(w, *m); });
+  ExpectSameBytes(again, f.bytes, "lookup_timestamp_response.bin");
+}
+
 TEST(ProtocolGoldenTest, ErrorResponse) {
   GoldenFrame f;
   ASSERT_NO_FATAL_FAILURE(LoadFrame("error_response.bin", &f));
@@ -615,14 +655,14 @@ TEST(ProtocolGoldenTest, ErrorResponse) {
 
 // The numbering of docs/protocol.md's tables.
 TEST(ProtocolGoldenTest, OpcodesAndStatusCodesMatchTheDocument) {
-  const char* opcodes[] = {"Handshake",      "CreateStream", "DeleteStream",
-                           "DescribeStream", "ListStreams",  "Metadata",
-                           "Append",         "Fetch",        "Stats"};
-  for (uint16_t op = 1; op <= 9; ++op) {
+  const char* opcodes[] = {"Handshake",   "CreateStream",   "DeleteStream", "DescribeStream",
+                           "ListStreams", "Metadata",       "Append",       "Fetch",
+                           "Stats",       "LookupTimestamp"};
+  for (uint16_t op = 1; op <= 10; ++op) {
     EXPECT_TRUE(IsKnownOpcode(op)) << op;
     EXPECT_STREQ(OpcodeName(op), opcodes[op - 1]);
   }
-  for (uint16_t op : {0, 10, 19, 20, 21, 22, 29, 0xFFFF}) EXPECT_FALSE(IsKnownOpcode(op)) << op;
+  for (uint16_t op : {0, 11, 19, 20, 21, 22, 29, 0xFFFF}) EXPECT_FALSE(IsKnownOpcode(op)) << op;
 
   const char* statuses[] = {"OK",
                             "MALFORMED_REQUEST",
@@ -680,6 +720,8 @@ std::vector<DecoderCase> AllDecoders() {
       {"fetch_request.bin", d(DecodeFetchRequest)},
       {"fetch_response.bin", d(DecodeFetchResponse)},
       {"stats_response.bin", d(DecodeStatsResponse)},
+      {"lookup_timestamp_request.bin", d(DecodeLookupTimestampRequest)},
+      {"lookup_timestamp_response.bin", d(DecodeLookupTimestampResponse)},
   };
 }
 

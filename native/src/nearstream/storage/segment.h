@@ -6,6 +6,7 @@
 // Publish, so a reader that sees sealed() and then reads committed() has the final length.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -56,6 +57,11 @@ class Segment {
     return p == offset;
   }
 
+  // Newest first-record timestamp of the chunks in this segment (streamlet lock held), so a
+  // timestamp lookup skips whole segments.
+  int64_t max_timestamp_ms() const { return max_timestamp_ms_; }
+  void NoteTimestamp(int64_t ts) { max_timestamp_ms_ = std::max(max_timestamp_ms_, ts); }
+
   // The backing file of a durable segment; null for memory-only streams and recovered segments.
   WritableFile* file() { return file_.get(); }
   void set_file(std::unique_ptr<WritableFile> f) { file_ = std::move(f); }
@@ -75,6 +81,7 @@ class Segment {
   int64_t last_append_ms_;
   std::unique_ptr<WritableFile> file_;
   std::vector<uint32_t> index_;
+  int64_t max_timestamp_ms_ = INT64_MIN;
 };
 
 }  // namespace nearstream::storage

@@ -144,6 +144,7 @@ Result<AppendOutcome> Streamlet::Append(const uint8_t* chunk, const ChunkHeader&
     if (config_->durability == Durability::kAsync) seg->dirty().store(true);
   }
   seg->IndexChunk(offset);
+  seg->NoteTimestamp(header.first_timestamp_ms);
   seg->Publish(offset + size);
   seg->set_last_append_ms(now_ms);
   g->last_append_ms = now_ms;
@@ -240,6 +241,23 @@ Result<ReadOutcome> Streamlet::Read(const Position& from, uint32_t max_bytes,
   }
   out.next = cur;
   return out;
+}
+
+Position Streamlet::LookupTimestamp(int64_t timestamp_ms) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& g : groups_) {
+    for (const auto& s : g->segments) {
+      if (s->max_timestamp_ms() < timestamp_ms) continue;
+      const uint32_t committed = s->committed();
+      for (uint32_t off = 0; off < committed;
+           off += kChunkHeaderSize + LoadLe32(s->data() + off + 8)) {
+        if (static_cast<int64_t>(LoadLe64(s->data() + off + 32)) >= timestamp_ms) {
+          return Position{g->id, s->id(), off};
+        }
+      }
+    }
+  }
+  return TailLocked();
 }
 
 StreamletInfo Streamlet::Describe() const {
@@ -399,7 +417,10 @@ Status Streamlet::RecoverFile(const std::string& name, uint64_t group, uint64_t 
                    Segment::Create(segment, std::max(valid, config_->segment_bytes),
                                    mtime.ok() ? std::min(*mtime, now_ms) : now_ms));
   std::memcpy(seg->mutable_data(), data.data(), valid);
-  for (const auto& chunk : chunks) seg->IndexChunk(chunk.second);
+  for (const auto& [h, offset] : chunks) {
+    seg->IndexChunk(offset);
+    seg->NoteTimestamp(h.first_timestamp_ms);
+  }
   seg->Publish(valid);
   seg->Seal();
   Group* g = groups_.empty() || groups_.back()->id != group ? NewGroupFromRecovery(group, now_ms)

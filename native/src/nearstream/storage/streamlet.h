@@ -75,6 +75,10 @@ class Streamlet {
   // Hands whole chunks from `from` on to `sink`, up to `max_bytes` (at least one chunk).
   Result<ReadOutcome> Read(const Position& from, uint32_t max_bytes, const BlockSink& sink) const;
 
+  // The first chunk in read order whose first-record timestamp is >= `timestamp_ms`, or the
+  // tail when there is none (what a consumer starting "from time T" should read from).
+  Position LookupTimestamp(int64_t timestamp_ms) const;
+
   StreamletInfo Describe() const;
   uint64_t bytes() const;
 
