@@ -34,7 +34,12 @@ def parse_args():
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--inflight", type=int, default=4)
     p.add_argument("--duration-s", type=int, default=8)
+    p.add_argument("--fetch-factor", type=int, default=32,
+                   help="consumer max bytes per streamlet = factor x chunk size (KerA's papers "
+                        "size consumer requests 16x the producer batch)")
     p.add_argument("--retention-bytes", default="768M", help="per streamlet, bounds broker memory")
+    p.add_argument("--cost-duration-s", type=int, default=3,
+                   help="produce-only phase; everything it appends stays in broker memory")
     p.add_argument("--out", default=None, help="directory for broker-bench.csv and broker-bench.md")
     return p.parse_args()
 
@@ -86,6 +91,11 @@ def perf(build, address, stream, args, extra):
             for k, v in (kv.split("=") for kv in m.group(1).split())}
 
 
+def size_bytes(text):
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    return int(text[:-1]) * units[text[-1]] if text[-1] in units else int(text)
+
+
 def measure(args, cs):
     b = Broker(args.build, args.workers)
     try:
@@ -93,23 +103,25 @@ def measure(args, cs):
             cli(args.build, b.address, "create", name, "--streamlets", str(args.streamlets),
                 "--retention-bytes", args.retention_bytes)
 
-        common = ["--chunk-size", cs, "--inflight", str(args.inflight), "--all-streamlets"]
+        common = ["--chunk-size", cs, "--inflight", str(args.inflight), "--all-streamlets",
+                  "--fetch-bytes", str(args.fetch_factor * size_bytes(cs))]
         create("both")
         both = perf(args.build, b.address, "both", args,
                     common + ["--producers", str(args.producers), "--consumers", str(args.consumers),
                               "--duration-s", str(args.duration_s)])
         cli(args.build, b.address, "delete", "both")
 
-        create("cost")
+        # No retention here: the consume phase must find everything that was appended.
+        cli(args.build, b.address, "create", "cost", "--streamlets", str(args.streamlets))
         s0 = stats(args.build, b.address)
         perf(args.build, b.address, "cost", args,
              common + ["--producers", str(args.producers), "--consumers", "0",
-                       "--duration-s", str(max(3, args.duration_s // 2))])
+                       "--duration-s", str(args.cost_duration_s)])
         s1 = stats(args.build, b.address)
         appended = s1["nearstream_append_records_total"] - s0["nearstream_append_records_total"]
         perf(args.build, b.address, "cost", args,
              ["--producers", "0", "--consumers", str(args.consumers), "--records", str(appended),
-              "--duration-s", "120", "--fetch-bytes", "1M"])
+              "--duration-s", "120", "--fetch-bytes", str(args.fetch_factor * size_bytes(cs))])
         s2 = stats(args.build, b.address)
         fetched = s2["nearstream_fetch_records_total"] - s1["nearstream_fetch_records_total"]
         cpu = "nearstream_process_cpu_ns_total"
@@ -145,7 +157,8 @@ def main():
             f.write("Command: `" + " ".join([os.path.relpath(sys.argv[0], os.getcwd())] + sys.argv[1:]) + "`\n\n")
             f.write(f"Np={args.producers} producers, Nc={args.consumers} consumer, Ns={args.streamlets} "
                     f"streamlets, {args.record_size} B records, --workers {args.workers}, "
-                    f"{args.inflight} appends in flight per producer, durability none.\n\n")
+                    f"{args.inflight} appends in flight per producer, consumer fetch of "
+                    f"{args.fetch_factor} x CS per streamlet, durability none.\n\n")
             f.write("| " + " | ".join(cols) + " |\n|" + "---|" * len(cols) + "\n")
             for r in rows:
                 f.write("| " + " | ".join(str(r[c]) for c in cols) + " |\n")
