@@ -42,7 +42,12 @@ void RequestHandler::Error(const Request& req, const Status& status, Bytes* out)
   net::FinishFrame(out, start);
 }
 
-bool RequestHandler::Handle(Request& req, Bytes* out) {
+bool RequestHandler::Handle(Request& req, net::OutFrame* response) {
+  if (static_cast<Opcode>(req.frame.header.opcode) == Opcode::kFetch &&
+      req.frame.header.version == net::kProtocolVersion && !req.frame.header.is_response()) {
+    return Fetch(req, response);
+  }
+  Bytes* out = &response->bytes;
   const net::FrameHeader& h = req.frame.header;
   if (!req.wait_over && req.deadline_ms == 0) metrics_->requests.Add(1);
   if (h.version != net::kProtocolVersion) {
@@ -66,7 +71,7 @@ bool RequestHandler::Handle(Request& req, Bytes* out) {
     case Opcode::kListStreams: ListStreams(req, out); return true;
     case Opcode::kMetadata: Metadata(req, out); return true;
     case Opcode::kAppend: Append(req, out); return true;
-    case Opcode::kFetch: return Fetch(req, out);
+    case Opcode::kFetch: break;  // handled above
     case Opcode::kStats: Stats(req, out); return true;
     case Opcode::kLookupTimestamp: LookupTimestamp(req, out); return true;
   }
@@ -248,7 +253,8 @@ void RequestHandler::Append(const Request& req, Bytes* out) {
   net::FinishFrame(out, start);
 }
 
-bool RequestHandler::Fetch(Request& req, Bytes* out) {
+bool RequestHandler::Fetch(Request& req, net::OutFrame* response) {
+  Bytes* out = &response->bytes;
   auto m = net::DecodeFetchRequest(req.frame.body.data(), req.frame.body.size());
   if (!m.ok()) {
     Error(req, m.status(), out);
@@ -266,9 +272,10 @@ bool RequestHandler::Fetch(Request& req, Bytes* out) {
   // Read the generation first: an append racing with this read makes Park() refuse.
   const uint64_t generation = stream->append_generation();
 
-  out->clear();
+  response->Clear();
   size_t start =
       net::BeginResponse(out, req.frame.header.opcode, req.frame.header.request_id, Status::Ok());
+  size_t spliced = 0;
   ByteWriter w(out);
   w.U32(static_cast<uint32_t>(m->entries.size()));
   uint64_t total_bytes = 0, chunks = 0, records = 0;
@@ -286,8 +293,12 @@ bool RequestHandler::Fetch(Request& req, Bytes* out) {
                   "stream '" + m->stream + "' has no streamlet " + std::to_string(e.streamlet)))
             : s->Read(e.position, e.max_bytes,
                       [&](const Position& at, const uint8_t* data, uint32_t size) {
+                        // The chunk bytes stay in the segment: the response splices them in
+                        // and the socket write copies them once, straight from there.
                         net::EncodePosition(w, at);
-                        w.Blob(data, size);
+                        w.U32(size);
+                        response->splices.push_back({out->size(), data, size});
+                        spliced += size;
                         ++blocks;
                       });
     if (read.ok()) {
@@ -301,6 +312,7 @@ bool RequestHandler::Fetch(Request& req, Bytes* out) {
       net::EncodePosition(hw, read->tail);
       std::memcpy(p + 8, head.data(), 40);
       StoreLe32(p + 48, blocks);
+      for (auto& seg : read->segments) response->keep.push_back(std::move(seg));
       total_bytes += read->bytes;
       chunks += read->chunks;
       records += read->records;
@@ -327,7 +339,8 @@ bool RequestHandler::Fetch(Request& req, Bytes* out) {
     if (!waiters_->Park(req, stream, generation)) waiters_->Requeue(std::move(req));
     return false;
   }
-  net::FinishFrame(out, start);
+  StoreLe32(out->data() + start,
+            static_cast<uint32_t>(out->size() + spliced - start - net::kFrameLengthPrefix));
   metrics_->fetch_bytes.Add(total_bytes);
   metrics_->fetch_chunks.Add(chunks);
   metrics_->fetch_records.Add(records);

@@ -8,6 +8,7 @@
 #include "nearstream/broker/fetch_waiters.h"
 #include "nearstream/broker/metrics.h"
 #include "nearstream/broker/request.h"
+#include "nearstream/net/out_frame.h"
 #include "nearstream/storage/stream_store.h"
 
 namespace nearstream::broker {
@@ -33,7 +34,7 @@ class RequestHandler {
 
   // Runs `req`. Returns true with the response frame in `*response`, or false when the request
   // (a long-poll fetch) was parked and will come back later through the waiters.
-  bool Handle(Request& req, Bytes* response);
+  bool Handle(Request& req, net::OutFrame* response);
 
  private:
   void Handshake(const Request& req, Bytes* out);
@@ -43,7 +44,7 @@ class RequestHandler {
   void ListStreams(const Request& req, Bytes* out);
   void Metadata(const Request& req, Bytes* out);
   void Append(const Request& req, Bytes* out);
-  bool Fetch(Request& req, Bytes* out);
+  bool Fetch(Request& req, net::OutFrame* response);
   void Stats(const Request& req, Bytes* out);
   void LookupTimestamp(const Request& req, Bytes* out);
 

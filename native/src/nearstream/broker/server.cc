@@ -226,7 +226,7 @@ void Server::WorkerLoop(int index) {
   WorkQueue& queue = *queues_[index];
   PaddedCounter& busy = metrics_.worker_busy_ns[index];
   std::deque<Request> batch;
-  Bytes response;
+  net::OutFrame response;
   while (queue.PopAll(&batch)) {
     uint64_t start = MonoNanos();
     for (auto& req : batch) {
@@ -235,10 +235,10 @@ void Server::WorkerLoop(int index) {
         conn->RequestDone();
         continue;
       }
-      response.clear();
+      response.Clear();
       if (handler_.Handle(req, &response)) {
         conn->Send(std::move(response));
-        response = Bytes();
+        response = net::OutFrame();
         conn->RequestDone();
       }
     }

@@ -4,9 +4,27 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
 namespace nearstream::net {
+namespace {
+
+constexpr int kMaxIov = 64;
+
+// Splits a frame into its write order: bytes[0, s0.at), s0, bytes[s0.at, s1.at), s1, ...
+template <typename Fn>
+void ForEachPiece(const OutFrame& f, Fn fn) {
+  size_t at = 0;
+  for (const auto& s : f.splices) {
+    if (s.at > at) fn(f.bytes.data() + at, s.at - at);
+    if (s.size > 0) fn(s.data, s.size);
+    at = s.at;
+  }
+  if (f.bytes.size() > at) fn(f.bytes.data() + at, f.bytes.size() - at);
+}
+
+}  // namespace
 
 Connection::Connection(int fd, int epoll_fd, uint64_t id, uint32_t max_frame_bytes,
                        ConnectionLimits limits)
@@ -17,53 +35,93 @@ Connection::Connection(int fd, int epoll_fd, uint64_t id, uint32_t max_frame_byt
 Connection::~Connection() { ::close(fd_); }
 
 void Connection::Send(Bytes frame) {
+  OutFrame f;
+  f.bytes = std::move(frame);
+  Send(std::move(f));
+}
+
+void Connection::Send(OutFrame frame) {
   std::lock_guard<std::mutex> lock(write_mu_);
   if (closed()) return;
-  if (out_offset_ == out_.size()) {
-    out_.clear();
-    out_offset_ = 0;
-    // Fast path: nothing queued, write directly from the caller's buffer.
-    size_t done = 0;
-    while (done < frame.size()) {
-      ssize_t w =
-          ::send(fd_, frame.data() + done, frame.size() - done, MSG_NOSIGNAL | MSG_DONTWAIT);
-      if (w < 0) {
-        if (errno == EINTR) continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-        return;  // peer gone; the dispatcher sees the hang-up and closes
+  size_t written = 0;
+  if (out_.empty()) {
+    // Fast path: one sendmsg straight from the frame; most responses go out whole here.
+    iovec iov[kMaxIov];
+    int n = 0;
+    bool fits = true;
+    ForEachPiece(frame, [&](const uint8_t* p, size_t size) {
+      if (n == kMaxIov) {
+        fits = false;
+        return;
       }
-      done += static_cast<size_t>(w);
+      iov[n].iov_base = const_cast<uint8_t*>(p);
+      iov[n++].iov_len = size;
+    });
+    if (fits) {
+      msghdr msg{};
+      msg.msg_iov = iov;
+      msg.msg_iovlen = static_cast<size_t>(n);
+      ssize_t w;
+      do {
+        w = ::sendmsg(fd_, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+      } while (w < 0 && errno == EINTR);
+      if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK) return;  // peer gone
+      written = w > 0 ? static_cast<size_t>(w) : 0;
+      if (written == frame.total_size()) return;
     }
-    if (done == frame.size()) return;
-    out_.assign(frame.begin() + static_cast<ptrdiff_t>(done), frame.end());
-  } else {
-    out_.insert(out_.end(), frame.begin(), frame.end());
   }
+  // Queue what is left. Pieces point into `frame`; moving it into the shared owner keeps those
+  // pointers valid (a moved vector keeps its buffer; spliced memory is held by `keep`).
+  auto owner = std::make_shared<OutFrame>(std::move(frame));
+  ForEachPiece(*owner, [&](const uint8_t* p, size_t size) {
+    size_t skip = std::min(written, size);
+    written -= skip;
+    if (skip == size) return;
+    out_.push_back(Piece{p + skip, size - skip, owner});
+    out_bytes_ += size - skip;
+  });
   UpdateInterestLocked();
 }
 
 bool Connection::FlushLocked() {
-  while (out_offset_ < out_.size()) {
-    ssize_t w = ::send(fd_, out_.data() + out_offset_, out_.size() - out_offset_,
-                       MSG_NOSIGNAL | MSG_DONTWAIT);
+  while (!out_.empty()) {
+    iovec iov[kMaxIov];
+    int n = 0;
+    for (auto it = out_.begin(); it != out_.end() && n < kMaxIov; ++it, ++n) {
+      iov[n].iov_base = const_cast<uint8_t*>(it->data);
+      iov[n].iov_len = it->size;
+    }
+    msghdr msg{};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = static_cast<size_t>(n);
+    ssize_t w = ::sendmsg(fd_, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (w < 0) {
       if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) return true;
-      return false;
+      return errno == EAGAIN || errno == EWOULDBLOCK;
     }
-    out_offset_ += static_cast<size_t>(w);
+    size_t left = static_cast<size_t>(w);
+    out_bytes_ -= left;
+    while (left > 0) {
+      Piece& p = out_.front();
+      if (left < p.size) {
+        p.data += left;
+        p.size -= left;
+        break;
+      }
+      left -= p.size;
+      out_.pop_front();
+    }
   }
-  out_.clear();
-  out_offset_ = 0;
   return true;
 }
 
 void Connection::UpdateInterestLocked() {
   if (closed()) return;
   uint32_t want = EPOLLRDHUP;
-  size_t pending = out_.size() - out_offset_;
-  if (pending > 0) want |= EPOLLOUT;
-  if (inflight_ < limits_.max_inflight && pending < limits_.max_pending_out_bytes) want |= EPOLLIN;
+  if (out_bytes_ > 0) want |= EPOLLOUT;
+  if (inflight_ < limits_.max_inflight && out_bytes_ < limits_.max_pending_out_bytes) {
+    want |= EPOLLIN;
+  }
   if (want == interest_) return;
   interest_ = want;
   epoll_event ev{};
@@ -89,7 +147,7 @@ void Connection::OnWritable() {
   std::lock_guard<std::mutex> lock(write_mu_);
   if (!FlushLocked()) {
     out_.clear();
-    out_offset_ = 0;
+    out_bytes_ = 0;
   }
   UpdateInterestLocked();
 }
@@ -100,7 +158,7 @@ void Connection::Close() {
   ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd_, nullptr);
   ::shutdown(fd_, SHUT_RDWR);
   out_.clear();
-  out_offset_ = 0;
+  out_bytes_ = 0;
 }
 
 }  // namespace nearstream::net

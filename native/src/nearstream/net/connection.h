@@ -3,12 +3,17 @@
 // worker holding a reference can never write into a descriptor number reused by a newer client.
 #pragma once
 
+#include <sys/uio.h>
+
 #include <atomic>
 #include <cstdint>
+#include <deque>
+#include <memory>
 #include <mutex>
 
 #include "nearstream/common/byte_io.h"
 #include "nearstream/net/frame_decoder.h"
+#include "nearstream/net/out_frame.h"
 
 namespace nearstream::net {
 
@@ -28,7 +33,9 @@ class Connection {
   uint64_t id() const { return id_; }
   bool closed() const { return closed_.load(std::memory_order_acquire); }
 
-  // Any thread. Queues a whole response frame; writes at once when nothing is queued before it.
+  // Any thread. Queues a whole response frame; writes at once (writev, spliced payloads
+  // included) when nothing is queued before it.
+  void Send(OutFrame frame);
   void Send(Bytes frame);
   // Any thread. A request finished (answered or dropped): may resume reading.
   void RequestDone();
@@ -43,7 +50,14 @@ class Connection {
   void Close();
 
  private:
-  // Sends queued bytes; returns false on a fatal socket error. write_mu_ held.
+  // A contiguous run of bytes still to write; `owner` keeps its memory alive.
+  struct Piece {
+    const uint8_t* data;
+    size_t size;
+    std::shared_ptr<const OutFrame> owner;
+  };
+
+  // Writes queued pieces until the socket is full; false on a fatal socket error.
   bool FlushLocked();
   // Recomputes the epoll interest set from the pause/write state. write_mu_ held.
   void UpdateInterestLocked();
@@ -56,8 +70,8 @@ class Connection {
   std::atomic<bool> closed_{false};
 
   std::mutex write_mu_;
-  Bytes out_;              // GUARDED_BY(write_mu_)
-  size_t out_offset_ = 0;  // GUARDED_BY(write_mu_)
+  std::deque<Piece> out_;  // GUARDED_BY(write_mu_)
+  size_t out_bytes_ = 0;   // GUARDED_BY(write_mu_)
   uint32_t inflight_ = 0;  // GUARDED_BY(write_mu_)
   uint32_t interest_ = 0;  // epoll events registered; GUARDED_BY(write_mu_)
 };

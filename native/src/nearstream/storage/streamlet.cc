@@ -227,6 +227,7 @@ Result<ReadOutcome> Streamlet::Read(const Position& from, uint32_t max_bytes,
       end += chunk_size;
     }
     if (end > cur.offset) {
+      if (out.segments.empty() || out.segments.back() != seg) out.segments.push_back(seg);
       sink(cur, data + cur.offset, end - cur.offset);
       out.bytes += end - cur.offset;
       cur.offset = end;

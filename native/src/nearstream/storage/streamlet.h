@@ -34,6 +34,9 @@ struct ReadOutcome {
   uint32_t bytes = 0;
   uint32_t chunks = 0;
   uint64_t records = 0;
+  // The segments the blocks handed to the sink point into; holding them keeps that memory
+  // valid after the read (e.g. until a response spliced from it has been written).
+  std::vector<std::shared_ptr<const Segment>> segments;
 };
 
 struct GroupInfo {
