@@ -45,7 +45,8 @@ public interface NearstreamClient extends AutoCloseable {
      * Appends encoded chunks ({@code chunks.get(i)} to streamlet {@code streamlets[i]}); each entry
      * succeeds or fails on its own (see {@link AppendResult}).
      */
-    CompletableFuture<List<AppendResult>> append(String stream, int[] streamlets, List<byte[]> chunks);
+    CompletableFuture<List<AppendResult>> append(
+            String stream, int[] streamlets, List<byte[]> chunks);
 
     /**
      * Reads whole chunks of several streamlets. When none has data the broker waits up to {@code

@@ -11,6 +11,9 @@ public record Position(long group, long segment, int offset) implements Comparab
     /** The earliest retained data of a streamlet. */
     public static final Position EARLIEST = new Position(0, 0, 0);
 
+    /** Bytes of a position on the wire: u64 group, u64 segment, u32 offset. */
+    public static final int WIRE_BYTES = 20;
+
     public boolean isEarliest() {
         return group == 0 && segment == 0 && offset == 0;
     }
@@ -38,7 +41,8 @@ public record Position(long group, long segment, int offset) implements Comparab
     public static Position parse(String text) {
         String[] p = text.split(":");
         if (p.length != 3) {
-            throw new IllegalArgumentException("position must be GROUP:SEGMENT:OFFSET, got " + text);
+            throw new IllegalArgumentException(
+                    "position must be GROUP:SEGMENT:OFFSET, got " + text);
         }
         return new Position(
                 Long.parseUnsignedLong(p[0]),

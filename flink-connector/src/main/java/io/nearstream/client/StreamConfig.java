@@ -22,7 +22,13 @@ public record StreamConfig(
 
     public StreamConfig withDurability(Durability d) {
         return new StreamConfig(
-                name, streamlets, segmentBytes, segmentsPerGroup, activeGroups, d, retentionBytes,
+                name,
+                streamlets,
+                segmentBytes,
+                segmentsPerGroup,
+                activeGroups,
+                d,
+                retentionBytes,
                 retentionMs);
     }
 }

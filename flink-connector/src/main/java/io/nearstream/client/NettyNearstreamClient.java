@@ -1,0 +1,687 @@
+package io.nearstream.client;
+
+import io.nearstream.client.ProtocolCodec.AppendEntry;
+import io.nearstream.client.ProtocolCodec.AppendRequest;
+import io.nearstream.client.ProtocolCodec.CreateStreamRequest;
+import io.nearstream.client.ProtocolCodec.DeleteStreamRequest;
+import io.nearstream.client.ProtocolCodec.DescribeStreamRequest;
+import io.nearstream.client.ProtocolCodec.FetchRequest;
+import io.nearstream.client.ProtocolCodec.HandshakeRequest;
+import io.nearstream.client.ProtocolCodec.HandshakeResponse;
+import io.nearstream.client.ProtocolCodec.ListStreamsRequest;
+import io.nearstream.client.ProtocolCodec.LookupTimestampRequest;
+import io.nearstream.client.ProtocolCodec.MetadataRequest;
+import io.nearstream.client.ProtocolCodec.Request;
+import io.nearstream.client.ProtocolCodec.ResponseFrame;
+import io.nearstream.client.ProtocolCodec.StatsRequest;
+import io.nearstream.client.ProtocolCodec.TimestampQuery;
+import io.netty.bootstrap.Bootstrap;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.nio.NioIoHandler;
+import io.netty.channel.socket.SocketChannel;
+import io.netty.channel.socket.nio.NioSocketChannel;
+import io.netty.handler.codec.LengthFieldBasedFrameDecoder;
+import io.netty.util.concurrent.DefaultThreadFactory;
+import io.netty.util.concurrent.ScheduledFuture;
+import java.nio.ByteOrder;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * The Netty implementation of {@link NearstreamClient}: one TCP connection (NIO, {@code
+ * TCP_NODELAY}), any number of requests in flight on it, matched to responses by request id.
+ *
+ * <p>Each request has a timeout (a long-poll fetch: its {@code maxWaitMs} plus the request
+ * timeout); a timed-out request fails with {@link StatusCode#IO_ERROR} and its late response is
+ * dropped. When the connection breaks, every request in flight fails with {@link
+ * StatusCode#IO_ERROR} and the next request opens a new connection. Fetch responses keep the
+ * received frame and hand out views of it; close each {@link FetchResponse}. Appended chunks are
+ * written from the caller's arrays without a copy: do not modify them until the future completes.
+ *
+ * <pre>{@code
+ * try (NearstreamClient client = NettyNearstreamClient.connect("127.0.0.1:7420")) {
+ *     client.createStream(StreamConfig.of("clicks", 4)).join();
+ *     byte[] chunk = new ChunkBuilder().add(bytes).build(0, 0, System.currentTimeMillis());
+ *     client.append("clicks", new int[] {0}, List.of(chunk)).join();
+ *     try (FetchResponse r =
+ *             client.fetch("clicks", 500, List.of(new FetchEntry(0, Position.EARLIEST, 1 << 20)))
+ *                     .join()) {
+ *         for (ChunkBlock block : r.results().get(0).blocks()) {
+ *             ChunkCursor cursor = new ChunkCursor(block);
+ *             while (cursor.nextChunk()) {
+ *                 while (cursor.nextRecord()) {
+ *                     process(cursor.copyRecord());
+ *                 }
+ *             }
+ *         }
+ *     }
+ * }
+ * }</pre>
+ */
+public final class NettyNearstreamClient implements NearstreamClient {
+
+    private final String address;
+    private final String host;
+    private final int port;
+    private final NearstreamClientOptions options;
+    private final EventLoopGroup group;
+    private final boolean ownsGroup;
+    private final Bootstrap bootstrap;
+    private final AtomicLong nextRequestId = new AtomicLong(1);
+    private final Object lock = new Object();
+
+    // Guarded by lock.
+    private Connection connection;
+    private CompletableFuture<Connection> connecting;
+    private boolean closed;
+
+    /** The broker's frame limit from the last handshake; requests above it fail locally. */
+    private volatile long brokerMaxFrameBytes = -1;
+
+    private NettyNearstreamClient(String hostPort, NearstreamClientOptions options) {
+        this.options = Objects.requireNonNull(options, "options");
+        this.address = Objects.requireNonNull(hostPort, "hostPort");
+        int colon = hostPort.lastIndexOf(':');
+        if (colon <= 0 || colon == hostPort.length() - 1) {
+            throw new IllegalArgumentException("address must be HOST:PORT, got " + hostPort);
+        }
+        String h = hostPort.substring(0, colon);
+        if (h.startsWith("[") && h.endsWith("]")) {
+            h = h.substring(1, h.length() - 1);
+        }
+        this.host = h;
+        try {
+            this.port = Integer.parseInt(hostPort.substring(colon + 1));
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("address must be HOST:PORT, got " + hostPort, e);
+        }
+        if (port < 1 || port > 65535) {
+            throw new IllegalArgumentException("port out of range in " + hostPort);
+        }
+        if (options.eventLoopGroup() != null) {
+            this.group = options.eventLoopGroup();
+            this.ownsGroup = false;
+        } else {
+            this.group =
+                    new MultiThreadIoEventLoopGroup(
+                            options.eventLoopThreads(),
+                            new DefaultThreadFactory("nearstream-client", true),
+                            NioIoHandler.newFactory());
+            this.ownsGroup = true;
+        }
+        int maxFrame = (int) Math.min(Integer.MAX_VALUE, (long) options.maxFrameBytes() + 4);
+        this.bootstrap =
+                new Bootstrap()
+                        .group(group)
+                        .channel(NioSocketChannel.class)
+                        .option(ChannelOption.TCP_NODELAY, true)
+                        .option(ChannelOption.SO_KEEPALIVE, true)
+                        .option(
+                                ChannelOption.CONNECT_TIMEOUT_MILLIS,
+                                (int) options.connectTimeout().toMillis())
+                        .handler(
+                                new ChannelInitializer<SocketChannel>() {
+                                    @Override
+                                    protected void initChannel(SocketChannel ch) {
+                                        ch.pipeline()
+                                                .addLast(
+                                                        "frames",
+                                                        new LengthFieldBasedFrameDecoder(
+                                                                ByteOrder.LITTLE_ENDIAN,
+                                                                maxFrame,
+                                                                0,
+                                                                4,
+                                                                0,
+                                                                0,
+                                                                true));
+                                    }
+                                });
+    }
+
+    /** Connects with {@link NearstreamClientOptions#DEFAULTS}. */
+    public static NettyNearstreamClient connect(String hostPort) {
+        return connect(hostPort, NearstreamClientOptions.DEFAULTS);
+    }
+
+    /**
+     * Opens the connection and waits for it (up to the connect timeout).
+     *
+     * @throws NearstreamClientException with {@link StatusCode#IO_ERROR} when the broker cannot be
+     *     reached
+     */
+    public static NettyNearstreamClient connect(String hostPort, NearstreamClientOptions options) {
+        NettyNearstreamClient client = new NettyNearstreamClient(hostPort, options);
+        try {
+            client.connection()
+                    .get(options.connectTimeout().toMillis() + 5_000, TimeUnit.MILLISECONDS);
+            return client;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            client.close();
+            throw new NearstreamClientException(
+                    StatusCode.IO_ERROR, "interrupted while connecting to " + hostPort, e);
+        } catch (ExecutionException | TimeoutException e) {
+            client.close();
+            Throwable cause = e instanceof ExecutionException ? e.getCause() : e;
+            if (cause instanceof NearstreamClientException nce) {
+                throw new NearstreamClientException(nce.status(), nce.getMessage(), nce);
+            }
+            throw new NearstreamClientException(
+                    StatusCode.IO_ERROR, "cannot connect to " + hostPort + ": " + cause, cause);
+        }
+    }
+
+    @Override
+    public String address() {
+        return address;
+    }
+
+    /** The settings this client runs with. */
+    public NearstreamClientOptions options() {
+        return options;
+    }
+
+    /** Whether a connection is open now (a new one is opened by the next request otherwise). */
+    public boolean isConnected() {
+        synchronized (lock) {
+            return connection != null && connection.channel.isActive();
+        }
+    }
+
+    // ---- API --------------------------------------------------------------------------------
+
+    @Override
+    public CompletableFuture<Long> handshake(String clientName) {
+        return call(
+                new HandshakeRequest(ProtocolCodec.VERSION, ProtocolCodec.VERSION, clientName),
+                defaultTimeoutMs(),
+                (body, frame) -> {
+                    HandshakeResponse r = ProtocolCodec.decodeHandshakeResponse(body);
+                    brokerMaxFrameBytes = r.maxFrameBytes();
+                    return r.brokerEpoch();
+                });
+    }
+
+    @Override
+    public CompletableFuture<Void> createStream(StreamConfig config) {
+        Objects.requireNonNull(config, "config");
+        return call(
+                new CreateStreamRequest(config),
+                defaultTimeoutMs(),
+                (body, frame) -> {
+                    ProtocolCodec.decodeEmpty(body, "CreateStream response");
+                    return null;
+                });
+    }
+
+    @Override
+    public CompletableFuture<Void> deleteStream(String name) {
+        return call(
+                new DeleteStreamRequest(name),
+                defaultTimeoutMs(),
+                (body, frame) -> {
+                    ProtocolCodec.decodeEmpty(body, "DeleteStream response");
+                    return null;
+                });
+    }
+
+    @Override
+    public CompletableFuture<StreamConfig> describeStream(String name) {
+        return call(
+                new DescribeStreamRequest(name),
+                defaultTimeoutMs(),
+                (body, frame) -> ProtocolCodec.decodeDescribeStreamResponse(body));
+    }
+
+    @Override
+    public CompletableFuture<List<String>> listStreams() {
+        return call(
+                new ListStreamsRequest(),
+                defaultTimeoutMs(),
+                (body, frame) -> ProtocolCodec.decodeListStreamsResponse(body));
+    }
+
+    @Override
+    public CompletableFuture<List<StreamletMetadata>> metadata(String stream, int... streamlets) {
+        return call(
+                new MetadataRequest(stream, streamlets == null ? new int[0] : streamlets.clone()),
+                defaultTimeoutMs(),
+                (body, frame) -> ProtocolCodec.decodeMetadataResponse(body));
+    }
+
+    @Override
+    public CompletableFuture<List<AppendResult>> append(
+            String stream, int[] streamlets, List<byte[]> chunks) {
+        if (streamlets.length != chunks.size()) {
+            return CompletableFuture.failedFuture(
+                    new IllegalArgumentException(
+                            streamlets.length
+                                    + " streamlets but "
+                                    + chunks.size()
+                                    + " chunks: one chunk per streamlet entry"));
+        }
+        List<AppendEntry> entries = new ArrayList<>(chunks.size());
+        for (int i = 0; i < streamlets.length; i++) {
+            // wrappedBuffer shares the array: the frame is written from it without a copy.
+            entries.add(new AppendEntry(streamlets[i], Unpooled.wrappedBuffer(chunks.get(i))));
+        }
+        return call(
+                new AppendRequest(stream, entries),
+                defaultTimeoutMs(),
+                (body, frame) -> ProtocolCodec.decodeAppendResponse(body));
+    }
+
+    @Override
+    public CompletableFuture<FetchResponse> fetch(
+            String stream, int maxWaitMs, List<FetchEntry> entries) {
+        if (maxWaitMs < 0) {
+            return CompletableFuture.failedFuture(
+                    new IllegalArgumentException("maxWaitMs must be >= 0, got " + maxWaitMs));
+        }
+        return call(
+                new FetchRequest(stream, maxWaitMs, List.copyOf(entries)),
+                maxWaitMs + defaultTimeoutMs(),
+                (body, frame) -> {
+                    List<StreamletFetch> results = ProtocolCodec.decodeFetchResponse(body);
+                    // The blocks are views of the frame: keep it until the response is closed.
+                    return new NettyFetchResponse(results, frame.retain());
+                });
+    }
+
+    @Override
+    public CompletableFuture<List<TimestampLookup>> lookupTimestamps(
+            String stream, Map<Integer, Long> timestampsByStreamlet) {
+        List<TimestampQuery> queries = new ArrayList<>(timestampsByStreamlet.size());
+        timestampsByStreamlet.forEach((s, ts) -> queries.add(new TimestampQuery(s, ts)));
+        return call(
+                new LookupTimestampRequest(stream, queries),
+                defaultTimeoutMs(),
+                (body, frame) -> ProtocolCodec.decodeLookupTimestampResponse(body));
+    }
+
+    @Override
+    public CompletableFuture<Map<String, Long>> stats() {
+        return call(
+                new StatsRequest(),
+                defaultTimeoutMs(),
+                (body, frame) -> ProtocolCodec.decodeStatsResponse(body));
+    }
+
+    @Override
+    public void close() {
+        Connection c;
+        CompletableFuture<Connection> pendingConnect;
+        synchronized (lock) {
+            if (closed) {
+                return;
+            }
+            closed = true;
+            c = connection;
+            connection = null;
+            pendingConnect = connecting;
+            connecting = null;
+        }
+        NearstreamClientException cause =
+                new NearstreamClientException(StatusCode.IO_ERROR, "client closed");
+        if (c != null) {
+            c.fail(cause);
+            c.channel.close();
+        }
+        if (pendingConnect != null) {
+            pendingConnect.thenAccept(
+                    late -> {
+                        late.fail(cause);
+                        late.channel.close();
+                    });
+        }
+        if (ownsGroup) {
+            io.netty.util.concurrent.Future<?> f = group.shutdownGracefully(0, 2, TimeUnit.SECONDS);
+            if (!group.next().inEventLoop()) {
+                f.awaitUninterruptibly(5, TimeUnit.SECONDS);
+            }
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "NettyNearstreamClient[" + address + "]";
+    }
+
+    // ---- requests ---------------------------------------------------------------------------
+
+    /** Turns an OK response body into the caller's value; {@code frame} is released afterwards. */
+    @FunctionalInterface
+    private interface BodyDecoder<T> {
+        T decode(ByteBuf body, ByteBuf frame);
+    }
+
+    private long defaultTimeoutMs() {
+        return options.requestTimeout().toMillis();
+    }
+
+    private <T> CompletableFuture<T> call(Request request, long timeoutMs, BodyDecoder<T> decoder) {
+        CompletableFuture<T> future = new CompletableFuture<>();
+        long id = nextRequestId.getAndIncrement();
+        ByteBuf frame;
+        try {
+            frame = ProtocolCodec.encodeRequest(ByteBufAllocator.DEFAULT, id, request);
+        } catch (IllegalArgumentException | NullPointerException e) {
+            future.completeExceptionally(
+                    new NearstreamClientException(
+                            StatusCode.INVALID_ARGUMENT,
+                            request.opcode().wireName() + " request: " + e.getMessage(),
+                            e));
+            return future;
+        }
+        long limit = brokerMaxFrameBytes;
+        long length = frame.readableBytes() - ProtocolCodec.LENGTH_BYTES;
+        if (limit > 0 && length > limit) {
+            frame.release();
+            future.completeExceptionally(
+                    new NearstreamClientException(
+                            StatusCode.FRAME_TOO_LARGE,
+                            request.opcode().wireName()
+                                    + " request of "
+                                    + length
+                                    + " bytes exceeds the broker's limit of "
+                                    + limit));
+            return future;
+        }
+        Pending<T> pending = new Pending<>(future, decoder, request.opcode());
+        connection()
+                .whenComplete(
+                        (conn, err) -> {
+                            if (err != null) {
+                                frame.release();
+                                future.completeExceptionally(ioError(err));
+                            } else {
+                                send(conn, id, pending, frame, timeoutMs);
+                            }
+                        });
+        return future;
+    }
+
+    private <T> void send(
+            Connection conn, long id, Pending<T> pending, ByteBuf frame, long timeoutMs) {
+        conn.pending.put(id, pending);
+        if (conn.broken) {
+            // Lost the race with the connection's failure sweep: fail here instead.
+            frame.release();
+            if (conn.pending.remove(id, pending)) {
+                pending.fail(conn.failure());
+            }
+            return;
+        }
+        Channel ch = conn.channel;
+        try {
+            pending.timeout =
+                    ch.eventLoop()
+                            .schedule(
+                                    () -> {
+                                        if (conn.pending.remove(id, pending)) {
+                                            pending.fail(
+                                                    new NearstreamClientException(
+                                                            StatusCode.IO_ERROR,
+                                                            pending.opcode.wireName()
+                                                                    + " request timed out after "
+                                                                    + timeoutMs
+                                                                    + " ms (broker "
+                                                                    + address
+                                                                    + ")"));
+                                        }
+                                    },
+                                    timeoutMs,
+                                    TimeUnit.MILLISECONDS);
+        } catch (RuntimeException e) {
+            frame.release();
+            if (conn.pending.remove(id, pending)) {
+                pending.fail(ioError(e));
+            }
+            return;
+        }
+        ch.writeAndFlush(frame)
+                .addListener(
+                        (ChannelFuture f) -> {
+                            if (!f.isSuccess() && conn.pending.remove(id, pending)) {
+                                pending.cancelTimeout();
+                                pending.fail(
+                                        new NearstreamClientException(
+                                                StatusCode.IO_ERROR,
+                                                "cannot send to " + address + ": " + f.cause(),
+                                                f.cause()));
+                            }
+                        });
+    }
+
+    private static NearstreamClientException ioError(Throwable t) {
+        if (t instanceof java.util.concurrent.CompletionException && t.getCause() != null) {
+            t = t.getCause();
+        }
+        if (t instanceof NearstreamClientException e) {
+            return e;
+        }
+        return new NearstreamClientException(StatusCode.IO_ERROR, String.valueOf(t), t);
+    }
+
+    /** The open connection, or a new one (lazy reconnect). */
+    private CompletableFuture<Connection> connection() {
+        CompletableFuture<Connection> result;
+        synchronized (lock) {
+            if (closed) {
+                return CompletableFuture.failedFuture(
+                        new NearstreamClientException(StatusCode.IO_ERROR, "client closed"));
+            }
+            if (connection != null && !connection.broken) {
+                return CompletableFuture.completedFuture(connection);
+            }
+            if (connecting != null) {
+                return connecting;
+            }
+            result = new CompletableFuture<>();
+            connecting = result;
+        }
+        ChannelFuture cf;
+        try {
+            cf = bootstrap.connect(host, port);
+        } catch (RuntimeException e) {
+            connectDone(result, null, e);
+            return result;
+        }
+        cf.addListener(
+                (ChannelFuture f) -> {
+                    if (f.isSuccess()) {
+                        Connection conn = new Connection(f.channel());
+                        f.channel().pipeline().addLast("responses", conn);
+                        connectDone(result, conn, null);
+                    } else {
+                        connectDone(result, null, f.cause());
+                    }
+                });
+        return result;
+    }
+
+    private void connectDone(CompletableFuture<Connection> result, Connection conn, Throwable err) {
+        boolean lateClose;
+        synchronized (lock) {
+            if (connecting == result) {
+                connecting = null;
+            }
+            lateClose = closed;
+            if (conn != null && !closed) {
+                connection = conn;
+            }
+        }
+        if (err != null) {
+            result.completeExceptionally(
+                    new NearstreamClientException(
+                            StatusCode.IO_ERROR, "cannot connect to " + address + ": " + err, err));
+        } else if (lateClose) {
+            conn.channel.close();
+            result.completeExceptionally(
+                    new NearstreamClientException(StatusCode.IO_ERROR, "client closed"));
+        } else {
+            if (!conn.channel.isActive()) {
+                conn.fail(
+                        new NearstreamClientException(
+                                StatusCode.IO_ERROR, "connection to " + address + " closed"));
+            }
+            result.complete(conn);
+        }
+    }
+
+    /** One request waiting for its response. */
+    private static final class Pending<T> {
+        final CompletableFuture<T> future;
+        final BodyDecoder<T> decoder;
+        final Opcode opcode;
+        volatile ScheduledFuture<?> timeout;
+
+        Pending(CompletableFuture<T> future, BodyDecoder<T> decoder, Opcode opcode) {
+            this.future = future;
+            this.decoder = decoder;
+            this.opcode = opcode;
+        }
+
+        void cancelTimeout() {
+            ScheduledFuture<?> t = timeout;
+            if (t != null) {
+                t.cancel(false);
+            }
+        }
+
+        void fail(Throwable t) {
+            future.completeExceptionally(t);
+        }
+
+        /** Completes from a response; always releases {@code frame} (the decoder may retain it). */
+        void complete(ResponseFrame response, ByteBuf frame) {
+            try {
+                if (response.header().opcode() != opcode.code()) {
+                    fail(
+                            NearstreamProtocolException.malformed(
+                                    "response with opcode "
+                                            + response.header().opcode()
+                                            + " to a "
+                                            + opcode.wireName()
+                                            + " request"));
+                } else if (!response.ok()) {
+                    fail(new NearstreamClientException(response.statusCode(), response.message()));
+                } else {
+                    T value = decoder.decode(response.body(), frame);
+                    if (!future.complete(value) && value instanceof AutoCloseable c) {
+                        c.close(); // cancelled by the caller meanwhile
+                    }
+                }
+            } catch (Exception e) {
+                fail(e);
+            } finally {
+                frame.release();
+            }
+        }
+    }
+
+    /** One TCP connection and the requests in flight on it. */
+    private final class Connection extends ChannelInboundHandlerAdapter {
+        final Channel channel;
+        final Map<Long, Pending<?>> pending = new ConcurrentHashMap<>();
+        volatile boolean broken;
+        volatile NearstreamClientException failure;
+        private volatile Throwable lastError;
+
+        Connection(Channel channel) {
+            this.channel = channel;
+        }
+
+        NearstreamClientException failure() {
+            NearstreamClientException f = failure;
+            return f != null
+                    ? f
+                    : new NearstreamClientException(
+                            StatusCode.IO_ERROR, "connection to " + address + " closed");
+        }
+
+        /** Marks the connection broken and fails everything in flight on it. */
+        void fail(NearstreamClientException cause) {
+            if (failure == null) {
+                failure = cause;
+            }
+            broken = true;
+            synchronized (lock) {
+                if (connection == this) {
+                    connection = null;
+                }
+            }
+            for (Long id : pending.keySet()) {
+                Pending<?> p = pending.remove(id);
+                if (p != null) {
+                    p.cancelTimeout();
+                    p.fail(failure);
+                }
+            }
+        }
+
+        @Override
+        public void channelRead(ChannelHandlerContext ctx, Object msg) {
+            ByteBuf frame = (ByteBuf) msg;
+            ResponseFrame response;
+            try {
+                response = ProtocolCodec.decodeResponse(frame);
+            } catch (NearstreamProtocolException e) {
+                frame.release();
+                // The stream of frames can no longer be trusted.
+                fail(
+                        new NearstreamClientException(
+                                StatusCode.IO_ERROR,
+                                "bad frame from " + address + ": " + e.getMessage(),
+                                e));
+                ctx.close();
+                return;
+            }
+            Pending<?> p = pending.remove(response.header().requestId());
+            if (p == null) {
+                frame.release(); // the request timed out; its answer comes too late
+                return;
+            }
+            p.cancelTimeout();
+            p.complete(response, frame);
+        }
+
+        @Override
+        public void channelInactive(ChannelHandlerContext ctx) {
+            Throwable err = lastError;
+            fail(
+                    new NearstreamClientException(
+                            StatusCode.IO_ERROR,
+                            "connection to "
+                                    + address
+                                    + " closed"
+                                    + (err != null ? ": " + err : ""),
+                            err));
+            ctx.fireChannelInactive();
+        }
+
+        @Override
+        public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+            lastError = cause;
+            ctx.close();
+        }
+    }
+}

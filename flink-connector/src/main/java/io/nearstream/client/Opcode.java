@@ -1,0 +1,47 @@
+package io.nearstream.client;
+
+/**
+ * The operations of protocol version 1 (docs/protocol.md, "Opcodes"); the numbers are wire values.
+ */
+enum Opcode {
+    HANDSHAKE(1, "Handshake"),
+    CREATE_STREAM(2, "CreateStream"),
+    DELETE_STREAM(3, "DeleteStream"),
+    DESCRIBE_STREAM(4, "DescribeStream"),
+    LIST_STREAMS(5, "ListStreams"),
+    METADATA(6, "Metadata"),
+    APPEND(7, "Append"),
+    FETCH(8, "Fetch"),
+    STATS(9, "Stats"),
+    LOOKUP_TIMESTAMP(10, "LookupTimestamp");
+
+    private static final Opcode[] BY_CODE = new Opcode[11];
+
+    static {
+        for (Opcode op : values()) {
+            BY_CODE[op.code] = op;
+        }
+    }
+
+    private final int code;
+    private final String wireName;
+
+    Opcode(int code, String wireName) {
+        this.code = code;
+        this.wireName = wireName;
+    }
+
+    int code() {
+        return code;
+    }
+
+    /** The name used by docs/protocol.md and vectors.json. */
+    String wireName() {
+        return wireName;
+    }
+
+    /** The opcode of a wire value, or {@code null} when this client does not know it. */
+    static Opcode fromCode(int code) {
+        return code >= 0 && code < BY_CODE.length ? BY_CODE[code] : null;
+    }
+}

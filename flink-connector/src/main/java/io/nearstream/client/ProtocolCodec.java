@@ -1,0 +1,766 @@
+package io.nearstream.client;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
+import io.netty.buffer.CompositeByteBuf;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Consumer;
+
+/**
+ * Encoder and decoder of protocol version 1, byte for byte as docs/protocol.md defines it. Both
+ * directions of every message are here (the client needs one, the golden tests and test brokers the
+ * other). Decoders check every length and count against the bytes that remain and throw {@link
+ * NearstreamProtocolException}; encoders throw {@link IllegalArgumentException} for values the
+ * protocol cannot carry.
+ */
+final class ProtocolCodec {
+
+    static final int VERSION = 1;
+
+    /** The {@code u32} length prefix. */
+    static final int LENGTH_BYTES = 4;
+
+    /** version, flags, opcode, request id. */
+    static final int HEADER_BYTES = 12;
+
+    static final int FLAG_RESPONSE = 0x01;
+    static final int MAX_STR_BYTES = 0xFFFF;
+
+    private static final int METADATA_STREAMLET_BYTES = 4 + 2 * Position.WIRE_BYTES + 4;
+    private static final int GROUP_BYTES = 29;
+    private static final int APPEND_ENTRY_BYTES = 8;
+    private static final int APPEND_RESULT_BYTES = 4 + 2 + 2 + Position.WIRE_BYTES + 1;
+    private static final int FETCH_ENTRY_BYTES = 4 + Position.WIRE_BYTES + 4;
+    private static final int FETCH_RESULT_BYTES = 4 + 2 + 2 + 2 * Position.WIRE_BYTES + 4;
+    private static final int FETCH_BLOCK_BYTES = Position.WIRE_BYTES + 4;
+    private static final int STAT_BYTES = 2 + 8;
+    private static final int LOOKUP_QUERY_BYTES = 4 + 8;
+    private static final int LOOKUP_RESULT_BYTES = 4 + 2 + 2 + Position.WIRE_BYTES;
+
+    private ProtocolCodec() {}
+
+    // ---- frames -----------------------------------------------------------------------------
+
+    /** The length prefix and 12-byte header of a frame. */
+    record FrameHeader(int length, int version, int flags, int opcode, long requestId) {
+        boolean isResponse() {
+            return (flags & FLAG_RESPONSE) != 0;
+        }
+
+        /** The opcode, or {@code null} when this client does not know it. */
+        Opcode knownOpcode() {
+            return Opcode.fromCode(opcode);
+        }
+    }
+
+    /**
+     * Reads the prefix and header of one complete frame: {@code frame} holds exactly the frame, its
+     * reader index at the length prefix. Leaves the reader index at the body (or, for a response,
+     * at the status).
+     */
+    static FrameHeader readHeader(ByteBuf frame) {
+        if (frame.readableBytes() < LENGTH_BYTES + HEADER_BYTES) {
+            throw NearstreamProtocolException.malformed(
+                    "frame of "
+                            + frame.readableBytes()
+                            + " bytes is shorter than its 16-byte prefix and header");
+        }
+        long length = frame.readUnsignedIntLE();
+        if (length != frame.readableBytes()) {
+            throw NearstreamProtocolException.malformed(
+                    "frame length field says "
+                            + length
+                            + " bytes but the frame holds "
+                            + frame.readableBytes());
+        }
+        int version = frame.readUnsignedByte();
+        int flags = frame.readUnsignedByte();
+        int opcode = frame.readUnsignedShortLE();
+        long requestId = frame.readLongLE();
+        return new FrameHeader((int) length, version, flags, opcode, requestId);
+    }
+
+    /**
+     * Writes a placeholder length and the header; returns the prefix's index for {@link #endFrame}.
+     */
+    static int beginFrame(ByteBuf out, int opcode, long requestId, boolean response) {
+        int start = out.writerIndex();
+        out.writeIntLE(0);
+        out.writeByte(VERSION);
+        out.writeByte(response ? FLAG_RESPONSE : 0);
+        out.writeShortLE(opcode);
+        out.writeLongLE(requestId);
+        return start;
+    }
+
+    /** Patches the length prefix written by {@link #beginFrame}. */
+    static void endFrame(ByteBuf out, int start) {
+        out.setIntLE(start, out.writerIndex() - start - LENGTH_BYTES);
+    }
+
+    // ---- requests ---------------------------------------------------------------------------
+
+    /** A request body of one opcode. */
+    sealed interface Request
+            permits HandshakeRequest,
+                    CreateStreamRequest,
+                    DeleteStreamRequest,
+                    DescribeStreamRequest,
+                    ListStreamsRequest,
+                    MetadataRequest,
+                    AppendRequest,
+                    FetchRequest,
+                    StatsRequest,
+                    LookupTimestampRequest {
+        Opcode opcode();
+    }
+
+    /** Handshake (1): the client's version range and name. */
+    record HandshakeRequest(int minVersion, int maxVersion, String clientName) implements Request {
+        @Override
+        public Opcode opcode() {
+            return Opcode.HANDSHAKE;
+        }
+    }
+
+    /** CreateStream (2). */
+    record CreateStreamRequest(StreamConfig config) implements Request {
+        @Override
+        public Opcode opcode() {
+            return Opcode.CREATE_STREAM;
+        }
+    }
+
+    /** DeleteStream (3). */
+    record DeleteStreamRequest(String name) implements Request {
+        @Override
+        public Opcode opcode() {
+            return Opcode.DELETE_STREAM;
+        }
+    }
+
+    /** DescribeStream (4). */
+    record DescribeStreamRequest(String name) implements Request {
+        @Override
+        public Opcode opcode() {
+            return Opcode.DESCRIBE_STREAM;
+        }
+    }
+
+    /** ListStreams (5): empty body. */
+    record ListStreamsRequest() implements Request {
+        @Override
+        public Opcode opcode() {
+            return Opcode.LIST_STREAMS;
+        }
+    }
+
+    /** Metadata (6); an empty {@code streamlets} asks for all of them. */
+    record MetadataRequest(String stream, int[] streamlets) implements Request {
+        @Override
+        public Opcode opcode() {
+            return Opcode.METADATA;
+        }
+    }
+
+    /** One chunk for one streamlet; the buffer's readable bytes are the chunk. */
+    record AppendEntry(int streamlet, ByteBuf chunk) {}
+
+    /**
+     * Encoding takes ownership of the entries' chunk buffers (they are released with the frame).
+     */
+    record AppendRequest(String stream, List<AppendEntry> entries) implements Request {
+        @Override
+        public Opcode opcode() {
+            return Opcode.APPEND;
+        }
+    }
+
+    /** Fetch (8). */
+    record FetchRequest(String stream, int maxWaitMs, List<FetchEntry> entries) implements Request {
+        @Override
+        public Opcode opcode() {
+            return Opcode.FETCH;
+        }
+    }
+
+    /** Stats (9): empty body. */
+    record StatsRequest() implements Request {
+        @Override
+        public Opcode opcode() {
+            return Opcode.STATS;
+        }
+    }
+
+    /** One entry of a LookupTimestamp request. */
+    record TimestampQuery(int streamlet, long timestampMs) {}
+
+    /** LookupTimestamp (10). */
+    record LookupTimestampRequest(String stream, List<TimestampQuery> queries) implements Request {
+        @Override
+        public Opcode opcode() {
+            return Opcode.LOOKUP_TIMESTAMP;
+        }
+    }
+
+    /** A decoded request frame. */
+    record DecodedRequest(FrameHeader header, Request request) {}
+
+    /**
+     * Encodes a complete request frame. Append frames are composite buffers whose chunk components
+     * are the callers' buffers, not copies.
+     */
+    static ByteBuf encodeRequest(ByteBufAllocator alloc, long requestId, Request request) {
+        if (request instanceof AppendRequest append) {
+            return encodeAppend(alloc, requestId, append);
+        }
+        ByteBuf out = alloc.heapBuffer(64);
+        try {
+            int start = beginFrame(out, request.opcode().code(), requestId, false);
+            writeRequestBody(out, request);
+            endFrame(out, start);
+            return out;
+        } catch (RuntimeException e) {
+            out.release();
+            throw e;
+        }
+    }
+
+    private static void writeRequestBody(ByteBuf out, Request request) {
+        if (request instanceof HandshakeRequest r) {
+            out.writeShortLE(r.minVersion());
+            out.writeShortLE(r.maxVersion());
+            writeStr(out, r.clientName());
+        } else if (request instanceof CreateStreamRequest r) {
+            writeStreamConfig(out, r.config());
+        } else if (request instanceof DeleteStreamRequest r) {
+            writeStr(out, r.name());
+        } else if (request instanceof DescribeStreamRequest r) {
+            writeStr(out, r.name());
+        } else if (request instanceof MetadataRequest r) {
+            writeStr(out, r.stream());
+            out.writeIntLE(r.streamlets().length);
+            for (int s : r.streamlets()) {
+                out.writeIntLE(s);
+            }
+        } else if (request instanceof FetchRequest r) {
+            writeStr(out, r.stream());
+            out.writeIntLE(r.maxWaitMs());
+            out.writeIntLE(r.entries().size());
+            for (FetchEntry e : r.entries()) {
+                out.writeIntLE(e.streamlet());
+                writePosition(out, e.position());
+                out.writeIntLE(e.maxBytes());
+            }
+        } else if (request instanceof LookupTimestampRequest r) {
+            writeStr(out, r.stream());
+            out.writeIntLE(r.queries().size());
+            for (TimestampQuery q : r.queries()) {
+                out.writeIntLE(q.streamlet());
+                out.writeLongLE(q.timestampMs());
+            }
+        } else if (request instanceof ListStreamsRequest || request instanceof StatsRequest) {
+            // empty body
+        } else {
+            throw new IllegalArgumentException("not encodable here: " + request);
+        }
+    }
+
+    private static ByteBuf encodeAppend(ByteBufAllocator alloc, long requestId, AppendRequest r) {
+        List<AppendEntry> entries = r.entries();
+        CompositeByteBuf frame = alloc.compositeBuffer(2 * entries.size() + 1);
+        int taken = 0;
+        try {
+            // A component's bytes are counted when it is added: each is written first.
+            ByteBuf head = alloc.heapBuffer(LENGTH_BYTES + HEADER_BYTES + 2 + 64 + 4);
+            try {
+                beginFrame(head, Opcode.APPEND.code(), requestId, false);
+                writeStr(head, r.stream());
+                head.writeIntLE(entries.size());
+            } catch (RuntimeException e) {
+                head.release();
+                throw e;
+            }
+            frame.addComponent(true, head);
+            long length = head.readableBytes() - LENGTH_BYTES;
+            for (AppendEntry e : entries) {
+                ByteBuf prefix = alloc.heapBuffer(APPEND_ENTRY_BYTES);
+                prefix.writeIntLE(e.streamlet());
+                prefix.writeIntLE(e.chunk().readableBytes());
+                frame.addComponent(true, prefix);
+                frame.addComponent(true, e.chunk());
+                taken++;
+                length += APPEND_ENTRY_BYTES + e.chunk().readableBytes();
+            }
+            if (length > 0xFFFF_FFFFL) {
+                throw new IllegalArgumentException("append request of " + length + " bytes");
+            }
+            frame.setIntLE(0, (int) length);
+            return frame;
+        } catch (RuntimeException e) {
+            frame.release();
+            for (int i = taken; i < entries.size(); i++) {
+                entries.get(i).chunk().release();
+            }
+            throw e;
+        }
+    }
+
+    /**
+     * Decodes a complete request frame (the broker's side; used by tests and test brokers). Append
+     * chunks are slices of {@code frame}, valid while it is.
+     */
+    static DecodedRequest decodeRequest(ByteBuf frame) {
+        FrameHeader h = readHeader(frame);
+        if (h.isResponse()) {
+            throw NearstreamProtocolException.malformed(
+                    "a response frame where a request was expected");
+        }
+        if (h.version() != VERSION) {
+            throw new NearstreamProtocolException(
+                    StatusCode.UNSUPPORTED_VERSION, "frame version " + h.version());
+        }
+        Opcode op = h.knownOpcode();
+        if (op == null) {
+            throw new NearstreamProtocolException(
+                    StatusCode.UNKNOWN_OPCODE, "unknown opcode " + h.opcode());
+        }
+        WireReader in = new WireReader(frame, op.wireName() + " request");
+        Request request;
+        switch (op) {
+            case HANDSHAKE:
+                request =
+                        new HandshakeRequest(
+                                in.u16("min_version"),
+                                in.u16("max_version"),
+                                in.str("client_name"));
+                break;
+            case CREATE_STREAM:
+                request = new CreateStreamRequest(readStreamConfig(in));
+                break;
+            case DELETE_STREAM:
+                request = new DeleteStreamRequest(in.str("name"));
+                break;
+            case DESCRIBE_STREAM:
+                request = new DescribeStreamRequest(in.str("name"));
+                break;
+            case LIST_STREAMS:
+                request = new ListStreamsRequest();
+                break;
+            case METADATA:
+                {
+                    String stream = in.str("stream");
+                    int[] streamlets = new int[in.count("count", 4)];
+                    for (int i = 0; i < streamlets.length; i++) {
+                        streamlets[i] = in.u32("streamlets");
+                    }
+                    request = new MetadataRequest(stream, streamlets);
+                    break;
+                }
+            case APPEND:
+                {
+                    String stream = in.str("stream");
+                    int n = in.count("count", APPEND_ENTRY_BYTES);
+                    List<AppendEntry> entries = new ArrayList<>(n);
+                    for (int i = 0; i < n; i++) {
+                        int streamlet = in.u32("streamlet");
+                        int index = in.blob("chunk");
+                        entries.add(
+                                new AppendEntry(streamlet, frame.slice(index, in.lastLength())));
+                    }
+                    request = new AppendRequest(stream, entries);
+                    break;
+                }
+            case FETCH:
+                {
+                    String stream = in.str("stream");
+                    int maxWait = in.u32("max_wait_ms");
+                    int n = in.count("count", FETCH_ENTRY_BYTES);
+                    List<FetchEntry> entries = new ArrayList<>(n);
+                    for (int i = 0; i < n; i++) {
+                        entries.add(
+                                new FetchEntry(
+                                        in.u32("streamlet"),
+                                        in.position("position"),
+                                        in.u32("max_bytes")));
+                    }
+                    request = new FetchRequest(stream, maxWait, entries);
+                    break;
+                }
+            case STATS:
+                request = new StatsRequest();
+                break;
+            case LOOKUP_TIMESTAMP:
+                {
+                    String stream = in.str("stream");
+                    int n = in.count("count", LOOKUP_QUERY_BYTES);
+                    List<TimestampQuery> queries = new ArrayList<>(n);
+                    for (int i = 0; i < n; i++) {
+                        queries.add(
+                                new TimestampQuery(in.u32("streamlet"), in.i64("timestamp_ms")));
+                    }
+                    request = new LookupTimestampRequest(stream, queries);
+                    break;
+                }
+            default:
+                throw new AssertionError(op);
+        }
+        in.end();
+        return new DecodedRequest(h, request);
+    }
+
+    // ---- responses --------------------------------------------------------------------------
+
+    /**
+     * A response frame: header, status, message, and the body (a slice of the frame, present only
+     * when the status is OK; empty otherwise).
+     */
+    record ResponseFrame(FrameHeader header, int status, String message, ByteBuf body) {
+        StatusCode statusCode() {
+            return StatusCode.fromCode(status);
+        }
+
+        boolean ok() {
+            return status == 0;
+        }
+
+        /** The opcode as a readable name, for messages. */
+        String what() {
+            Opcode op = header.knownOpcode();
+            return op != null ? op.wireName() : "opcode " + header.opcode();
+        }
+    }
+
+    /** Decodes the header, status and message of a complete response frame. */
+    static ResponseFrame decodeResponse(ByteBuf frame) {
+        FrameHeader h = readHeader(frame);
+        if (!h.isResponse()) {
+            throw NearstreamProtocolException.malformed(
+                    "a request frame where a response was expected");
+        }
+        if (h.version() != VERSION) {
+            throw NearstreamProtocolException.malformed(
+                    "response frame version " + h.version() + ", this client speaks " + VERSION);
+        }
+        WireReader in = new WireReader(frame, "response header");
+        int status = in.u16("status");
+        String message = in.str("message");
+        ByteBuf body = frame.slice();
+        if (status != 0 && body.isReadable()) {
+            throw NearstreamProtocolException.malformed(
+                    "non-OK response (status "
+                            + status
+                            + ") carries "
+                            + body.readableBytes()
+                            + " body bytes");
+        }
+        return new ResponseFrame(h, status, message, body);
+    }
+
+    /** Encodes a complete response frame; {@code body} writes the body (not called unless OK). */
+    static ByteBuf encodeResponse(
+            ByteBufAllocator alloc,
+            int opcode,
+            long requestId,
+            int status,
+            String message,
+            Consumer<ByteBuf> body) {
+        ByteBuf out = alloc.heapBuffer(64);
+        try {
+            int start = beginFrame(out, opcode, requestId, true);
+            out.writeShortLE(status);
+            writeStr(out, message);
+            if (status == 0 && body != null) {
+                body.accept(out);
+            }
+            endFrame(out, start);
+            return out;
+        } catch (RuntimeException e) {
+            out.release();
+            throw e;
+        }
+    }
+
+    /** The Handshake response body; {@code maxFrameBytes} is a u32. */
+    record HandshakeResponse(
+            int version, long brokerEpoch, long maxFrameBytes, String brokerVersion) {}
+
+    static HandshakeResponse decodeHandshakeResponse(ByteBuf body) {
+        WireReader in = new WireReader(body, "Handshake response");
+        HandshakeResponse r =
+                new HandshakeResponse(
+                        in.u16("version"),
+                        in.u64("broker_epoch"),
+                        Integer.toUnsignedLong(in.u32("max_frame_bytes")),
+                        in.str("broker_version"));
+        in.end();
+        return r;
+    }
+
+    static void writeHandshakeResponse(ByteBuf out, HandshakeResponse r) {
+        out.writeShortLE(r.version());
+        out.writeLongLE(r.brokerEpoch());
+        out.writeIntLE((int) r.maxFrameBytes());
+        writeStr(out, r.brokerVersion());
+    }
+
+    /** Checks that an OK response of an opcode with an empty body has none. */
+    static void decodeEmpty(ByteBuf body, String what) {
+        new WireReader(body, what).end();
+    }
+
+    static StreamConfig decodeDescribeStreamResponse(ByteBuf body) {
+        WireReader in = new WireReader(body, "DescribeStream response");
+        StreamConfig c = readStreamConfig(in);
+        in.end();
+        return c;
+    }
+
+    static List<String> decodeListStreamsResponse(ByteBuf body) {
+        WireReader in = new WireReader(body, "ListStreams response");
+        int n = in.count("count", 2);
+        List<String> names = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+            names.add(in.str("names"));
+        }
+        in.end();
+        return names;
+    }
+
+    static void writeListStreamsResponse(ByteBuf out, List<String> names) {
+        out.writeIntLE(names.size());
+        for (String name : names) {
+            writeStr(out, name);
+        }
+    }
+
+    static List<StreamletMetadata> decodeMetadataResponse(ByteBuf body) {
+        WireReader in = new WireReader(body, "Metadata response");
+        int n = in.count("count", METADATA_STREAMLET_BYTES);
+        List<StreamletMetadata> result = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+            int streamlet = in.u32("streamlet");
+            Position head = in.position("head");
+            Position tail = in.position("tail");
+            int g = in.count("group_count", GROUP_BYTES);
+            List<GroupMetadata> groups = new ArrayList<>(g);
+            for (int j = 0; j < g; j++) {
+                groups.add(
+                        new GroupMetadata(
+                                in.u64("group_id"),
+                                in.bool("closed"),
+                                in.u64("first_segment"),
+                                in.u32("segment_count"),
+                                in.u64("bytes")));
+            }
+            result.add(new StreamletMetadata(streamlet, head, tail, List.copyOf(groups)));
+        }
+        in.end();
+        return result;
+    }
+
+    static void writeMetadataResponse(ByteBuf out, List<StreamletMetadata> streamlets) {
+        out.writeIntLE(streamlets.size());
+        for (StreamletMetadata s : streamlets) {
+            out.writeIntLE(s.streamlet());
+            writePosition(out, s.head());
+            writePosition(out, s.tail());
+            out.writeIntLE(s.groups().size());
+            for (GroupMetadata g : s.groups()) {
+                out.writeLongLE(g.groupId());
+                out.writeByte(g.closed() ? 1 : 0);
+                out.writeLongLE(g.firstSegment());
+                out.writeIntLE(g.segmentCount());
+                out.writeLongLE(g.bytes());
+            }
+        }
+    }
+
+    static List<AppendResult> decodeAppendResponse(ByteBuf body) {
+        WireReader in = new WireReader(body, "Append response");
+        int n = in.count("count", APPEND_RESULT_BYTES);
+        List<AppendResult> results = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+            results.add(
+                    new AppendResult(
+                            in.u32("streamlet"),
+                            StatusCode.fromCode(in.u16("status")),
+                            in.str("message"),
+                            in.position("position"),
+                            in.bool("duplicate")));
+        }
+        in.end();
+        return results;
+    }
+
+    static void writeAppendResponse(ByteBuf out, List<AppendResult> results) {
+        out.writeIntLE(results.size());
+        for (AppendResult r : results) {
+            out.writeIntLE(r.streamlet());
+            out.writeShortLE(r.status().code());
+            writeStr(out, r.message());
+            writePosition(out, r.position());
+            out.writeByte(r.duplicate() ? 1 : 0);
+        }
+    }
+
+    /**
+     * Decodes a Fetch response body. The blocks' data are read-only little-endian views of {@code
+     * body} (no copy): valid while {@code body}'s memory is.
+     */
+    static List<StreamletFetch> decodeFetchResponse(ByteBuf body) {
+        WireReader in = new WireReader(body, "Fetch response");
+        int n = in.count("count", FETCH_RESULT_BYTES);
+        List<StreamletFetch> results = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+            int streamlet = in.u32("streamlet");
+            StatusCode status = StatusCode.fromCode(in.u16("status"));
+            String message = in.str("message");
+            Position next = in.position("next");
+            Position tail = in.position("tail");
+            int b = in.count("block_count", FETCH_BLOCK_BYTES);
+            List<ChunkBlock> blocks;
+            if (b == 0) {
+                blocks = List.of();
+            } else {
+                ChunkBlock[] array = new ChunkBlock[b];
+                for (int j = 0; j < b; j++) {
+                    Position at = in.position("at");
+                    int index = in.blob("data");
+                    array[j] = new ChunkBlock(at, view(body, index, in.lastLength()));
+                }
+                blocks = List.of(array);
+            }
+            results.add(new StreamletFetch(streamlet, status, message, next, tail, blocks));
+        }
+        in.end();
+        return results;
+    }
+
+    static void writeFetchResponse(ByteBuf out, List<StreamletFetch> results) {
+        out.writeIntLE(results.size());
+        for (StreamletFetch r : results) {
+            out.writeIntLE(r.streamlet());
+            out.writeShortLE(r.status().code());
+            writeStr(out, r.message());
+            writePosition(out, r.next());
+            writePosition(out, r.tail());
+            out.writeIntLE(r.blocks().size());
+            for (ChunkBlock block : r.blocks()) {
+                writePosition(out, block.at());
+                out.writeIntLE(block.data().remaining());
+                out.writeBytes(block.data().duplicate());
+            }
+        }
+    }
+
+    /** Stats values in wire order; values are u64 held in longs. */
+    static Map<String, Long> decodeStatsResponse(ByteBuf body) {
+        WireReader in = new WireReader(body, "Stats response");
+        int n = in.count("count", STAT_BYTES);
+        Map<String, Long> values = new LinkedHashMap<>();
+        for (int i = 0; i < n; i++) {
+            values.put(in.str("name"), in.u64("value"));
+        }
+        in.end();
+        return values;
+    }
+
+    static void writeStatsResponse(ByteBuf out, Map<String, Long> values) {
+        out.writeIntLE(values.size());
+        for (Map.Entry<String, Long> e : values.entrySet()) {
+            writeStr(out, e.getKey());
+            out.writeLongLE(e.getValue());
+        }
+    }
+
+    static List<TimestampLookup> decodeLookupTimestampResponse(ByteBuf body) {
+        WireReader in = new WireReader(body, "LookupTimestamp response");
+        int n = in.count("count", LOOKUP_RESULT_BYTES);
+        List<TimestampLookup> results = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+            results.add(
+                    new TimestampLookup(
+                            in.u32("streamlet"),
+                            StatusCode.fromCode(in.u16("status")),
+                            in.str("message"),
+                            in.position("position")));
+        }
+        in.end();
+        return results;
+    }
+
+    static void writeLookupTimestampResponse(ByteBuf out, List<TimestampLookup> results) {
+        out.writeIntLE(results.size());
+        for (TimestampLookup r : results) {
+            out.writeIntLE(r.streamlet());
+            out.writeShortLE(r.status().code());
+            writeStr(out, r.message());
+            writePosition(out, r.position());
+        }
+    }
+
+    // ---- shared pieces ----------------------------------------------------------------------
+
+    static StreamConfig readStreamConfig(WireReader in) {
+        String name = in.str("name");
+        int streamlets = in.u32("streamlets");
+        int segmentBytes = in.u32("segment_bytes");
+        int segmentsPerGroup = in.u32("segments_per_group");
+        int activeGroups = in.u32("active_groups");
+        int d = in.u8("durability");
+        if (d > 2) {
+            throw NearstreamProtocolException.malformed("durability " + d + " is not 0, 1 or 2");
+        }
+        return new StreamConfig(
+                name,
+                streamlets,
+                segmentBytes,
+                segmentsPerGroup,
+                activeGroups,
+                Durability.values()[d],
+                in.i64("retention_bytes"),
+                in.i64("retention_ms"));
+    }
+
+    static void writeStreamConfig(ByteBuf out, StreamConfig c) {
+        writeStr(out, c.name());
+        out.writeIntLE(c.streamlets());
+        out.writeIntLE(c.segmentBytes());
+        out.writeIntLE(c.segmentsPerGroup());
+        out.writeIntLE(c.activeGroups());
+        out.writeByte(c.durability().ordinal());
+        out.writeLongLE(c.retentionBytes());
+        out.writeLongLE(c.retentionMs());
+    }
+
+    static void writeStr(ByteBuf out, String s) {
+        if (s == null) {
+            throw new IllegalArgumentException("a protocol string must not be null");
+        }
+        byte[] bytes = s.getBytes(StandardCharsets.UTF_8);
+        if (bytes.length > MAX_STR_BYTES) {
+            throw new IllegalArgumentException(
+                    "string of " + bytes.length + " UTF-8 bytes exceeds the 65535-byte limit");
+        }
+        out.writeShortLE(bytes.length);
+        out.writeBytes(bytes);
+    }
+
+    static void writePosition(ByteBuf out, Position p) {
+        out.writeLongLE(p.group());
+        out.writeLongLE(p.segment());
+        out.writeIntLE(p.offset());
+    }
+
+    /** A read-only little-endian view of {@code length} bytes at {@code index}; no copy. */
+    static ByteBuffer view(ByteBuf buf, int index, int length) {
+        return buf.nioBuffer(index, length).asReadOnlyBuffer().order(ByteOrder.LITTLE_ENDIAN);
+    }
+}

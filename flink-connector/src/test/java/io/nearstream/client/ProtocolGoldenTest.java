@@ -1,0 +1,478 @@
+package io.nearstream.client;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.nearstream.client.ProtocolCodec.AppendEntry;
+import io.nearstream.client.ProtocolCodec.AppendRequest;
+import io.nearstream.client.ProtocolCodec.CreateStreamRequest;
+import io.nearstream.client.ProtocolCodec.DecodedRequest;
+import io.nearstream.client.ProtocolCodec.DeleteStreamRequest;
+import io.nearstream.client.ProtocolCodec.DescribeStreamRequest;
+import io.nearstream.client.ProtocolCodec.FetchRequest;
+import io.nearstream.client.ProtocolCodec.FrameHeader;
+import io.nearstream.client.ProtocolCodec.HandshakeRequest;
+import io.nearstream.client.ProtocolCodec.HandshakeResponse;
+import io.nearstream.client.ProtocolCodec.ListStreamsRequest;
+import io.nearstream.client.ProtocolCodec.LookupTimestampRequest;
+import io.nearstream.client.ProtocolCodec.MetadataRequest;
+import io.nearstream.client.ProtocolCodec.Request;
+import io.nearstream.client.ProtocolCodec.ResponseFrame;
+import io.nearstream.client.ProtocolCodec.StatsRequest;
+import io.nearstream.client.ProtocolCodec.TimestampQuery;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufUtil;
+import io.netty.buffer.Unpooled;
+import io.netty.buffer.UnpooledByteBufAllocator;
+import java.io.IOException;
+import java.math.BigInteger;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Consumer;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.DynamicTest;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestFactory;
+
+/**
+ * Decodes every golden frame of testdata/protocol (as listed in vectors.json) with the Java codec,
+ * compares every field with vectors.json, and re-encodes it byte for byte.
+ */
+class ProtocolGoldenTest {
+
+    private static final UnpooledByteBufAllocator ALLOC = UnpooledByteBufAllocator.DEFAULT;
+
+    static Path protocolDir() {
+        String dir = System.getProperty("nearstream.testdata.dir", "../testdata");
+        return Paths.get(dir, "protocol");
+    }
+
+    @SuppressWarnings("unchecked")
+    static Map<String, Object> files() throws IOException {
+        Map<String, Object> root =
+                (Map<String, Object>)
+                        MiniJson.parse(
+                                Files.readString(
+                                        protocolDir().resolve("vectors.json"),
+                                        StandardCharsets.UTF_8));
+        assertThat(root.get("protocol_version")).isEqualTo(BigInteger.ONE);
+        return (Map<String, Object>) root.get("files");
+    }
+
+    @Test
+    void everyGoldenFileIsListed() throws IOException {
+        List<String> bins;
+        try (Stream<Path> s = Files.list(protocolDir())) {
+            bins =
+                    s.map(p -> p.getFileName().toString())
+                            .filter(n -> n.endsWith(".bin"))
+                            .collect(Collectors.toList());
+        }
+        assertThat(files().keySet()).containsExactlyInAnyOrderElementsOf(bins);
+    }
+
+    @TestFactory
+    Stream<DynamicTest> goldenFiles() throws IOException {
+        return files().entrySet().stream()
+                .map(
+                        e ->
+                                DynamicTest.dynamicTest(
+                                        e.getKey(), () -> check(e.getKey(), asMap(e.getValue()))));
+    }
+
+    private static void check(String file, Map<String, Object> expected) throws IOException {
+        byte[] bytes = Files.readAllBytes(protocolDir().resolve(file));
+        assertThat(u(bytes.length)).as("file_size").isEqualTo(expected.get("file_size"));
+        switch ((String) expected.get("kind")) {
+            case "chunk":
+                checkChunk(bytes, expected);
+                break;
+            case "request":
+                checkRequest(bytes, expected);
+                break;
+            case "response":
+                checkResponse(bytes, expected);
+                break;
+            default:
+                throw new AssertionError("unknown kind in " + file + ": " + expected.get("kind"));
+        }
+    }
+
+    private static void checkChunk(byte[] bytes, Map<String, Object> expected) {
+        Map<String, Object> actual = chunkJson(ByteBuffer.wrap(bytes), 0, bytes.length);
+        Map<String, Object> want = new LinkedHashMap<>(expected);
+        want.remove("kind");
+        want.remove("file_size");
+        assertThat(actual).isEqualTo(want);
+    }
+
+    private static void checkRequest(byte[] bytes, Map<String, Object> expected) {
+        DecodedRequest decoded = ProtocolCodec.decodeRequest(Unpooled.wrappedBuffer(bytes));
+        FrameHeader h = decoded.header();
+        assertThat(frameJson(h)).isEqualTo(expected.get("frame"));
+        assertThat(u(h.length() - ProtocolCodec.HEADER_BYTES))
+                .isEqualTo(expected.get("body_length"));
+        assertThat(requestJson(decoded.request())).isEqualTo(expected.get("body"));
+
+        Request copy = detach(decoded.request());
+        ByteBuf encoded = ProtocolCodec.encodeRequest(ALLOC, h.requestId(), copy);
+        try {
+            assertThat(ByteBufUtil.getBytes(encoded)).isEqualTo(bytes);
+        } finally {
+            encoded.release();
+        }
+    }
+
+    private static void checkResponse(byte[] bytes, Map<String, Object> expected) {
+        ResponseFrame r = ProtocolCodec.decodeResponse(Unpooled.wrappedBuffer(bytes));
+        FrameHeader h = r.header();
+        assertThat(frameJson(h)).isEqualTo(expected.get("frame"));
+        assertThat(u(r.status())).as("status").isEqualTo(expected.get("status"));
+        assertThat(r.statusCode().name()).isEqualTo(expected.get("status_name"));
+        assertThat(r.message()).isEqualTo(expected.get("message"));
+        assertThat(u(r.body().readableBytes())).isEqualTo(expected.get("body_length"));
+
+        Opcode op = h.knownOpcode();
+        Map<String, Object> body = new LinkedHashMap<>();
+        Consumer<ByteBuf> writer = null;
+        if (r.ok()) {
+            ByteBuf in = r.body();
+            switch (op) {
+                case HANDSHAKE:
+                    {
+                        HandshakeResponse v = ProtocolCodec.decodeHandshakeResponse(in);
+                        body.put("version", u(v.version()));
+                        body.put("broker_epoch", u64(v.brokerEpoch()));
+                        body.put("max_frame_bytes", BigInteger.valueOf(v.maxFrameBytes()));
+                        body.put("broker_version", v.brokerVersion());
+                        writer = out -> ProtocolCodec.writeHandshakeResponse(out, v);
+                        break;
+                    }
+                case CREATE_STREAM:
+                case DELETE_STREAM:
+                    ProtocolCodec.decodeEmpty(in, op.wireName());
+                    writer = out -> {};
+                    break;
+                case DESCRIBE_STREAM:
+                    {
+                        StreamConfig v = ProtocolCodec.decodeDescribeStreamResponse(in);
+                        body = streamConfigJson(v);
+                        writer = out -> ProtocolCodec.writeStreamConfig(out, v);
+                        break;
+                    }
+                case LIST_STREAMS:
+                    {
+                        List<String> v = ProtocolCodec.decodeListStreamsResponse(in);
+                        body.put("names", new ArrayList<Object>(v));
+                        writer = out -> ProtocolCodec.writeListStreamsResponse(out, v);
+                        break;
+                    }
+                case METADATA:
+                    {
+                        List<StreamletMetadata> v = ProtocolCodec.decodeMetadataResponse(in);
+                        body.put("streamlets", list(v, ProtocolGoldenTest::streamletJson));
+                        writer = out -> ProtocolCodec.writeMetadataResponse(out, v);
+                        break;
+                    }
+                case APPEND:
+                    {
+                        List<AppendResult> v = ProtocolCodec.decodeAppendResponse(in);
+                        body.put("results", list(v, ProtocolGoldenTest::appendResultJson));
+                        writer = out -> ProtocolCodec.writeAppendResponse(out, v);
+                        break;
+                    }
+                case FETCH:
+                    {
+                        List<StreamletFetch> v = ProtocolCodec.decodeFetchResponse(in);
+                        body.put("results", list(v, ProtocolGoldenTest::fetchResultJson));
+                        writer = out -> ProtocolCodec.writeFetchResponse(out, v);
+                        break;
+                    }
+                case STATS:
+                    {
+                        Map<String, Long> v = ProtocolCodec.decodeStatsResponse(in);
+                        List<Object> values = new ArrayList<>();
+                        v.forEach(
+                                (name, value) ->
+                                        values.add(obj("name", name, "value", u64(value))));
+                        body.put("values", values);
+                        writer = out -> ProtocolCodec.writeStatsResponse(out, v);
+                        break;
+                    }
+                case LOOKUP_TIMESTAMP:
+                    {
+                        List<TimestampLookup> v = ProtocolCodec.decodeLookupTimestampResponse(in);
+                        body.put("results", list(v, ProtocolGoldenTest::lookupResultJson));
+                        writer = out -> ProtocolCodec.writeLookupTimestampResponse(out, v);
+                        break;
+                    }
+                default:
+                    throw new AssertionError("no response decoder for " + op);
+            }
+        }
+        assertThat(body).isEqualTo(expected.get("body"));
+
+        ByteBuf encoded =
+                ProtocolCodec.encodeResponse(
+                        ALLOC, h.opcode(), h.requestId(), r.status(), r.message(), writer);
+        try {
+            assertThat(ByteBufUtil.getBytes(encoded)).isEqualTo(bytes);
+        } finally {
+            encoded.release();
+        }
+    }
+
+    /** A copy of {@code r} whose append chunks no longer point into the decoded frame. */
+    private static Request detach(Request r) {
+        if (r instanceof AppendRequest a) {
+            List<AppendEntry> entries = new ArrayList<>();
+            for (AppendEntry e : a.entries()) {
+                entries.add(
+                        new AppendEntry(
+                                e.streamlet(),
+                                Unpooled.wrappedBuffer(ByteBufUtil.getBytes(e.chunk()))));
+            }
+            return new AppendRequest(a.stream(), entries);
+        }
+        return r;
+    }
+
+    // ---- Java values as vectors.json writes them ----------------------------------------------
+
+    private static Map<String, Object> frameJson(FrameHeader h) {
+        Opcode op = h.knownOpcode();
+        assertThat(op).as("opcode %s is known", h.opcode()).isNotNull();
+        return obj(
+                "length", u(h.length()),
+                "version", u(h.version()),
+                "flags", u(h.flags()),
+                "opcode", u(h.opcode()),
+                "opcode_name", op.wireName(),
+                "request_id", u64(h.requestId()));
+    }
+
+    private static Map<String, Object> requestJson(Request request) {
+        if (request instanceof HandshakeRequest r) {
+            return obj(
+                    "min_version", u(r.minVersion()),
+                    "max_version", u(r.maxVersion()),
+                    "client_name", r.clientName());
+        } else if (request instanceof CreateStreamRequest r) {
+            return streamConfigJson(r.config());
+        } else if (request instanceof DeleteStreamRequest r) {
+            return obj("name", r.name());
+        } else if (request instanceof DescribeStreamRequest r) {
+            return obj("name", r.name());
+        } else if (request instanceof ListStreamsRequest || request instanceof StatsRequest) {
+            return obj();
+        } else if (request instanceof MetadataRequest r) {
+            List<Object> streamlets = new ArrayList<>();
+            for (int s : r.streamlets()) {
+                streamlets.add(u32(s));
+            }
+            return obj("stream", r.stream(), "streamlets", streamlets);
+        } else if (request instanceof AppendRequest r) {
+            List<Object> entries = new ArrayList<>();
+            for (AppendEntry e : r.entries()) {
+                ByteBuffer chunk = e.chunk().nioBuffer();
+                entries.add(
+                        obj(
+                                "streamlet", u32(e.streamlet()),
+                                "chunk_size", u(chunk.remaining()),
+                                "chunk", chunkJson(chunk, chunk.position(), chunk.remaining())));
+            }
+            return obj("stream", r.stream(), "entries", entries);
+        } else if (request instanceof FetchRequest r) {
+            return obj(
+                    "stream",
+                    r.stream(),
+                    "max_wait_ms",
+                    u32(r.maxWaitMs()),
+                    "entries",
+                    list(
+                            r.entries(),
+                            e ->
+                                    obj(
+                                            "streamlet", u32(e.streamlet()),
+                                            "position", positionJson(e.position()),
+                                            "max_bytes", u32(e.maxBytes()))));
+        } else if (request instanceof LookupTimestampRequest r) {
+            return obj(
+                    "stream",
+                    r.stream(),
+                    "entries",
+                    list(
+                            r.queries(),
+                            (TimestampQuery q) ->
+                                    obj(
+                                            "streamlet", u32(q.streamlet()),
+                                            "timestamp_ms", BigInteger.valueOf(q.timestampMs()))));
+        }
+        throw new AssertionError("no JSON form for " + request);
+    }
+
+    private static Map<String, Object> streamConfigJson(StreamConfig c) {
+        return obj(
+                "name", c.name(),
+                "streamlets", u32(c.streamlets()),
+                "segment_bytes", u32(c.segmentBytes()),
+                "segments_per_group", u32(c.segmentsPerGroup()),
+                "active_groups", u32(c.activeGroups()),
+                "durability", u(c.durability().ordinal()),
+                "retention_bytes", BigInteger.valueOf(c.retentionBytes()),
+                "retention_ms", BigInteger.valueOf(c.retentionMs()));
+    }
+
+    private static Map<String, Object> streamletJson(StreamletMetadata s) {
+        return obj(
+                "streamlet",
+                u32(s.streamlet()),
+                "head",
+                positionJson(s.head()),
+                "tail",
+                positionJson(s.tail()),
+                "groups",
+                list(
+                        s.groups(),
+                        g ->
+                                obj(
+                                        "group_id", u64(g.groupId()),
+                                        "closed", g.closed(),
+                                        "first_segment", u64(g.firstSegment()),
+                                        "segment_count", u32(g.segmentCount()),
+                                        "bytes", u64(g.bytes()))));
+    }
+
+    private static Map<String, Object> appendResultJson(AppendResult r) {
+        return obj(
+                "streamlet", u32(r.streamlet()),
+                "status", u(r.status().code()),
+                "message", r.message(),
+                "position", positionJson(r.position()),
+                "duplicate", r.duplicate());
+    }
+
+    private static Map<String, Object> fetchResultJson(StreamletFetch r) {
+        return obj(
+                "streamlet",
+                u32(r.streamlet()),
+                "status",
+                u(r.status().code()),
+                "message",
+                r.message(),
+                "next",
+                positionJson(r.next()),
+                "tail",
+                positionJson(r.tail()),
+                "blocks",
+                list(r.blocks(), ProtocolGoldenTest::blockJson));
+    }
+
+    private static Map<String, Object> blockJson(ChunkBlock block) {
+        assertThat(block.data().isReadOnly()).isTrue();
+        assertThat(block.data().order()).isEqualTo(ByteOrder.LITTLE_ENDIAN);
+        List<Object> chunks = new ArrayList<>();
+        ChunkCursor cursor = new ChunkCursor(block);
+        ByteBuffer data = block.data();
+        int previousEnd = 0;
+        while (cursor.nextChunk()) {
+            Position p = cursor.position();
+            assertThat(p.group()).isEqualTo(block.at().group());
+            assertThat(p.segment()).isEqualTo(block.at().segment());
+            int rel = p.offset() - block.at().offset();
+            assertThat(rel).isEqualTo(previousEnd);
+            int size = cursor.header().totalSize();
+            chunks.add(chunkJson(data, data.position() + rel, size));
+            previousEnd = rel + size;
+        }
+        return obj(
+                "at", positionJson(block.at()),
+                "size", u(data.remaining()),
+                "chunks", chunks);
+    }
+
+    private static Map<String, Object> lookupResultJson(TimestampLookup r) {
+        return obj(
+                "streamlet", u32(r.streamlet()),
+                "status", u(r.status().code()),
+                "message", r.message(),
+                "position", positionJson(r.position()));
+    }
+
+    /** Header fields read raw, records read with a {@link ChunkCursor}, after full validation. */
+    static Map<String, Object> chunkJson(ByteBuffer buf, int offset, int length) {
+        ChunkHeader h = Chunks.validate(buf, offset, length);
+        ByteBuffer b = buf.duplicate().order(ByteOrder.LITTLE_ENDIAN);
+        ByteBuffer slice = b.duplicate();
+        slice.limit(offset + length).position(offset);
+        ChunkCursor cursor = new ChunkCursor().reset(new Position(1, 1, 0), slice);
+        assertThat(cursor.nextChunk()).isTrue();
+        assertThat(cursor.header()).isEqualTo(h);
+        List<Object> records = new ArrayList<>();
+        while (cursor.nextRecord()) {
+            records.add(HexFormat.of().formatHex(cursor.copyRecord()));
+        }
+        assertThat(cursor.nextChunk()).isFalse();
+        return obj(
+                "size", u(length),
+                "version", u(b.get(offset + 4) & 0xFF),
+                "flags", u(b.get(offset + 5) & 0xFF),
+                "header_length", u(b.getShort(offset + 6) & 0xFFFF),
+                "payload_length", u32(h.payloadLength()),
+                "payload_crc", u32(h.payloadCrc()),
+                "producer_id", u64(h.producerId()),
+                "sequence", u64(h.sequence()),
+                "first_timestamp_ms", BigInteger.valueOf(h.firstTimestampMs()),
+                "record_count", u32(h.recordCount()),
+                "header_crc", u32(b.getInt(offset + 44)),
+                "records_hex", records);
+    }
+
+    private static Map<String, Object> positionJson(Position p) {
+        return obj("group", u64(p.group()), "segment", u64(p.segment()), "offset", u32(p.offset()));
+    }
+
+    // ---- helpers ------------------------------------------------------------------------------
+
+    private static BigInteger u(int v) {
+        return BigInteger.valueOf(v);
+    }
+
+    private static BigInteger u32(int v) {
+        return BigInteger.valueOf(Integer.toUnsignedLong(v));
+    }
+
+    private static BigInteger u64(long v) {
+        return new BigInteger(Long.toUnsignedString(v));
+    }
+
+    private static Map<String, Object> obj(Object... kv) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        for (int i = 0; i < kv.length; i += 2) {
+            m.put((String) kv[i], kv[i + 1]);
+        }
+        return m;
+    }
+
+    private static <T> List<Object> list(List<T> items, java.util.function.Function<T, Object> f) {
+        List<Object> out = new ArrayList<>();
+        for (T t : items) {
+            out.add(f.apply(t));
+        }
+        return out;
+    }
+
+    @SuppressWarnings("unchecked")
+    private static Map<String, Object> asMap(Object o) {
+        return (Map<String, Object>) o;
+    }
+}
