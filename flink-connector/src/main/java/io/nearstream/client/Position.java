@@ -1,12 +1,15 @@
 package io.nearstream.client;
 
+import java.io.Serializable;
+
 /**
  * A read position inside a streamlet: the chunk starting at byte {@code offset} of segment {@code
  * segment} of group {@code group} (KerA's application offset). Ids start at 1; {@link #EARLIEST}
  * (all zero) means the earliest data the streamlet still holds. Unsigned on the wire; Java longs
  * and ints hold them as two's complement.
  */
-public record Position(long group, long segment, int offset) implements Comparable<Position> {
+public record Position(long group, long segment, int offset)
+        implements Comparable<Position>, Serializable {
 
     /** The earliest retained data of a streamlet. */
     public static final Position EARLIEST = new Position(0, 0, 0);

@@ -39,9 +39,9 @@ import org.junit.jupiter.api.extension.ExtensionContext;
  *
  * <p>As a static field the broker lives for the test class (one broker for all its tests); as an
  * instance field it is started and stopped around each test. The callbacks do not use their {@link
- * ExtensionContext}, so other harnesses may call {@code beforeAll(null)} / {@code afterAll(null)}
- * directly. The binary comes from the system property {@code nearstream.broker.binary} (set by the
- * pom). A JVM shutdown hook kills the broker if the test JVM dies before teardown.
+ * ExtensionContext}; other harnesses call {@link #start()} and {@link #close()} directly. The
+ * binary comes from the system property {@code nearstream.broker.binary} (set by the pom). A JVM
+ * shutdown hook kills the broker if the test JVM dies before teardown.
  */
 public final class NearstreamBrokerExtension
         implements BeforeAllCallback, AfterAllCallback, BeforeEachCallback, AfterEachCallback {
@@ -168,7 +168,8 @@ public final class NearstreamBrokerExtension
         }
     }
 
-    private synchronized void start() throws IOException {
+    /** Starts the broker; for harnesses that manage the lifecycle themselves. */
+    public synchronized void start() throws IOException {
         if (tempDir != null) {
             return; // already running (e.g. beforeAll called twice)
         }
@@ -271,7 +272,8 @@ public final class NearstreamBrokerExtension
         process = null;
     }
 
-    private synchronized void close() {
+    /** Kills the broker and removes its files; idempotent. */
+    public synchronized void close() {
         try {
             if (client != null) {
                 client.close();

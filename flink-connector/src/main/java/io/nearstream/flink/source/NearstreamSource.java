@@ -1,0 +1,207 @@
+package io.nearstream.flink.source;
+
+import io.nearstream.client.NearstreamClient;
+import io.nearstream.client.NearstreamRecord;
+import io.nearstream.flink.source.enumerator.NearstreamEnumState;
+import io.nearstream.flink.source.enumerator.NearstreamEnumStateSerializer;
+import io.nearstream.flink.source.enumerator.NearstreamSourceEnumerator;
+import io.nearstream.flink.source.metrics.NearstreamSourceReaderMetrics;
+import io.nearstream.flink.source.reader.NearstreamRecordEmitter;
+import io.nearstream.flink.source.reader.NearstreamSourceReader;
+import io.nearstream.flink.source.reader.PullSplitReader;
+import io.nearstream.flink.source.reader.deserializer.NearstreamRecordDeserializationSchema;
+import io.nearstream.flink.source.split.NearstreamSplit;
+import io.nearstream.flink.source.split.NearstreamSplitSerializer;
+import java.util.function.Supplier;
+import javax.annotation.Nullable;
+import org.apache.flink.annotation.PublicEvolving;
+import org.apache.flink.annotation.VisibleForTesting;
+import org.apache.flink.api.common.serialization.DeserializationSchema;
+import org.apache.flink.api.common.typeinfo.TypeInformation;
+import org.apache.flink.api.connector.source.Boundedness;
+import org.apache.flink.api.connector.source.Source;
+import org.apache.flink.api.connector.source.SourceReader;
+import org.apache.flink.api.connector.source.SourceReaderContext;
+import org.apache.flink.api.connector.source.SplitEnumerator;
+import org.apache.flink.api.connector.source.SplitEnumeratorContext;
+import org.apache.flink.api.java.typeutils.ResultTypeQueryable;
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.connector.base.source.reader.splitreader.SplitReader;
+import org.apache.flink.core.io.SimpleVersionedSerializer;
+import org.apache.flink.metrics.MetricGroup;
+import org.apache.flink.util.UserCodeClassLoader;
+
+/**
+ * A Flink source reading a Nearstream stream: one split per streamlet, exactly-once through
+ * checkpointed chunk positions (chunk + records already emitted from it), bounded or unbounded.
+ *
+ * <pre>{@code
+ * NearstreamSource<String> source =
+ *         NearstreamSource.<String>builder()
+ *                 .setBrokers("10.0.0.7:7420")
+ *                 .setStream("clicks")
+ *                 .setReadMode(ReadMode.PULL)
+ *                 .setStartingPositions(NearstreamStartingPositions.earliest())
+ *                 .setDeserializer(NearstreamRecordDeserializationSchema.utf8())
+ *                 .build();
+ *
+ * DataStream<String> clicks =
+ *         env.fromSource(source, WatermarkStrategy.noWatermarks(), "clicks");
+ * }</pre>
+ *
+ * <p>Records carry their chunk's timestamp as event timestamp; watermarks are generated per split
+ * (streamlet) when a {@code WatermarkStrategy} is given. See {@link NearstreamSourceBuilder} for
+ * every setting and {@code docs/flink-connector.md} for the semantics.
+ *
+ * @param <T> the type of the elements
+ */
+@PublicEvolving
+public class NearstreamSource<T>
+        implements Source<T, NearstreamSplit, NearstreamEnumState>, ResultTypeQueryable<T> {
+
+    private static final long serialVersionUID = 1L;
+
+    private final String broker;
+    private final String stream;
+    private final ReadMode readMode;
+    private final NearstreamStartingPositions startingPositions;
+    @Nullable private final NearstreamStoppingPositions stoppingPositions;
+    private final NearstreamRecordDeserializationSchema<T> deserializer;
+    private final Configuration config;
+    private final NearstreamClientFactory clientFactory;
+
+    NearstreamSource(
+            String broker,
+            String stream,
+            ReadMode readMode,
+            NearstreamStartingPositions startingPositions,
+            @Nullable NearstreamStoppingPositions stoppingPositions,
+            NearstreamRecordDeserializationSchema<T> deserializer,
+            Configuration config,
+            NearstreamClientFactory clientFactory) {
+        this.broker = broker;
+        this.stream = stream;
+        this.readMode = readMode;
+        this.startingPositions = startingPositions;
+        this.stoppingPositions = stoppingPositions;
+        this.deserializer = deserializer;
+        this.config = config;
+        this.clientFactory = clientFactory;
+    }
+
+    /** A builder; see {@link NearstreamSourceBuilder}. */
+    public static <T> NearstreamSourceBuilder<T> builder() {
+        return new NearstreamSourceBuilder<>();
+    }
+
+    @Override
+    public Boundedness getBoundedness() {
+        return stoppingPositions == null ? Boundedness.CONTINUOUS_UNBOUNDED : Boundedness.BOUNDED;
+    }
+
+    @Override
+    public SourceReader<T, NearstreamSplit> createReader(SourceReaderContext readerContext)
+            throws Exception {
+        deserializer.open(
+                new DeserializationSchema.InitializationContext() {
+                    @Override
+                    public MetricGroup getMetricGroup() {
+                        return readerContext.metricGroup().addGroup("deserializer");
+                    }
+
+                    @Override
+                    public UserCodeClassLoader getUserCodeClassLoader() {
+                        return readerContext.getUserCodeClassLoader();
+                    }
+                });
+        NearstreamSourceReaderMetrics metrics =
+                new NearstreamSourceReaderMetrics(readerContext.metricGroup());
+        // ReadMode.PULL is the only mode so far: every reader pulls.
+        Supplier<SplitReader<NearstreamRecord, NearstreamSplit>> splitReaderSupplier =
+                () -> new PullSplitReader(openClient(), stream, config, metrics);
+        return new NearstreamSourceReader<>(
+                splitReaderSupplier,
+                new NearstreamRecordEmitter<>(deserializer),
+                config,
+                readerContext);
+    }
+
+    private NearstreamClient openClient() {
+        try {
+            return clientFactory.create(broker);
+        } catch (Exception e) {
+            throw new NearstreamException(
+                    "Cannot connect to the Nearstream broker " + broker, null, e);
+        }
+    }
+
+    @Override
+    public SplitEnumerator<NearstreamSplit, NearstreamEnumState> createEnumerator(
+            SplitEnumeratorContext<NearstreamSplit> enumContext) {
+        return restoreEnumerator(enumContext, NearstreamEnumState.initial());
+    }
+
+    @Override
+    public SplitEnumerator<NearstreamSplit, NearstreamEnumState> restoreEnumerator(
+            SplitEnumeratorContext<NearstreamSplit> enumContext, NearstreamEnumState state) {
+        return new NearstreamSourceEnumerator(
+                enumContext,
+                broker,
+                stream,
+                clientFactory,
+                startingPositions,
+                stoppingPositions,
+                config.get(NearstreamSourceOptions.STREAMLET_DISCOVERY_INTERVAL).toMillis(),
+                config.get(NearstreamSourceOptions.REQUEST_TIMEOUT).toMillis(),
+                state);
+    }
+
+    @Override
+    public SimpleVersionedSerializer<NearstreamSplit> getSplitSerializer() {
+        return NearstreamSplitSerializer.INSTANCE;
+    }
+
+    @Override
+    public SimpleVersionedSerializer<NearstreamEnumState> getEnumeratorCheckpointSerializer() {
+        return new NearstreamEnumStateSerializer();
+    }
+
+    @Override
+    public TypeInformation<T> getProducedType() {
+        return deserializer.getProducedType();
+    }
+
+    @VisibleForTesting
+    String broker() {
+        return broker;
+    }
+
+    @VisibleForTesting
+    String stream() {
+        return stream;
+    }
+
+    @VisibleForTesting
+    ReadMode readMode() {
+        return readMode;
+    }
+
+    @VisibleForTesting
+    Configuration configuration() {
+        return config;
+    }
+
+    @Override
+    public String toString() {
+        return "NearstreamSource{broker="
+                + broker
+                + ", stream="
+                + stream
+                + ", readMode="
+                + readMode
+                + ", start="
+                + startingPositions
+                + (stoppingPositions != null ? ", stop=" + stoppingPositions : "")
+                + '}';
+    }
+}

@@ -1,0 +1,259 @@
+package io.nearstream.flink.source;
+
+import static org.apache.flink.util.Preconditions.checkArgument;
+import static org.apache.flink.util.Preconditions.checkNotNull;
+import static org.apache.flink.util.Preconditions.checkState;
+
+import io.nearstream.flink.source.reader.deserializer.NearstreamRecordDeserializationSchema;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.regex.Pattern;
+import javax.annotation.Nullable;
+import org.apache.flink.annotation.PublicEvolving;
+import org.apache.flink.annotation.VisibleForTesting;
+import org.apache.flink.api.common.serialization.DeserializationSchema;
+import org.apache.flink.configuration.ConfigOption;
+import org.apache.flink.configuration.Configuration;
+
+/**
+ * Builds a {@link NearstreamSource}. Required: {@link #setBrokers}, {@link #setStream} and {@link
+ * #setDeserializer}. Defaults: {@link ReadMode#PULL}, {@link
+ * NearstreamStartingPositions#earliest()}, unbounded with streamlet discovery every 10 s, fetches
+ * of 1 MiB per streamlet with a 500 ms long-poll wait.
+ *
+ * <pre>{@code
+ * NearstreamSource<byte[]> source =
+ *         NearstreamSource.<byte[]>builder()
+ *                 .setBrokers("127.0.0.1:7420")
+ *                 .setStream("events")
+ *                 .setStartingPositions(NearstreamStartingPositions.timestamp(startMs))
+ *                 .setBounded(NearstreamStoppingPositions.latest())
+ *                 .setDeserializer(NearstreamRecordDeserializationSchema.bytes())
+ *                 .setFetchMaxBytesPerStreamlet(4 << 20)
+ *                 .build();
+ * }</pre>
+ *
+ * @param <T> the type of the elements
+ */
+@PublicEvolving
+public class NearstreamSourceBuilder<T> {
+
+    /** Stream names as the broker accepts them (docs/protocol.md, Stream configuration). */
+    private static final Pattern STREAM_NAME = Pattern.compile("[A-Za-z0-9_\\-][A-Za-z0-9._\\-]*");
+
+    private static final int MAX_STREAM_NAME_BYTES = 200;
+
+    /** The broker caps long polls at 60 s by default. */
+    private static final long MAX_FETCH_WAIT_MS = 60_000;
+
+    private String[] brokers;
+    private String stream;
+    private ReadMode readMode = ReadMode.PULL;
+    private NearstreamStartingPositions startingPositions = NearstreamStartingPositions.earliest();
+    @Nullable private NearstreamStoppingPositions stoppingPositions;
+    private NearstreamRecordDeserializationSchema<T> deserializer;
+    private final Configuration config = new Configuration();
+    @Nullable private NearstreamClientFactory clientFactory;
+
+    NearstreamSourceBuilder() {}
+
+    /**
+     * The broker to read from, as {@code host:port}. Nearstream runs one broker per stream today,
+     * so exactly one address is accepted; the varargs leave room for a cluster.
+     */
+    public NearstreamSourceBuilder<T> setBrokers(String... brokers) {
+        this.brokers = checkNotNull(brokers, "brokers").clone();
+        return this;
+    }
+
+    /** The stream to read. */
+    public NearstreamSourceBuilder<T> setStream(String stream) {
+        this.stream = checkNotNull(stream, "stream");
+        return this;
+    }
+
+    /** How readers get data; {@link ReadMode#PULL} (the default) is the only mode so far. */
+    public NearstreamSourceBuilder<T> setReadMode(ReadMode readMode) {
+        this.readMode = checkNotNull(readMode, "readMode");
+        return this;
+    }
+
+    /** Where a new job starts reading; ignored when restoring from a checkpoint. */
+    public NearstreamSourceBuilder<T> setStartingPositions(
+            NearstreamStartingPositions startingPositions) {
+        this.startingPositions = checkNotNull(startingPositions, "startingPositions");
+        return this;
+    }
+
+    /**
+     * Makes the source bounded: each streamlet is read up to its stopping position and the job
+     * finishes. Bounded sources discover streamlets once, at start.
+     */
+    public NearstreamSourceBuilder<T> setBounded(NearstreamStoppingPositions stoppingPositions) {
+        this.stoppingPositions = checkNotNull(stoppingPositions, "stoppingPositions");
+        return this;
+    }
+
+    /** Makes the source unbounded again (the default). */
+    public NearstreamSourceBuilder<T> setUnbounded() {
+        this.stoppingPositions = null;
+        return this;
+    }
+
+    /** How records become elements. */
+    public NearstreamSourceBuilder<T> setDeserializer(
+            NearstreamRecordDeserializationSchema<T> deserializer) {
+        this.deserializer = checkNotNull(deserializer, "deserializer");
+        return this;
+    }
+
+    /** Shortcut for {@code setDeserializer(NearstreamRecordDeserializationSchema.of(schema))}. */
+    public NearstreamSourceBuilder<T> setValueOnlyDeserializer(DeserializationSchema<T> schema) {
+        return setDeserializer(NearstreamRecordDeserializationSchema.of(schema));
+    }
+
+    /** Chunk bytes per streamlet and Fetch RPC (default 1 MiB); at least one chunk comes back. */
+    public NearstreamSourceBuilder<T> setFetchMaxBytesPerStreamlet(int bytes) {
+        config.set(NearstreamSourceOptions.FETCH_MAX_BYTES_PER_STREAMLET, bytes);
+        return this;
+    }
+
+    /** Long-poll wait of a Fetch when no streamlet has new data (default 500 ms; 0 to 60 000). */
+    public NearstreamSourceBuilder<T> setFetchMaxWaitMs(long ms) {
+        config.set(NearstreamSourceOptions.FETCH_MAX_WAIT, Duration.ofMillis(ms));
+        return this;
+    }
+
+    /**
+     * How often an unbounded source looks for the stream's streamlets, so that a stream created
+     * after the job started is read (default 10 s). Zero or negative: discover once at start.
+     */
+    public NearstreamSourceBuilder<T> setStreamletDiscoveryIntervalMs(long ms) {
+        config.set(NearstreamSourceOptions.STREAMLET_DISCOVERY_INTERVAL, Duration.ofMillis(ms));
+        return this;
+    }
+
+    /**
+     * Sets any {@link NearstreamSourceOptions} key, or one of Flink's source reader options (e.g.
+     * {@code source.reader.element.queue.capacity}), as a string.
+     */
+    public NearstreamSourceBuilder<T> setProperty(String key, String value) {
+        checkNotNull(key, "key");
+        checkNotNull(value, "value of %s", key);
+        config.setString(key, value);
+        return this;
+    }
+
+    /** Replaces how broker connections are opened (tests use in-memory fakes). */
+    @VisibleForTesting
+    NearstreamSourceBuilder<T> setClientFactory(NearstreamClientFactory clientFactory) {
+        this.clientFactory = checkNotNull(clientFactory, "clientFactory");
+        return this;
+    }
+
+    /** Checks the settings and builds the source; a wrong setting is explained. */
+    public NearstreamSource<T> build() {
+        checkState(
+                brokers != null && brokers.length > 0,
+                "No broker set: call setBrokers(\"host:port\")");
+        checkArgument(
+                brokers.length == 1,
+                "Nearstream serves a stream from one broker; got %s addresses: %s",
+                brokers.length,
+                String.join(", ", brokers));
+        String broker = checkNotNull(brokers[0], "broker address is null").trim();
+        checkArgument(
+                isHostPort(broker),
+                "Broker address must be host:port with a port in 1..65535, got '%s'",
+                broker);
+
+        checkState(stream != null, "No stream set: call setStream(name)");
+        int nameBytes = stream.getBytes(StandardCharsets.UTF_8).length;
+        checkArgument(
+                nameBytes >= 1 && nameBytes <= MAX_STREAM_NAME_BYTES,
+                "Stream name must be 1 to %s bytes, got %s bytes",
+                MAX_STREAM_NAME_BYTES,
+                nameBytes);
+        checkArgument(
+                STREAM_NAME.matcher(stream).matches(),
+                "Stream name '%s' is invalid: use [A-Za-z0-9._-] and do not start with '.'",
+                stream);
+
+        checkState(
+                deserializer != null,
+                "No deserializer set: call setDeserializer(...), e.g."
+                        + " NearstreamRecordDeserializationSchema.utf8()");
+        checkArgument(readMode == ReadMode.PULL, "Read mode %s is not supported", readMode);
+
+        int perStreamlet = option(NearstreamSourceOptions.FETCH_MAX_BYTES_PER_STREAMLET);
+        checkArgument(
+                perStreamlet > 0,
+                "Fetch max bytes per streamlet must be positive, got %s",
+                perStreamlet);
+        int perFetch = option(NearstreamSourceOptions.FETCH_MAX_BYTES);
+        checkArgument(
+                perFetch >= perStreamlet,
+                "Fetch max bytes (%s) must be at least the max bytes per streamlet (%s)",
+                perFetch,
+                perStreamlet);
+        long waitMs = option(NearstreamSourceOptions.FETCH_MAX_WAIT).toMillis();
+        checkArgument(
+                waitMs >= 0 && waitMs <= MAX_FETCH_WAIT_MS,
+                "Fetch max wait must be 0 to %s ms (the broker's long-poll cap), got %s ms",
+                MAX_FETCH_WAIT_MS,
+                waitMs);
+        long timeoutMs = option(NearstreamSourceOptions.REQUEST_TIMEOUT).toMillis();
+        checkArgument(timeoutMs > 0, "Request timeout must be positive, got %s ms", timeoutMs);
+        int retries = option(NearstreamSourceOptions.FETCH_RETRIES);
+        checkArgument(retries >= 0, "Fetch retries must be >= 0, got %s", retries);
+        long backoffMs = option(NearstreamSourceOptions.FETCH_RETRY_BACKOFF).toMillis();
+        checkArgument(backoffMs >= 0, "Fetch retry backoff must be >= 0 ms, got %s", backoffMs);
+        option(NearstreamSourceOptions.STREAMLET_DISCOVERY_INTERVAL); // parses
+
+        NearstreamClientFactory factory =
+                clientFactory != null
+                        ? clientFactory
+                        : new DefaultNearstreamClientFactory(timeoutMs);
+        return new NearstreamSource<>(
+                broker,
+                stream,
+                readMode,
+                startingPositions,
+                stoppingPositions,
+                deserializer,
+                new Configuration(config),
+                factory);
+    }
+
+    private <V> V option(ConfigOption<V> option) {
+        try {
+            return config.get(option);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException(
+                    "Invalid value '"
+                            + config.toMap().get(option.key())
+                            + "' for "
+                            + option.key()
+                            + ": "
+                            + e.getMessage(),
+                    e);
+        }
+    }
+
+    private static boolean isHostPort(String address) {
+        int colon = address.lastIndexOf(':');
+        if (colon <= 0 || colon == address.length() - 1) {
+            return false;
+        }
+        String host = address.substring(0, colon);
+        if (host.contains(":") && !(host.startsWith("[") && host.endsWith("]"))) {
+            return false; // IPv6 must be bracketed
+        }
+        try {
+            int port = Integer.parseInt(address.substring(colon + 1));
+            return port >= 1 && port <= 65535;
+        } catch (NumberFormatException e) {
+            return false;
+        }
+    }
+}

@@ -1,0 +1,77 @@
+package io.nearstream.flink.source;
+
+import static org.apache.flink.configuration.ConfigOptions.key;
+
+import java.time.Duration;
+import org.apache.flink.annotation.PublicEvolving;
+import org.apache.flink.configuration.ConfigOption;
+
+/**
+ * Tuning options of the Nearstream source. The builder's typed setters write them; {@link
+ * NearstreamSourceBuilder#setProperty(String, String)} sets any of them (and Flink's own source
+ * reader options such as {@code source.reader.element.queue.capacity}) by key.
+ */
+@PublicEvolving
+public final class NearstreamSourceOptions {
+
+    private NearstreamSourceOptions() {}
+
+    public static final ConfigOption<Integer> FETCH_MAX_BYTES_PER_STREAMLET =
+            key("nearstream.source.fetch.max-bytes-per-streamlet")
+                    .intType()
+                    .defaultValue(1024 * 1024)
+                    .withDescription(
+                            "Budget of chunk bytes per streamlet in one Fetch RPC. The broker"
+                                    + " returns whole chunks only, and at least one when there"
+                                    + " is one, so a single chunk may exceed it.");
+
+    public static final ConfigOption<Integer> FETCH_MAX_BYTES =
+            key("nearstream.source.fetch.max-bytes")
+                    .intType()
+                    .defaultValue(32 * 1024 * 1024)
+                    .withDescription(
+                            "Budget of chunk bytes of one Fetch RPC over all of a reader's"
+                                    + " streamlets; each streamlet gets at most its share, so the"
+                                    + " response stays well below the client's frame limit.");
+
+    public static final ConfigOption<Duration> FETCH_MAX_WAIT =
+            key("nearstream.source.fetch.max-wait")
+                    .durationType()
+                    .defaultValue(Duration.ofMillis(500))
+                    .withDescription(
+                            "Long-poll: how long the broker holds a Fetch when none of the"
+                                    + " reader's streamlets has new data. 0 answers at once.");
+
+    public static final ConfigOption<Duration> STREAMLET_DISCOVERY_INTERVAL =
+            key("nearstream.source.streamlet-discovery.interval")
+                    .durationType()
+                    .defaultValue(Duration.ofSeconds(10))
+                    .withDescription(
+                            "How often an unbounded source looks for the stream and its"
+                                    + " streamlets (a stream created after the job started)."
+                                    + " A negative or zero interval disables periodic"
+                                    + " discovery; bounded sources discover once.");
+
+    public static final ConfigOption<Duration> REQUEST_TIMEOUT =
+            key("nearstream.source.request-timeout")
+                    .durationType()
+                    .defaultValue(Duration.ofSeconds(30))
+                    .withDescription(
+                            "How long a request may take beyond its long-poll wait before it"
+                                    + " counts as a transport failure.");
+
+    public static final ConfigOption<Integer> FETCH_RETRIES =
+            key("nearstream.source.fetch.retries")
+                    .intType()
+                    .defaultValue(3)
+                    .withDescription(
+                            "Consecutive retriable fetch failures (connection lost, broker"
+                                    + " shutting down, storage error) a reader absorbs before it"
+                                    + " fails the task and lets Flink restart it.");
+
+    public static final ConfigOption<Duration> FETCH_RETRY_BACKOFF =
+            key("nearstream.source.fetch.retry-backoff")
+                    .durationType()
+                    .defaultValue(Duration.ofMillis(200))
+                    .withDescription("Pause before retrying a failed fetch; doubles each time.");
+}

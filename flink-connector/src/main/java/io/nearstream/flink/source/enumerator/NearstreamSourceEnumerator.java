@@ -1,0 +1,446 @@
+package io.nearstream.flink.source.enumerator;
+
+import io.nearstream.client.NearstreamClient;
+import io.nearstream.client.Position;
+import io.nearstream.client.StatusCode;
+import io.nearstream.client.StreamletMetadata;
+import io.nearstream.flink.source.BrokerErrors;
+import io.nearstream.flink.source.NearstreamClientFactory;
+import io.nearstream.flink.source.NearstreamException;
+import io.nearstream.flink.source.NearstreamStartingPositions;
+import io.nearstream.flink.source.NearstreamStoppingPositions;
+import io.nearstream.flink.source.split.NearstreamSplit;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.TimeUnit;
+import javax.annotation.Nullable;
+import org.apache.flink.annotation.Internal;
+import org.apache.flink.annotation.VisibleForTesting;
+import org.apache.flink.api.connector.source.ReaderInfo;
+import org.apache.flink.api.connector.source.SplitEnumerator;
+import org.apache.flink.api.connector.source.SplitEnumeratorContext;
+import org.apache.flink.api.connector.source.SplitsAssignment;
+import org.apache.flink.util.FlinkRuntimeException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Discovers the streamlets of the stream and assigns one split per streamlet to the readers.
+ *
+ * <p>All broker I/O (Metadata, timestamp lookups, DNS of the broker host) runs in {@link
+ * SplitEnumeratorContext#callAsync} on the coordinator's worker thread; the handlers change state
+ * on the coordinator thread. Discovery is periodic for an unbounded source (a stream created after
+ * the job started is picked up; its streamlets are read from the earliest data) and runs once for a
+ * bounded one.
+ *
+ * <p>Assignment waits until every subtask has registered once, so the reader locations are known,
+ * then follows {@link SplitOwnerSelector}: readers on the broker's host first ({@link
+ * BrokerLocality}), {@code streamlet mod parallelism} otherwise. A subtask that has not registered
+ * {@link #READER_REGISTRATION_GRACE_MS} after start (batch jobs scheduled in waves) ends the
+ * waiting: from then on owners are {@code streamlet mod parallelism}. A split handed back after a
+ * failure goes back to its owner when that reader registers again. A bounded source tells each
+ * reader that no more splits will come once no waiting split is owed to it.
+ */
+@Internal
+public class NearstreamSourceEnumerator
+        implements SplitEnumerator<NearstreamSplit, NearstreamEnumState> {
+
+    private static final Logger LOG = LoggerFactory.getLogger(NearstreamSourceEnumerator.class);
+
+    /** Attempts of a one-shot discovery before a retriable broker error fails the job. */
+    private static final int DISCOVERY_ATTEMPTS = 3;
+
+    /**
+     * How long assignment waits for every subtask to register before it stops insisting on
+     * locality: a batch job scheduled in waves starts some source subtasks only after others
+     * finished, and those must not wait for splits forever.
+     */
+    @VisibleForTesting static final long READER_REGISTRATION_GRACE_MS = 10_000;
+
+    private final SplitEnumeratorContext<NearstreamSplit> context;
+    private final String broker;
+    private final String stream;
+    private final NearstreamClientFactory clientFactory;
+    private final NearstreamStartingPositions startingPositions;
+    @Nullable private final NearstreamStoppingPositions stoppingPositions;
+    private final long discoveryIntervalMs;
+    private final long requestTimeoutMs;
+
+    /** Splits handed to readers, by streamlet; their progress is the readers' business. */
+    private final Map<Integer, NearstreamSplit> assignedSplits = new TreeMap<>();
+
+    /** Initialized splits waiting for their owner, by streamlet. */
+    private final Map<Integer, NearstreamSplit> unassignedSplits = new TreeMap<>();
+
+    /** Location of every subtask that registered at least once. */
+    private final Map<Integer, String> readerHosts = new HashMap<>();
+
+    /** Readers told that no more splits will come (bounded mode). */
+    private final Set<Integer> noMoreSplitsSignalled = new HashSet<>();
+
+    /** Streamlets whose splits are being initialized on the worker thread. */
+    private final Set<Integer> initializing = new HashSet<>();
+
+    private boolean initialDiscoveryFinished;
+
+    /** Set when not every subtask registered within the grace period after start. */
+    private boolean registrationGraceExpired;
+
+    // Written on the worker thread, read on the coordinator thread.
+    @Nullable private volatile BrokerLocality brokerLocality;
+    @Nullable private volatile NearstreamClient client;
+    private volatile boolean closed;
+
+    public NearstreamSourceEnumerator(
+            SplitEnumeratorContext<NearstreamSplit> context,
+            String broker,
+            String stream,
+            NearstreamClientFactory clientFactory,
+            NearstreamStartingPositions startingPositions,
+            @Nullable NearstreamStoppingPositions stoppingPositions,
+            long discoveryIntervalMs,
+            long requestTimeoutMs,
+            NearstreamEnumState state) {
+        this.context = context;
+        this.broker = broker;
+        this.stream = stream;
+        this.clientFactory = clientFactory;
+        this.startingPositions = startingPositions;
+        this.stoppingPositions = stoppingPositions;
+        this.discoveryIntervalMs = discoveryIntervalMs;
+        this.requestTimeoutMs = requestTimeoutMs;
+        state.assignedSplits().forEach(s -> assignedSplits.put(s.streamlet(), s));
+        state.unassignedSplits().forEach(s -> unassignedSplits.put(s.streamlet(), s));
+        this.initialDiscoveryFinished = state.initialDiscoveryFinished();
+    }
+
+    private boolean bounded() {
+        return stoppingPositions != null;
+    }
+
+    private boolean periodicDiscovery() {
+        return !bounded() && discoveryIntervalMs > 0;
+    }
+
+    @Override
+    public void start() {
+        context.callAsync(
+                () -> null,
+                (ignored, error) -> onRegistrationGraceExpired(),
+                READER_REGISTRATION_GRACE_MS,
+                READER_REGISTRATION_GRACE_MS);
+        if (periodicDiscovery()) {
+            LOG.info(
+                    "Discovering the streamlets of stream '{}' on {} every {} ms",
+                    stream,
+                    broker,
+                    discoveryIntervalMs);
+            context.callAsync(this::discover, this::handleDiscovery, 0, discoveryIntervalMs);
+        } else {
+            LOG.info("Discovering the streamlets of stream '{}' on {} once", stream, broker);
+            context.callAsync(this::discover, this::handleDiscovery);
+        }
+    }
+
+    // ------------------------------------------------------------------ worker thread
+
+    /** Result of one discovery: the stream's streamlets, or that the stream does not exist. */
+    private static final class Discovery {
+        final List<StreamletMetadata> streamlets;
+
+        Discovery(List<StreamletMetadata> streamlets) {
+            this.streamlets = streamlets;
+        }
+    }
+
+    private synchronized NearstreamClient client() throws Exception {
+        if (closed) {
+            throw new IllegalStateException("the enumerator is closed");
+        }
+        NearstreamClient c = client;
+        if (c == null) {
+            c = clientFactory.create(broker);
+            client = c;
+        }
+        return c;
+    }
+
+    /** Worker thread: Metadata RPC (retried when a one-shot discovery meets a retriable error). */
+    private Discovery discover() throws Exception {
+        if (brokerLocality == null) {
+            brokerLocality = BrokerLocality.resolve(broker);
+            LOG.info("Broker {} locality: {}", broker, brokerLocality);
+        }
+        int attempts = periodicDiscovery() ? 1 : DISCOVERY_ATTEMPTS;
+        for (int attempt = 1; ; attempt++) {
+            try {
+                return new Discovery(
+                        client().metadata(stream).get(requestTimeoutMs, TimeUnit.MILLISECONDS));
+            } catch (Exception e) {
+                if (BrokerErrors.statusOf(e) == StatusCode.STREAM_NOT_FOUND) {
+                    return new Discovery(null);
+                }
+                if (!BrokerErrors.isRetriable(e) || attempt >= attempts) {
+                    throw e;
+                }
+                LOG.warn(
+                        "Metadata of stream '{}' failed (attempt {}), retrying",
+                        stream,
+                        attempt,
+                        e);
+                Thread.sleep(200L * attempt);
+            }
+        }
+    }
+
+    /** Worker thread: resolves starting (and stopping) positions of newly found streamlets. */
+    private List<NearstreamSplit> initializeSplits(
+            List<StreamletMetadata> newStreamlets, boolean initial) throws Exception {
+        Map<Integer, Position> starts;
+        if (initial) {
+            starts = startingPositions.resolve(client(), stream, newStreamlets, requestTimeoutMs);
+        } else {
+            // A stream or streamlet that appeared while the job ran: read all of it.
+            starts = new HashMap<>();
+            for (StreamletMetadata s : newStreamlets) {
+                starts.put(s.streamlet(), Position.EARLIEST);
+            }
+        }
+        Map<Integer, Position> stops =
+                stoppingPositions == null ? Map.of() : stoppingPositions.resolve(newStreamlets);
+        List<NearstreamSplit> splits = new ArrayList<>(newStreamlets.size());
+        for (StreamletMetadata s : newStreamlets) {
+            Position start = starts.get(s.streamlet());
+            if (start == null) {
+                throw new NearstreamException(
+                        "No starting position resolved for streamlet "
+                                + s.streamlet()
+                                + " of stream '"
+                                + stream
+                                + "'");
+            }
+            splits.add(
+                    new NearstreamSplit(stream, s.streamlet(), start, 0, stops.get(s.streamlet())));
+        }
+        return splits;
+    }
+
+    // ------------------------------------------------------------------ coordinator thread
+
+    private void handleDiscovery(@Nullable Discovery discovery, @Nullable Throwable error) {
+        if (error != null) {
+            if (periodicDiscovery() && BrokerErrors.isRetriable(error)) {
+                LOG.warn(
+                        "Discovery of stream '{}' failed; trying again in {} ms",
+                        stream,
+                        discoveryIntervalMs,
+                        error);
+                return;
+            }
+            throw asRuntime("Discovering the streamlets of stream '" + stream + "'", error);
+        }
+        if (discovery.streamlets == null) {
+            if (!periodicDiscovery()) {
+                throw new NearstreamException(
+                        "Stream '"
+                                + stream
+                                + "' does not exist on "
+                                + broker
+                                + " (create it first, or let an unbounded source wait for it"
+                                + " with a positive streamlet discovery interval)",
+                        StatusCode.STREAM_NOT_FOUND,
+                        null);
+            }
+            if (!initialDiscoveryFinished) {
+                LOG.info(
+                        "Stream '{}' does not exist yet; looking again in {} ms",
+                        stream,
+                        discoveryIntervalMs);
+                // Whatever appears from now on is new: it is read from its earliest data.
+                initialDiscoveryFinished = true;
+            }
+            assignPendingSplits();
+            return;
+        }
+        List<StreamletMetadata> newStreamlets = new ArrayList<>();
+        for (StreamletMetadata s : discovery.streamlets) {
+            if (!assignedSplits.containsKey(s.streamlet())
+                    && !unassignedSplits.containsKey(s.streamlet())
+                    && !initializing.contains(s.streamlet())) {
+                newStreamlets.add(s);
+            }
+        }
+        if (newStreamlets.isEmpty()) {
+            initialDiscoveryFinished = true;
+            assignPendingSplits();
+            return;
+        }
+        boolean initial = !initialDiscoveryFinished;
+        LOG.info(
+                "Found {} new streamlet(s) of stream '{}'{}",
+                newStreamlets.size(),
+                stream,
+                initial ? "" : " (read from their earliest data)");
+        newStreamlets.forEach(s -> initializing.add(s.streamlet()));
+        context.callAsync(
+                () -> initializeSplits(newStreamlets, initial),
+                (splits, failure) -> {
+                    newStreamlets.forEach(s -> initializing.remove(s.streamlet()));
+                    handleNewSplits(splits, failure);
+                });
+    }
+
+    private void handleNewSplits(
+            @Nullable List<NearstreamSplit> splits, @Nullable Throwable error) {
+        if (error != null) {
+            throw asRuntime("Resolving the starting positions of stream '" + stream + "'", error);
+        }
+        initialDiscoveryFinished = true;
+        for (NearstreamSplit split : splits) {
+            if (!assignedSplits.containsKey(split.streamlet())) {
+                unassignedSplits.putIfAbsent(split.streamlet(), split);
+            }
+        }
+        assignPendingSplits();
+    }
+
+    @Override
+    public void addReader(int subtaskId) {
+        ReaderInfo info = context.registeredReaders().get(subtaskId);
+        String host = info == null || info.getLocation() == null ? "" : info.getLocation();
+        readerHosts.put(subtaskId, host);
+        noMoreSplitsSignalled.remove(subtaskId); // a new reader attempt
+        LOG.debug("Reader {} registered on '{}'", subtaskId, host);
+        assignPendingSplits();
+    }
+
+    @Override
+    public void addSplitsBack(List<NearstreamSplit> splits, int subtaskId) {
+        LOG.info("Reader {} handed back {}", subtaskId, splits);
+        for (NearstreamSplit split : splits) {
+            assignedSplits.remove(split.streamlet());
+            unassignedSplits.put(split.streamlet(), split);
+        }
+        assignPendingSplits();
+    }
+
+    @Override
+    public void handleSplitRequest(int subtaskId, @Nullable String requesterHostname) {
+        // Splits are pushed to readers when they register or are discovered.
+    }
+
+    private void onRegistrationGraceExpired() {
+        if (!registrationGraceExpired && !allReadersKnown(context.currentParallelism())) {
+            registrationGraceExpired = true;
+            LOG.info(
+                    "Not every reader registered within {} ms; assigning splits by streamlet mod"
+                            + " parallelism as their owners register",
+                    READER_REGISTRATION_GRACE_MS);
+            assignPendingSplits();
+        }
+    }
+
+    /**
+     * Assigns every waiting split whose owner is registered. A bounded source then tells each
+     * registered reader that owns no waiting split that no more splits will come.
+     */
+    private void assignPendingSplits() {
+        int parallelism = context.currentParallelism();
+        Map<Integer, ReaderInfo> registered = context.registeredReaders();
+        BrokerLocality locality = brokerLocality;
+        // Owners depend on the broker's locality and every reader's location: wait for both,
+        // unless some reader is overdue (then, for good: streamlet mod parallelism).
+        boolean ownersKnown =
+                locality != null && (registrationGraceExpired || allReadersKnown(parallelism));
+        Set<Integer> owedSplits = new HashSet<>();
+        if (!unassignedSplits.isEmpty()) {
+            if (!ownersKnown) {
+                return;
+            }
+            List<Integer> local =
+                    registrationGraceExpired ? List.of() : localReaders(locality, parallelism);
+            Map<Integer, List<NearstreamSplit>> assignment = new HashMap<>();
+            for (NearstreamSplit split : new ArrayList<>(unassignedSplits.values())) {
+                int owner = SplitOwnerSelector.owner(split.streamlet(), parallelism, local);
+                if (registered.containsKey(owner)) {
+                    assignment.computeIfAbsent(owner, k -> new ArrayList<>()).add(split);
+                    unassignedSplits.remove(split.streamlet());
+                    assignedSplits.put(split.streamlet(), split);
+                } else {
+                    owedSplits.add(owner);
+                }
+            }
+            if (!assignment.isEmpty()) {
+                LOG.info("Assigning splits {} (local readers: {})", assignment, local);
+                context.assignSplits(new SplitsAssignment<>(assignment));
+            }
+        }
+        if (bounded() && initialDiscoveryFinished) {
+            for (int reader : registered.keySet()) {
+                if (!owedSplits.contains(reader) && noMoreSplitsSignalled.add(reader)) {
+                    context.signalNoMoreSplits(reader);
+                }
+            }
+        }
+    }
+
+    private boolean allReadersKnown(int parallelism) {
+        for (int i = 0; i < parallelism; i++) {
+            if (!readerHosts.containsKey(i)) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private List<Integer> localReaders(BrokerLocality locality, int parallelism) {
+        List<Integer> local = new ArrayList<>();
+        for (int i = 0; i < parallelism; i++) {
+            if (locality.isLocal(readerHosts.get(i))) {
+                local.add(i);
+            }
+        }
+        return local;
+    }
+
+    @Override
+    public NearstreamEnumState snapshotState(long checkpointId) {
+        return new NearstreamEnumState(
+                assignedSplits.values(), unassignedSplits.values(), initialDiscoveryFinished);
+    }
+
+    @Override
+    public void close() {
+        NearstreamClient c;
+        synchronized (this) {
+            closed = true;
+            c = client;
+            client = null;
+        }
+        if (c != null) {
+            c.close();
+        }
+    }
+
+    @VisibleForTesting
+    Collection<NearstreamSplit> unassignedSplits() {
+        return unassignedSplits.values();
+    }
+
+    private static RuntimeException asRuntime(String what, Throwable error) {
+        Throwable cause = BrokerErrors.unwrap(error);
+        if (cause instanceof NearstreamException) {
+            return (NearstreamException) cause;
+        }
+        Exception classified = BrokerErrors.classify(what, cause);
+        return classified instanceof RuntimeException
+                ? (RuntimeException) classified
+                : new FlinkRuntimeException(classified.getMessage(), classified);
+    }
+}

@@ -1,0 +1,163 @@
+package io.nearstream.flink.source.metrics;
+
+import io.nearstream.client.Position;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import org.apache.flink.annotation.Internal;
+import org.apache.flink.annotation.VisibleForTesting;
+import org.apache.flink.metrics.Counter;
+import org.apache.flink.metrics.Histogram;
+import org.apache.flink.metrics.MetricGroup;
+import org.apache.flink.metrics.groups.SourceReaderMetricGroup;
+import org.apache.flink.runtime.metrics.DescriptiveStatisticsHistogram;
+
+/**
+ * The metrics of one Nearstream source reader.
+ *
+ * <p>FLIP-33 standard metrics on the reader's group: {@code numRecordsIn} (counted by Flink),
+ * {@code numBytesIn} (chunk bytes fetched, headers included), {@code pendingBytes} and {@code
+ * pendingRecords}, {@code currentFetchEventTimeLag} (the time of the latest fetch minus the
+ * timestamp of the newest chunk it returned; -1 before any data). Nearstream-specific ones under
+ * the {@code nearstream} group: {@code fetchRequests}, {@code fetchErrors}, {@code emptyFetches}
+ * (counters) and {@code bytesPerFetch} (histogram over the last 1024 fetches).
+ *
+ * <p>Pending data is an estimate: Nearstream has no record offsets, so the distance from a reader's
+ * position to the streamlet's tail is computed in bytes from positions (segment ids grow
+ * streamlet-wide, segments have the stream's segment size) and turned into records with the average
+ * fetched bytes per record. It is exact inside one segment and ignores the unused end of full
+ * segments otherwise.
+ */
+@Internal
+public final class NearstreamSourceReaderMetrics {
+
+    public static final String NEARSTREAM_GROUP = "nearstream";
+    public static final String FETCH_REQUESTS = "fetchRequests";
+    public static final String FETCH_ERRORS = "fetchErrors";
+    public static final String EMPTY_FETCHES = "emptyFetches";
+    public static final String BYTES_PER_FETCH = "bytesPerFetch";
+    public static final String CURRENT_FETCH_EVENT_TIME_LAG = "currentFetchEventTimeLag";
+
+    /** Used until the stream's real segment size is known (the broker's default). */
+    private static final long DEFAULT_SEGMENT_BYTES = 8L * 1024 * 1024;
+
+    private final Counter numBytesIn;
+    private final Counter fetchRequests;
+    private final Counter fetchErrors;
+    private final Counter emptyFetches;
+    private final Histogram bytesPerFetch;
+
+    /** Pending bytes per split, written by the fetcher thread. */
+    private final Map<String, Long> pendingBytesBySplit = new ConcurrentHashMap<>();
+
+    private volatile long segmentBytes = DEFAULT_SEGMENT_BYTES;
+    private volatile long fetchedBytes;
+    private volatile long fetchedRecords;
+    private volatile long currentFetchEventTimeLag = -1;
+
+    public NearstreamSourceReaderMetrics(SourceReaderMetricGroup readerGroup) {
+        this.numBytesIn = readerGroup.getIOMetricGroup().getNumBytesInCounter();
+        readerGroup.setPendingBytesGauge(this::pendingBytes);
+        readerGroup.setPendingRecordsGauge(this::pendingRecords);
+        readerGroup.gauge(CURRENT_FETCH_EVENT_TIME_LAG, () -> currentFetchEventTimeLag);
+
+        MetricGroup group = readerGroup.addGroup(NEARSTREAM_GROUP);
+        this.fetchRequests = group.counter(FETCH_REQUESTS);
+        this.fetchErrors = group.counter(FETCH_ERRORS);
+        this.emptyFetches = group.counter(EMPTY_FETCHES);
+        this.bytesPerFetch =
+                group.histogram(BYTES_PER_FETCH, new DescriptiveStatisticsHistogram(1024));
+    }
+
+    /** The stream's segment size, once the reader learnt it. */
+    public void setSegmentBytes(long bytes) {
+        if (bytes > 0) {
+            this.segmentBytes = bytes;
+        }
+    }
+
+    /** One fetch RPC answered with {@code bytes} chunk bytes holding {@code records} records. */
+    public void fetchCompleted(long bytes, long records) {
+        fetchRequests.inc();
+        bytesPerFetch.update(bytes);
+        if (bytes == 0) {
+            emptyFetches.inc();
+            return;
+        }
+        numBytesIn.inc(bytes);
+        // Single writer (the fetcher thread); volatile only for the gauges' readers.
+        fetchedBytes += bytes;
+        fetchedRecords += records;
+    }
+
+    public void fetchFailed() {
+        fetchErrors.inc();
+    }
+
+    /**
+     * After a fetch: the split will continue at {@code next}; its streamlet ends at {@code tail}.
+     */
+    public void updatePending(String splitId, Position next, Position tail) {
+        pendingBytesBySplit.put(splitId, distance(next, tail, segmentBytes));
+    }
+
+    public void removeSplit(String splitId) {
+        pendingBytesBySplit.remove(splitId);
+    }
+
+    /** After a fetch: its time minus the timestamp of the newest chunk it returned. */
+    public void updateFetchEventTimeLag(long lagMs) {
+        currentFetchEventTimeLag = lagMs;
+    }
+
+    @VisibleForTesting
+    public long pendingBytes() {
+        long sum = 0;
+        for (long b : pendingBytesBySplit.values()) {
+            sum += b;
+        }
+        return sum;
+    }
+
+    @VisibleForTesting
+    public long pendingRecords() {
+        long records = fetchedRecords;
+        long bytes = fetchedBytes;
+        if (records == 0) {
+            return 0;
+        }
+        return (long) (pendingBytes() / ((double) bytes / records));
+    }
+
+    @VisibleForTesting
+    public long currentFetchEventTimeLag() {
+        return currentFetchEventTimeLag;
+    }
+
+    @VisibleForTesting
+    public long numBytesIn() {
+        return numBytesIn.getCount();
+    }
+
+    @VisibleForTesting
+    public long fetchRequests() {
+        return fetchRequests.getCount();
+    }
+
+    /** Estimated chunk bytes between two positions of one streamlet (0 when at or past tail). */
+    @VisibleForTesting
+    public static long distance(Position from, Position tail, long segmentBytes) {
+        if (from.isEarliest() || tail.isEarliest() || from.compareTo(tail) >= 0) {
+            // Before the first fetch we do not know where the head is; report nothing rather
+            // than a guess.
+            return 0;
+        }
+        if (from.segment() == tail.segment()) {
+            return Integer.toUnsignedLong(tail.offset()) - Integer.toUnsignedLong(from.offset());
+        }
+        long segmentsBetween = tail.segment() - from.segment() - 1;
+        long rest = Math.max(0, segmentBytes - Integer.toUnsignedLong(from.offset()));
+        return rest
+                + Math.max(0, segmentsBetween) * segmentBytes
+                + Integer.toUnsignedLong(tail.offset());
+    }
+}

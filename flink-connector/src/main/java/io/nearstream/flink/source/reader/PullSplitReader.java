@@ -1,0 +1,470 @@
+package io.nearstream.flink.source.reader;
+
+import io.nearstream.client.ChunkBlock;
+import io.nearstream.client.ChunkCursor;
+import io.nearstream.client.FetchEntry;
+import io.nearstream.client.FetchResponse;
+import io.nearstream.client.NearstreamClient;
+import io.nearstream.client.NearstreamClientException;
+import io.nearstream.client.NearstreamRecord;
+import io.nearstream.client.Position;
+import io.nearstream.client.StreamletFetch;
+import io.nearstream.flink.source.BrokerErrors;
+import io.nearstream.flink.source.NearstreamSourceOptions;
+import io.nearstream.flink.source.metrics.NearstreamSourceReaderMetrics;
+import io.nearstream.flink.source.split.NearstreamSplit;
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import javax.annotation.Nullable;
+import org.apache.flink.annotation.Internal;
+import org.apache.flink.annotation.VisibleForTesting;
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.connector.base.source.reader.RecordsBySplits;
+import org.apache.flink.connector.base.source.reader.RecordsWithSplitIds;
+import org.apache.flink.connector.base.source.reader.splitreader.SplitReader;
+import org.apache.flink.connector.base.source.reader.splitreader.SplitsAddition;
+import org.apache.flink.connector.base.source.reader.splitreader.SplitsChange;
+import org.apache.flink.connector.base.source.reader.splitreader.SplitsRemoval;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The pull-mode split reader: one broker connection, and per {@link #fetch()} one Fetch RPC over
+ * all assigned, not paused streamlets (a byte budget per streamlet, a long-poll wait when none has
+ * new data).
+ *
+ * <p>Each record is copied out of the response into its own {@code byte[]} (the element must
+ * outlive the response, which is closed before {@code fetch()} returns). Per split it tracks the
+ * next chunk position, the records still to skip in the first chunk after a restore, and the
+ * stopping position of a bounded split, at which the split finishes.
+ *
+ * <p>{@link #wakeUp()} makes a waiting {@code fetch()} return at once (the abandoned response is
+ * closed when it arrives). Retriable failures (transport, {@code SHUTTING_DOWN}, {@code
+ * STORAGE_ERROR}) are retried with back-off up to {@code fetch.retries} times in a row, then
+ * surface as an {@link IOException}; fatal ones as a {@link
+ * io.nearstream.flink.source.NearstreamException} (see {@link BrokerErrors}).
+ *
+ * <p>Runs on the split fetcher thread; only {@link #wakeUp()} is called from other threads.
+ */
+@Internal
+public class PullSplitReader implements SplitReader<NearstreamRecord, NearstreamSplit> {
+
+    private static final Logger LOG = LoggerFactory.getLogger(PullSplitReader.class);
+
+    private final NearstreamClient client;
+    private final String stream;
+    private final NearstreamSourceReaderMetrics metrics;
+    private final int maxBytesPerStreamlet;
+    private final int maxBytesPerFetch;
+    private final int maxWaitMs;
+    private final long requestTimeoutMs;
+    private final int maxRetries;
+    private final long retryBackoffMs;
+
+    /** Assigned splits by streamlet, in assignment order. */
+    private final Map<Integer, StreamletCursor> streamlets = new LinkedHashMap<>();
+
+    private final ChunkCursor cursor = new ChunkCursor();
+    private final AtomicBoolean wakeUpRequested = new AtomicBoolean();
+    @Nullable private volatile CompletableFuture<Void> waker;
+    private int consecutiveFailures;
+    private boolean segmentSizeRequested;
+
+    public PullSplitReader(
+            NearstreamClient client,
+            String stream,
+            Configuration config,
+            NearstreamSourceReaderMetrics metrics) {
+        this.client = client;
+        this.stream = stream;
+        this.metrics = metrics;
+        this.maxBytesPerStreamlet =
+                config.get(NearstreamSourceOptions.FETCH_MAX_BYTES_PER_STREAMLET);
+        this.maxBytesPerFetch = config.get(NearstreamSourceOptions.FETCH_MAX_BYTES);
+        this.maxWaitMs = (int) config.get(NearstreamSourceOptions.FETCH_MAX_WAIT).toMillis();
+        this.requestTimeoutMs = config.get(NearstreamSourceOptions.REQUEST_TIMEOUT).toMillis();
+        this.maxRetries = config.get(NearstreamSourceOptions.FETCH_RETRIES);
+        this.retryBackoffMs = config.get(NearstreamSourceOptions.FETCH_RETRY_BACKOFF).toMillis();
+    }
+
+    @Override
+    public RecordsWithSplitIds<NearstreamRecord> fetch() throws IOException {
+        RecordsBySplits.Builder<NearstreamRecord> records = new RecordsBySplits.Builder<>();
+        boolean finishedAny = finishSplitsAtTheirStop(records);
+
+        List<FetchEntry> entries = new ArrayList<>(streamlets.size());
+        for (StreamletCursor s : streamlets.values()) {
+            if (!s.paused) {
+                entries.add(new FetchEntry(s.streamlet, s.position, 0));
+            }
+        }
+        if (entries.isEmpty()) {
+            // Everything paused (watermark alignment) or finished: wait for a change, not spin.
+            if (!finishedAny) {
+                sleepUnlessWokenUp(maxWaitMs);
+            }
+            return records.build();
+        }
+        int perStreamlet =
+                Math.max(1, Math.min(maxBytesPerStreamlet, maxBytesPerFetch / entries.size()));
+        for (int i = 0; i < entries.size(); i++) {
+            FetchEntry e = entries.get(i);
+            entries.set(i, new FetchEntry(e.streamlet(), e.position(), perStreamlet));
+        }
+
+        FetchResponse response;
+        try {
+            response = awaitUnlessWokenUp(client.fetch(stream, maxWaitMs, entries));
+        } catch (Exception e) {
+            handleFailure("Fetch from stream '" + stream + "'", e);
+            return records.build();
+        }
+        if (response == null) {
+            return records.build(); // woken up
+        }
+        try {
+            readResponse(response, records);
+        } finally {
+            response.close();
+        }
+        return records.build();
+    }
+
+    private void readResponse(
+            FetchResponse response, RecordsBySplits.Builder<NearstreamRecord> records)
+            throws IOException {
+        long bytes = 0;
+        long lastChunkTimestamp = Long.MIN_VALUE;
+        long count = 0;
+        Exception entryFailure = null;
+        for (StreamletFetch result : response.results()) {
+            StreamletCursor s = streamlets.get(result.streamlet());
+            if (s == null) {
+                continue; // removed meanwhile; cannot happen on the fetcher thread, but be safe
+            }
+            if (!result.ok()) {
+                Exception e =
+                        BrokerErrors.classify(
+                                "Fetch of streamlet "
+                                        + s.streamlet
+                                        + " of stream '"
+                                        + stream
+                                        + "' at "
+                                        + s.position,
+                                result.status(),
+                                result.message());
+                if (entryFailure == null || !(e instanceof IOException)) {
+                    entryFailure = e;
+                }
+                continue;
+            }
+            boolean reachedStop = false;
+            List<NearstreamRecord> out = new ArrayList<>();
+            try {
+                blocks:
+                for (ChunkBlock block : result.blocks()) {
+                    cursor.reset(block);
+                    while (cursor.nextChunk()) {
+                        Position at = cursor.position();
+                        if (s.stop != null && at.compareTo(s.stop) >= 0) {
+                            reachedStop = true;
+                            break blocks;
+                        }
+                        int size = cursor.header().totalSize();
+                        long timestamp = cursor.header().firstTimestampMs();
+                        if (s.recordsToSkip > 0) {
+                            // Only the chunk the split resumes at had records emitted already.
+                            if (at.equals(s.resumePosition)) {
+                                cursor.skipRecords(s.recordsToSkip);
+                            }
+                            s.recordsToSkip = 0;
+                        }
+                        while (cursor.nextRecord()) {
+                            out.add(
+                                    new NearstreamRecord(
+                                            s.streamlet,
+                                            at,
+                                            cursor.recordIndex(),
+                                            timestamp,
+                                            cursor.copyRecord()));
+                        }
+                        bytes += size;
+                        lastChunkTimestamp = timestamp;
+                        s.position = new Position(at.group(), at.segment(), at.offset() + size);
+                    }
+                }
+            } catch (NearstreamClientException e) {
+                // A chunk that fails its CRC or framing: the same bytes fail the same way.
+                throw (RuntimeException)
+                        BrokerErrors.classify(
+                                "Reading the chunks of streamlet "
+                                        + s.streamlet
+                                        + " of stream '"
+                                        + stream
+                                        + "' after "
+                                        + s.position,
+                                e);
+            }
+            if (!out.isEmpty()) {
+                count += out.size();
+                records.addAll(s.splitId, out);
+            }
+            if (!reachedStop) {
+                s.position = result.next();
+                reachedStop = s.stop != null && s.position.compareTo(s.stop) >= 0;
+            }
+            metrics.updatePending(s.splitId, s.position, result.tail());
+            if (reachedStop) {
+                finish(s, records);
+            }
+        }
+        metrics.fetchCompleted(bytes, count);
+        if (lastChunkTimestamp != Long.MIN_VALUE) {
+            metrics.updateFetchEventTimeLag(System.currentTimeMillis() - lastChunkTimestamp);
+        }
+        if (entryFailure instanceof IOException) {
+            handleFailure("Fetch from stream '" + stream + "'", entryFailure);
+        } else if (entryFailure != null) {
+            throw (RuntimeException) entryFailure;
+        } else {
+            consecutiveFailures = 0;
+        }
+    }
+
+    /** Splits whose position is at or beyond their stopping position finish without a fetch. */
+    private boolean finishSplitsAtTheirStop(RecordsBySplits.Builder<NearstreamRecord> records) {
+        boolean finishedAny = false;
+        Iterator<StreamletCursor> it = streamlets.values().iterator();
+        while (it.hasNext()) {
+            StreamletCursor s = it.next();
+            if (s.stop != null && s.position.compareTo(s.stop) >= 0) {
+                it.remove();
+                metrics.removeSplit(s.splitId);
+                records.addFinishedSplit(s.splitId);
+                finishedAny = true;
+                LOG.info("Split {} reached its stopping position {}", s.splitId, s.stop);
+            }
+        }
+        return finishedAny;
+    }
+
+    private void finish(StreamletCursor s, RecordsBySplits.Builder<NearstreamRecord> records) {
+        streamlets.remove(s.streamlet);
+        metrics.removeSplit(s.splitId);
+        records.addFinishedSplit(s.splitId);
+        LOG.info("Split {} reached its stopping position {}", s.splitId, s.stop);
+    }
+
+    /**
+     * A retriable failure is absorbed (after a back-off) until it happened more than {@code
+     * fetch.retries} times in a row; then it fails the fetch. Fatal failures fail at once.
+     */
+    private void handleFailure(String what, Exception e) throws IOException {
+        metrics.fetchFailed();
+        Exception classified = e instanceof IOException ? e : BrokerErrors.classify(what, e);
+        if (!(classified instanceof IOException)) {
+            throw (RuntimeException) classified;
+        }
+        consecutiveFailures++;
+        if (consecutiveFailures > maxRetries) {
+            throw new IOException(
+                    what + " failed " + consecutiveFailures + " times in a row", classified);
+        }
+        long backoff = retryBackoffMs << Math.min(consecutiveFailures - 1, 10);
+        LOG.warn(
+                "{} failed (attempt {} of {}), retrying in {} ms",
+                what,
+                consecutiveFailures,
+                maxRetries + 1,
+                backoff,
+                classified);
+        sleepUnlessWokenUp(backoff);
+    }
+
+    /**
+     * Waits for {@code future} unless {@link #wakeUp()} is called first; returns null then (the
+     * response, when it comes, is closed unread).
+     */
+    @Nullable
+    private FetchResponse awaitUnlessWokenUp(CompletableFuture<FetchResponse> future)
+            throws Exception {
+        CompletableFuture<Void> w = new CompletableFuture<>();
+        waker = w;
+        try {
+            if (!wakeUpRequested.getAndSet(false)) {
+                CompletableFuture.anyOf(future, w)
+                        .get(maxWaitMs + requestTimeoutMs, TimeUnit.MILLISECONDS);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (TimeoutException e) {
+            abandon(future);
+            throw new IOException(
+                    "no Fetch response from "
+                            + client.address()
+                            + " within "
+                            + (maxWaitMs + requestTimeoutMs)
+                            + " ms",
+                    e);
+        } catch (ExecutionException e) {
+            if (future.isCompletedExceptionally()) {
+                throw e;
+            }
+        } finally {
+            waker = null;
+        }
+        if (!future.isDone()) {
+            wakeUpRequested.set(false);
+            abandon(future);
+            return null;
+        }
+        return future.get();
+    }
+
+    private void sleepUnlessWokenUp(long ms) {
+        CompletableFuture<Void> w = new CompletableFuture<>();
+        waker = w;
+        try {
+            if (!wakeUpRequested.getAndSet(false)) {
+                w.get(ms, TimeUnit.MILLISECONDS);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (TimeoutException | ExecutionException ignored) {
+            // slept long enough
+        } finally {
+            waker = null;
+            wakeUpRequested.set(false);
+        }
+    }
+
+    private static void abandon(CompletableFuture<FetchResponse> future) {
+        future.whenComplete(
+                (response, error) -> {
+                    if (response != null) {
+                        response.close();
+                    }
+                });
+    }
+
+    @Override
+    public void handleSplitsChanges(SplitsChange<NearstreamSplit> splitsChanges) {
+        if (splitsChanges instanceof SplitsAddition) {
+            for (NearstreamSplit split : splitsChanges.splits()) {
+                checkStream(split);
+                streamlets.put(split.streamlet(), new StreamletCursor(split));
+                LOG.info("Reading split {}", split);
+            }
+            requestSegmentSize();
+        } else if (splitsChanges instanceof SplitsRemoval) {
+            for (NearstreamSplit split : splitsChanges.splits()) {
+                StreamletCursor removed = streamlets.remove(split.streamlet());
+                if (removed != null) {
+                    metrics.removeSplit(removed.splitId);
+                }
+            }
+        } else {
+            throw new UnsupportedOperationException(
+                    "Unsupported splits change " + splitsChanges.getClass().getName());
+        }
+    }
+
+    private void checkStream(NearstreamSplit split) {
+        if (!split.stream().equals(stream)) {
+            throw new IllegalArgumentException(
+                    "split "
+                            + split
+                            + " belongs to stream '"
+                            + split.stream()
+                            + "', this reader reads '"
+                            + stream
+                            + "'");
+        }
+    }
+
+    /** The segment size turns pending positions into bytes; asked once, without waiting. */
+    private void requestSegmentSize() {
+        if (segmentSizeRequested) {
+            return;
+        }
+        segmentSizeRequested = true;
+        client.describeStream(stream)
+                .whenComplete(
+                        (config, error) -> {
+                            if (config != null) {
+                                metrics.setSegmentBytes(
+                                        Integer.toUnsignedLong(config.segmentBytes()));
+                            }
+                        });
+    }
+
+    @Override
+    public void pauseOrResumeSplits(
+            Collection<NearstreamSplit> splitsToPause, Collection<NearstreamSplit> splitsToResume) {
+        for (NearstreamSplit split : splitsToPause) {
+            StreamletCursor s = streamlets.get(split.streamlet());
+            if (s != null) {
+                s.paused = true;
+            }
+        }
+        for (NearstreamSplit split : splitsToResume) {
+            StreamletCursor s = streamlets.get(split.streamlet());
+            if (s != null) {
+                s.paused = false;
+            }
+        }
+    }
+
+    @Override
+    public void wakeUp() {
+        wakeUpRequested.set(true);
+        CompletableFuture<Void> w = waker;
+        if (w != null) {
+            w.complete(null);
+        }
+    }
+
+    @Override
+    public void close() {
+        client.close();
+    }
+
+    /** Where each assigned split continues (for tests). */
+    @VisibleForTesting
+    Map<String, Position> positions() {
+        Map<String, Position> out = new HashMap<>();
+        streamlets.values().forEach(s -> out.put(s.splitId, s.position));
+        return out;
+    }
+
+    /** The read state of one assigned split. */
+    private static final class StreamletCursor {
+        final String splitId;
+        final int streamlet;
+        @Nullable final Position stop;
+        final Position resumePosition;
+        int recordsToSkip;
+        Position position;
+        boolean paused;
+
+        StreamletCursor(NearstreamSplit split) {
+            this.splitId = split.splitId();
+            this.streamlet = split.streamlet();
+            this.stop = split.stoppingPosition().orElse(null);
+            this.resumePosition = split.startingPosition();
+            this.recordsToSkip = split.recordsToSkip();
+            this.position = split.startingPosition();
+        }
+    }
+}

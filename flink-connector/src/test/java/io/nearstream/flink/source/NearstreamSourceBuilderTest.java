@@ -1,0 +1,163 @@
+package io.nearstream.flink.source;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.nearstream.client.Position;
+import io.nearstream.flink.source.reader.deserializer.NearstreamRecordDeserializationSchema;
+import java.time.Duration;
+import java.util.Map;
+import org.apache.flink.api.common.serialization.SimpleStringSchema;
+import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.api.connector.source.Boundedness;
+import org.apache.flink.util.InstantiationUtil;
+import org.junit.jupiter.api.Test;
+
+/** The builder: defaults, settings, and the messages of {@code build()} for wrong ones. */
+class NearstreamSourceBuilderTest {
+
+    private static NearstreamSourceBuilder<String> valid() {
+        return NearstreamSource.<String>builder()
+                .setBrokers("127.0.0.1:7420")
+                .setStream("clicks")
+                .setDeserializer(NearstreamRecordDeserializationSchema.utf8());
+    }
+
+    @Test
+    void buildsWithDefaults() {
+        NearstreamSource<String> source = valid().build();
+
+        assertThat(source.broker()).isEqualTo("127.0.0.1:7420");
+        assertThat(source.stream()).isEqualTo("clicks");
+        assertThat(source.readMode()).isEqualTo(ReadMode.PULL);
+        assertThat(source.getBoundedness()).isEqualTo(Boundedness.CONTINUOUS_UNBOUNDED);
+        assertThat(source.getProducedType()).isEqualTo(Types.STRING);
+        assertThat(source.configuration().get(NearstreamSourceOptions.FETCH_MAX_WAIT))
+                .isEqualTo(Duration.ofMillis(500));
+    }
+
+    @Test
+    void typedSettersAndPropertiesEndUpInTheConfiguration() {
+        NearstreamSource<String> source =
+                valid().setFetchMaxBytesPerStreamlet(4096)
+                        .setFetchMaxWaitMs(0)
+                        .setStreamletDiscoveryIntervalMs(-1)
+                        .setProperty("nearstream.source.fetch.retries", "7")
+                        .setProperty("source.reader.element.queue.capacity", "4")
+                        .build();
+
+        assertThat(
+                        source.configuration()
+                                .get(NearstreamSourceOptions.FETCH_MAX_BYTES_PER_STREAMLET))
+                .isEqualTo(4096);
+        assertThat(source.configuration().get(NearstreamSourceOptions.FETCH_MAX_WAIT)).isZero();
+        assertThat(source.configuration().get(NearstreamSourceOptions.FETCH_RETRIES)).isEqualTo(7);
+        assertThat(source.configuration().toMap())
+                .containsEntry("source.reader.element.queue.capacity", "4");
+    }
+
+    @Test
+    void boundedWhenStoppingPositionsAreSet() {
+        assertThat(
+                        valid().setBounded(NearstreamStoppingPositions.latest())
+                                .build()
+                                .getBoundedness())
+                .isEqualTo(Boundedness.BOUNDED);
+        assertThat(
+                        valid().setBounded(NearstreamStoppingPositions.latest())
+                                .setUnbounded()
+                                .build()
+                                .getBoundedness())
+                .isEqualTo(Boundedness.CONTINUOUS_UNBOUNDED);
+    }
+
+    @Test
+    void theSourceIsSerializable() throws Exception {
+        NearstreamSource<String> source =
+                valid().setStartingPositions(
+                                NearstreamStartingPositions.specific(
+                                        Map.of(1, new Position(1, 2, 3))))
+                        .setBounded(NearstreamStoppingPositions.latest())
+                        .setValueOnlyDeserializer(new SimpleStringSchema())
+                        .build();
+
+        NearstreamSource<String> copy =
+                InstantiationUtil.clone(source, getClass().getClassLoader());
+
+        assertThat(copy.toString()).isEqualTo(source.toString());
+    }
+
+    @Test
+    void explainsMissingSettings() {
+        assertThatThrownBy(() -> NearstreamSource.<String>builder().build())
+                .isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("setBrokers");
+        assertThatThrownBy(
+                        () ->
+                                NearstreamSource.<String>builder()
+                                        .setBrokers("h:1")
+                                        .setDeserializer(
+                                                NearstreamRecordDeserializationSchema.utf8())
+                                        .build())
+                .hasMessageContaining("setStream");
+        assertThatThrownBy(
+                        () ->
+                                NearstreamSource.<String>builder()
+                                        .setBrokers("h:1")
+                                        .setStream("s")
+                                        .build())
+                .hasMessageContaining("setDeserializer");
+    }
+
+    @Test
+    void explainsWrongBrokers() {
+        assertThatThrownBy(() -> valid().setBrokers("a:1", "b:2").build())
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("one broker")
+                .hasMessageContaining("a:1, b:2");
+        for (String bad : new String[] {"host", "host:", ":80", "host:0", "host:70000", "::1:80"}) {
+            assertThatThrownBy(() -> valid().setBrokers(bad).build())
+                    .as(bad)
+                    .isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("host:port");
+        }
+        assertThat(valid().setBrokers("[::1]:7420").build().broker()).isEqualTo("[::1]:7420");
+    }
+
+    @Test
+    void explainsWrongStreamNames() {
+        assertThatThrownBy(() -> valid().setStream(".hidden").build())
+                .hasMessageContaining("'.hidden' is invalid");
+        assertThatThrownBy(() -> valid().setStream("a/b").build())
+                .hasMessageContaining("[A-Za-z0-9._-]");
+        assertThatThrownBy(() -> valid().setStream("x".repeat(201)).build())
+                .hasMessageContaining("1 to 200 bytes");
+    }
+
+    @Test
+    void explainsWrongFetchSettings() {
+        assertThatThrownBy(() -> valid().setFetchMaxBytesPerStreamlet(0).build())
+                .hasMessageContaining("must be positive, got 0");
+        assertThatThrownBy(() -> valid().setFetchMaxWaitMs(60_001).build())
+                .hasMessageContaining("0 to 60000 ms");
+        assertThatThrownBy(
+                        () ->
+                                valid().setProperty("nearstream.source.fetch.retries", "many")
+                                        .build())
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("Invalid value 'many' for nearstream.source.fetch.retries");
+        assertThatThrownBy(() -> valid().setFetchMaxBytesPerStreamlet(64 << 20).build())
+                .hasMessageContaining("must be at least the max bytes per streamlet");
+    }
+
+    @Test
+    void positionsValidateTheirArguments() {
+        assertThatThrownBy(() -> NearstreamStartingPositions.timestamp(-1))
+                .hasMessageContaining("timestamp must be >= 0");
+        assertThatThrownBy(
+                        () -> NearstreamStartingPositions.specific(Map.of(-1, Position.EARLIEST)))
+                .hasMessageContaining("streamlet indexes must be >= 0");
+        assertThat(NearstreamStartingPositions.timestamp(5).toString()).isEqualTo("timestamp(5)");
+        assertThat(NearstreamStoppingPositions.latest().toString()).isEqualTo("latest");
+    }
+}

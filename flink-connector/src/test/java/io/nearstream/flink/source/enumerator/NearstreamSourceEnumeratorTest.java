@@ -1,0 +1,504 @@
+package io.nearstream.flink.source.enumerator;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.nearstream.client.Position;
+import io.nearstream.client.StatusCode;
+import io.nearstream.flink.source.NearstreamException;
+import io.nearstream.flink.source.NearstreamStartingPositions;
+import io.nearstream.flink.source.NearstreamStoppingPositions;
+import io.nearstream.flink.source.split.NearstreamSplit;
+import io.nearstream.flink.source.testutils.FakeNearstreamClient;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Collectors;
+import javax.annotation.Nullable;
+import org.apache.flink.connector.testutils.source.reader.TestingSplitEnumeratorContext;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/** The enumerator with a fake broker: discovery, positions, assignment rules, bounded end. */
+class NearstreamSourceEnumeratorTest {
+
+    private static final String STREAM = "s";
+    private static final String LOOPBACK_BROKER = "127.0.0.1:7420";
+
+    private FakeNearstreamClient client;
+
+    @BeforeEach
+    void setUp() {
+        client = new FakeNearstreamClient();
+    }
+
+    private NearstreamSourceEnumerator enumerator(
+            TestingSplitEnumeratorContext<NearstreamSplit> context,
+            String broker,
+            NearstreamStartingPositions start,
+            @Nullable NearstreamStoppingPositions stop,
+            long discoveryIntervalMs,
+            NearstreamEnumState state) {
+        return new NearstreamSourceEnumerator(
+                context,
+                broker,
+                STREAM,
+                address -> client,
+                start,
+                stop,
+                discoveryIntervalMs,
+                1_000,
+                state);
+    }
+
+    private NearstreamSourceEnumerator unbounded(
+            TestingSplitEnumeratorContext<NearstreamSplit> context) {
+        return enumerator(
+                context,
+                LOOPBACK_BROKER,
+                NearstreamStartingPositions.earliest(),
+                null,
+                -1,
+                NearstreamEnumState.initial());
+    }
+
+    private static void register(
+            TestingSplitEnumeratorContext<NearstreamSplit> context,
+            NearstreamSourceEnumerator enumerator,
+            int subtask,
+            String host) {
+        context.registerReader(subtask, host);
+        enumerator.addReader(subtask);
+    }
+
+    private static Map<Integer, List<Integer>> streamletsBySubtask(
+            TestingSplitEnumeratorContext<NearstreamSplit> context) {
+        return context.getSplitAssignments().entrySet().stream()
+                .filter(e -> !e.getValue().getAssignedSplits().isEmpty())
+                .collect(
+                        Collectors.toMap(
+                                Map.Entry::getKey,
+                                e ->
+                                        e.getValue().getAssignedSplits().stream()
+                                                .map(NearstreamSplit::streamlet)
+                                                .sorted()
+                                                .collect(Collectors.toList())));
+    }
+
+    private static List<NearstreamSplit> allAssigned(
+            TestingSplitEnumeratorContext<NearstreamSplit> context) {
+        List<NearstreamSplit> out = new ArrayList<>();
+        context.getSplitAssignments().values().forEach(a -> out.addAll(a.getAssignedSplits()));
+        out.sort((a, b) -> Integer.compare(a.streamlet(), b.streamlet()));
+        return out;
+    }
+
+    @Test
+    void assignsOneSplitPerStreamletByStreamletModParallelism() {
+        client.createStream(STREAM, 5, 1024);
+        TestingSplitEnumeratorContext<NearstreamSplit> context =
+                new TestingSplitEnumeratorContext<>(2);
+        NearstreamSourceEnumerator enumerator = unbounded(context);
+        enumerator.start();
+        register(context, enumerator, 0, "localhost");
+        register(context, enumerator, 1, "localhost");
+
+        context.triggerAllActions();
+
+        assertThat(streamletsBySubtask(context))
+                .containsEntry(0, List.of(0, 2, 4))
+                .containsEntry(1, List.of(1, 3));
+        assertThat(allAssigned(context))
+                .allSatisfy(
+                        s -> {
+                            assertThat(s.stream()).isEqualTo(STREAM);
+                            assertThat(s.startingPosition()).isEqualTo(Position.EARLIEST);
+                            assertThat(s.stoppingPosition()).isEmpty();
+                        });
+        // Unbounded: readers are never told that no more splits come.
+        assertThat(context.getSplitAssignments().get(0).hasReceivedNoMoreSplitsSignal()).isFalse();
+    }
+
+    @Test
+    void discoveryRunsOnTheWorkerAndAssignmentWaitsForEveryReader() {
+        client.createStream(STREAM, 2, 1024);
+        TestingSplitEnumeratorContext<NearstreamSplit> context =
+                new TestingSplitEnumeratorContext<>(2);
+        NearstreamSourceEnumerator enumerator = unbounded(context);
+
+        enumerator.start();
+        assertThat(client.metadataCount()).isZero(); // nothing on the coordinator thread
+
+        context.getExecutorService().triggerAll(); // the discovery, not the grace timer
+        register(context, enumerator, 1, "localhost");
+        assertThat(context.getSplitAssignments()).isEmpty();
+        assertThat(enumerator.unassignedSplits()).hasSize(2);
+
+        register(context, enumerator, 0, "localhost");
+        assertThat(streamletsBySubtask(context))
+                .containsEntry(0, List.of(0))
+                .containsEntry(1, List.of(1));
+        assertThat(enumerator.unassignedSplits()).isEmpty();
+    }
+
+    @Test
+    void aReaderOverdueForRegistrationNoLongerHoldsUpTheOthers() {
+        client.createStream(STREAM, 4, 1024);
+        TestingSplitEnumeratorContext<NearstreamSplit> context =
+                new TestingSplitEnumeratorContext<>(4);
+        NearstreamSourceEnumerator enumerator =
+                enumerator(
+                        context,
+                        LOOPBACK_BROKER,
+                        NearstreamStartingPositions.earliest(),
+                        NearstreamStoppingPositions.latest(),
+                        -1,
+                        NearstreamEnumState.initial());
+        enumerator.start();
+        // A batch job scheduled in waves: subtasks 2 and 3 start after 0 and 1 finished.
+        register(context, enumerator, 0, "localhost");
+        register(context, enumerator, 1, "localhost");
+        context.getExecutorService().triggerAll();
+        assertThat(context.getSplitAssignments()).isEmpty();
+
+        context.getExecutorService().triggerPeriodicScheduledTasks(); // the grace period ends
+
+        assertThat(streamletsBySubtask(context))
+                .containsEntry(0, List.of(0))
+                .containsEntry(1, List.of(1))
+                .hasSize(2);
+        // 0 and 1 can finish: nothing else will come to them.
+        assertThat(context.getSplitAssignments().get(0).hasReceivedNoMoreSplitsSignal()).isTrue();
+        assertThat(context.getSplitAssignments().get(1).hasReceivedNoMoreSplitsSignal()).isTrue();
+        register(context, enumerator, 2, "localhost");
+        register(context, enumerator, 3, "localhost");
+        assertThat(streamletsBySubtask(context))
+                .containsEntry(2, List.of(2))
+                .containsEntry(3, List.of(3));
+        for (int i = 0; i < 4; i++) {
+            assertThat(context.getSplitAssignments().get(i).hasReceivedNoMoreSplitsSignal())
+                    .isTrue();
+        }
+    }
+
+    @Test
+    void prefersReadersOnTheBrokersHost() {
+        client.createStream(STREAM, 4, 1024);
+        TestingSplitEnumeratorContext<NearstreamSplit> context =
+                new TestingSplitEnumeratorContext<>(4);
+        NearstreamSourceEnumerator enumerator =
+                enumerator(
+                        context,
+                        "10.1.2.3:7420",
+                        NearstreamStartingPositions.earliest(),
+                        null,
+                        -1,
+                        NearstreamEnumState.initial());
+        enumerator.start();
+        register(context, enumerator, 0, "10.9.9.9");
+        register(context, enumerator, 1, "10.1.2.3");
+        register(context, enumerator, 2, "10.9.9.8");
+        register(context, enumerator, 3, "10.1.2.3");
+
+        context.triggerAllActions();
+
+        // Local readers 1 and 3 take streamlet mod 2 among themselves.
+        assertThat(streamletsBySubtask(context))
+                .containsOnlyKeys(1, 3)
+                .containsEntry(1, List.of(0, 2))
+                .containsEntry(3, List.of(1, 3));
+    }
+
+    @Test
+    void withNoReaderOnTheBrokersHostFallsBackToModulo() {
+        client.createStream(STREAM, 3, 1024);
+        TestingSplitEnumeratorContext<NearstreamSplit> context =
+                new TestingSplitEnumeratorContext<>(2);
+        NearstreamSourceEnumerator enumerator =
+                enumerator(
+                        context,
+                        "10.1.2.3:7420",
+                        NearstreamStartingPositions.earliest(),
+                        null,
+                        -1,
+                        NearstreamEnumState.initial());
+        enumerator.start();
+        register(context, enumerator, 0, "10.9.9.9");
+        register(context, enumerator, 1, "10.9.9.8");
+
+        context.triggerAllActions();
+
+        assertThat(streamletsBySubtask(context))
+                .containsEntry(0, List.of(0, 2))
+                .containsEntry(1, List.of(1));
+    }
+
+    @Test
+    void boundedSourceStopsAtTheTailsAndSignalsNoMoreSplitsToEveryReader() {
+        client.createStream(STREAM, 3, 1024);
+        client.appendRecords(STREAM, 0, 1, "a", "b");
+        client.appendRecords(STREAM, 1, 1, "c");
+        TestingSplitEnumeratorContext<NearstreamSplit> context =
+                new TestingSplitEnumeratorContext<>(4); // one reader stays idle
+        NearstreamSourceEnumerator enumerator =
+                enumerator(
+                        context,
+                        LOOPBACK_BROKER,
+                        NearstreamStartingPositions.earliest(),
+                        NearstreamStoppingPositions.latest(),
+                        1_000, // ignored: bounded sources discover once
+                        NearstreamEnumState.initial());
+        enumerator.start();
+        for (int i = 0; i < 4; i++) {
+            register(context, enumerator, i, "localhost");
+        }
+
+        context.triggerAllActions();
+        context.triggerAllActions();
+
+        assertThat(client.metadataCount()).as("one discovery").isEqualTo(1);
+        assertThat(allAssigned(context))
+                .extracting(s -> s.stoppingPosition().orElseThrow())
+                .containsExactly(client.tail(STREAM, 0), client.tail(STREAM, 1), Position.EARLIEST);
+        for (int i = 0; i < 4; i++) {
+            assertThat(context.getSplitAssignments().get(i).hasReceivedNoMoreSplitsSignal())
+                    .as("reader %s", i)
+                    .isTrue();
+        }
+    }
+
+    @Test
+    void latestStartsAtTheTailsSeenByDiscovery() {
+        client.createStream(STREAM, 2, 1024);
+        client.appendRecords(STREAM, 0, 1, "old");
+        TestingSplitEnumeratorContext<NearstreamSplit> context =
+                new TestingSplitEnumeratorContext<>(1);
+        NearstreamSourceEnumerator enumerator =
+                enumerator(
+                        context,
+                        LOOPBACK_BROKER,
+                        NearstreamStartingPositions.latest(),
+                        null,
+                        -1,
+                        NearstreamEnumState.initial());
+        enumerator.start();
+        register(context, enumerator, 0, "localhost");
+
+        context.triggerAllActions();
+
+        assertThat(allAssigned(context))
+                .extracting(NearstreamSplit::startingPosition)
+                .containsExactly(client.tail(STREAM, 0), Position.EARLIEST);
+    }
+
+    @Test
+    void timestampAndSpecificStartsAreResolvedBeforeAssignment() {
+        client.createStream(STREAM, 2, 1024);
+        client.appendRecords(STREAM, 0, 100, "a");
+        Position at200 = client.appendRecords(STREAM, 0, 200, "b");
+        client.appendRecords(STREAM, 1, 50, "c");
+
+        TestingSplitEnumeratorContext<NearstreamSplit> byTime =
+                new TestingSplitEnumeratorContext<>(1);
+        NearstreamSourceEnumerator e1 =
+                enumerator(
+                        byTime,
+                        LOOPBACK_BROKER,
+                        NearstreamStartingPositions.timestamp(150),
+                        null,
+                        -1,
+                        NearstreamEnumState.initial());
+        e1.start();
+        register(byTime, e1, 0, "localhost");
+        byTime.triggerAllActions();
+        assertThat(allAssigned(byTime))
+                .extracting(NearstreamSplit::startingPosition)
+                .containsExactly(at200, client.tail(STREAM, 1));
+
+        TestingSplitEnumeratorContext<NearstreamSplit> specific =
+                new TestingSplitEnumeratorContext<>(1);
+        NearstreamSourceEnumerator e2 =
+                enumerator(
+                        specific,
+                        LOOPBACK_BROKER,
+                        NearstreamStartingPositions.specific(Map.of(0, at200)),
+                        null,
+                        -1,
+                        NearstreamEnumState.initial());
+        e2.start();
+        register(specific, e2, 0, "localhost");
+        specific.triggerAllActions();
+        assertThat(allAssigned(specific))
+                .extracting(NearstreamSplit::startingPosition)
+                .containsExactly(at200, Position.EARLIEST);
+    }
+
+    @Test
+    void periodicDiscoveryPicksUpAStreamCreatedLaterFromItsEarliestData() {
+        TestingSplitEnumeratorContext<NearstreamSplit> context =
+                new TestingSplitEnumeratorContext<>(1);
+        NearstreamSourceEnumerator enumerator =
+                enumerator(
+                        context,
+                        LOOPBACK_BROKER,
+                        NearstreamStartingPositions.latest(),
+                        null,
+                        1_000,
+                        NearstreamEnumState.initial());
+        enumerator.start();
+        register(context, enumerator, 0, "localhost");
+
+        context.triggerAllActions(); // the stream does not exist yet: no failure, no splits
+        assertThat(context.getSplitAssignments()).isEmpty();
+
+        client.createStream(STREAM, 2, 1024);
+        client.appendRecords(STREAM, 0, 1, "written before discovery");
+        context.triggerAllActions();
+
+        assertThat(allAssigned(context))
+                .extracting(NearstreamSplit::startingPosition)
+                .containsOnly(Position.EARLIEST);
+        assertThat(allAssigned(context)).hasSize(2);
+
+        context.triggerAllActions(); // nothing new
+        assertThat(allAssigned(context)).hasSize(2);
+    }
+
+    @Test
+    void periodicDiscoveryToleratesRetriableBrokerErrors() {
+        client.createStream(STREAM, 1, 1024);
+        client.failMetadata(StatusCode.SHUTTING_DOWN);
+        TestingSplitEnumeratorContext<NearstreamSplit> context =
+                new TestingSplitEnumeratorContext<>(1);
+        NearstreamSourceEnumerator enumerator =
+                enumerator(
+                        context,
+                        LOOPBACK_BROKER,
+                        NearstreamStartingPositions.earliest(),
+                        null,
+                        1_000,
+                        NearstreamEnumState.initial());
+        enumerator.start();
+        register(context, enumerator, 0, "localhost");
+
+        context.triggerAllActions();
+        assertThat(context.getSplitAssignments()).isEmpty();
+
+        client.failMetadata(null);
+        context.triggerAllActions();
+        assertThat(allAssigned(context)).hasSize(1);
+    }
+
+    @Test
+    void aMissingStreamFailsASourceThatDiscoversOnce() {
+        TestingSplitEnumeratorContext<NearstreamSplit> context =
+                new TestingSplitEnumeratorContext<>(1);
+        NearstreamSourceEnumerator enumerator =
+                enumerator(
+                        context,
+                        LOOPBACK_BROKER,
+                        NearstreamStartingPositions.earliest(),
+                        NearstreamStoppingPositions.latest(),
+                        -1,
+                        NearstreamEnumState.initial());
+        enumerator.start();
+
+        assertThatThrownBy(context::triggerAllActions)
+                .isInstanceOf(NearstreamException.class)
+                .hasMessageContaining("Stream 's' does not exist on 127.0.0.1:7420");
+    }
+
+    @Test
+    void splitsHandedBackGoToTheSameSubtaskWhenItRegistersAgain() {
+        client.createStream(STREAM, 4, 1024);
+        TestingSplitEnumeratorContext<NearstreamSplit> context =
+                new TestingSplitEnumeratorContext<>(2);
+        NearstreamSourceEnumerator enumerator = unbounded(context);
+        enumerator.start();
+        register(context, enumerator, 0, "localhost");
+        register(context, enumerator, 1, "localhost");
+        context.triggerAllActions();
+        List<NearstreamSplit> ofReader1 =
+                new ArrayList<>(context.getSplitAssignments().get(1).getAssignedSplits());
+
+        // Reader 1 fails: it is unregistered, its splits come back with progress.
+        context.registeredReaders().remove(1);
+        List<NearstreamSplit> returned = new ArrayList<>();
+        for (NearstreamSplit s : ofReader1) {
+            returned.add(s.withStartingPosition(new Position(1, 1, 96), 2));
+        }
+        enumerator.addSplitsBack(returned, 1);
+        assertThat(enumerator.unassignedSplits()).containsExactlyInAnyOrderElementsOf(returned);
+        assertThat(enumerator.snapshotState(1).unassignedSplits())
+                .containsExactlyInAnyOrderElementsOf(returned);
+
+        register(context, enumerator, 1, "localhost");
+
+        assertThat(context.getSplitAssignments().get(1).getAssignedSplits()).containsAll(returned);
+        assertThat(enumerator.unassignedSplits()).isEmpty();
+    }
+
+    @Test
+    void aRestoredEnumeratorDoesNotAssignAgainWhatReadersAlreadyOwn() {
+        client.createStream(STREAM, 3, 1024);
+        TestingSplitEnumeratorContext<NearstreamSplit> first =
+                new TestingSplitEnumeratorContext<>(1);
+        NearstreamSourceEnumerator enumerator = unbounded(first);
+        enumerator.start();
+        register(first, enumerator, 0, "localhost");
+        first.triggerAllActions();
+        NearstreamEnumState state = enumerator.snapshotState(7);
+        assertThat(state.assignedSplits()).hasSize(3);
+        assertThat(state.initialDiscoveryFinished()).isTrue();
+
+        TestingSplitEnumeratorContext<NearstreamSplit> restored =
+                new TestingSplitEnumeratorContext<>(2);
+        NearstreamSourceEnumerator again =
+                enumerator(
+                        restored,
+                        LOOPBACK_BROKER,
+                        NearstreamStartingPositions.earliest(),
+                        null,
+                        -1,
+                        state);
+        again.start();
+        register(restored, again, 0, "localhost");
+        register(restored, again, 1, "localhost");
+        restored.triggerAllActions();
+
+        assertThat(restored.getSplitAssignments()).isEmpty();
+        assertThat(again.snapshotState(8)).isEqualTo(state);
+    }
+
+    @Test
+    void closeClosesTheClient() throws Exception {
+        client.createStream(STREAM, 1, 1024);
+        TestingSplitEnumeratorContext<NearstreamSplit> context =
+                new TestingSplitEnumeratorContext<>(1);
+        NearstreamSourceEnumerator enumerator = unbounded(context);
+        enumerator.start();
+        context.triggerAllActions();
+
+        enumerator.close();
+
+        assertThat(client.isClosed()).isTrue();
+    }
+
+    @Test
+    void ownerSelectionIsDeterministic() {
+        assertThat(SplitOwnerSelector.owner(7, 3, List.of())).isEqualTo(1);
+        assertThat(SplitOwnerSelector.owner(7, 3, List.of(2))).isEqualTo(2);
+        assertThat(SplitOwnerSelector.owner(7, 4, List.of(0, 3))).isEqualTo(3);
+    }
+
+    @Test
+    void brokerLocalityComparesNamesAndAddresses() {
+        BrokerLocality remote = BrokerLocality.resolve("10.1.2.3:7420");
+        assertThat(remote.isLocal("10.1.2.3")).isTrue();
+        assertThat(remote.isLocal("10.1.2.4")).isFalse();
+        assertThat(remote.isLocal(null)).isFalse();
+
+        assertThat(BrokerLocality.resolve("127.0.0.1:7420").isLocal("any-host")).isTrue();
+        assertThat(BrokerLocality.hostOf("[::1]:7420")).isEqualTo("::1");
+    }
+}
