@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "nearstream/broker/test_broker_process.h"
+#include "nearstream/broker/test_records.h"
 #include "nearstream/net/client.h"
 #include "nearstream/storage/chunk.h"
 
@@ -24,35 +25,8 @@ Client MustConnect(const TestBroker& b) {
   return std::move(c).value();
 }
 
-// Every record of a streamlet, in order; fails the test on any chunk that does not validate.
 std::vector<std::string> ReadAll(Client& c, const std::string& stream, uint32_t streamlet) {
-  std::vector<std::string> out;
-  Position pos;
-  for (;;) {
-    net::FetchRequest req;
-    req.stream = stream;
-    req.entries.push_back({streamlet, pos, 64 * 1024});
-    auto reply = c.Fetch(req);
-    EXPECT_TRUE(reply.ok()) << reply.status().ToString();
-    if (!reply.ok()) return out;
-    const auto& r = reply->response.results.at(0);
-    EXPECT_EQ(r.status, 0) << r.message;
-    if (r.blocks.empty()) return out;
-    for (const auto& b : r.blocks) {
-      uint32_t off = 0;
-      while (off < b.size) {
-        uint32_t size = storage::kChunkHeaderSize + LoadLe32(b.data + off + 8);
-        auto h = storage::ValidateChunk(b.data + off, size);
-        EXPECT_TRUE(h.ok()) << "corrupt chunk after recovery: " << h.status().ToString();
-        if (!h.ok()) return out;
-        storage::RecordIterator it(b.data + off + storage::kChunkHeaderSize, h->payload_length);
-        std::string_view rec;
-        while (it.Next(&rec)) out.emplace_back(rec);
-        off += size;
-      }
-    }
-    pos = r.next;
-  }
+  return testing::ReadAllRecords(c, stream, streamlet);
 }
 
 struct Acked {

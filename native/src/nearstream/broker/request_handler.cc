@@ -35,6 +35,15 @@ RequestHandler::RequestHandler(HandlerOptions options, storage::StreamStore* sto
                                FetchWaiters* waiters, BrokerMetrics* metrics)
     : options_(options), store_(store), waiters_(waiters), metrics_(metrics) {}
 
+void RequestHandler::Respond(const Request& req, Bytes* out,
+                             const std::function<void(ByteWriter&)>& body) {
+  size_t start =
+      net::BeginResponse(out, req.frame.header.opcode, req.frame.header.request_id, Status::Ok());
+  ByteWriter w(out);
+  body(w);
+  net::FinishFrame(out, start);
+}
+
 void RequestHandler::Error(const Request& req, const Status& status, Bytes* out) {
   metrics_->request_errors.Add(1);
   size_t start =
@@ -93,11 +102,7 @@ void RequestHandler::Handshake(const Request& req, Bytes* out) {
   r.broker_epoch = options_.broker_epoch;
   r.max_frame_bytes = options_.max_frame_bytes;
   r.broker_version = kNearstreamVersion;
-  size_t start =
-      net::BeginResponse(out, req.frame.header.opcode, req.frame.header.request_id, Status::Ok());
-  ByteWriter w(out);
-  net::EncodeHandshakeResponse(w, r);
-  net::FinishFrame(out, start);
+  Respond(req, out, [&](ByteWriter& w) { net::EncodeHandshakeResponse(w, r); });
 }
 
 void RequestHandler::CreateStream(const Request& req, Bytes* out) {
@@ -110,8 +115,7 @@ void RequestHandler::CreateStream(const Request& req, Bytes* out) {
   if (config.active_groups == 0) config.active_groups = options_.default_active_groups;
   Status s = store_->Create(config);
   if (!s.ok()) return Error(req, s, out);
-  size_t start = net::BeginResponse(out, req.frame.header.opcode, req.frame.header.request_id, s);
-  net::FinishFrame(out, start);
+  Respond(req, out, [](ByteWriter&) {});
 }
 
 void RequestHandler::DeleteStream(const Request& req, Bytes* out) {
@@ -121,8 +125,7 @@ void RequestHandler::DeleteStream(const Request& req, Bytes* out) {
   Status s = store_->Delete(m->name);
   if (!s.ok()) return Error(req, s, out);
   waiters_->Wake(stream.get());  // parked fetches answer STREAM_NOT_FOUND now
-  size_t start = net::BeginResponse(out, req.frame.header.opcode, req.frame.header.request_id, s);
-  net::FinishFrame(out, start);
+  Respond(req, out, [](ByteWriter&) {});
 }
 
 void RequestHandler::DescribeStream(const Request& req, Bytes* out) {
@@ -130,11 +133,7 @@ void RequestHandler::DescribeStream(const Request& req, Bytes* out) {
   if (!m.ok()) return Error(req, m.status(), out);
   auto stream = store_->Find(m->name);
   if (stream == nullptr) return Error(req, StreamNotFound(m->name), out);
-  size_t start =
-      net::BeginResponse(out, req.frame.header.opcode, req.frame.header.request_id, Status::Ok());
-  ByteWriter w(out);
-  net::EncodeStreamConfig(w, stream->config());
-  net::FinishFrame(out, start);
+  Respond(req, out, [&](ByteWriter& w) { net::EncodeStreamConfig(w, stream->config()); });
 }
 
 void RequestHandler::ListStreams(const Request& req, Bytes* out) {
@@ -143,11 +142,7 @@ void RequestHandler::ListStreams(const Request& req, Bytes* out) {
   }
   net::ListStreamsResponse r;
   r.names = store_->List();
-  size_t start =
-      net::BeginResponse(out, req.frame.header.opcode, req.frame.header.request_id, Status::Ok());
-  ByteWriter w(out);
-  net::EncodeListStreamsResponse(w, r);
-  net::FinishFrame(out, start);
+  Respond(req, out, [&](ByteWriter& w) { net::EncodeListStreamsResponse(w, r); });
 }
 
 void RequestHandler::Metadata(const Request& req, Bytes* out) {
@@ -179,11 +174,7 @@ void RequestHandler::Metadata(const Request& req, Bytes* out) {
     }
     r.streamlets.push_back(std::move(sm));
   }
-  size_t start =
-      net::BeginResponse(out, req.frame.header.opcode, req.frame.header.request_id, Status::Ok());
-  ByteWriter w(out);
-  net::EncodeMetadataResponse(w, r);
-  net::FinishFrame(out, start);
+  Respond(req, out, [&](ByteWriter& w) { net::EncodeMetadataResponse(w, r); });
 }
 
 void RequestHandler::Append(const Request& req, Bytes* out) {
@@ -246,11 +237,7 @@ void RequestHandler::Append(const Request& req, Bytes* out) {
   metrics_->append_bytes.Add(bytes);
   metrics_->append_rejected.Add(rejected);
   metrics_->append_duplicates.Add(duplicates);
-  size_t start =
-      net::BeginResponse(out, req.frame.header.opcode, req.frame.header.request_id, Status::Ok());
-  ByteWriter w(out);
-  net::EncodeAppendResponse(w, r);
-  net::FinishFrame(out, start);
+  Respond(req, out, [&](ByteWriter& w) { net::EncodeAppendResponse(w, r); });
 }
 
 bool RequestHandler::Fetch(Request& req, net::OutFrame* response) {
@@ -364,11 +351,7 @@ void RequestHandler::LookupTimestamp(const Request& req, Bytes* out) {
     }
     r.results.push_back(std::move(res));
   }
-  size_t start =
-      net::BeginResponse(out, req.frame.header.opcode, req.frame.header.request_id, Status::Ok());
-  ByteWriter w(out);
-  net::EncodeLookupTimestampResponse(w, r);
-  net::FinishFrame(out, start);
+  Respond(req, out, [&](ByteWriter& w) { net::EncodeLookupTimestampResponse(w, r); });
 }
 
 void RequestHandler::Stats(const Request& req, Bytes* out) {
@@ -377,11 +360,7 @@ void RequestHandler::Stats(const Request& req, Bytes* out) {
   }
   net::StatsResponse r;
   r.values = collect_metrics ? collect_metrics() : MetricValues{};
-  size_t start =
-      net::BeginResponse(out, req.frame.header.opcode, req.frame.header.request_id, Status::Ok());
-  ByteWriter w(out);
-  net::EncodeStatsResponse(w, r);
-  net::FinishFrame(out, start);
+  Respond(req, out, [&](ByteWriter& w) { net::EncodeStatsResponse(w, r); });
 }
 
 }  // namespace nearstream::broker

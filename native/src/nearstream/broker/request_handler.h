@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "nearstream/broker/fetch_waiters.h"
@@ -48,6 +49,8 @@ class RequestHandler {
   void Stats(const Request& req, Bytes* out);
   void LookupTimestamp(const Request& req, Bytes* out);
 
+  // Writes a whole OK response whose body `body` encodes.
+  void Respond(const Request& req, Bytes* out, const std::function<void(ByteWriter&)>& body);
   // Writes a whole response carrying only a status.
   void Error(const Request& req, const Status& status, Bytes* out);
 

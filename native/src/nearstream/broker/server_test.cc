@@ -14,6 +14,7 @@
 #include <set>
 #include <thread>
 
+#include "nearstream/broker/test_records.h"
 #include "nearstream/net/client.h"
 #include "nearstream/storage/chunk.h"
 
@@ -75,35 +76,9 @@ class ServerTest : public ::testing::Test {
     return req;
   }
 
-  // Reads every record of one streamlet from the earliest position until nothing is left.
   static std::vector<std::string> ReadAll(Client& c, const std::string& stream,
                                           uint32_t streamlet) {
-    std::vector<std::string> out;
-    Position pos;
-    for (;;) {
-      net::FetchRequest req;
-      req.stream = stream;
-      req.entries.push_back({streamlet, pos, 4096});
-      auto reply = c.Fetch(req);
-      EXPECT_TRUE(reply.ok()) << reply.status().ToString();
-      if (!reply.ok()) return out;
-      const auto& r = reply->response.results.at(0);
-      EXPECT_EQ(r.status, 0) << r.message;
-      if (r.blocks.empty()) return out;
-      for (const auto& b : r.blocks) {
-        uint32_t off = 0;
-        while (off < b.size) {
-          auto h = storage::ValidateChunk(b.data + off,
-                                          storage::kChunkHeaderSize + LoadLe32(b.data + off + 8));
-          EXPECT_TRUE(h.ok());
-          storage::RecordIterator it(b.data + off + storage::kChunkHeaderSize, h->payload_length);
-          std::string_view rec;
-          while (it.Next(&rec)) out.emplace_back(rec);
-          off += h->total_size();
-        }
-      }
-      pos = r.next;
-    }
+    return testing::ReadAllRecords(c, stream, streamlet, 4096);
   }
 
   std::unique_ptr<storage::StreamStore> store_;
@@ -462,18 +437,7 @@ TEST_F(ServerTest, ManyProducersAndConsumersWithOneWorker) {
         ASSERT_TRUE(reply.ok()) << reply.status().ToString();
         const auto& r = reply->response.results[0];
         ASSERT_EQ(r.status, 0) << r.message;
-        for (const auto& b : r.blocks) {
-          uint32_t off = 0;
-          while (off < b.size) {
-            uint32_t size = storage::kChunkHeaderSize + LoadLe32(b.data + off + 8);
-            auto h = storage::ValidateChunk(b.data + off, size);
-            ASSERT_TRUE(h.ok());
-            storage::RecordIterator it(b.data + off + storage::kChunkHeaderSize, h->payload_length);
-            std::string_view rec;
-            while (it.Next(&rec)) got[s].emplace_back(rec);
-            off += size;
-          }
-        }
+        for (const auto& b : r.blocks) ASSERT_TRUE(testing::AppendRecords(b, &got[s]));
         pos = r.next;
       }
       seen += static_cast<int>(got[s].size());
