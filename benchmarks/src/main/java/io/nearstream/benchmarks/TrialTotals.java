@@ -1,0 +1,61 @@
+package io.nearstream.benchmarks;
+
+import org.openjdk.jmh.infra.BenchmarkParams;
+
+/**
+ * Totals over a whole trial (warm-up included) for the summary line printed at its end: RPCs per
+ * million records as counted by the client and by the broker ({@code
+ * nearstream_fetch_requests_total}), which must agree.
+ */
+final class TrialTotals {
+
+    /** {@code method param=value ...} of a trial, for its summary line. */
+    static String label(BenchmarkParams params) {
+        String benchmark = params.getBenchmark();
+        StringBuilder b = new StringBuilder(benchmark.substring(benchmark.lastIndexOf('.') + 1));
+        for (String key : params.getParamsKeys()) {
+            b.append(' ').append(key).append('=').append(params.getParam(key));
+        }
+        return b.toString();
+    }
+
+    private long invocations;
+    private long clientRpcs;
+    private long records;
+    private long bytes;
+    private long brokerFetchesAtStart;
+
+    void start(long brokerFetches) {
+        brokerFetchesAtStart = brokerFetches;
+        invocations = 0;
+        clientRpcs = 0;
+        records = 0;
+        bytes = 0;
+    }
+
+    void add(long rpcs, long recordCount, long byteCount) {
+        invocations++;
+        clientRpcs += rpcs;
+        records += recordCount;
+        bytes += byteCount;
+    }
+
+    String summary(String what, long brokerFetchesNow) {
+        long brokerRpcs = brokerFetchesNow - brokerFetchesAtStart;
+        return String.format(
+                "%n# %s: %,d invocations, %,d records, %,d fetch RPCs (broker counted %,d):"
+                        + " %.1f RPCs per million records (broker: %.1f), %,.0f bytes per RPC%n",
+                what,
+                invocations,
+                records,
+                clientRpcs,
+                brokerRpcs,
+                perMillion(clientRpcs),
+                perMillion(brokerRpcs),
+                clientRpcs == 0 ? 0.0 : (double) bytes / clientRpcs);
+    }
+
+    private double perMillion(long rpcs) {
+        return records == 0 ? 0.0 : rpcs * 1e6 / records;
+    }
+}
