@@ -1,0 +1,140 @@
+#include "nearstream/push/arrow_slot_writer.h"
+
+#include <cstring>
+
+#include "nearstream/shm_layout.h"
+
+namespace nearstream::push {
+
+namespace {
+
+uint64_t Align(uint64_t v) { return ns_shm_round_up(v, NS_SHM_BUFFER_ALIGNMENT); }
+
+// Computed in 64 bits so an oversized candidate is measured, not wrapped.
+struct Extent {
+  uint64_t validity_length, offsets_offset, offsets_length, data_offset, chunk_map_offset,
+      chunk_map_length, total;
+};
+
+Extent Measure(uint64_t rows, uint64_t data_bytes, uint64_t chunks) {
+  Extent e;
+  e.validity_length = (rows + 7) / 8;
+  e.offsets_offset = Align(e.validity_length);
+  e.offsets_length = 4 * (rows + 1);
+  e.data_offset = Align(e.offsets_offset + e.offsets_length);
+  e.chunk_map_offset = Align(e.data_offset + data_bytes);
+  e.chunk_map_length = chunks * NS_SHM_CHUNK_MAP_ENTRY_BYTES;
+  e.total = e.chunk_map_offset + e.chunk_map_length;
+  return e;
+}
+
+Status Corrupt(const SlotChunk& c, const std::string& why) {
+  return Status(StatusCode::kCorruptChunk, "chunk at streamlet " + std::to_string(c.streamlet) +
+                                               " position " + c.position.ToString() + ": " + why);
+}
+
+}  // namespace
+
+SlotLayout ComputeArrowSlotLayout(uint32_t rows, uint64_t data_bytes, uint32_t chunks) {
+  const Extent e = Measure(rows, data_bytes, chunks);
+  SlotLayout l;
+  l.row_count = rows;
+  l.chunk_count = chunks;
+  l.validity_offset = 0;
+  l.validity_length = static_cast<uint32_t>(e.validity_length);
+  l.offsets_offset = static_cast<uint32_t>(e.offsets_offset);
+  l.offsets_length = static_cast<uint32_t>(e.offsets_length);
+  l.data_offset = static_cast<uint32_t>(e.data_offset);
+  l.data_length = static_cast<uint32_t>(data_bytes);
+  l.chunk_map_offset = static_cast<uint32_t>(e.chunk_map_offset);
+  l.chunk_map_length = static_cast<uint32_t>(e.chunk_map_length);
+  l.payload_length = static_cast<uint32_t>(e.total);
+  return l;
+}
+
+Result<SlotFill> WriteArrowSlot(std::span<const SlotChunk> chunks, uint8_t* payload,
+                                uint32_t slot_bytes) {
+  if (chunks.empty()) return Status(StatusCode::kInvalidArgument, "no chunks to write");
+
+  // 1. The longest prefix that fits.
+  uint64_t rows = 0;
+  uint64_t data_bytes = 0;
+  size_t n = 0;
+  for (const SlotChunk& c : chunks) {
+    const uint64_t prefixes = uint64_t{storage::kRecordLengthPrefix} * c.header.record_count;
+    if (c.header.payload_length < prefixes) return Corrupt(c, "record count exceeds payload");
+    const uint64_t r = rows + c.header.record_count;
+    const uint64_t d = data_bytes + (c.header.payload_length - prefixes);
+    if (Measure(r, d, n + 1).total > slot_bytes) {
+      if (n == 0) {
+        return Status(StatusCode::kChunkTooLarge,
+                      "chunk of " + std::to_string(c.header.total_size()) + " bytes (" +
+                          std::to_string(Measure(r, d, 1).total) +
+                          " as a slot) does not fit a slot of " + std::to_string(slot_bytes) +
+                          " bytes");
+      }
+      break;
+    }
+    rows = r;
+    data_bytes = d;
+    ++n;
+  }
+  const SlotLayout l =
+      ComputeArrowSlotLayout(static_cast<uint32_t>(rows), data_bytes, static_cast<uint32_t>(n));
+
+  // 2. Validity: every row valid; the bits past the last row and the padding are zero.
+  uint8_t* validity = payload + l.validity_offset;
+  std::memset(validity, 0, l.offsets_offset);
+  std::memset(validity, 0xFF, rows / 8);
+  if (rows % 8 != 0) validity[rows / 8] = static_cast<uint8_t>((1u << (rows % 8)) - 1);
+
+  // 3. Offsets and data, record by record; the framing is re-checked against the header.
+  uint8_t* offsets = payload + l.offsets_offset;
+  uint8_t* data = payload + l.data_offset;
+  const uint8_t* data_end = data + l.data_length;
+  uint8_t* out = data;
+  uint32_t row = 0;
+  StoreLe32(offsets, 0);
+  for (size_t i = 0; i < n; ++i) {
+    const SlotChunk& c = chunks[i];
+    storage::RecordIterator it(c.payload, c.header.payload_length);
+    std::string_view record;
+    uint32_t count = 0;
+    while (it.Next(&record)) {
+      if (count == c.header.record_count || record.size() > size_t(data_end - out)) {
+        return Corrupt(c, "more record bytes than the header announces");
+      }
+      std::memcpy(out, record.data(), record.size());
+      out += record.size();
+      ++count;
+      ++row;
+      StoreLe32(offsets + 4 * size_t{row}, static_cast<uint32_t>(out - data));
+    }
+    if (count != c.header.record_count) {
+      return Corrupt(c, "holds " + std::to_string(count) + " records, header says " +
+                            std::to_string(c.header.record_count));
+    }
+  }
+  if (out != data_end) return Status(StatusCode::kCorruptChunk, "record bytes do not add up");
+  std::memset(payload + l.offsets_offset + l.offsets_length, 0,
+              l.data_offset - (l.offsets_offset + l.offsets_length));
+  std::memset(out, 0, l.chunk_map_offset - (l.data_offset + l.data_length));
+
+  // 4. The chunk map.
+  uint8_t* map = payload + l.chunk_map_offset;
+  for (size_t i = 0; i < n; ++i) {
+    const SlotChunk& c = chunks[i];
+    ns_shm_chunk_map_entry e;
+    std::memset(&e, 0, sizeof e);
+    e.streamlet = c.streamlet;
+    e.record_count = c.header.record_count;
+    e.group = c.position.group;
+    e.segment = c.position.segment;
+    e.byte_position = c.position.offset;
+    e.chunk_bytes = c.header.total_size();
+    std::memcpy(map + i * sizeof e, &e, sizeof e);
+  }
+  return SlotFill{n, l};
+}
+
+}  // namespace nearstream::push

@@ -1,0 +1,47 @@
+// Fills a slot payload with whole chunks as one Arrow record batch of a single VarBinary column,
+// in Arrow's raw buffer layout, followed by the chunk map (docs/shm-layout.md, "Slot payload"):
+//
+//   payload  0                 validity bitmap, ceil(rows / 8) bytes, all rows valid
+//            round64(..)       int32 offsets, rows + 1 entries, offsets[0] = 0
+//            round64(..)       data: the record bytes, back to back
+//            round64(..)       chunk map: chunk_count x ns_shm_chunk_map_entry (32 B)
+//
+// Rows are the records of the chunks in chunk-map order, so row r belongs to the chunk whose
+// cumulative record_count first exceeds r: that is how a reader turns rows into positions.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "nearstream/common/status.h"
+#include "nearstream/push/slot_ring.h"
+#include "nearstream/storage/chunk.h"
+#include "nearstream/storage/position.h"
+
+namespace nearstream::push {
+
+// One stored chunk to push: its decoded header, its payload (header.payload_length bytes of
+// length-prefixed records, e.g. straight from a segment), and where it lives.
+struct SlotChunk {
+  storage::ChunkHeader header;
+  const uint8_t* payload = nullptr;
+  uint32_t streamlet = 0;
+  storage::Position position;  // group, segment, byte offset of the chunk in the segment
+};
+
+// Where the buffers go for `rows` records of `data_bytes` bytes in `chunks` chunks.
+SlotLayout ComputeArrowSlotLayout(uint32_t rows, uint64_t data_bytes, uint32_t chunks);
+
+struct SlotFill {
+  size_t chunks = 0;  // how many of the given chunks were written (a prefix, at least 1)
+  SlotLayout layout;  // what Publish() puts in the descriptor
+};
+
+// Writes the longest prefix of `chunks` that fits `slot_bytes` into `payload` (64-byte aligned).
+// kInvalidArgument for no chunks, kChunkTooLarge when the first chunk alone does not fit an empty
+// slot, kCorruptChunk when a chunk's record framing disagrees with its header.
+Result<SlotFill> WriteArrowSlot(std::span<const SlotChunk> chunks, uint8_t* payload,
+                                uint32_t slot_bytes);
+
+}  // namespace nearstream::push
