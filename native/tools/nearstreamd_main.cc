@@ -34,6 +34,9 @@ over a binary TCP protocol (docs/protocol.md).
   --segments-per-group P      default P of new streams (default 16)
   --active-groups Q           default Q of new streams (default 1)
   --group-idle-close-ms MS    close an idle active group when Q > 1 (default 1000)
+  --push-threads N            threads filling push subscriptions' shared-memory rings
+                              (default 1, at least 1; a subscription is served by id mod N)
+  --push-dir DIR              where push regions are created (default /dev/shm)
   --version                   print the version and exit
 )";
 
@@ -64,6 +67,8 @@ Status Run(int argc, char** argv) {
                                                                   {"segments-per-group"},
                                                                   {"active-groups"},
                                                                   {"group-idle-close-ms"},
+                                                                  {"push-threads"},
+                                                                  {"push-dir"},
                                                                   {"help", false},
                                                                   {"version", false}}));
   if (flags.Has("help")) {
@@ -97,6 +102,9 @@ Status Run(int argc, char** argv) {
   options.handler.default_segments_per_group = static_cast<uint32_t>(p);
   ASSIGN_OR_RETURN(uint64_t q, flags.Unsigned("active-groups", 1, 1, 1024));
   options.handler.default_active_groups = static_cast<uint32_t>(q);
+  ASSIGN_OR_RETURN(int64_t push_threads, flags.Signed("push-threads", 1, 1, 1024));
+  options.push.threads = static_cast<int>(push_threads);
+  options.push.dir = flags.String("push-dir", push::kDefaultShmDir);
   options.handler.broker_epoch =
       static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
 

@@ -148,6 +148,9 @@ OPCODES = {
     "Fetch": 8,
     "Stats": 9,
     "LookupTimestamp": 10,
+    "PushSubscribe": 20,
+    "PushUpdate": 21,
+    "PushClose": 22,
 }
 
 STATUS = {
@@ -324,6 +327,48 @@ def enc_stats_response(m):
     for v in m["values"]:
         w.str(v["name"])
         w.u64(v["value"])
+    return w.bytes()
+
+
+def enc_push_rings(w, rings):
+    w.u32(len(rings))
+    for ring in rings:
+        w.u32(ring["subtask_index"])
+        w.u32(len(ring["splits"]))
+        for split in ring["splits"]:
+            w.u32(split["streamlet"])
+            w.position(split["start"])
+
+
+def enc_push_subscribe_request(m):
+    w = Writer()
+    w.str(m["stream"])
+    w.u32(m["slots_per_ring"])
+    w.u32(m["slot_bytes"])
+    w.u32(m["consumer_timeout_ms"])
+    enc_push_rings(w, m["rings"])
+    return w.bytes()
+
+
+def enc_push_subscribe_response(m):
+    w = Writer()
+    w.u64(m["subscription_id"])
+    w.u64(m["broker_epoch"])
+    w.str(m["region_path"])
+    w.u64(m["region_bytes"])
+    return w.bytes()
+
+
+def enc_push_update_request(m):
+    w = Writer()
+    w.u64(m["subscription_id"])
+    enc_push_rings(w, m["rings"])
+    return w.bytes()
+
+
+def enc_push_close_request(m):
+    w = Writer()
+    w.u64(m["subscription_id"])
     return w.bytes()
 
 
@@ -509,6 +554,45 @@ def build():
     ]}
     resp("lookup_timestamp_response.bin", "LookupTimestamp", rid, "OK", "", m,
          enc_lookup_timestamp_response(m))
+
+    # PushSubscribe: ring_count is the length of "rings"; split_count the length of "splits".
+    rid = 0xB1B2B3B4B5B6B7B8
+    m = {"stream": STREAM, "slots_per_ring": 8, "slot_bytes": 1 << 20,
+         "consumer_timeout_ms": 5000, "rings": [
+            {"subtask_index": 0, "splits": [
+                {"streamlet": 3, "start": EARLIEST},
+                {"streamlet": 258, "start": pos(0x100000002, 0x200000003, 0x1234)},
+            ]},
+            {"subtask_index": 5, "splits": []},
+            {"subtask_index": 0x01020304, "splits": [
+                {"streamlet": 7, "start": pos(1, 2, 64)},
+            ]},
+        ]}
+    req("push_subscribe_request.bin", "PushSubscribe", rid, m, enc_push_subscribe_request(m))
+    m = {"subscription_id": 0x0102030405060708, "broker_epoch": 0x0A0B0C0D0E0F1011,
+         "region_path": "/dev/shm/nearstream-push-4242-1",
+         "region_bytes": 4096 + 3 * 8392704}
+    resp("push_subscribe_response.bin", "PushSubscribe", rid, "OK", "", m,
+         enc_push_subscribe_response(m))
+
+    # PushUpdate
+    rid = 0xC1C2C3C4C5C6C7C8
+    m = {"subscription_id": 0x0102030405060708, "rings": [
+        {"subtask_index": 0, "splits": [{"streamlet": 3, "start": EARLIEST}]},
+        {"subtask_index": 5, "splits": [
+            {"streamlet": 258, "start": pos(0x100000002, 0x200000003, 0x1234)},
+            {"streamlet": 9, "start": pos(3, 40, 0x00ABCDEF)},
+        ]},
+        {"subtask_index": 0x01020304, "splits": []},
+    ]}
+    req("push_update_request.bin", "PushUpdate", rid, m, enc_push_update_request(m))
+    resp("push_update_response.bin", "PushUpdate", rid, "OK", "", {}, b"")
+
+    # PushClose
+    rid = 0xD1D2D3D4D5D6D7D8
+    m = {"subscription_id": 0x0102030405060708}
+    req("push_close_request.bin", "PushClose", rid, m, enc_push_close_request(m))
+    resp("push_close_response.bin", "PushClose", rid, "OK", "", {}, b"")
 
     # An error response: non-OK status, message, no body.
     resp("error_response.bin", "DescribeStream", 0x9192939495969798, "STREAM_NOT_FOUND",

@@ -47,7 +47,8 @@
  *   56     8     broker_epoch          broker
  *   64     8     broker_heartbeat_ns   broker (CLOCK_MONOTONIC), own cache line
  *   72     4     region_state          broker (1 open, 2 closed)
- *   128    4     release_doorbell      consumers (futex word, +1 after releasing), own line
+ *   128    4     release_doorbell      consumers (futex word, +1 after releasing; the broker
+ *                                      also bumps it to wake its push thread), own line
  *   192    4     broker_waiting        broker (1 while it sleeps on release_doorbell), own line
  *
  *   ring header (256 B)

@@ -32,8 +32,9 @@ Status StreamNotFound(const std::string& name) {
 }  // namespace
 
 RequestHandler::RequestHandler(HandlerOptions options, storage::StreamStore* store,
-                               FetchWaiters* waiters, BrokerMetrics* metrics)
-    : options_(options), store_(store), waiters_(waiters), metrics_(metrics) {}
+                               FetchWaiters* waiters, BrokerMetrics* metrics,
+                               push::PushManager* push)
+    : options_(options), store_(store), waiters_(waiters), metrics_(metrics), push_(push) {}
 
 void RequestHandler::Respond(const Request& req, Bytes* out,
                              const std::function<void(ByteWriter&)>& body) {
@@ -83,6 +84,9 @@ bool RequestHandler::Handle(Request& req, net::OutFrame* response) {
     case Opcode::kFetch: break;  // handled above
     case Opcode::kStats: Stats(req, out); return true;
     case Opcode::kLookupTimestamp: LookupTimestamp(req, out); return true;
+    case Opcode::kPushSubscribe: PushSubscribe(req, out); return true;
+    case Opcode::kPushUpdate: PushUpdate(req, out); return true;
+    case Opcode::kPushClose: PushClose(req, out); return true;
   }
   Error(req, Status(StatusCode::kUnknownOpcode, "unknown opcode " + std::to_string(h.opcode)), out);
   return true;
@@ -231,6 +235,7 @@ void RequestHandler::Append(const Request& req, Bytes* out) {
   if (appended) {
     stream->NoteAppended();
     waiters_->Wake(stream.get());
+    if (push_ != nullptr) push_->NotifyAppend(stream.get());
   }
   metrics_->append_chunks.Add(chunks);
   metrics_->append_records.Add(records);
@@ -352,6 +357,41 @@ void RequestHandler::LookupTimestamp(const Request& req, Bytes* out) {
     r.results.push_back(std::move(res));
   }
   Respond(req, out, [&](ByteWriter& w) { net::EncodeLookupTimestampResponse(w, r); });
+}
+
+namespace {
+
+Status NoPush() { return Status(StatusCode::kInternal, "push subscriptions are not enabled"); }
+
+}  // namespace
+
+void RequestHandler::PushSubscribe(const Request& req, Bytes* out) {
+  auto m = net::DecodePushSubscribeRequest(req.frame.body.data(), req.frame.body.size());
+  if (!m.ok()) return Error(req, m.status(), out);
+  if (push_ == nullptr) return Error(req, NoPush(), out);
+  auto r = push_->Subscribe(req.conn->id(), *m);
+  if (!r.ok()) return Error(req, r.status(), out);
+  // The connection may have closed while the region was made: its subscriptions end with it.
+  if (req.conn->closed()) push_->ConnectionClosed(req.conn->id());
+  Respond(req, out, [&](ByteWriter& w) { net::EncodePushSubscribeResponse(w, *r); });
+}
+
+void RequestHandler::PushUpdate(const Request& req, Bytes* out) {
+  auto m = net::DecodePushUpdateRequest(req.frame.body.data(), req.frame.body.size());
+  if (!m.ok()) return Error(req, m.status(), out);
+  if (push_ == nullptr) return Error(req, NoPush(), out);
+  Status s = push_->Update(req.conn->id(), *m);
+  if (!s.ok()) return Error(req, s, out);
+  Respond(req, out, [](ByteWriter&) {});
+}
+
+void RequestHandler::PushClose(const Request& req, Bytes* out) {
+  auto m = net::DecodePushCloseRequest(req.frame.body.data(), req.frame.body.size());
+  if (!m.ok()) return Error(req, m.status(), out);
+  if (push_ == nullptr) return Error(req, NoPush(), out);
+  Status s = push_->Close(req.conn->id(), m->subscription_id);
+  if (!s.ok()) return Error(req, s, out);
+  Respond(req, out, [](ByteWriter&) {});
 }
 
 void RequestHandler::Stats(const Request& req, Bytes* out) {

@@ -10,6 +10,7 @@
 #include "nearstream/broker/metrics.h"
 #include "nearstream/broker/request.h"
 #include "nearstream/net/out_frame.h"
+#include "nearstream/push/push_manager.h"
 #include "nearstream/storage/stream_store.h"
 
 namespace nearstream::broker {
@@ -29,9 +30,9 @@ int64_t NowMs();
 
 class RequestHandler {
  public:
-  // All pointers must outlive the handler.
+  // All pointers must outlive the handler; `push` may be null (push RPCs then fail).
   RequestHandler(HandlerOptions options, storage::StreamStore* store, FetchWaiters* waiters,
-                 BrokerMetrics* metrics);
+                 BrokerMetrics* metrics, push::PushManager* push = nullptr);
 
   // Runs `req`. Returns true with the response frame in `*response`, or false when the request
   // (a long-poll fetch) was parked and will come back later through the waiters.
@@ -48,6 +49,9 @@ class RequestHandler {
   bool Fetch(Request& req, net::OutFrame* response);
   void Stats(const Request& req, Bytes* out);
   void LookupTimestamp(const Request& req, Bytes* out);
+  void PushSubscribe(const Request& req, Bytes* out);
+  void PushUpdate(const Request& req, Bytes* out);
+  void PushClose(const Request& req, Bytes* out);
 
   // Writes a whole OK response whose body `body` encodes.
   void Respond(const Request& req, Bytes* out, const std::function<void(ByteWriter&)>& body);
@@ -58,6 +62,7 @@ class RequestHandler {
   storage::StreamStore* const store_;
   FetchWaiters* const waiters_;
   BrokerMetrics* const metrics_;
+  push::PushManager* const push_;
 
  public:
   // The values behind the Stats RPC and /metrics; set by the server, which knows its threads.

@@ -37,7 +37,14 @@ Server::Server(ServerOptions options, storage::StreamStore* store)
       store_(store),
       metrics_(options.workers),
       waiters_([this](Request r) { Enqueue(std::move(r)); }),
-      handler_(options.handler, store, &waiters_, &metrics_) {
+      push_(std::make_unique<push::PushManager>(
+          [&options] {
+            push::PushOptions p = options.push;
+            p.broker_epoch = options.handler.broker_epoch;
+            return p;
+          }(),
+          store)),
+      handler_(options.handler, store, &waiters_, &metrics_, push_.get()) {
   for (int i = 0; i < options_.workers; ++i) queues_.push_back(std::make_unique<WorkQueue>());
   handler_.collect_metrics = [this] { return CollectMetrics(); };
 }
@@ -48,6 +55,7 @@ Status Server::Start() {
   if (options_.workers < 1) {
     return Status(StatusCode::kInvalidArgument, "--workers must be at least 1");
   }
+  RETURN_IF_ERROR(push_->Start());
   ASSIGN_OR_RETURN(listen_fd_, net::ListenTcp(options_.host, options_.port, true));
   ASSIGN_OR_RETURN(port_, net::LocalPort(listen_fd_));
   epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
@@ -84,6 +92,7 @@ void Server::Stop() {
   for (auto& q : queues_) q->Stop();
   for (auto& t : workers_) t.join();
   workers_.clear();
+  push_->Stop();  // every subscription ends: regions closed and unlinked
   if (maintenance_.joinable()) maintenance_.join();
   if (metrics_http_) metrics_http_->Stop();
   for (auto& [id, conn] : conns_) conn->Close();
@@ -159,6 +168,7 @@ void Server::Accept() {
 
 void Server::CloseConnection(const std::shared_ptr<net::Connection>& conn) {
   conn->Close();
+  push_->ConnectionClosed(conn->id());  // its push subscriptions end with it
   if (conns_.erase(conn->id()) > 0) {
     metrics_.connections_closed.Add(1);
     open_connections_.fetch_sub(1, std::memory_order_relaxed);
@@ -298,6 +308,7 @@ MetricValues Server::CollectMetrics() {
     add("nearstream_thread_busy_ns_total" + label, metrics_.worker_busy_ns[i].Get());
     add("nearstream_queue_depth" + label, queues_[i]->depth());
   }
+  push_->CollectMetrics(&v);
   return v;
 }
 

@@ -35,6 +35,7 @@ struct ServerOptions {
   int64_t flush_interval_ms = 200;  // async durability
   int64_t maintenance_interval_ms = 1000;
   HandlerOptions handler;
+  push::PushOptions push;  // broker_epoch is taken from `handler`
 };
 
 class Server {
@@ -49,6 +50,7 @@ class Server {
 
   uint16_t port() const { return port_; }
   uint16_t metrics_port() const { return metrics_http_ ? metrics_http_->port() : 0; }
+  push::PushManager* push() { return push_.get(); }
   MetricValues CollectMetrics();
 
  private:
@@ -64,6 +66,7 @@ class Server {
   storage::StreamStore* const store_;
   BrokerMetrics metrics_;
   FetchWaiters waiters_;
+  std::unique_ptr<push::PushManager> push_;
   RequestHandler handler_;
   std::vector<std::unique_ptr<WorkQueue>> queues_;
 

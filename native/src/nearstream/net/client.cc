@@ -401,4 +401,20 @@ Result<StatsResponse> Client::Stats() {
   return DecodeStatsResponse(r.body.data(), r.body.size());
 }
 
+Result<PushSubscribeResponse> Client::PushSubscribe(const PushSubscribeRequest& request) {
+  ASSIGN_OR_RETURN(Response r,
+                   Call(Opcode::kPushSubscribe, EncodeBody(EncodePushSubscribeRequest, request)));
+  return DecodePushSubscribeResponse(r.body.data(), r.body.size());
+}
+
+Status Client::PushUpdate(const PushUpdateRequest& request) {
+  return Call(Opcode::kPushUpdate, EncodeBody(EncodePushUpdateRequest, request)).status();
+}
+
+Status Client::PushClose(uint64_t subscription_id) {
+  return Call(Opcode::kPushClose,
+              EncodeBody(EncodePushCloseRequest, PushCloseRequest{subscription_id}))
+      .status();
+}
+
 }  // namespace nearstream::net

@@ -113,6 +113,9 @@ class Client {
   // Waits up to request.max_wait_ms plus io_timeout_ms() for the long poll to answer.
   Result<FetchReply> Fetch(const FetchRequest& request);
   Result<StatsResponse> Stats();
+  Result<PushSubscribeResponse> PushSubscribe(const PushSubscribeRequest& request);
+  Status PushUpdate(const PushUpdateRequest& request);
+  Status PushClose(uint64_t subscription_id);
 
   // Closes the connection; later calls fail. Idempotent.
   void Close();

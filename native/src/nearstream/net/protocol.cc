@@ -33,6 +33,9 @@ const char* OpcodeName(uint16_t opcode) {
     case Opcode::kFetch: return "Fetch";
     case Opcode::kStats: return "Stats";
     case Opcode::kLookupTimestamp: return "LookupTimestamp";
+    case Opcode::kPushSubscribe: return "PushSubscribe";
+    case Opcode::kPushUpdate: return "PushUpdate";
+    case Opcode::kPushClose: return "PushClose";
   }
   return "Unknown";
 }
@@ -407,6 +410,100 @@ Result<LookupTimestampResponse> DecodeLookupTimestampResponse(const uint8_t* p, 
     m.results.push_back(std::move(e));
   }
   return Finish(r, std::move(m), "LookupTimestamp response");
+}
+
+namespace {
+
+void EncodePushRings(ByteWriter& w, const std::vector<PushRing>& rings) {
+  w.U32(static_cast<uint32_t>(rings.size()));
+  for (const auto& ring : rings) {
+    w.U32(ring.subtask_index);
+    w.U32(static_cast<uint32_t>(ring.splits.size()));
+    for (const auto& split : ring.splits) {
+      w.U32(split.streamlet);
+      EncodePosition(w, split.start);
+    }
+  }
+}
+
+std::vector<PushRing> DecodePushRings(ByteReader& r) {
+  std::vector<PushRing> rings;
+  uint32_t count = r.Count(8);
+  rings.reserve(count);
+  for (uint32_t i = 0; i < count && r.ok(); ++i) {
+    PushRing ring;
+    ring.subtask_index = r.U32();
+    uint32_t splits = r.Count(4 + kPositionSize);
+    ring.splits.reserve(splits);
+    for (uint32_t j = 0; j < splits && r.ok(); ++j) {
+      PushSplit split;
+      split.streamlet = r.U32();
+      split.start = DecodePosition(r);
+      ring.splits.push_back(split);
+    }
+    rings.push_back(std::move(ring));
+  }
+  return rings;
+}
+
+}  // namespace
+
+void EncodePushSubscribeRequest(ByteWriter& w, const PushSubscribeRequest& m) {
+  w.Str(m.stream);
+  w.U32(m.slots_per_ring);
+  w.U32(m.slot_bytes);
+  w.U32(m.consumer_timeout_ms);
+  EncodePushRings(w, m.rings);
+}
+
+Result<PushSubscribeRequest> DecodePushSubscribeRequest(const uint8_t* p, size_t n) {
+  ByteReader r(p, n);
+  PushSubscribeRequest m;
+  m.stream = r.Str();
+  m.slots_per_ring = r.U32();
+  m.slot_bytes = r.U32();
+  m.consumer_timeout_ms = r.U32();
+  m.rings = DecodePushRings(r);
+  return Finish(r, std::move(m), "PushSubscribe request");
+}
+
+void EncodePushSubscribeResponse(ByteWriter& w, const PushSubscribeResponse& m) {
+  w.U64(m.subscription_id);
+  w.U64(m.broker_epoch);
+  w.Str(m.region_path);
+  w.U64(m.region_bytes);
+}
+
+Result<PushSubscribeResponse> DecodePushSubscribeResponse(const uint8_t* p, size_t n) {
+  ByteReader r(p, n);
+  PushSubscribeResponse m;
+  m.subscription_id = r.U64();
+  m.broker_epoch = r.U64();
+  m.region_path = r.Str();
+  m.region_bytes = r.U64();
+  return Finish(r, std::move(m), "PushSubscribe response");
+}
+
+void EncodePushUpdateRequest(ByteWriter& w, const PushUpdateRequest& m) {
+  w.U64(m.subscription_id);
+  EncodePushRings(w, m.rings);
+}
+
+Result<PushUpdateRequest> DecodePushUpdateRequest(const uint8_t* p, size_t n) {
+  ByteReader r(p, n);
+  PushUpdateRequest m;
+  m.subscription_id = r.U64();
+  m.rings = DecodePushRings(r);
+  return Finish(r, std::move(m), "PushUpdate request");
+}
+
+void EncodePushCloseRequest(ByteWriter& w, const PushCloseRequest& m) { w.U64(m.subscription_id); }
+
+Result<PushCloseRequest> DecodePushCloseRequest(const uint8_t* p, size_t n) {
+  ByteReader r(p, n);
+  PushCloseRequest m;
+  m.subscription_id = r.U64();
+  return Finish(r, std::move(m), "PushClose request");
 }
 
 void EncodeStatsResponse(ByteWriter& w, const StatsResponse& m) {

@@ -40,7 +40,9 @@ enum class Opcode : uint16_t {
   kFetch = 8,
   kStats = 9,
   kLookupTimestamp = 10,
-  // 20..29 reserved for push subscribe / update / close.
+  kPushSubscribe = 20,
+  kPushUpdate = 21,
+  kPushClose = 22,
 };
 
 const char* OpcodeName(uint16_t opcode);
@@ -174,6 +176,36 @@ struct LookupTimestampResponse {
   std::vector<TimestampResult> results;
 };
 
+// Push subscriptions (docs/protocol.md "Push subscriptions").
+struct PushSplit {
+  uint32_t streamlet = 0;
+  storage::Position start;
+};
+struct PushRing {
+  uint32_t subtask_index = 0;
+  std::vector<PushSplit> splits;
+};
+struct PushSubscribeRequest {
+  std::string stream;
+  uint32_t slots_per_ring = 0;
+  uint32_t slot_bytes = 0;
+  uint32_t consumer_timeout_ms = 0;
+  std::vector<PushRing> rings;  // ring i of the region is rings[i]
+};
+struct PushSubscribeResponse {
+  uint64_t subscription_id = 0;
+  uint64_t broker_epoch = 0;
+  std::string region_path;
+  uint64_t region_bytes = 0;
+};
+struct PushUpdateRequest {
+  uint64_t subscription_id = 0;
+  std::vector<PushRing> rings;  // a full replacement, as many as the subscription has
+};
+struct PushCloseRequest {
+  uint64_t subscription_id = 0;
+};
+
 struct StatsResponse {
   std::vector<std::pair<std::string, uint64_t>> values;
 };
@@ -216,6 +248,15 @@ void EncodeLookupTimestampRequest(ByteWriter& w, const LookupTimestampRequest& m
 Result<LookupTimestampRequest> DecodeLookupTimestampRequest(const uint8_t* p, size_t n);
 void EncodeLookupTimestampResponse(ByteWriter& w, const LookupTimestampResponse& m);
 Result<LookupTimestampResponse> DecodeLookupTimestampResponse(const uint8_t* p, size_t n);
+
+void EncodePushSubscribeRequest(ByteWriter& w, const PushSubscribeRequest& m);
+Result<PushSubscribeRequest> DecodePushSubscribeRequest(const uint8_t* p, size_t n);
+void EncodePushSubscribeResponse(ByteWriter& w, const PushSubscribeResponse& m);
+Result<PushSubscribeResponse> DecodePushSubscribeResponse(const uint8_t* p, size_t n);
+void EncodePushUpdateRequest(ByteWriter& w, const PushUpdateRequest& m);
+Result<PushUpdateRequest> DecodePushUpdateRequest(const uint8_t* p, size_t n);
+void EncodePushCloseRequest(ByteWriter& w, const PushCloseRequest& m);
+Result<PushCloseRequest> DecodePushCloseRequest(const uint8_t* p, size_t n);
 
 void EncodeStatsResponse(ByteWriter& w, const StatsResponse& m);
 Result<StatsResponse> DecodeStatsResponse(const uint8_t* p, size_t n);

@@ -220,6 +220,10 @@ constexpr uint64_t kFetchId = 0x7172737475767778ull;
 constexpr uint64_t kStatsId = 0x8182838485868788ull;
 constexpr uint64_t kLookupId = 0xA1A2A3A4A5A6A7A8ull;
 constexpr uint64_t kErrorId = 0x9192939495969798ull;
+constexpr uint64_t kPushSubscribeId = 0xB1B2B3B4B5B6B7B8ull;
+constexpr uint64_t kPushUpdateId = 0xC1C2C3C4C5C6C7C8ull;
+constexpr uint64_t kPushCloseId = 0xD1D2D3D4D5D6D7D8ull;
+constexpr uint64_t kSubscriptionId = 0x0102030405060708ull;
 
 const std::vector<std::string> kGoldenChunkRecords = {"first", "", "third record \xc3\xbc"};
 
@@ -247,6 +251,12 @@ const std::set<std::string> kGoldenFiles = {
     "stats_response.bin",
     "lookup_timestamp_request.bin",
     "lookup_timestamp_response.bin",
+    "push_subscribe_request.bin",
+    "push_subscribe_response.bin",
+    "push_update_request.bin",
+    "push_update_response.bin",
+    "push_close_request.bin",
+    "push_close_response.bin",
     "error_response.bin",
 };
 
@@ -333,7 +343,9 @@ TEST(ProtocolGoldenTest, EmptyOkResponses) {
     uint64_t request_id;
   };
   for (const Case& c : {Case{"create_stream_response.bin", Opcode::kCreateStream, kCreateId},
-                        Case{"delete_stream_response.bin", Opcode::kDeleteStream, kDeleteId}}) {
+                        Case{"delete_stream_response.bin", Opcode::kDeleteStream, kDeleteId},
+                        Case{"push_update_response.bin", Opcode::kPushUpdate, kPushUpdateId},
+                        Case{"push_close_response.bin", Opcode::kPushClose, kPushCloseId}}) {
     SCOPED_TRACE(c.file);
     GoldenFrame f;
     ASSERT_NO_FATAL_FAILURE(LoadFrame(c.file, &f));
@@ -640,6 +652,86 @@ TEST(ProtocolGoldenTest, LookupTimestampResponse) {
   ExpectSameBytes(again, f.bytes, "lookup_timestamp_response.bin");
 }
 
+TEST(ProtocolGoldenTest, PushSubscribeRequest) {
+  GoldenFrame f;
+  ASSERT_NO_FATAL_FAILURE(LoadFrame("push_subscribe_request.bin", &f));
+  ExpectHeader(f, Opcode::kPushSubscribe, kPushSubscribeId, /*response=*/false);
+  auto m = DecodePushSubscribeRequest(f.body(), f.body_size());
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->stream, kStream);
+  EXPECT_EQ(m->slots_per_ring, 8u);
+  EXPECT_EQ(m->slot_bytes, 1u << 20);
+  EXPECT_EQ(m->consumer_timeout_ms, 5000u);
+  ASSERT_EQ(m->rings.size(), 3u);
+  EXPECT_EQ(m->rings[0].subtask_index, 0u);
+  ASSERT_EQ(m->rings[0].splits.size(), 2u);
+  EXPECT_EQ(m->rings[0].splits[0].streamlet, 3u);
+  EXPECT_EQ(m->rings[0].splits[0].start, Position{});
+  EXPECT_EQ(m->rings[0].splits[1].streamlet, 258u);
+  EXPECT_EQ(m->rings[0].splits[1].start, (Position{0x100000002ull, 0x200000003ull, 0x1234}));
+  EXPECT_EQ(m->rings[1].subtask_index, 5u);
+  EXPECT_TRUE(m->rings[1].splits.empty());
+  EXPECT_EQ(m->rings[2].subtask_index, 0x01020304u);
+  ASSERT_EQ(m->rings[2].splits.size(), 1u);
+  EXPECT_EQ(m->rings[2].splits[0].streamlet, 7u);
+  EXPECT_EQ(m->rings[2].splits[0].start, (Position{1, 2, 64}));
+  Bytes again = EncodeRequest(Opcode::kPushSubscribe, kPushSubscribeId,
+                              [&](ByteWriter& w) { EncodePushSubscribeRequest(w, *m); });
+  ExpectSameBytes(again, f.bytes, "push_subscribe_request.bin");
+}
+
+TEST(ProtocolGoldenTest, PushSubscribeResponse) {
+  GoldenFrame f;
+  ASSERT_NO_FATAL_FAILURE(LoadFrame("push_subscribe_response.bin", &f));
+  ExpectOkResponse(f, Opcode::kPushSubscribe, kPushSubscribeId);
+  auto m = DecodePushSubscribeResponse(f.body(), f.body_size());
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->subscription_id, kSubscriptionId);
+  EXPECT_EQ(m->broker_epoch, 0x0A0B0C0D0E0F1011ull);
+  EXPECT_EQ(m->region_path, "/dev/shm/nearstream-push-4242-1");
+  EXPECT_EQ(m->region_bytes, 4096u + 3u * 8392704u);
+  Bytes again = EncodeResponse(Opcode::kPushSubscribe, kPushSubscribeId, Status::Ok(),
+                               [&](ByteWriter& w) { EncodePushSubscribeResponse(w, *m); });
+  ExpectSameBytes(again, f.bytes, "push_subscribe_response.bin");
+}
+
+TEST(ProtocolGoldenTest, PushUpdateRequest) {
+  GoldenFrame f;
+  ASSERT_NO_FATAL_FAILURE(LoadFrame("push_update_request.bin", &f));
+  ExpectHeader(f, Opcode::kPushUpdate, kPushUpdateId, /*response=*/false);
+  auto m = DecodePushUpdateRequest(f.body(), f.body_size());
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->subscription_id, kSubscriptionId);
+  ASSERT_EQ(m->rings.size(), 3u);
+  EXPECT_EQ(m->rings[0].subtask_index, 0u);
+  ASSERT_EQ(m->rings[0].splits.size(), 1u);
+  EXPECT_EQ(m->rings[0].splits[0].streamlet, 3u);
+  EXPECT_EQ(m->rings[0].splits[0].start, Position{});
+  EXPECT_EQ(m->rings[1].subtask_index, 5u);
+  ASSERT_EQ(m->rings[1].splits.size(), 2u);
+  EXPECT_EQ(m->rings[1].splits[0].streamlet, 258u);
+  EXPECT_EQ(m->rings[1].splits[0].start, (Position{0x100000002ull, 0x200000003ull, 0x1234}));
+  EXPECT_EQ(m->rings[1].splits[1].streamlet, 9u);
+  EXPECT_EQ(m->rings[1].splits[1].start, (Position{3, 40, 0x00ABCDEF}));
+  EXPECT_EQ(m->rings[2].subtask_index, 0x01020304u);
+  EXPECT_TRUE(m->rings[2].splits.empty());
+  Bytes again = EncodeRequest(Opcode::kPushUpdate, kPushUpdateId,
+                              [&](ByteWriter& w) { EncodePushUpdateRequest(w, *m); });
+  ExpectSameBytes(again, f.bytes, "push_update_request.bin");
+}
+
+TEST(ProtocolGoldenTest, PushCloseRequest) {
+  GoldenFrame f;
+  ASSERT_NO_FATAL_FAILURE(LoadFrame("push_close_request.bin", &f));
+  ExpectHeader(f, Opcode::kPushClose, kPushCloseId, /*response=*/false);
+  auto m = DecodePushCloseRequest(f.body(), f.body_size());
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->subscription_id, kSubscriptionId);
+  Bytes again = EncodeRequest(Opcode::kPushClose, kPushCloseId,
+                              [&](ByteWriter& w) { EncodePushCloseRequest(w, *m); });
+  ExpectSameBytes(again, f.bytes, "push_close_request.bin");
+}
+
 TEST(ProtocolGoldenTest, ErrorResponse) {
   GoldenFrame f;
   ASSERT_NO_FATAL_FAILURE(LoadFrame("error_response.bin", &f));
@@ -662,7 +754,12 @@ TEST(ProtocolGoldenTest, OpcodesAndStatusCodesMatchTheDocument) {
     EXPECT_TRUE(IsKnownOpcode(op)) << op;
     EXPECT_STREQ(OpcodeName(op), opcodes[op - 1]);
   }
-  for (uint16_t op : {0, 11, 19, 20, 21, 22, 29, 0xFFFF}) EXPECT_FALSE(IsKnownOpcode(op)) << op;
+  const char* push_opcodes[] = {"PushSubscribe", "PushUpdate", "PushClose"};
+  for (uint16_t op = 20; op <= 22; ++op) {
+    EXPECT_TRUE(IsKnownOpcode(op)) << op;
+    EXPECT_STREQ(OpcodeName(op), push_opcodes[op - 20]);
+  }
+  for (uint16_t op : {0, 11, 19, 23, 29, 0xFFFF}) EXPECT_FALSE(IsKnownOpcode(op)) << op;
 
   const char* statuses[] = {"OK",
                             "MALFORMED_REQUEST",
@@ -722,6 +819,10 @@ std::vector<DecoderCase> AllDecoders() {
       {"stats_response.bin", d(DecodeStatsResponse)},
       {"lookup_timestamp_request.bin", d(DecodeLookupTimestampRequest)},
       {"lookup_timestamp_response.bin", d(DecodeLookupTimestampResponse)},
+      {"push_subscribe_request.bin", d(DecodePushSubscribeRequest)},
+      {"push_subscribe_response.bin", d(DecodePushSubscribeResponse)},
+      {"push_update_request.bin", d(DecodePushUpdateRequest)},
+      {"push_close_request.bin", d(DecodePushCloseRequest)},
   };
 }
 

@@ -22,9 +22,11 @@ class Stream {
     return id < streamlets_.size() ? streamlets_[id].get() : nullptr;
   }
 
-  // Bumped after every successful append (release); long-poll fetches compare it.
-  uint64_t append_generation() const { return generation_.load(std::memory_order_acquire); }
-  void NoteAppended() { generation_.fetch_add(1, std::memory_order_acq_rel); }
+  // Bumped after every successful append; long-poll fetches and push threads compare it. Both
+  // seq_cst (free on x86): a push thread going to sleep stores a flag and then loads this, the
+  // append path bumps this and then loads the flag (PushManager::NotifyAppend).
+  uint64_t append_generation() const { return generation_.load(std::memory_order_seq_cst); }
+  void NoteAppended() { generation_.fetch_add(1, std::memory_order_seq_cst); }
 
   // Set once the stream has been deleted; handlers holding a reference stop using it.
   bool deleted() const { return deleted_.load(std::memory_order_acquire); }

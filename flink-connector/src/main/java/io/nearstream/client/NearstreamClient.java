@@ -61,6 +61,29 @@ public interface NearstreamClient extends AutoCloseable {
     /** The broker's counters (the names of its Prometheus endpoint). */
     CompletableFuture<Map<String, Long>> stats();
 
+    /**
+     * Opens a push subscription: the broker creates a shared memory region with one ring per {@code
+     * rings} entry (ring {@code i} for {@code rings.get(i)}) and pushes whole chunks of each
+     * split's streamlet into its ring, from the split's start. The subscription lives as long as
+     * this connection (or until {@link #pushClose}); a ring whose consumer heartbeat is older than
+     * {@code consumerTimeoutMs} is reclaimed.
+     */
+    CompletableFuture<PushSubscription> pushSubscribe(
+            String stream,
+            int slotsPerRing,
+            int slotBytes,
+            int consumerTimeoutMs,
+            List<PushRingSpec> rings);
+
+    /**
+     * Replaces the rings of a subscription (same ring count): a split that stays keeps its push
+     * position, a new one starts at its start.
+     */
+    CompletableFuture<Void> pushUpdate(long subscriptionId, List<PushRingSpec> rings);
+
+    /** Ends a push subscription; the broker unlinks its region. */
+    CompletableFuture<Void> pushClose(long subscriptionId);
+
     /** Closes the connection; requests in flight fail. Idempotent. */
     @Override
     void close();

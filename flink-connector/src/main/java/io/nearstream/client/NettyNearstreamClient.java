@@ -11,6 +11,9 @@ import io.nearstream.client.ProtocolCodec.HandshakeResponse;
 import io.nearstream.client.ProtocolCodec.ListStreamsRequest;
 import io.nearstream.client.ProtocolCodec.LookupTimestampRequest;
 import io.nearstream.client.ProtocolCodec.MetadataRequest;
+import io.nearstream.client.ProtocolCodec.PushCloseRequest;
+import io.nearstream.client.ProtocolCodec.PushSubscribeRequest;
+import io.nearstream.client.ProtocolCodec.PushUpdateRequest;
 import io.nearstream.client.ProtocolCodec.Request;
 import io.nearstream.client.ProtocolCodec.ResponseFrame;
 import io.nearstream.client.ProtocolCodec.StatsRequest;
@@ -323,6 +326,41 @@ public final class NettyNearstreamClient implements NearstreamClient {
                 new StatsRequest(),
                 defaultTimeoutMs(),
                 (body, frame) -> ProtocolCodec.decodeStatsResponse(body));
+    }
+
+    @Override
+    public CompletableFuture<PushSubscription> pushSubscribe(
+            String stream,
+            int slotsPerRing,
+            int slotBytes,
+            int consumerTimeoutMs,
+            List<PushRingSpec> rings) {
+        return call(
+                new PushSubscribeRequest(stream, slotsPerRing, slotBytes, consumerTimeoutMs, rings),
+                defaultTimeoutMs(),
+                (body, frame) -> ProtocolCodec.decodePushSubscribeResponse(body));
+    }
+
+    @Override
+    public CompletableFuture<Void> pushUpdate(long subscriptionId, List<PushRingSpec> rings) {
+        return call(
+                new PushUpdateRequest(subscriptionId, rings),
+                defaultTimeoutMs(),
+                (body, frame) -> {
+                    ProtocolCodec.decodeEmpty(body, "PushUpdate response");
+                    return null;
+                });
+    }
+
+    @Override
+    public CompletableFuture<Void> pushClose(long subscriptionId) {
+        return call(
+                new PushCloseRequest(subscriptionId),
+                defaultTimeoutMs(),
+                (body, frame) -> {
+                    ProtocolCodec.decodeEmpty(body, "PushClose response");
+                    return null;
+                });
     }
 
     @Override

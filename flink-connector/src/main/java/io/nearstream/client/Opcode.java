@@ -13,9 +13,12 @@ enum Opcode {
     APPEND(7, "Append"),
     FETCH(8, "Fetch"),
     STATS(9, "Stats"),
-    LOOKUP_TIMESTAMP(10, "LookupTimestamp");
+    LOOKUP_TIMESTAMP(10, "LookupTimestamp"),
+    PUSH_SUBSCRIBE(20, "PushSubscribe"),
+    PUSH_UPDATE(21, "PushUpdate"),
+    PUSH_CLOSE(22, "PushClose");
 
-    private static final Opcode[] BY_CODE = new Opcode[11];
+    private static final Opcode[] BY_CODE = new Opcode[23];
 
     static {
         for (Opcode op : values()) {

@@ -117,7 +117,10 @@ final class ProtocolCodec {
                     AppendRequest,
                     FetchRequest,
                     StatsRequest,
-                    LookupTimestampRequest {
+                    LookupTimestampRequest,
+                    PushSubscribeRequest,
+                    PushUpdateRequest,
+                    PushCloseRequest {
         Opcode opcode();
     }
 
@@ -209,6 +212,36 @@ final class ProtocolCodec {
         }
     }
 
+    /** PushSubscribe (20): slot geometry, consumer timeout and one ring per local reader. */
+    record PushSubscribeRequest(
+            String stream,
+            int slotsPerRing,
+            int slotBytes,
+            int consumerTimeoutMs,
+            List<PushRingSpec> rings)
+            implements Request {
+        @Override
+        public Opcode opcode() {
+            return Opcode.PUSH_SUBSCRIBE;
+        }
+    }
+
+    /** PushUpdate (21): the full new list of rings of a subscription. */
+    record PushUpdateRequest(long subscriptionId, List<PushRingSpec> rings) implements Request {
+        @Override
+        public Opcode opcode() {
+            return Opcode.PUSH_UPDATE;
+        }
+    }
+
+    /** PushClose (22). */
+    record PushCloseRequest(long subscriptionId) implements Request {
+        @Override
+        public Opcode opcode() {
+            return Opcode.PUSH_CLOSE;
+        }
+    }
+
     /** A decoded request frame. */
     record DecodedRequest(FrameHeader header, Request request) {}
 
@@ -265,6 +298,17 @@ final class ProtocolCodec {
                 out.writeIntLE(q.streamlet());
                 out.writeLongLE(q.timestampMs());
             }
+        } else if (request instanceof PushSubscribeRequest r) {
+            writeStr(out, r.stream());
+            out.writeIntLE(r.slotsPerRing());
+            out.writeIntLE(r.slotBytes());
+            out.writeIntLE(r.consumerTimeoutMs());
+            writePushRings(out, r.rings());
+        } else if (request instanceof PushUpdateRequest r) {
+            out.writeLongLE(r.subscriptionId());
+            writePushRings(out, r.rings());
+        } else if (request instanceof PushCloseRequest r) {
+            out.writeLongLE(r.subscriptionId());
         } else if (request instanceof ListStreamsRequest || request instanceof StatsRequest) {
             // empty body
         } else {
@@ -408,6 +452,21 @@ final class ProtocolCodec {
                     request = new LookupTimestampRequest(stream, queries);
                     break;
                 }
+            case PUSH_SUBSCRIBE:
+                request =
+                        new PushSubscribeRequest(
+                                in.str("stream"),
+                                in.u32("slots_per_ring"),
+                                in.u32("slot_bytes"),
+                                in.u32("consumer_timeout_ms"),
+                                readPushRings(in));
+                break;
+            case PUSH_UPDATE:
+                request = new PushUpdateRequest(in.u64("subscription_id"), readPushRings(in));
+                break;
+            case PUSH_CLOSE:
+                request = new PushCloseRequest(in.u64("subscription_id"));
+                break;
             default:
                 throw new AssertionError(op);
         }
@@ -706,7 +765,53 @@ final class ProtocolCodec {
         }
     }
 
+    static PushSubscription decodePushSubscribeResponse(ByteBuf body) {
+        WireReader in = new WireReader(body, "PushSubscribe response");
+        PushSubscription r =
+                new PushSubscription(
+                        in.u64("subscription_id"),
+                        in.u64("broker_epoch"),
+                        in.str("region_path"),
+                        in.u64("region_bytes"));
+        in.end();
+        return r;
+    }
+
+    static void writePushSubscribeResponse(ByteBuf out, PushSubscription r) {
+        out.writeLongLE(r.subscriptionId());
+        out.writeLongLE(r.brokerEpoch());
+        writeStr(out, r.regionPath());
+        out.writeLongLE(r.regionBytes());
+    }
+
     // ---- shared pieces ----------------------------------------------------------------------
+
+    static void writePushRings(ByteBuf out, List<PushRingSpec> rings) {
+        out.writeIntLE(rings.size());
+        for (PushRingSpec ring : rings) {
+            out.writeIntLE(ring.subtaskIndex());
+            out.writeIntLE(ring.splits().size());
+            for (PushSplitStart split : ring.splits()) {
+                out.writeIntLE(split.streamlet());
+                writePosition(out, split.start());
+            }
+        }
+    }
+
+    static List<PushRingSpec> readPushRings(WireReader in) {
+        int n = in.count("ring_count", 8);
+        List<PushRingSpec> rings = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+            int subtask = in.u32("subtask_index");
+            int m = in.count("split_count", PushSplitStart.WIRE_BYTES);
+            List<PushSplitStart> splits = new ArrayList<>(m);
+            for (int j = 0; j < m; j++) {
+                splits.add(new PushSplitStart(in.u32("streamlet"), in.position("start")));
+            }
+            rings.add(new PushRingSpec(subtask, splits));
+        }
+        return rings;
+    }
 
     static StreamConfig readStreamConfig(WireReader in) {
         String name = in.str("name");

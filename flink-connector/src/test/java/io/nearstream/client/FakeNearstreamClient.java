@@ -149,6 +149,26 @@ final class FakeNearstreamClient implements NearstreamClient {
     }
 
     @Override
+    public CompletableFuture<PushSubscription> pushSubscribe(
+            String stream,
+            int slotsPerRing,
+            int slotBytes,
+            int consumerTimeoutMs,
+            List<PushRingSpec> rings) {
+        return unsupported();
+    }
+
+    @Override
+    public CompletableFuture<Void> pushUpdate(long subscriptionId, List<PushRingSpec> rings) {
+        return unsupported();
+    }
+
+    @Override
+    public CompletableFuture<Void> pushClose(long subscriptionId) {
+        return unsupported();
+    }
+
+    @Override
     public void close() {
         closed = true;
     }

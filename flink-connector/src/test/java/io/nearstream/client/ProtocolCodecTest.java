@@ -83,6 +83,13 @@ class ProtocolCodecTest {
             case LOOKUP_TIMESTAMP:
                 ProtocolCodec.decodeLookupTimestampResponse(body);
                 break;
+            case PUSH_SUBSCRIBE:
+                ProtocolCodec.decodePushSubscribeResponse(body);
+                break;
+            case PUSH_UPDATE:
+            case PUSH_CLOSE:
+                ProtocolCodec.decodeEmpty(body, "empty");
+                break;
             default:
                 throw new AssertionError(op);
         }

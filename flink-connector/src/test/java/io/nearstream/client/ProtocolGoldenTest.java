@@ -15,6 +15,9 @@ import io.nearstream.client.ProtocolCodec.HandshakeResponse;
 import io.nearstream.client.ProtocolCodec.ListStreamsRequest;
 import io.nearstream.client.ProtocolCodec.LookupTimestampRequest;
 import io.nearstream.client.ProtocolCodec.MetadataRequest;
+import io.nearstream.client.ProtocolCodec.PushCloseRequest;
+import io.nearstream.client.ProtocolCodec.PushSubscribeRequest;
+import io.nearstream.client.ProtocolCodec.PushUpdateRequest;
 import io.nearstream.client.ProtocolCodec.Request;
 import io.nearstream.client.ProtocolCodec.ResponseFrame;
 import io.nearstream.client.ProtocolCodec.StatsRequest;
@@ -215,6 +218,21 @@ class ProtocolGoldenTest {
                         writer = out -> ProtocolCodec.writeLookupTimestampResponse(out, v);
                         break;
                     }
+                case PUSH_SUBSCRIBE:
+                    {
+                        PushSubscription v = ProtocolCodec.decodePushSubscribeResponse(in);
+                        body.put("subscription_id", u64(v.subscriptionId()));
+                        body.put("broker_epoch", u64(v.brokerEpoch()));
+                        body.put("region_path", v.regionPath());
+                        body.put("region_bytes", u64(v.regionBytes()));
+                        writer = out -> ProtocolCodec.writePushSubscribeResponse(out, v);
+                        break;
+                    }
+                case PUSH_UPDATE:
+                case PUSH_CLOSE:
+                    ProtocolCodec.decodeEmpty(in, op.wireName());
+                    writer = out -> {};
+                    break;
                 default:
                     throw new AssertionError("no response decoder for " + op);
             }
@@ -316,8 +334,42 @@ class ProtocolGoldenTest {
                                     obj(
                                             "streamlet", u32(q.streamlet()),
                                             "timestamp_ms", BigInteger.valueOf(q.timestampMs()))));
+        } else if (request instanceof PushSubscribeRequest r) {
+            return obj(
+                    "stream", r.stream(),
+                    "slots_per_ring", u32(r.slotsPerRing()),
+                    "slot_bytes", u32(r.slotBytes()),
+                    "consumer_timeout_ms", u32(r.consumerTimeoutMs()),
+                    "rings", pushRingsJson(r.rings()));
+        } else if (request instanceof PushUpdateRequest r) {
+            return obj(
+                    "subscription_id", u64(r.subscriptionId()),
+                    "rings", pushRingsJson(r.rings()));
+        } else if (request instanceof PushCloseRequest r) {
+            return obj("subscription_id", u64(r.subscriptionId()));
         }
         throw new AssertionError("no JSON form for " + request);
+    }
+
+    /**
+     * Rings as vectors.json writes them (field names follow the protocol's: ring_count and
+     * split_count are implied by the lists).
+     */
+    private static List<Object> pushRingsJson(List<PushRingSpec> rings) {
+        return list(
+                rings,
+                ring ->
+                        obj(
+                                "subtask_index", u32(ring.subtaskIndex()),
+                                "splits",
+                                        list(
+                                                ring.splits(),
+                                                sp ->
+                                                        obj(
+                                                                "streamlet", u32(sp.streamlet()),
+                                                                "start",
+                                                                        positionJson(
+                                                                                sp.start())))));
     }
 
     private static Map<String, Object> streamConfigJson(StreamConfig c) {

@@ -2,6 +2,7 @@ package io.nearstream.flink.source;
 
 import io.nearstream.client.NearstreamClient;
 import io.nearstream.client.NearstreamRecord;
+import io.nearstream.flink.source.enumerator.BrokerLocality;
 import io.nearstream.flink.source.enumerator.NearstreamEnumState;
 import io.nearstream.flink.source.enumerator.NearstreamEnumStateSerializer;
 import io.nearstream.flink.source.enumerator.NearstreamSourceEnumerator;
@@ -9,6 +10,8 @@ import io.nearstream.flink.source.metrics.NearstreamSourceReaderMetrics;
 import io.nearstream.flink.source.reader.NearstreamRecordEmitter;
 import io.nearstream.flink.source.reader.NearstreamSourceReader;
 import io.nearstream.flink.source.reader.PullSplitReader;
+import io.nearstream.flink.source.reader.PushSplitReader;
+import io.nearstream.flink.source.reader.PushSubscriptionRegistry;
 import io.nearstream.flink.source.reader.deserializer.NearstreamRecordDeserializationSchema;
 import io.nearstream.flink.source.split.NearstreamSplit;
 import io.nearstream.flink.source.split.NearstreamSplitSerializer;
@@ -70,6 +73,9 @@ public class NearstreamSource<T>
     private final Configuration config;
     private final NearstreamClientFactory clientFactory;
 
+    /** Created by the builder, so identical in every subtask: keys the push election. */
+    private final String sourceId;
+
     NearstreamSource(
             String broker,
             String stream,
@@ -78,7 +84,8 @@ public class NearstreamSource<T>
             @Nullable NearstreamStoppingPositions stoppingPositions,
             NearstreamRecordDeserializationSchema<T> deserializer,
             Configuration config,
-            NearstreamClientFactory clientFactory) {
+            NearstreamClientFactory clientFactory,
+            String sourceId) {
         this.broker = broker;
         this.stream = stream;
         this.readMode = readMode;
@@ -87,6 +94,7 @@ public class NearstreamSource<T>
         this.deserializer = deserializer;
         this.config = config;
         this.clientFactory = clientFactory;
+        this.sourceId = sourceId;
     }
 
     /** A builder; see {@link NearstreamSourceBuilder}. */
@@ -116,14 +124,45 @@ public class NearstreamSource<T>
                 });
         NearstreamSourceReaderMetrics metrics =
                 new NearstreamSourceReaderMetrics(readerContext.metricGroup());
-        // ReadMode.PULL is the only mode so far: every reader pulls.
-        Supplier<SplitReader<NearstreamRecord, NearstreamSplit>> splitReaderSupplier =
-                () -> new PullSplitReader(openClient(), stream, config, metrics);
+        int subtask = readerContext.getIndexOfSubtask();
+        Supplier<SplitReader<NearstreamRecord, NearstreamSplit>> splitReaderSupplier;
+        if (pushes(readerContext.getLocalHostName())) {
+            PushSubscriptionRegistry.Key key =
+                    new PushSubscriptionRegistry.Key(broker, stream, sourceId);
+            splitReaderSupplier =
+                    () ->
+                            new PushSplitReader(
+                                    openClient(),
+                                    stream,
+                                    config,
+                                    metrics,
+                                    PushSubscriptionRegistry.INSTANCE,
+                                    key,
+                                    subtask);
+        } else {
+            splitReaderSupplier = () -> new PullSplitReader(openClient(), stream, config, metrics);
+        }
         return new NearstreamSourceReader<>(
                 splitReaderSupplier,
                 new NearstreamRecordEmitter<>(deserializer),
                 config,
                 readerContext);
+    }
+
+    /**
+     * Whether a reader on {@code readerHost} reads in push mode: always in PUSH, never in PULL, in
+     * AUTO when it runs on the broker's host.
+     */
+    @VisibleForTesting
+    boolean pushes(String readerHost) {
+        switch (readMode) {
+            case PUSH:
+                return true;
+            case AUTO:
+                return BrokerLocality.resolve(broker).isLocal(readerHost);
+            default:
+                return false;
+        }
     }
 
     private NearstreamClient openClient() {
@@ -184,6 +223,11 @@ public class NearstreamSource<T>
     @VisibleForTesting
     ReadMode readMode() {
         return readMode;
+    }
+
+    @VisibleForTesting
+    String sourceId() {
+        return sourceId;
     }
 
     @VisibleForTesting

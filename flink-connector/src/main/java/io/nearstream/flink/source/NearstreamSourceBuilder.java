@@ -7,6 +7,7 @@ import static org.apache.flink.util.Preconditions.checkState;
 import io.nearstream.flink.source.reader.deserializer.NearstreamRecordDeserializationSchema;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.UUID;
 import java.util.regex.Pattern;
 import javax.annotation.Nullable;
 import org.apache.flink.annotation.PublicEvolving;
@@ -72,7 +73,7 @@ public class NearstreamSourceBuilder<T> {
         return this;
     }
 
-    /** How readers get data; {@link ReadMode#PULL} (the default) is the only mode so far. */
+    /** How readers get data: {@link ReadMode#PULL} (the default), {@code PUSH} or {@code AUTO}. */
     public NearstreamSourceBuilder<T> setReadMode(ReadMode readMode) {
         this.readMode = checkNotNull(readMode, "readMode");
         return this;
@@ -121,6 +122,26 @@ public class NearstreamSourceBuilder<T> {
     /** Long-poll wait of a Fetch when no streamlet has new data (default 500 ms; 0 to 60 000). */
     public NearstreamSourceBuilder<T> setFetchMaxWaitMs(long ms) {
         config.set(NearstreamSourceOptions.FETCH_MAX_WAIT, Duration.ofMillis(ms));
+        return this;
+    }
+
+    /**
+     * Push mode: the ring geometry of each reader (default 8 slots of 1 MiB). A slot holds one
+     * batch of whole chunks, so {@code slotBytes} must exceed the largest chunk plus its Arrow
+     * overhead.
+     */
+    public NearstreamSourceBuilder<T> setPushSlots(int slotsPerRing, int slotBytes) {
+        config.set(NearstreamSourceOptions.PUSH_SLOTS_PER_RING, slotsPerRing);
+        config.set(NearstreamSourceOptions.PUSH_SLOT_BYTES, slotBytes);
+        return this;
+    }
+
+    /**
+     * Push mode: after how long without a heartbeat the broker reclaims a reader's ring, and a
+     * reader gives up on a silent broker (default 10 s).
+     */
+    public NearstreamSourceBuilder<T> setPushConsumerTimeoutMs(long ms) {
+        config.set(NearstreamSourceOptions.PUSH_CONSUMER_TIMEOUT, Duration.ofMillis(ms));
         return this;
     }
 
@@ -183,7 +204,18 @@ public class NearstreamSourceBuilder<T> {
                 deserializer != null,
                 "No deserializer set: call setDeserializer(...), e.g."
                         + " NearstreamRecordDeserializationSchema.utf8()");
-        checkArgument(readMode == ReadMode.PULL, "Read mode %s is not supported", readMode);
+        int slots = option(NearstreamSourceOptions.PUSH_SLOTS_PER_RING);
+        checkArgument(slots > 0, "Push slots per ring must be positive, got %s", slots);
+        int slotBytes = option(NearstreamSourceOptions.PUSH_SLOT_BYTES);
+        checkArgument(
+                slotBytes >= 4096 && slotBytes <= (1 << 30) && slotBytes % 64 == 0,
+                "Push slot bytes must be a multiple of 64 from 4096 to 1 GiB, got %s",
+                slotBytes);
+        long consumerTimeoutMs = option(NearstreamSourceOptions.PUSH_CONSUMER_TIMEOUT).toMillis();
+        checkArgument(
+                consumerTimeoutMs >= 100 && consumerTimeoutMs <= Integer.MAX_VALUE,
+                "Push consumer timeout must be 100 ms to 2^31-1 ms, got %s ms",
+                consumerTimeoutMs);
 
         int perStreamlet = option(NearstreamSourceOptions.FETCH_MAX_BYTES_PER_STREAMLET);
         checkArgument(
@@ -222,7 +254,8 @@ public class NearstreamSourceBuilder<T> {
                 stoppingPositions,
                 deserializer,
                 new Configuration(config),
-                factory);
+                factory,
+                UUID.randomUUID().toString());
     }
 
     private <V> V option(ConfigOption<V> option) {

@@ -74,4 +74,29 @@ public final class NearstreamSourceOptions {
                     .durationType()
                     .defaultValue(Duration.ofMillis(200))
                     .withDescription("Pause before retrying a failed fetch; doubles each time.");
+
+    public static final ConfigOption<Integer> PUSH_SLOTS_PER_RING =
+            key("nearstream.source.push.slots-per-ring")
+                    .intType()
+                    .defaultValue(8)
+                    .withDescription(
+                            "Push mode: slots of each reader's ring in the shared memory region"
+                                    + " (how many batches the broker may push ahead).");
+
+    public static final ConfigOption<Integer> PUSH_SLOT_BYTES =
+            key("nearstream.source.push.slot-bytes")
+                    .intType()
+                    .defaultValue(1024 * 1024)
+                    .withDescription(
+                            "Push mode: bytes of one slot (one Arrow batch of whole chunks); a"
+                                    + " multiple of 64, at most 1 GiB.");
+
+    public static final ConfigOption<Duration> PUSH_CONSUMER_TIMEOUT =
+            key("nearstream.source.push.consumer-timeout")
+                    .durationType()
+                    .defaultValue(Duration.ofSeconds(10))
+                    .withDescription(
+                            "Push mode: the broker reclaims a ring whose reader has not"
+                                    + " heartbeated for this long; a reader also fails when the"
+                                    + " broker's heartbeat is this old.");
 }

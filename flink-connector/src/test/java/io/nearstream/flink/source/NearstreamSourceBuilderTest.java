@@ -160,4 +160,48 @@ class NearstreamSourceBuilderTest {
         assertThat(NearstreamStartingPositions.timestamp(5).toString()).isEqualTo("timestamp(5)");
         assertThat(NearstreamStoppingPositions.latest().toString()).isEqualTo("latest");
     }
+
+    @Test
+    void pushSettingsAndASourceIdSharedByEverySubtask() throws Exception {
+        NearstreamSource<String> source =
+                valid().setReadMode(ReadMode.PUSH)
+                        .setPushSlots(16, 64 * 1024)
+                        .setPushConsumerTimeoutMs(3_000)
+                        .build();
+
+        assertThat(source.readMode()).isEqualTo(ReadMode.PUSH);
+        assertThat(source.configuration().get(NearstreamSourceOptions.PUSH_SLOTS_PER_RING))
+                .isEqualTo(16);
+        assertThat(source.configuration().get(NearstreamSourceOptions.PUSH_SLOT_BYTES))
+                .isEqualTo(64 * 1024);
+        assertThat(source.configuration().get(NearstreamSourceOptions.PUSH_CONSUMER_TIMEOUT))
+                .isEqualTo(Duration.ofSeconds(3));
+        // Every subtask deserializes the same source: the same id; another build, another id.
+        NearstreamSource<String> copy =
+                InstantiationUtil.clone(source, getClass().getClassLoader());
+        assertThat(copy.sourceId()).isEqualTo(source.sourceId());
+        assertThat(valid().build().sourceId()).isNotEqualTo(source.sourceId());
+    }
+
+    @Test
+    void readersPushOrPullByMode() {
+        assertThat(valid().build().pushes("localhost")).isFalse();
+        assertThat(valid().setReadMode(ReadMode.PUSH).build().pushes("elsewhere")).isTrue();
+        // AUTO: a loopback broker is local to every reader; a named one only on its host.
+        assertThat(valid().setReadMode(ReadMode.AUTO).build().pushes("elsewhere")).isTrue();
+        NearstreamSource<String> remote =
+                valid().setBrokers("broker.invalid:7420").setReadMode(ReadMode.AUTO).build();
+        assertThat(remote.pushes("worker-1.invalid")).isFalse();
+        assertThat(remote.pushes("BROKER.invalid")).isTrue();
+    }
+
+    @Test
+    void explainsWrongPushSettings() {
+        assertThatThrownBy(() -> valid().setPushSlots(0, 4096).build())
+                .hasMessageContaining("Push slots per ring must be positive");
+        assertThatThrownBy(() -> valid().setPushSlots(8, 4100).build())
+                .hasMessageContaining("multiple of 64");
+        assertThatThrownBy(() -> valid().setPushConsumerTimeoutMs(10).build())
+                .hasMessageContaining("consumer timeout");
+    }
 }

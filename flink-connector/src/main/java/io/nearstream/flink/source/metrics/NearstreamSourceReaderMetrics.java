@@ -6,6 +6,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import org.apache.flink.annotation.Internal;
 import org.apache.flink.annotation.VisibleForTesting;
 import org.apache.flink.metrics.Counter;
+import org.apache.flink.metrics.Gauge;
 import org.apache.flink.metrics.Histogram;
 import org.apache.flink.metrics.MetricGroup;
 import org.apache.flink.metrics.groups.SourceReaderMetricGroup;
@@ -36,6 +37,11 @@ public final class NearstreamSourceReaderMetrics {
     public static final String EMPTY_FETCHES = "emptyFetches";
     public static final String BYTES_PER_FETCH = "bytesPerFetch";
     public static final String CURRENT_FETCH_EVENT_TIME_LAG = "currentFetchEventTimeLag";
+    public static final String PUSH_SLOTS_CONSUMED = "pushSlotsConsumed";
+    public static final String PUSH_BYTES_CONSUMED = "pushBytesConsumed";
+    public static final String PUSH_SPIN_WAKEUPS = "pushSpinWakeups";
+    public static final String PUSH_FUTEX_SLEEPS = "pushFutexSleeps";
+    public static final String PUSH_WAIT_TIME_MS = "pushWaitTimeMs";
 
     /** Used until the stream's real segment size is known (the broker's default). */
     private static final long DEFAULT_SEGMENT_BYTES = 8L * 1024 * 1024;
@@ -45,6 +51,7 @@ public final class NearstreamSourceReaderMetrics {
     private final Counter fetchErrors;
     private final Counter emptyFetches;
     private final Histogram bytesPerFetch;
+    private final MetricGroup nearstreamGroup;
 
     /** Pending bytes per split, written by the fetcher thread. */
     private final Map<String, Long> pendingBytesBySplit = new ConcurrentHashMap<>();
@@ -61,6 +68,7 @@ public final class NearstreamSourceReaderMetrics {
         readerGroup.gauge(CURRENT_FETCH_EVENT_TIME_LAG, () -> currentFetchEventTimeLag);
 
         MetricGroup group = readerGroup.addGroup(NEARSTREAM_GROUP);
+        this.nearstreamGroup = group;
         this.fetchRequests = group.counter(FETCH_REQUESTS);
         this.fetchErrors = group.counter(FETCH_ERRORS);
         this.emptyFetches = group.counter(EMPTY_FETCHES);
@@ -87,6 +95,24 @@ public final class NearstreamSourceReaderMetrics {
         // Single writer (the fetcher thread); volatile only for the gauges' readers.
         fetchedBytes += bytes;
         fetchedRecords += records;
+    }
+
+    /**
+     * Push mode: slots consumed, chunk bytes read from them, waits that ended while spinning, futex
+     * sleeps and the time spent waiting for a slot (ms), under the {@value #NEARSTREAM_GROUP}
+     * group.
+     */
+    public void registerPushGauges(
+            Gauge<Long> slots,
+            Gauge<Long> bytes,
+            Gauge<Long> spinWakeups,
+            Gauge<Long> futexSleeps,
+            Gauge<Long> waitMs) {
+        nearstreamGroup.gauge(PUSH_SLOTS_CONSUMED, slots);
+        nearstreamGroup.gauge(PUSH_BYTES_CONSUMED, bytes);
+        nearstreamGroup.gauge(PUSH_SPIN_WAKEUPS, spinWakeups);
+        nearstreamGroup.gauge(PUSH_FUTEX_SLEEPS, futexSleeps);
+        nearstreamGroup.gauge(PUSH_WAIT_TIME_MS, waitMs);
     }
 
     public void fetchFailed() {

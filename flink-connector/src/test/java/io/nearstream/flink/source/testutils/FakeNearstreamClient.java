@@ -9,6 +9,8 @@ import io.nearstream.client.GroupMetadata;
 import io.nearstream.client.NearstreamClient;
 import io.nearstream.client.NearstreamClientException;
 import io.nearstream.client.Position;
+import io.nearstream.client.PushRingSpec;
+import io.nearstream.client.PushSubscription;
 import io.nearstream.client.StatusCode;
 import io.nearstream.client.StreamConfig;
 import io.nearstream.client.StreamletFetch;
@@ -63,6 +65,15 @@ public final class FakeNearstreamClient implements NearstreamClient {
     private final AtomicInteger fetchFailuresLeft = new AtomicInteger();
     private volatile StatusCode failMetadataWith;
     private volatile boolean closed;
+
+    /** Push RPCs issued through this client, in order (e.g. "subscribe 1 [..]", "close 1"). */
+    private final List<String> pushCalls = Collections.synchronizedList(new ArrayList<>());
+
+    private static final AtomicInteger SUBSCRIPTION_IDS = new AtomicInteger();
+    private final Map<Long, List<PushRingSpec>> subscriptions = new ConcurrentHashMap<>();
+    private volatile String pushRegionPath;
+    private volatile java.util.function.LongConsumer onPushClose = id -> {};
+    private volatile long pushBrokerEpoch = 7;
 
     public FakeNearstreamClient() {
         this("127.0.0.1:7420");
@@ -296,6 +307,66 @@ public final class FakeNearstreamClient implements NearstreamClient {
     @Override
     public CompletableFuture<Map<String, Long>> stats() {
         return CompletableFuture.completedFuture(Map.of());
+    }
+
+    @Override
+    public CompletableFuture<PushSubscription> pushSubscribe(
+            String stream,
+            int slotsPerRing,
+            int slotBytes,
+            int consumerTimeoutMs,
+            List<PushRingSpec> rings) {
+        if (closed) {
+            return failed(StatusCode.IO_ERROR, "client closed");
+        }
+        long id = SUBSCRIPTION_IDS.incrementAndGet();
+        subscriptions.put(id, List.copyOf(rings));
+        pushCalls.add("subscribe " + id + " " + rings);
+        String path = pushRegionPath != null ? pushRegionPath : "/dev/shm/fake-push-" + id;
+        return CompletableFuture.completedFuture(
+                new PushSubscription(id, pushBrokerEpoch, path, 4096));
+    }
+
+    @Override
+    public CompletableFuture<Void> pushUpdate(long subscriptionId, List<PushRingSpec> rings) {
+        if (closed || subscriptions.replace(subscriptionId, List.copyOf(rings)) == null) {
+            return failed(StatusCode.INVALID_ARGUMENT, "no subscription " + subscriptionId);
+        }
+        pushCalls.add("update " + subscriptionId + " " + rings);
+        return CompletableFuture.completedFuture(null);
+    }
+
+    @Override
+    public CompletableFuture<Void> pushClose(long subscriptionId) {
+        onPushClose.accept(subscriptionId);
+        subscriptions.remove(subscriptionId);
+        pushCalls.add("close " + subscriptionId);
+        return CompletableFuture.completedFuture(null);
+    }
+
+    /** Later PushSubscribes answer with this region file and broker epoch. */
+    public FakeNearstreamClient setPushRegion(String path, long brokerEpoch) {
+        this.pushRegionPath = path;
+        this.pushBrokerEpoch = brokerEpoch;
+        return this;
+    }
+
+    /** Runs (on the caller's thread) when a PushClose is issued, before it takes effect. */
+    public FakeNearstreamClient onPushClose(java.util.function.LongConsumer hook) {
+        this.onPushClose = hook;
+        return this;
+    }
+
+    /** The push RPCs issued so far. */
+    public List<String> pushCalls() {
+        synchronized (pushCalls) {
+            return new ArrayList<>(pushCalls);
+        }
+    }
+
+    /** The rings of the subscriptions still open (a closed connection ends its subscriptions). */
+    public Map<Long, List<PushRingSpec>> openSubscriptions() {
+        return closed ? Map.of() : new HashMap<>(subscriptions);
     }
 
     @Override

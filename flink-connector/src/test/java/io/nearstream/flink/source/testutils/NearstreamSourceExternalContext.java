@@ -4,6 +4,7 @@ import io.nearstream.client.NearstreamClient;
 import io.nearstream.flink.source.NearstreamSource;
 import io.nearstream.flink.source.NearstreamSourceBuilder;
 import io.nearstream.flink.source.NearstreamStoppingPositions;
+import io.nearstream.flink.source.ReadMode;
 import io.nearstream.flink.source.reader.deserializer.NearstreamRecordDeserializationSchema;
 import java.net.URL;
 import java.util.ArrayList;
@@ -38,12 +39,19 @@ public final class NearstreamSourceExternalContext
     private static final int MAX_RECORDS = 300;
 
     private final NearstreamExternalSystem system;
+    private final ReadMode readMode;
     private final String stream;
     private final List<NearstreamStreamletDataWriter> writers = new ArrayList<>();
     private boolean streamCreated;
 
     public NearstreamSourceExternalContext(NearstreamExternalSystem system, String testName) {
+        this(system, testName, ReadMode.PULL);
+    }
+
+    public NearstreamSourceExternalContext(
+            NearstreamExternalSystem system, String testName, ReadMode readMode) {
         this.system = system;
+        this.readMode = readMode;
         this.stream =
                 "suite-"
                         + testName.replaceAll("[^A-Za-z0-9]", "").toLowerCase()
@@ -71,6 +79,7 @@ public final class NearstreamSourceExternalContext
                 NearstreamSource.<String>builder()
                         .setBrokers(system.address())
                         .setStream(stream)
+                        .setReadMode(readMode)
                         .setDeserializer(NearstreamRecordDeserializationSchema.utf8())
                         .setFetchMaxWaitMs(200);
         if (sourceSettings.getBoundedness() == Boundedness.BOUNDED) {

@@ -1,0 +1,323 @@
+package io.nearstream.flink.source.reader;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.nearstream.client.NearstreamRecord;
+import io.nearstream.client.Position;
+import io.nearstream.client.PushRingSpec;
+import io.nearstream.client.PushSplitStart;
+import io.nearstream.flink.source.NearstreamSourceOptions;
+import io.nearstream.flink.source.metrics.NearstreamSourceReaderMetrics;
+import io.nearstream.flink.source.reader.PushSubscriptionRegistry.Key;
+import io.nearstream.flink.source.split.NearstreamSplit;
+import io.nearstream.flink.source.testutils.FakeNearstreamClient;
+import io.nearstream.flink.source.testutils.PushTestRegion;
+import io.nearstream.flink.source.testutils.PushTestRegion.Chunk;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.connector.base.source.reader.RecordsWithSplitIds;
+import org.apache.flink.connector.base.source.reader.splitreader.SplitsAddition;
+import org.apache.flink.metrics.groups.UnregisteredMetricsGroup;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The push split reader against a region written by {@link PushTestRegion}, with fake brokers. */
+class PushSplitReaderTest {
+
+    private static final String STREAM = "s";
+    private static final long EPOCH = 7;
+    private static final int SLOTS = 4;
+    private static final int SLOT_BYTES = 4096;
+
+    @TempDir Path dir;
+
+    private final PushSubscriptionRegistry registry = new PushSubscriptionRegistry();
+    private final Key key = new Key("127.0.0.1:7420", STREAM, "source");
+    private final List<PushSplitReader> readers = new ArrayList<>();
+    private Path regionPath;
+    private PushTestRegion region;
+
+    @BeforeEach
+    void setUp() throws IOException {
+        regionPath = dir.resolve("region");
+    }
+
+    @AfterEach
+    void tearDown() throws Exception {
+        for (PushSplitReader r : readers) {
+            r.close();
+        }
+    }
+
+    private PushSplitReader newReader(int subtask) {
+        FakeNearstreamClient client =
+                new FakeNearstreamClient().setPushRegion(regionPath.toString(), EPOCH);
+        Configuration config = new Configuration();
+        config.set(NearstreamSourceOptions.PUSH_SLOTS_PER_RING, SLOTS);
+        config.set(NearstreamSourceOptions.PUSH_SLOT_BYTES, SLOT_BYTES);
+        config.set(NearstreamSourceOptions.PUSH_CONSUMER_TIMEOUT, Duration.ofSeconds(2));
+        clients.put(subtask, client);
+        PushSplitReader r =
+                new PushSplitReader(
+                        client,
+                        STREAM,
+                        config,
+                        new NearstreamSourceReaderMetrics(
+                                UnregisteredMetricsGroup.createSourceReaderMetricGroup()),
+                        registry,
+                        key,
+                        subtask);
+        readers.add(r);
+        return r;
+    }
+
+    private static NearstreamSplit split(int streamlet, Position start, int skip, Position stop) {
+        return new NearstreamSplit(STREAM, streamlet, start, skip, stop);
+    }
+
+    private static Position pos(long group, long segment, int offset) {
+        return new Position(group, segment, offset);
+    }
+
+    private static Chunk chunk(int streamlet, Position at, String... values) {
+        List<byte[]> records = new ArrayList<>();
+        for (String v : values) {
+            records.add(v.getBytes(StandardCharsets.UTF_8));
+        }
+        return new Chunk(streamlet, at, 100, records);
+    }
+
+    private static final class Fetched {
+        final Map<String, List<NearstreamRecord>> records = new LinkedHashMap<>();
+        final Set<String> finished = new HashSet<>();
+
+        List<String> values(String splitId) {
+            List<String> out = new ArrayList<>();
+            for (NearstreamRecord r : records.getOrDefault(splitId, List.of())) {
+                out.add(new String(r.value(), StandardCharsets.UTF_8));
+            }
+            return out;
+        }
+    }
+
+    private static Fetched fetch(PushSplitReader reader) throws IOException {
+        RecordsWithSplitIds<NearstreamRecord> batch = reader.fetch();
+        Fetched f = new Fetched();
+        String splitId;
+        while ((splitId = batch.nextSplit()) != null) {
+            NearstreamRecord r;
+            while ((r = batch.nextRecordFromSplit()) != null) {
+                f.records.computeIfAbsent(splitId, k -> new ArrayList<>()).add(r);
+            }
+        }
+        f.finished.addAll(batch.finishedSplits());
+        batch.recycle();
+        return f;
+    }
+
+    /** Fetches until something arrives (or a split finishes). */
+    private static Fetched fetchSome(PushSplitReader reader) throws IOException {
+        for (int i = 0; i < 100; i++) {
+            Fetched f = fetch(reader);
+            if (!f.records.isEmpty() || !f.finished.isEmpty()) {
+                return f;
+            }
+        }
+        throw new AssertionError("nothing fetched");
+    }
+
+    @Test
+    void readsPushedChunksWithTheirPositionsAndReleasesTheSlot() throws IOException {
+        region = PushTestRegion.create(regionPath, EPOCH, SLOTS, SLOT_BYTES, 0);
+        PushSplitReader reader = newReader(0);
+        NearstreamSplit s0 = split(0, Position.EARLIEST, 0, null);
+        NearstreamSplit s2 = split(2, Position.EARLIEST, 0, null);
+        reader.handleSplitsChanges(new SplitsAddition<>(List.of(s0, s2)));
+
+        region.publish(
+                0,
+                chunk(0, pos(1, 1, 0), "a", "b"),
+                chunk(2, pos(1, 1, 0), "x"),
+                chunk(0, pos(1, 1, 100), "c"));
+        Fetched f = fetchSome(reader);
+
+        assertThat(f.values(s0.splitId())).containsExactly("a", "b", "c");
+        assertThat(f.values(s2.splitId())).containsExactly("x");
+        NearstreamRecord c = f.records.get(s0.splitId()).get(2);
+        assertThat(c.chunk()).isEqualTo(pos(1, 1, 100));
+        assertThat(c.index()).isZero();
+        assertThat(f.records.get(s0.splitId()).get(1).index()).isEqualTo(1);
+        assertThat(region.released(0)).isEqualTo(1);
+        assertThat(reader.positions())
+                .containsEntry(s0.splitId(), pos(1, 1, 200))
+                .containsEntry(s2.splitId(), pos(1, 1, 100));
+        assertThat(reader.slotsConsumed()).isEqualTo(1);
+    }
+
+    @Test
+    void resumesExactlySkippingChunksBeforeAndRecordsAlreadyEmitted() throws IOException {
+        region = PushTestRegion.create(regionPath, EPOCH, SLOTS, SLOT_BYTES, 0);
+        PushSplitReader reader = newReader(0);
+        // Restored: chunk 1:1:100 had 2 records emitted.
+        NearstreamSplit s = split(0, pos(1, 1, 100), 2, null);
+        reader.handleSplitsChanges(new SplitsAddition<>(List.of(s)));
+
+        region.publish(
+                0,
+                chunk(0, pos(1, 1, 0), "old"),
+                chunk(0, pos(1, 1, 100), "d1", "d2", "n3"),
+                chunk(0, pos(1, 2, 0), "n4"));
+        assertThat(fetchSome(reader).values(s.splitId())).containsExactly("n3", "n4");
+    }
+
+    @Test
+    void finishesABoundedSplitAtItsStoppingPosition() throws IOException {
+        region = PushTestRegion.create(regionPath, EPOCH, SLOTS, SLOT_BYTES, 0);
+        PushSplitReader reader = newReader(0);
+        NearstreamSplit s = split(0, Position.EARLIEST, 0, pos(1, 1, 200));
+        reader.handleSplitsChanges(new SplitsAddition<>(List.of(s)));
+
+        region.publish(0, chunk(0, pos(1, 1, 0), "a"), chunk(0, pos(1, 1, 100), "b"));
+        Fetched f = fetchSome(reader);
+        assertThat(f.values(s.splitId())).containsExactly("a", "b");
+        assertThat(f.finished).containsExactly(s.splitId());
+        assertThat(reader.positions()).isEmpty();
+    }
+
+    @Test
+    void twoReadersShareOneSubscriptionEachOnItsRing() throws IOException {
+        region = PushTestRegion.create(regionPath, EPOCH, SLOTS, SLOT_BYTES, 0, 1);
+        PushSplitReader r0 = newReader(0);
+        PushSplitReader r1 = newReader(1);
+        NearstreamSplit s0 = split(0, Position.EARLIEST, 0, null);
+        NearstreamSplit s1 = split(1, Position.EARLIEST, 0, null);
+        r0.handleSplitsChanges(new SplitsAddition<>(List.of(s0)));
+        r1.handleSplitsChanges(new SplitsAddition<>(List.of(s1)));
+
+        region.publish(0, chunk(0, pos(1, 1, 0), "zero"));
+        region.publish(1, chunk(1, pos(1, 1, 0), "one"));
+        assertThat(fetchSome(r0).values(s0.splitId())).containsExactly("zero");
+        assertThat(fetchSome(r1).values(s1.splitId())).containsExactly("one");
+    }
+
+    @Test
+    void anEmptyRingReturnsWithinABoundedWaitAndWakeUpReturnsAtOnce() throws IOException {
+        region = PushTestRegion.create(regionPath, EPOCH, SLOTS, SLOT_BYTES, 0);
+        PushSplitReader reader = newReader(0);
+        reader.handleSplitsChanges(
+                new SplitsAddition<>(List.of(split(0, Position.EARLIEST, 0, null))));
+        fetch(reader); // attaches
+
+        long start = System.nanoTime();
+        assertThat(fetch(reader).records).isEmpty();
+        assertThat(System.nanoTime() - start)
+                .isLessThan(Duration.ofMillis(PushSplitReader.AWAIT_MS * 20).toNanos());
+
+        reader.wakeUp();
+        start = System.nanoTime();
+        assertThat(fetch(reader).records).isEmpty();
+        assertThat(System.nanoTime() - start)
+                .isLessThan(Duration.ofMillis(PushSplitReader.AWAIT_MS).toNanos());
+    }
+
+    @Test
+    void theRingIsHeartbeatedWhileTheFetcherIsBlocked() throws Exception {
+        region = PushTestRegion.create(regionPath, EPOCH, SLOTS, SLOT_BYTES, 0);
+        PushSplitReader reader = newReader(0); // consumer timeout 2 s: a heartbeat every 500 ms
+        reader.handleSplitsChanges(
+                new SplitsAddition<>(List.of(split(0, Position.EARLIEST, 0, null))));
+        fetch(reader);
+        long attached = region.consumerHeartbeat(0);
+
+        Thread.sleep(1_200); // no fetch: as when Flink's element queue is full
+        assertThat(region.consumerHeartbeat(0) - attached)
+                .isGreaterThan(Duration.ofMillis(500).toNanos());
+    }
+
+    @Test
+    void aStaleBrokerHeartbeatFailsTheFetch() throws IOException {
+        region = PushTestRegion.create(regionPath, EPOCH, SLOTS, SLOT_BYTES, 0);
+        PushSplitReader reader = newReader(0);
+        reader.handleSplitsChanges(
+                new SplitsAddition<>(List.of(split(0, Position.EARLIEST, 0, null))));
+        fetch(reader);
+        region.setHeartbeat(System.nanoTime() - Duration.ofSeconds(5).toNanos());
+        assertThatThrownBy(() -> fetch(reader))
+                .isInstanceOf(IOException.class)
+                .hasMessageContaining("heartbeat");
+    }
+
+    @Test
+    void aChangedEpochFailsTheFetch() throws IOException {
+        region = PushTestRegion.create(regionPath, EPOCH, SLOTS, SLOT_BYTES, 0);
+        PushSplitReader reader = newReader(0);
+        reader.handleSplitsChanges(
+                new SplitsAddition<>(List.of(split(0, Position.EARLIEST, 0, null))));
+        fetch(reader);
+        region.setEpoch(EPOCH + 1);
+        assertThatThrownBy(() -> fetch(reader))
+                .isInstanceOf(IOException.class)
+                .hasMessageContaining("epoch");
+    }
+
+    @Test
+    void aReclaimedRingFailsTheFetch() throws IOException {
+        region = PushTestRegion.create(regionPath, EPOCH, SLOTS, SLOT_BYTES, 0);
+        PushSplitReader reader = newReader(0);
+        reader.handleSplitsChanges(
+                new SplitsAddition<>(List.of(split(0, Position.EARLIEST, 0, null))));
+        fetch(reader);
+        region.reclaim(0);
+        assertThatThrownBy(() -> fetch(reader))
+                .isInstanceOf(IOException.class)
+                .hasMessageContaining("reclaimed");
+    }
+
+    @Test
+    void closingTheLeaderMovesTheFollowerToANewSubscriptionFromItsPosition() throws Exception {
+        region = PushTestRegion.create(regionPath, EPOCH, SLOTS, SLOT_BYTES, 0, 1);
+        PushSplitReader r0 = newReader(0);
+        PushSplitReader r1 = newReader(1);
+        NearstreamSplit s1 = split(1, Position.EARLIEST, 0, null);
+        r0.handleSplitsChanges(new SplitsAddition<>(List.of(split(0, Position.EARLIEST, 0, null))));
+        r1.handleSplitsChanges(new SplitsAddition<>(List.of(s1)));
+        region.publish(1, chunk(1, pos(1, 1, 0), "one"));
+        assertThat(fetchSome(r1).values(s1.splitId())).containsExactly("one");
+
+        // The new subscription's region: one ring, for subtask 1, from where it stands.
+        Path second = dir.resolve("region-2");
+        PushTestRegion next = PushTestRegion.create(second, EPOCH, SLOTS, SLOT_BYTES, 1);
+        FakeNearstreamClient client1 = clientOf(1);
+        client1.setPushRegion(second.toString(), EPOCH);
+        readers.remove(r0);
+        r0.close();
+        region.closeRegion();
+
+        assertThat(client1.openSubscriptions().values())
+                .containsExactly(
+                        List.of(
+                                new PushRingSpec(
+                                        1, List.of(new PushSplitStart(1, pos(1, 1, 100))))));
+        // The broker re-pushes from the chunk boundary; a chunk already read would be skipped.
+        next.publish(0, chunk(1, pos(1, 1, 0), "one"), chunk(1, pos(1, 1, 100), "two"));
+        assertThat(fetchSome(r1).values(s1.splitId())).containsExactly("two");
+    }
+
+    private final Map<Integer, FakeNearstreamClient> clients = new LinkedHashMap<>();
+
+    private FakeNearstreamClient clientOf(int subtask) {
+        return clients.get(subtask);
+    }
+}

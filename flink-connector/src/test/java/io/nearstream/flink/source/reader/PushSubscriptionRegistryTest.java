@@ -1,0 +1,199 @@
+package io.nearstream.flink.source.reader;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.nearstream.client.Position;
+import io.nearstream.client.PushRingSpec;
+import io.nearstream.client.PushSplitStart;
+import io.nearstream.flink.source.reader.PushSubscriptionRegistry.Attachment;
+import io.nearstream.flink.source.reader.PushSubscriptionRegistry.Geometry;
+import io.nearstream.flink.source.reader.PushSubscriptionRegistry.Key;
+import io.nearstream.flink.source.reader.PushSubscriptionRegistry.Member;
+import io.nearstream.flink.source.testutils.FakeNearstreamClient;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
+import org.junit.jupiter.api.Test;
+
+/** The JVM-local push election, against fake brokers (one fake connection per reader). */
+class PushSubscriptionRegistryTest {
+
+    private static final Key KEY = new Key("127.0.0.1:7420", "s", "source-1");
+    private static final Geometry GEOMETRY = new Geometry(8, 1 << 20, 5000, 1000);
+
+    private final PushSubscriptionRegistry registry = new PushSubscriptionRegistry();
+
+    /** A reader: its own connection and its splits with positions. */
+    private static final class Reader {
+        final FakeNearstreamClient client = new FakeNearstreamClient();
+        final List<PushSplitStart> splits = new CopyOnWriteArrayList<>();
+        Member member;
+
+        Reader(int... streamlets) {
+            for (int s : streamlets) {
+                splits.add(new PushSplitStart(s, Position.EARLIEST));
+            }
+        }
+
+        Member join(PushSubscriptionRegistry registry, Key key, int subtask) {
+            member = registry.join(key, subtask, client, GEOMETRY, () -> List.copyOf(splits));
+            return member;
+        }
+    }
+
+    @Test
+    void lowestSubtaskSubscribesOnceForEveryLocalReader() {
+        Reader r0 = new Reader(0, 2);
+        Reader r1 = new Reader(1, 3);
+        r0.join(registry, KEY, 0);
+        r1.join(registry, KEY, 1);
+
+        // r0 subscribed alone first, then again with both rings when r1 joined.
+        assertThat(r1.client.pushCalls()).isEmpty();
+        Map<Long, List<PushRingSpec>> open = r0.client.openSubscriptions();
+        assertThat(open).hasSize(1);
+        List<PushRingSpec> rings = open.values().iterator().next();
+        assertThat(rings)
+                .containsExactly(new PushRingSpec(0, r0.splits), new PushRingSpec(1, r1.splits));
+        assertThat(r0.member.isLeader()).isTrue();
+        assertThat(r1.member.isLeader()).isFalse();
+
+        Attachment a0 = r0.member.attachment();
+        Attachment a1 = r1.member.attachment();
+        assertThat(a0.subscriptionId()).isEqualTo(open.keySet().iterator().next());
+        assertThat(a1.subscriptionId()).isEqualTo(a0.subscriptionId());
+        assertThat(a1.regionPath()).isEqualTo(a0.regionPath());
+        assertThat(a0.ringIndex()).isZero();
+        assertThat(a1.ringIndex()).isEqualTo(1);
+    }
+
+    @Test
+    void aLowerSubtaskJoiningLaterTakesTheLeadAndTheOldSubscriptionCloses() {
+        Reader r3 = new Reader(3);
+        Reader r1 = new Reader(1);
+        r3.join(registry, KEY, 3);
+        long first = r3.member.attachment().subscriptionId();
+        // The old subscription closes only after every member was told about the new one.
+        List<Long> seenAtClose = new CopyOnWriteArrayList<>();
+        r3.client.onPushClose(id -> seenAtClose.add(r3.member.attachment().subscriptionId()));
+        r1.join(registry, KEY, 1);
+        assertThat(seenAtClose).hasSize(1).doesNotContain(first);
+
+        assertThat(r3.client.pushCalls()).last().isEqualTo("close " + first);
+        assertThat(r3.client.openSubscriptions()).isEmpty();
+        assertThat(r1.client.openSubscriptions().values())
+                .containsExactly(
+                        List.of(new PushRingSpec(1, r1.splits), new PushRingSpec(3, r3.splits)));
+        assertThat(r1.member.attachment().ringIndex()).isZero();
+        assertThat(r3.member.attachment().ringIndex()).isEqualTo(1);
+        assertThat(r3.member.attachment().generation())
+                .isEqualTo(r1.member.attachment().generation());
+    }
+
+    @Test
+    void changedSplitsAreAPushUpdateOnTheSameRings() {
+        Reader r0 = new Reader(0);
+        Reader r1 = new Reader(1);
+        r0.join(registry, KEY, 0);
+        r1.join(registry, KEY, 1);
+        Attachment before = r1.member.attachment();
+
+        r1.splits.add(new PushSplitStart(5, new Position(1, 2, 3)));
+        r1.member.splitsChanged();
+
+        assertThat(r0.client.pushCalls())
+                .last()
+                .asString()
+                .startsWith("update " + before.subscriptionId());
+        assertThat(r0.client.openSubscriptions().get(before.subscriptionId()))
+                .containsExactly(new PushRingSpec(0, r0.splits), new PushRingSpec(1, r1.splits));
+        assertThat(r1.member.attachment()).isSameAs(before);
+    }
+
+    @Test
+    void whenTheLeaderLeavesTheNextLowestResubscribesFromCurrentPositions() {
+        Reader r0 = new Reader(0);
+        Reader r1 = new Reader(1);
+        Reader r2 = new Reader(2);
+        r0.join(registry, KEY, 0);
+        r1.join(registry, KEY, 1);
+        r2.join(registry, KEY, 2);
+        long old = r0.member.attachment().subscriptionId();
+
+        // r1 has read on meanwhile: the new subscription starts where it is.
+        r1.splits.set(0, new PushSplitStart(1, new Position(4, 9, 512)));
+        r0.member.leave();
+        r0.client.close();
+
+        assertThat(r0.client.pushCalls()).last().isEqualTo("close " + old);
+        assertThat(r1.member.isLeader()).isTrue();
+        assertThat(r1.client.openSubscriptions().values())
+                .containsExactly(
+                        List.of(new PushRingSpec(1, r1.splits), new PushRingSpec(2, r2.splits)));
+        assertThat(r1.member.attachment().ringIndex()).isZero();
+        assertThat(r2.member.attachment().ringIndex()).isEqualTo(1);
+        assertThat(r2.member.attachment().subscriptionId()).isNotEqualTo(old);
+    }
+
+    @Test
+    void aFollowerLeavingShrinksTheRingsAndTheLastOneClosesTheGroup() {
+        Reader r0 = new Reader(0);
+        Reader r1 = new Reader(1);
+        r0.join(registry, KEY, 0);
+        r1.join(registry, KEY, 1);
+        r1.member.leave();
+        assertThat(r0.client.openSubscriptions().values())
+                .containsExactly(List.of(new PushRingSpec(0, r0.splits)));
+
+        long last = r0.member.attachment().subscriptionId();
+        r0.member.leave();
+        assertThat(r0.client.pushCalls()).last().isEqualTo("close " + last);
+        assertThat(r0.client.openSubscriptions()).isEmpty();
+        assertThat(registry.groupCount()).isZero();
+    }
+
+    @Test
+    void otherSourcesAndFailuresAreSeparate() {
+        Reader a = new Reader(0);
+        Reader b = new Reader(0);
+        a.join(registry, KEY, 5);
+        b.join(registry, new Key(KEY.broker(), KEY.stream(), "source-2"), 0);
+        assertThat(a.member.isLeader()).isTrue();
+        assertThat(b.member.isLeader()).isTrue();
+        assertThat(a.member.attachment().subscriptionId())
+                .isNotEqualTo(b.member.attachment().subscriptionId());
+
+        // A subscribe that fails (the leader's connection is gone) fails every member.
+        Reader c = new Reader(4);
+        c.client.close();
+        c.join(registry, KEY, 0); // the lowest index: the new leader
+        assertThat(a.member.failure()).hasMessageContaining("Push subscription of group");
+        assertThat(c.member.failure()).isNotNull();
+        assertThat(b.member.failure()).isNull();
+    }
+
+    @Test
+    void aSubtaskJoiningAgainReplacesItsStaleMember() {
+        Reader old0 = new Reader(0);
+        Reader r1 = new Reader(1);
+        old0.join(registry, KEY, 0);
+        r1.join(registry, KEY, 1);
+        long first = r1.member.attachment().subscriptionId();
+
+        // A new attempt of subtask 0 joins while the old one never left.
+        Reader new0 = new Reader(0);
+        new0.join(registry, KEY, 0);
+
+        assertThat(old0.client.pushCalls()).last().isEqualTo("close " + first);
+        assertThat(new0.client.openSubscriptions().values())
+                .containsExactly(
+                        List.of(new PushRingSpec(0, new0.splits), new PushRingSpec(1, r1.splits)));
+        assertThat(new0.member.attachment().ringIndex()).isZero();
+        assertThat(r1.member.attachment().subscriptionId()).isNotEqualTo(first);
+
+        // The stale member's late leave changes nothing.
+        long current = new0.member.attachment().subscriptionId();
+        old0.member.leave();
+        assertThat(new0.client.openSubscriptions()).containsOnlyKeys(current);
+    }
+}

@@ -1,0 +1,635 @@
+// Push subscriptions end to end against the in-process server: PushSubscribe over a real
+// connection, then test consumers (push::RingConsumer) attached to the region it announces read
+// the pushed Arrow slots and check records, order and chunk maps against what Fetch returns.
+#include <dirent.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "nearstream/broker/server.h"
+#include "nearstream/broker/test_broker_process.h"
+#include "nearstream/broker/test_records.h"
+#include "nearstream/net/client.h"
+#include "nearstream/push/slot_ring.h"
+#include "nearstream/storage/chunk.h"
+
+namespace nearstream::broker {
+namespace {
+
+using net::Client;
+using storage::Position;
+
+struct PushedChunk {
+  uint32_t streamlet = 0;
+  Position at;
+  std::vector<std::string> records;
+};
+
+bool FileExists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+// Decodes one published slot: the chunk map splits the Arrow rows into chunks.
+std::vector<PushedChunk> DecodeSlot(const push::RingConsumer::Slot& slot) {
+  std::vector<PushedChunk> out;
+  const push::SlotLayout& l = slot.layout;
+  const uint8_t* offsets = slot.payload + l.offsets_offset;
+  const uint8_t* data = slot.payload + l.data_offset;
+  uint32_t row = 0;
+  for (uint32_t c = 0; c < l.chunk_count; ++c) {
+    ns_shm_chunk_map_entry e;
+    std::memcpy(&e, slot.payload + l.chunk_map_offset + c * sizeof e, sizeof e);
+    PushedChunk pc;
+    pc.streamlet = e.streamlet;
+    pc.at = Position{e.group, e.segment, e.byte_position};
+    for (uint32_t r = 0; r < e.record_count; ++r, ++row) {
+      uint32_t begin = LoadLe32(offsets + 4 * row);
+      uint32_t end = LoadLe32(offsets + 4 * (row + 1));
+      pc.records.emplace_back(reinterpret_cast<const char*>(data + begin), end - begin);
+    }
+    out.push_back(std::move(pc));
+  }
+  EXPECT_EQ(row, l.row_count);
+  return out;
+}
+
+// A test consumer of one ring: reads and releases slots, keeps what it read per streamlet.
+class TestConsumer {
+ public:
+  TestConsumer(push::ShmRegion* region, uint32_t ring) {
+    auto c = push::RingConsumer::Attach(region, ring, push::MonotonicNowNs());
+    EXPECT_TRUE(c.ok()) << c.status().ToString();
+    if (c.ok()) consumer_.emplace(std::move(*c));
+  }
+
+  // Reads until `records` records in all were read or `timeout` passed.
+  void ReadUntil(size_t records, std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (total_ < records && std::chrono::steady_clock::now() < deadline) {
+      consumer_->Heartbeat(push::MonotonicNowNs());
+      auto slot = consumer_->TryNext();
+      if (!slot) {
+        (void)consumer_->Wait(std::chrono::milliseconds(20));
+        continue;
+      }
+      ++slots_;
+      for (auto& c : DecodeSlot(*slot)) {
+        total_ += c.records.size();
+        chunks_[c.streamlet].push_back(std::move(c));
+      }
+      ASSERT_TRUE(consumer_->Release(slot->position).ok());
+    }
+  }
+
+  std::vector<std::string> Records(uint32_t streamlet) const {
+    std::vector<std::string> out;
+    auto it = chunks_.find(streamlet);
+    if (it == chunks_.end()) return out;
+    for (const auto& c : it->second) out.insert(out.end(), c.records.begin(), c.records.end());
+    return out;
+  }
+  std::vector<Position> ChunkPositions(uint32_t streamlet) const {
+    std::vector<Position> out;
+    auto it = chunks_.find(streamlet);
+    if (it == chunks_.end()) return out;
+    for (const auto& c : it->second) out.push_back(c.at);
+    return out;
+  }
+  size_t total() const { return total_; }
+  size_t slots() const { return slots_; }
+  push::RingConsumer& consumer() { return *consumer_; }
+
+ private:
+  std::optional<push::RingConsumer> consumer_;
+  std::map<uint32_t, std::vector<PushedChunk>> chunks_;
+  size_t total_ = 0;
+  size_t slots_ = 0;
+};
+
+class PushServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/nearstream-push-test-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    StartServer(dir_);
+  }
+  void TearDown() override {
+    if (server_) server_->Stop();
+    std::filesystem::remove_all(dir_);
+  }
+
+  void StartServer(const std::string& push_dir) {
+    store_ = std::make_unique<storage::StreamStore>(storage::StoreOptions{});
+    ASSERT_TRUE(store_->Open(0).ok());
+    ServerOptions options;
+    options.workers = 2;
+    options.handler.broker_epoch = 77;
+    options.push.dir = push_dir;
+    options.push.threads = 1;
+    server_ = std::make_unique<Server>(options, store_.get());
+    ASSERT_TRUE(server_->Start().ok());
+  }
+
+  Client Connect() {
+    auto c = Client::Connect("127.0.0.1:" + std::to_string(server_->port()));
+    EXPECT_TRUE(c.ok()) << c.status().ToString();
+    return std::move(c).value();
+  }
+
+  // Small segments and groups of 2 segments, so the data crosses segment and group boundaries.
+  void CreateStream(Client& c, const std::string& name, uint32_t streamlets,
+                    uint32_t segment_bytes = 4096) {
+    storage::StreamConfig config;
+    config.name = name;
+    config.streamlets = streamlets;
+    config.segment_bytes = segment_bytes;
+    config.segments_per_group = 2;
+    config.active_groups = 1;
+    Status s = c.CreateStream(config);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+  }
+
+  // Appends `chunks` chunks of `per_chunk` records to `streamlet`; returns the records.
+  std::vector<std::string> Append(Client& c, const std::string& stream, uint32_t streamlet,
+                                  int chunks, int per_chunk = 5, size_t record_bytes = 60) {
+    std::vector<std::string> all;
+    for (int i = 0; i < chunks; ++i) {
+      storage::ChunkBuilder b;
+      for (int r = 0; r < per_chunk; ++r) {
+        std::string rec = "s" + std::to_string(streamlet) + "-c" + std::to_string(next_seq_) +
+                          "-r" + std::to_string(r) + "-";
+        rec.resize(std::max(rec.size(), record_bytes), 'x');
+        b.Add(rec);
+        all.push_back(rec);
+      }
+      Bytes chunk = b.Finish(0, 0, 1000);
+      ++next_seq_;
+      net::AppendRequest req;
+      req.stream = stream;
+      req.entries.push_back({streamlet, chunk.data(), static_cast<uint32_t>(chunk.size())});
+      auto r = c.Append(req);
+      EXPECT_TRUE(r.ok()) << r.status().ToString();
+      if (r.ok()) {
+        EXPECT_EQ(r->results.at(0).status, 0) << r->results.at(0).message;
+      }
+    }
+    return all;
+  }
+
+  // The chunk positions Fetch returns for a streamlet, from the earliest on.
+  std::vector<Position> FetchChunkPositions(Client& c, const std::string& stream,
+                                            uint32_t streamlet) {
+    std::vector<Position> out;
+    Position pos;
+    for (;;) {
+      net::FetchRequest req;
+      req.stream = stream;
+      req.entries.push_back({streamlet, pos, 16 * 1024});
+      auto reply = c.Fetch(req);
+      EXPECT_TRUE(reply.ok());
+      if (!reply.ok()) return out;
+      const auto& r = reply->response.results.at(0);
+      if (r.blocks.empty()) return out;
+      for (const auto& b : r.blocks) {
+        uint32_t off = 0;
+        while (off < b.size) {
+          out.push_back(Position{b.at.group, b.at.segment, b.at.offset + off});
+          off += storage::kChunkHeaderSize + LoadLe32(b.data + off + 8);
+        }
+      }
+      pos = r.next;
+    }
+  }
+
+  static net::PushSubscribeRequest Subscribe(const std::string& stream,
+                                             std::vector<std::vector<uint32_t>> rings,
+                                             uint32_t timeout_ms = 60000,
+                                             uint32_t slot_bytes = 64 * 1024) {
+    net::PushSubscribeRequest req;
+    req.stream = stream;
+    req.slots_per_ring = 4;
+    req.slot_bytes = slot_bytes;
+    req.consumer_timeout_ms = timeout_ms;
+    for (size_t i = 0; i < rings.size(); ++i) {
+      net::PushRing ring;
+      ring.subtask_index = static_cast<uint32_t>(i);
+      for (uint32_t s : rings[i]) ring.splits.push_back({s, Position{}});
+      req.rings.push_back(std::move(ring));
+    }
+    return req;
+  }
+
+  uint64_t StatValue(Client& c, const std::string& name) {
+    auto stats = c.Stats();
+    EXPECT_TRUE(stats.ok());
+    if (!stats.ok()) return 0;
+    for (const auto& [n, v] : stats->values) {
+      if (n == name) return v;
+    }
+    ADD_FAILURE() << "no stat " << name;
+    return 0;
+  }
+
+  std::string dir_;
+  std::unique_ptr<storage::StreamStore> store_;
+  std::unique_ptr<Server> server_;
+  uint64_t next_seq_ = 0;
+};
+
+TEST_F(PushServerTest, PushesEveryRecordInOrderWithFetchPositions) {
+  Client c = Connect();
+  CreateStream(c, "s", 4);
+  std::map<uint32_t, std::vector<std::string>> want;
+  for (uint32_t s = 0; s < 4; ++s) want[s] = Append(c, "s", s, 20);
+
+  auto sub = c.PushSubscribe(Subscribe("s", {{0, 1}, {2, 3}}));
+  ASSERT_TRUE(sub.ok()) << sub.status().ToString();
+  EXPECT_EQ(sub->broker_epoch, 77u);
+  EXPECT_EQ(sub->region_path.rfind(dir_ + "/nearstream-push-", 0), 0u) << sub->region_path;
+  auto region = push::ShmRegion::Open(sub->region_path);
+  ASSERT_TRUE(region.ok()) << region.status().ToString();
+  EXPECT_EQ((*region)->size(), sub->region_bytes);
+  EXPECT_EQ((*region)->broker_epoch(), 77u);
+  EXPECT_EQ((*region)->geometry().ring_count, 2u);
+
+  TestConsumer r0(region->get(), 0), r1(region->get(), 1);
+  r0.ReadUntil(2 * 20 * 5);
+  r1.ReadUntil(2 * 20 * 5);
+  // Appended after the subscription: pushed too.
+  for (uint32_t s = 0; s < 4; ++s) {
+    auto more = Append(c, "s", s, 25);
+    want[s].insert(want[s].end(), more.begin(), more.end());
+  }
+  r0.ReadUntil(2 * 45 * 5);
+  r1.ReadUntil(2 * 45 * 5);
+  for (uint32_t s = 0; s < 4; ++s) {
+    SCOPED_TRACE("streamlet " + std::to_string(s));
+    TestConsumer& r = s < 2 ? r0 : r1;
+    EXPECT_EQ(r.Records(s), want[s]);
+    std::vector<Position> fetched = FetchChunkPositions(c, "s", s);
+    EXPECT_EQ(r.ChunkPositions(s), fetched);
+    // 45 chunks of ~400 bytes in 4 KiB segments, 2 segments per group: several groups.
+    ASSERT_FALSE(fetched.empty());
+    EXPECT_GT(fetched.back().group, 2u);
+  }
+  EXPECT_TRUE((r0.Records(2).empty() && r1.Records(0).empty()));
+  EXPECT_GE(StatValue(c, "nearstream_push_records_total"), 4u * 45 * 5);
+  EXPECT_GE(StatValue(c, "nearstream_push_slots_published_total"), 2u);
+  EXPECT_GT(StatValue(c, "nearstream_push_thread_busy_ns_total{thread=\"push-0\"}"), 0u);
+}
+
+TEST_F(PushServerTest, AFullRingDoesNotBlockTheOtherRing) {
+  Client c = Connect();
+  CreateStream(c, "s", 2, 64 * 1024);
+  // 10 KB chunks: about 6 per 64 KiB slot, so 40 of them overfill a ring of 4 slots.
+  Append(c, "s", 0, 40, 10, 1000);
+  auto want1 = Append(c, "s", 1, 40, 10, 1000);
+  auto sub = c.PushSubscribe(Subscribe("s", {{0}, {1}}));
+  ASSERT_TRUE(sub.ok()) << sub.status().ToString();
+  auto region = push::ShmRegion::Open(sub->region_path);
+  ASSERT_TRUE(region.ok());
+  TestConsumer stuck(region->get(), 0);  // attached, heartbeating, never releasing
+  TestConsumer r1(region->get(), 1);
+  r1.ReadUntil(want1.size());
+  EXPECT_EQ(r1.Records(1), want1);
+  // New data for the free ring while the other stays full: the push thread is woken for it.
+  auto more = Append(c, "s", 1, 5, 10, 1000);
+  want1.insert(want1.end(), more.begin(), more.end());
+  r1.ReadUntil(want1.size(), std::chrono::seconds(5));
+  EXPECT_EQ(r1.Records(1), want1);
+  // Ring 0 holds 4 published slots that nobody released.
+  int published = 0;
+  for (uint32_t s = 0; s < 4; ++s) {
+    uint64_t seq = std::atomic_ref<uint64_t>((*region)->descriptor(0, s)->sequence).load();
+    if (seq == s + 1) ++published;
+  }
+  EXPECT_EQ(published, 4);
+}
+
+TEST_F(PushServerTest, UpdateMovesASplitWithoutLossOrDuplicates) {
+  Client c = Connect();
+  CreateStream(c, "s", 2);
+  std::map<uint32_t, std::vector<std::string>> want;
+  for (uint32_t s = 0; s < 2; ++s) want[s] = Append(c, "s", s, 10);
+  auto sub = c.PushSubscribe(Subscribe("s", {{0, 1}, {}}));
+  ASSERT_TRUE(sub.ok()) << sub.status().ToString();
+  auto region = push::ShmRegion::Open(sub->region_path);
+  ASSERT_TRUE(region.ok());
+  TestConsumer r0(region->get(), 0), r1(region->get(), 1);
+  r0.ReadUntil(2 * 10 * 5);
+  ASSERT_EQ(r0.total(), 100u);
+
+  net::PushUpdateRequest update;
+  update.subscription_id = sub->subscription_id;
+  update.rings.resize(2);
+  update.rings[0].subtask_index = 0;
+  update.rings[0].splits.push_back({0, Position{}});
+  update.rings[1].subtask_index = 1;
+  update.rings[1].splits.push_back({1, Position{}});  // stays in the subscription: keeps its place
+  ASSERT_TRUE(c.PushUpdate(update).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // applied at the next pass
+  for (uint32_t s = 0; s < 2; ++s) {
+    auto more = Append(c, "s", s, 10);
+    want[s].insert(want[s].end(), more.begin(), more.end());
+  }
+  r0.ReadUntil(100 + 50);
+  r1.ReadUntil(50);
+  EXPECT_EQ(r0.Records(0), want[0]);
+  std::vector<std::string> s1 = r0.Records(1);
+  EXPECT_EQ(s1.size(), 50u);  // only what was pushed before the update
+  auto after = r1.Records(1);
+  s1.insert(s1.end(), after.begin(), after.end());
+  EXPECT_EQ(s1, want[1]);
+  EXPECT_TRUE(r1.Records(0).empty());
+}
+
+TEST_F(PushServerTest, CloseAndConnectionCloseUnlinkTheRegion) {
+  Client c = Connect();
+  CreateStream(c, "s", 1);
+  auto sub = c.PushSubscribe(Subscribe("s", {{0}}));
+  ASSERT_TRUE(sub.ok()) << sub.status().ToString();
+  ASSERT_TRUE(FileExists(sub->region_path));
+  auto region = push::ShmRegion::Open(sub->region_path);
+  ASSERT_TRUE(region.ok());
+  EXPECT_EQ((*region)->region_state(), NS_SHM_REGION_OPEN);
+  ASSERT_TRUE(c.PushClose(sub->subscription_id).ok());
+  EXPECT_FALSE(FileExists(sub->region_path));
+  EXPECT_EQ((*region)->region_state(), NS_SHM_REGION_CLOSED);
+  // Closing twice: the subscription is gone.
+  EXPECT_EQ(c.PushClose(sub->subscription_id).code(), StatusCode::kInvalidArgument);
+
+  std::string path;
+  {
+    Client owner = Connect();
+    auto sub2 = owner.PushSubscribe(Subscribe("s", {{0}}));
+    ASSERT_TRUE(sub2.ok()) << sub2.status().ToString();
+    path = sub2->region_path;
+    ASSERT_TRUE(FileExists(path));
+  }  // the control connection closes
+  for (int i = 0; i < 200 && FileExists(path); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_FALSE(FileExists(path));
+  EXPECT_EQ(StatValue(c, "nearstream_push_subscriptions"), 0u);
+}
+
+TEST_F(PushServerTest, Errors) {
+  Client c = Connect();
+  CreateStream(c, "s", 2);
+  EXPECT_EQ(c.PushSubscribe(Subscribe("nope", {{0}})).status().code(), StatusCode::kStreamNotFound);
+  EXPECT_EQ(c.PushSubscribe(Subscribe("s", {{0, 9}})).status().code(),
+            StatusCode::kStreamletNotFound);
+  EXPECT_EQ(c.PushSubscribe(Subscribe("s", {{0}, {0}})).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(c.PushSubscribe(Subscribe("s", {})).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(c.PushSubscribe(Subscribe("s", {{0}}, 1000, 1000)).status().code(),
+            StatusCode::kInvalidArgument);  // slot_bytes below 64 KiB
+  EXPECT_EQ(c.PushSubscribe(Subscribe("s", {{0}}, 1000, (64 << 10) + 1)).status().code(),
+            StatusCode::kInvalidArgument);  // not a multiple of 64
+  auto one_slot = Subscribe("s", {{0}});
+  one_slot.slots_per_ring = 1;
+  EXPECT_EQ(c.PushSubscribe(one_slot).status().code(), StatusCode::kInvalidArgument);
+  auto huge = Subscribe("s", {{0}, {1}}, 1000, 64 << 20);
+  huge.slots_per_ring = 1024;  // 2 x 64 GiB
+  EXPECT_EQ(c.PushSubscribe(huge).status().code(), StatusCode::kInvalidArgument);
+
+  auto sub = c.PushSubscribe(Subscribe("s", {{0}, {1}}));
+  ASSERT_TRUE(sub.ok()) << sub.status().ToString();
+  net::PushUpdateRequest update;
+  update.subscription_id = sub->subscription_id;
+  update.rings.resize(2);
+  Client other = Connect();
+  EXPECT_EQ(other.PushUpdate(update).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(other.PushClose(sub->subscription_id).code(), StatusCode::kInvalidArgument);
+  update.rings.resize(1);
+  EXPECT_EQ(c.PushUpdate(update).code(), StatusCode::kInvalidArgument);
+  update.rings.resize(2);
+  update.rings[0].splits.push_back({7, Position{}});
+  EXPECT_EQ(c.PushUpdate(update).code(), StatusCode::kStreamletNotFound);
+  update.subscription_id = 12345;
+  update.rings[0].splits.clear();
+  EXPECT_EQ(c.PushUpdate(update).code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(FileExists(sub->region_path));  // the failed requests left it alone
+}
+
+TEST_F(PushServerTest, StatsCountOneSubscribe) {
+  Client c = Connect();
+  CreateStream(c, "s", 1);
+  auto sub = c.PushSubscribe(Subscribe("s", {{0}}));
+  ASSERT_TRUE(sub.ok()) << sub.status().ToString();
+  EXPECT_EQ(StatValue(c, "nearstream_push_subscribe_requests_total"), 1u);
+  EXPECT_EQ(StatValue(c, "nearstream_push_subscriptions"), 1u);
+  EXPECT_EQ(StatValue(c, "nearstream_push_rings_reclaimed_total"), 0u);
+}
+
+// A consumer process killed with -9 stops heartbeating: its ring is reclaimed after the timeout,
+// re-activated, and a new consumer gets the data appended afterwards.
+TEST_F(PushServerTest, KilledConsumerRingIsReclaimed) {
+  Client c = Connect();
+  CreateStream(c, "s", 1);
+  Append(c, "s", 0, 5);
+  auto sub = c.PushSubscribe(Subscribe("s", {{0}}, /*timeout_ms=*/300));
+  ASSERT_TRUE(sub.ok()) << sub.status().ToString();
+  const std::string path = sub->region_path;
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // Async-signal-safe calls only (the parent has threads): map, heartbeat once, stop.
+    int fd = ::open(path.c_str(), O_RDWR);
+    if (fd < 0) ::_exit(1);
+    void* base = ::mmap(nullptr, sub->region_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (base == MAP_FAILED) ::_exit(2);
+    timespec ts;
+    ::clock_gettime(CLOCK_MONOTONIC, &ts);
+    ns_shm_ring(base, 0)->consumer_heartbeat_ns =
+        static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+    char one = 1;
+    if (::write(ready[1], &one, 1) != 1) ::_exit(3);
+    for (;;) ::pause();
+  }
+  ::close(ready[1]);
+  char byte = 0;
+  ASSERT_EQ(::read(ready[0], &byte, 1), 1);
+  ::close(ready[0]);
+  ASSERT_EQ(::kill(child, SIGKILL), 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFSIGNALED(status));
+
+  uint64_t reclaimed = 0;
+  for (int i = 0; i < 300 && reclaimed == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    reclaimed = StatValue(c, "nearstream_push_rings_reclaimed_total");
+  }
+  EXPECT_GE(reclaimed, 1u);
+  // The broker keeps serving: a new consumer attaches to the re-activated ring.
+  auto region = push::ShmRegion::Open(path);
+  ASSERT_TRUE(region.ok());
+  EXPECT_EQ(std::atomic_ref<uint32_t>((*region)->ring(0)->state).load(), NS_SHM_RING_ACTIVE);
+  EXPECT_GE(std::atomic_ref<uint32_t>((*region)->ring(0)->generation).load(), 2u);
+  TestConsumer fresh(region->get(), 0);
+  auto more = Append(c, "s", 0, 5);
+  fresh.ReadUntil(more.size());
+  auto got = fresh.Records(0);
+  ASSERT_GE(got.size(), more.size());
+  EXPECT_EQ(std::vector<std::string>(got.end() - static_cast<long>(more.size()), got.end()), more);
+}
+
+// Two push threads serve three subscriptions while two producers append concurrently.
+TEST_F(PushServerTest, ConcurrentAppendsAndSubscriptionsOnTwoPushThreads) {
+  server_->Stop();
+  server_.reset();
+  store_.reset();
+  store_ = std::make_unique<storage::StreamStore>(storage::StoreOptions{});
+  ASSERT_TRUE(store_->Open(0).ok());
+  ServerOptions options;
+  options.workers = 2;
+  options.push.dir = dir_;
+  options.push.threads = 2;
+  server_ = std::make_unique<Server>(options, store_.get());
+  ASSERT_TRUE(server_->Start().ok());
+
+  Client c = Connect();
+  CreateStream(c, "s", 3);
+  constexpr int kChunks = 60;
+  std::vector<std::thread> producers;
+  for (uint32_t s = 0; s < 3; s += 2) {  // streamlets 0 and 2 from two threads
+    producers.emplace_back([this, s] {
+      Client p = Connect();
+      for (int i = 0; i < kChunks; ++i) {
+        storage::ChunkBuilder b;
+        b.Add("p" + std::to_string(s) + "-" + std::to_string(i));
+        Bytes chunk = b.Finish(0, 0, 1000);
+        net::AppendRequest req;
+        req.stream = "s";
+        req.entries.push_back({s, chunk.data(), static_cast<uint32_t>(chunk.size())});
+        ASSERT_TRUE(p.Append(req).ok());
+      }
+    });
+  }
+  std::vector<Client> owners;
+  std::vector<std::unique_ptr<push::ShmRegion>> regions;
+  std::vector<std::unique_ptr<TestConsumer>> consumers;
+  for (uint32_t s = 0; s < 3; ++s) {
+    owners.push_back(Connect());
+    auto sub = owners.back().PushSubscribe(Subscribe("s", {{s}}));
+    ASSERT_TRUE(sub.ok()) << sub.status().ToString();
+    auto region = push::ShmRegion::Open(sub->region_path);
+    ASSERT_TRUE(region.ok());
+    regions.push_back(std::move(*region));
+    consumers.push_back(std::make_unique<TestConsumer>(regions.back().get(), 0));
+  }
+  for (auto& t : producers) t.join();
+  for (uint32_t s = 0; s < 3; s += 2) {
+    consumers[s]->ReadUntil(kChunks);
+    std::vector<std::string> want;
+    for (int i = 0; i < kChunks; ++i)
+      want.push_back("p" + std::to_string(s) + "-" + std::to_string(i));
+    EXPECT_EQ(consumers[s]->Records(s), want);
+  }
+  EXPECT_EQ(consumers[1]->total(), 0u);
+  EXPECT_EQ(StatValue(c, "nearstream_push_subscriptions"), 3u);
+  EXPECT_GT(StatValue(c, "nearstream_push_thread_busy_ns_total{thread=\"push-1\"}"), 0u);
+}
+
+// With the real /dev/shm: stopping the broker unlinks every region it created.
+TEST(PushShutdownTest, StopLeavesNothingInDevShm) {
+  storage::StreamStore store(storage::StoreOptions{});
+  ASSERT_TRUE(store.Open(0).ok());
+  ServerOptions options;
+  Server server(options, &store);
+  ASSERT_TRUE(server.Start().ok());
+  auto c = Client::Connect("127.0.0.1:" + std::to_string(server.port()));
+  ASSERT_TRUE(c.ok());
+  storage::StreamConfig config;
+  config.name = "s";
+  config.streamlets = 2;
+  ASSERT_TRUE(c->CreateStream(config).ok());
+  std::vector<std::string> paths;
+  for (int i = 0; i < 2; ++i) {
+    net::PushSubscribeRequest req;
+    req.stream = "s";
+    req.slots_per_ring = 2;
+    req.slot_bytes = 64 * 1024;
+    req.consumer_timeout_ms = 10000;
+    req.rings.push_back({0, {{static_cast<uint32_t>(i), Position{}}}});
+    auto sub = c->PushSubscribe(req);
+    ASSERT_TRUE(sub.ok()) << sub.status().ToString();
+    EXPECT_EQ(
+        sub->region_path.rfind("/dev/shm/nearstream-push-" + std::to_string(::getpid()) + "-", 0),
+        0u);
+    paths.push_back(sub->region_path);
+    EXPECT_TRUE(FileExists(sub->region_path));
+  }
+  server.Stop();
+  for (const auto& p : paths) EXPECT_FALSE(FileExists(p)) << p;
+  const std::string prefix = "nearstream-push-" + std::to_string(::getpid()) + "-";
+  for (const auto& e : std::filesystem::directory_iterator("/dev/shm")) {
+    EXPECT_NE(e.path().filename().string().rfind(prefix, 0), 0u) << e.path();
+  }
+}
+
+// The real nearstreamd: --push-dir and --push-threads, and a graceful stop (SIGTERM) unlinks the
+// regions of the subscriptions still open.
+TEST(PushBrokerProcessTest, FlagsAndSigtermUnlink) {
+  testing::TempDir push_dir("nearstream-push-dir");
+  ASSERT_TRUE(push_dir.ok());
+  testing::TestBroker::Options options;
+  options.extra_args = {"--push-threads", "2", "--push-dir", push_dir.path()};
+  auto broker = testing::TestBroker::Start(options);
+  ASSERT_TRUE(broker.ok()) << broker.status().ToString();
+  auto c = Client::Connect((*broker)->address());
+  ASSERT_TRUE(c.ok());
+  storage::StreamConfig config;
+  config.name = "s";
+  config.streamlets = 1;
+  ASSERT_TRUE(c->CreateStream(config).ok());
+  storage::ChunkBuilder b;
+  b.Add("hello");
+  b.Add("push");
+  Bytes chunk = b.Finish(0, 0, 1000);
+  net::AppendRequest append;
+  append.stream = "s";
+  append.entries.push_back({0, chunk.data(), static_cast<uint32_t>(chunk.size())});
+  ASSERT_TRUE(c->Append(append).ok());
+  net::PushSubscribeRequest req;
+  req.stream = "s";
+  req.slots_per_ring = 2;
+  req.slot_bytes = 64 * 1024;
+  req.consumer_timeout_ms = 10000;
+  req.rings.push_back({3, {{0, Position{}}}});
+  auto sub = c->PushSubscribe(req);
+  ASSERT_TRUE(sub.ok()) << sub.status().ToString();
+  EXPECT_EQ(sub->region_path, push_dir.path() + "/nearstream-push-" +
+                                  std::to_string((*broker)->pid()) + "-" +
+                                  std::to_string(sub->subscription_id));
+  auto region = push::ShmRegion::Open(sub->region_path);
+  ASSERT_TRUE(region.ok()) << region.status().ToString();
+  EXPECT_EQ((*region)->ring(0)->subtask_index, 3u);
+  TestConsumer consumer(region->get(), 0);
+  consumer.ReadUntil(2);
+  EXPECT_EQ(consumer.Records(0), (std::vector<std::string>{"hello", "push"}));
+  EXPECT_EQ((*broker)->Stop(SIGTERM), 0) << (*broker)->log();
+  EXPECT_FALSE(FileExists(sub->region_path));
+  EXPECT_EQ((*region)->region_state(), NS_SHM_REGION_CLOSED);
+}
+
+}  // namespace
+}  // namespace nearstream::broker

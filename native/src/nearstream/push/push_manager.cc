@@ -1,0 +1,592 @@
+#include "nearstream/push/push_manager.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <unordered_set>
+
+#include "nearstream/common/byte_io.h"
+#include "nearstream/common/log.h"
+#include "nearstream/push/arrow_slot_writer.h"
+#include "nearstream/push/futex.h"
+#include "nearstream/push/slot_ring.h"
+#include "nearstream/storage/chunk.h"
+
+namespace nearstream::push {
+
+using storage::Position;
+
+namespace {
+
+constexpr uint64_t kHeartbeatEveryNs = 50'000'000;  // broker_heartbeat_ns refresh
+constexpr auto kSleepTimeout = std::chrono::milliseconds(50);
+// When rings of several regions are full the thread can sleep on one doorbell only.
+constexpr auto kShortSleepTimeout = std::chrono::milliseconds(5);
+
+Status Invalid(const std::string& message) { return Status(StatusCode::kInvalidArgument, message); }
+
+}  // namespace
+
+struct PushManager::Split {
+  uint32_t streamlet = 0;
+  storage::Streamlet* s = nullptr;
+  Position pos;
+  bool failed = false;  // a read error or a chunk larger than a slot: the split is not served
+};
+
+struct PushManager::Ring {
+  std::unique_ptr<RingProducer> producer;
+  uint32_t subtask = 0;
+  std::vector<Split> splits;
+  size_t next = 0;    // round-robin start among the splits
+  bool full = false;  // no free slot at the last look
+};
+
+struct PushManager::Subscription {
+  uint64_t id = 0;
+  uint64_t conn_id = 0;
+  std::shared_ptr<storage::Stream> stream;
+  std::unique_ptr<ShmRegion> region;  // destroyed after the rings' producers
+  uint64_t timeout_ns = 0;
+  std::atomic<bool> ended{false};
+
+  // The push thread's alone.
+  std::vector<Ring> rings;
+  uint64_t seen_generation = 0;
+
+  // Handed over by Update under the serving thread's mutex.
+  bool has_pending = false;
+  std::vector<uint32_t> pending_subtasks;
+  std::vector<std::vector<Split>> pending;
+};
+
+struct PushManager::Thread {
+  int index = 0;
+  std::thread thread;
+  std::mutex mu;
+  std::vector<std::shared_ptr<Subscription>> subs;  // GUARDED_BY(mu)
+  std::atomic<bool> dirty{true};                    // subs or a pending update changed
+
+  // Sleeping: the word the thread futex-waits on (its own bell or a region's release doorbell).
+  std::mutex wake_mu;
+  uint32_t* sleep_word = nullptr;                // GUARDED_BY(wake_mu)
+  std::vector<const storage::Stream*> watching;  // GUARDED_BY(wake_mu): streams it serves
+  std::atomic<uint32_t> waiting{0};
+  alignas(64) uint32_t bell = 0;
+  uint32_t bell_flag = 0;
+
+  std::atomic<uint64_t> busy_ns{0};
+  // Scratch of FillRing.
+  std::vector<SlotChunk> chunks;
+  std::vector<size_t> chunk_split;
+  std::vector<std::shared_ptr<const storage::Segment>> pins;
+  struct ReadEnd {
+    bool read = false;
+    Position next;       // where the split's read stopped
+    size_t chunks = 0;   // chunks it read
+    size_t written = 0;  // of which went into the slot
+  };
+  std::vector<ReadEnd> ends;  // per split of the ring being filled
+};
+
+PushManager::PushManager(PushOptions options, storage::StreamStore* store)
+    : options_(std::move(options)), store_(store) {
+  const int n = std::max(1, options_.threads);
+  for (int i = 0; i < n; ++i) {
+    threads_.push_back(std::make_unique<Thread>());
+    threads_.back()->index = i;
+  }
+}
+
+PushManager::~PushManager() { Stop(); }
+
+Status PushManager::Start() {
+  if (options_.threads < 1) return Invalid("--push-threads must be at least 1");
+  if (started_) return Status::Ok();
+  started_ = true;
+  for (auto& t : threads_) {
+    Thread* raw = t.get();
+    t->thread = std::thread([this, raw] { ThreadLoop(raw); });
+  }
+  return Status::Ok();
+}
+
+void PushManager::Stop() {
+  if (stopping_.exchange(true)) return;
+  for (auto& t : threads_) Kick(t.get());
+  for (auto& t : threads_) {
+    if (t->thread.joinable()) t->thread.join();
+  }
+  std::vector<std::shared_ptr<Subscription>> all;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [id, sub] : subs_) all.push_back(sub);
+    subs_.clear();
+  }
+  for (auto& sub : all) EndSubscription(sub);
+}
+
+PushManager::Thread* PushManager::ThreadOf(uint64_t subscription_id) const {
+  return threads_[subscription_id % threads_.size()].get();
+}
+
+size_t PushManager::subscriptions() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return subs_.size();
+}
+
+// ---- requests (worker threads) ------------------------------------------------------------------
+
+Status PushManager::ResolveRings(storage::Stream* stream, const std::vector<net::PushRing>& rings,
+                                 std::vector<std::vector<Split>>* out) const {
+  std::unordered_set<uint32_t> seen;
+  out->clear();
+  for (size_t i = 0; i < rings.size(); ++i) {
+    std::vector<Split> splits;
+    for (const net::PushSplit& ps : rings[i].splits) {
+      storage::Streamlet* s = stream->streamlet(ps.streamlet);
+      if (s == nullptr) {
+        return Status(StatusCode::kStreamletNotFound,
+                      "stream '" + stream->config().name + "' has no streamlet " +
+                          std::to_string(ps.streamlet) + " (it has " +
+                          std::to_string(stream->streamlet_count()) + ")");
+      }
+      if (!seen.insert(ps.streamlet).second) {
+        return Invalid("streamlet " + std::to_string(ps.streamlet) +
+                       " is in more than one split of the subscription");
+      }
+      Split split;
+      split.streamlet = ps.streamlet;
+      split.s = s;
+      split.pos = ps.start;
+      splits.push_back(split);
+    }
+    out->push_back(std::move(splits));
+  }
+  return Status::Ok();
+}
+
+Result<net::PushSubscribeResponse> PushManager::Subscribe(
+    uint64_t conn_id, const net::PushSubscribeRequest& request) {
+  subscribe_requests_.fetch_add(1, std::memory_order_relaxed);
+  if (stopping_.load(std::memory_order_acquire)) {
+    return Status(StatusCode::kShuttingDown, "the broker is shutting down");
+  }
+  RegionGeometry g;
+  g.ring_count = static_cast<uint32_t>(request.rings.size());
+  g.slots_per_ring = request.slots_per_ring;
+  g.slot_bytes = request.slot_bytes;
+  if (g.slots_per_ring < kMinSlotsPerRing || g.slots_per_ring > kMaxSlotsPerRing) {
+    return Invalid("slots_per_ring must be in 2..1024, not " + std::to_string(g.slots_per_ring));
+  }
+  if (g.slot_bytes < kMinSlotBytes || g.slot_bytes > kMaxSlotBytes || g.slot_bytes % 64 != 0) {
+    return Invalid("slot_bytes must be a multiple of 64 in 64 KiB..64 MiB, not " +
+                   std::to_string(g.slot_bytes));
+  }
+  if (request.rings.empty() || request.rings.size() > kMaxRings) {
+    return Invalid("ring_count must be in 1..1024, not " + std::to_string(request.rings.size()));
+  }
+  if (g.region_bytes() > kMaxRegionBytes) {
+    return Invalid("the region would take " + std::to_string(g.region_bytes()) +
+                   " bytes, more than 16 GiB");
+  }
+  std::shared_ptr<storage::Stream> stream = store_->Find(request.stream);
+  if (stream == nullptr || stream->deleted()) {
+    return Status(StatusCode::kStreamNotFound, "stream '" + request.stream + "' does not exist");
+  }
+  std::vector<std::vector<Split>> splits;
+  RETURN_IF_ERROR(ResolveRings(stream.get(), request.rings, &splits));
+
+  auto sub = std::make_shared<Subscription>();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    sub->id = next_id_++;
+  }
+  sub->conn_id = conn_id;
+  sub->stream = stream;
+  sub->timeout_ns = uint64_t{request.consumer_timeout_ms == 0 ? options_.default_consumer_timeout_ms
+                                                              : request.consumer_timeout_ms} *
+                    1'000'000;
+  ShmRegion::CreateOptions co;
+  co.dir = options_.dir;
+  co.name = "nearstream-push-" + std::to_string(::getpid()) + "-" + std::to_string(sub->id);
+  co.geometry = g;
+  co.broker_epoch = options_.broker_epoch;
+  Result<std::unique_ptr<ShmRegion>> region = ShmRegion::Create(co);
+  if (!region.ok()) {
+    return Status(StatusCode::kStorageError,
+                  "cannot create push region: " + region.status().message());
+  }
+  sub->region = std::move(*region);
+  const uint64_t now = MonotonicNowNs();
+  sub->region->SetBrokerHeartbeat(now);
+  sub->rings.resize(g.ring_count);
+  for (uint32_t i = 0; i < g.ring_count; ++i) {
+    Ring& ring = sub->rings[i];
+    ring.producer = std::make_unique<RingProducer>(sub->region.get(), i);
+    ring.subtask = request.rings[i].subtask_index;
+    ring.splits = std::move(splits[i]);
+    ring.producer->Activate(ring.subtask, now);
+  }
+  net::PushSubscribeResponse response;
+  response.subscription_id = sub->id;
+  response.broker_epoch = options_.broker_epoch;
+  response.region_path = sub->region->path();
+  response.region_bytes = sub->region->size();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_.load(std::memory_order_acquire)) {
+      sub->region->MarkClosed();
+      (void)sub->region->Unlink();
+      return Status(StatusCode::kShuttingDown, "the broker is shutting down");
+    }
+    subs_.emplace(sub->id, sub);
+    Thread* t = ThreadOf(sub->id);
+    std::lock_guard<std::mutex> tlock(t->mu);
+    t->subs.push_back(sub);
+  }
+  Kick(ThreadOf(sub->id));
+  return response;
+}
+
+Status PushManager::Update(uint64_t conn_id, const net::PushUpdateRequest& request) {
+  std::shared_ptr<Subscription> sub;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = subs_.find(request.subscription_id);
+    if (it != subs_.end() && it->second->conn_id == conn_id) sub = it->second;
+  }
+  if (sub == nullptr) {
+    return Invalid("no push subscription " + std::to_string(request.subscription_id) +
+                   " on this connection");
+  }
+  if (request.rings.size() != sub->region->geometry().ring_count) {
+    return Invalid("the subscription has " + std::to_string(sub->region->geometry().ring_count) +
+                   " rings, the update names " + std::to_string(request.rings.size()));
+  }
+  std::vector<std::vector<Split>> splits;
+  RETURN_IF_ERROR(ResolveRings(sub->stream.get(), request.rings, &splits));
+  Thread* t = ThreadOf(sub->id);
+  {
+    std::lock_guard<std::mutex> lock(t->mu);
+    sub->has_pending = true;
+    sub->pending = std::move(splits);
+    sub->pending_subtasks.clear();
+    for (const auto& r : request.rings) sub->pending_subtasks.push_back(r.subtask_index);
+  }
+  Kick(t);
+  return Status::Ok();
+}
+
+Status PushManager::Close(uint64_t conn_id, uint64_t subscription_id) {
+  std::shared_ptr<Subscription> sub;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = subs_.find(subscription_id);
+    if (it != subs_.end() && it->second->conn_id == conn_id) {
+      sub = it->second;
+      subs_.erase(it);
+    }
+  }
+  if (sub == nullptr) {
+    return Invalid("no push subscription " + std::to_string(subscription_id) +
+                   " on this connection");
+  }
+  EndSubscription(sub);
+  return Status::Ok();
+}
+
+void PushManager::ConnectionClosed(uint64_t conn_id) {
+  std::vector<std::shared_ptr<Subscription>> ended;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = subs_.begin(); it != subs_.end();) {
+      if (it->second->conn_id == conn_id) {
+        ended.push_back(it->second);
+        it = subs_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (auto& sub : ended) EndSubscription(sub);
+}
+
+void PushManager::EndSubscription(const std::shared_ptr<Subscription>& sub) {
+  sub->ended.store(true, std::memory_order_release);
+  sub->region->MarkClosed();
+  Status s = sub->region->Unlink();
+  if (!s.ok()) NS_LOG(kWarning) << "push subscription " << sub->id << ": " << s.ToString();
+  Thread* t = ThreadOf(sub->id);
+  {
+    std::lock_guard<std::mutex> lock(t->mu);
+    t->subs.erase(std::remove(t->subs.begin(), t->subs.end(), sub), t->subs.end());
+  }
+  Kick(t);
+}
+
+// ---- wake-ups -------------------------------------------------------------------------------
+
+void PushManager::Kick(Thread* t) {
+  t->dirty.store(true, std::memory_order_seq_cst);
+  if (t->waiting.load(std::memory_order_seq_cst) == 0) return;
+  std::lock_guard<std::mutex> lock(t->wake_mu);
+  if (t->sleep_word != nullptr) {
+    std::atomic_ref<uint32_t>(*t->sleep_word).fetch_add(1, std::memory_order_seq_cst);
+    (void)FutexWake(t->sleep_word, INT32_MAX);
+  }
+}
+
+void PushManager::NotifyAppend(const storage::Stream* stream) {
+  // The append bumped its stream's generation (seq_cst) before this load; a thread going to
+  // sleep raises sleepers_ before it re-reads the generations. One of the two sees the other.
+  if (sleepers_.load(std::memory_order_seq_cst) == 0) return;
+  for (auto& t : threads_) {
+    if (t->waiting.load(std::memory_order_seq_cst) == 0) continue;
+    std::lock_guard<std::mutex> lock(t->wake_mu);
+    // Only a thread that serves the stream has anything to do with the append.
+    if (std::find(t->watching.begin(), t->watching.end(), stream) == t->watching.end()) continue;
+    if (t->sleep_word != nullptr) {
+      std::atomic_ref<uint32_t>(*t->sleep_word).fetch_add(1, std::memory_order_seq_cst);
+      (void)FutexWake(t->sleep_word, INT32_MAX);
+    }
+  }
+}
+
+// ---- push threads -----------------------------------------------------------------------------
+
+void PushManager::ApplyUpdate(Subscription* sub) {
+  // A split that stays (in any ring) keeps its push position; a new one starts where asked.
+  std::unordered_map<uint32_t, const Split*> current;
+  for (const Ring& ring : sub->rings) {
+    for (const Split& s : ring.splits) current[s.streamlet] = &s;
+  }
+  std::vector<std::vector<Split>> next = std::move(sub->pending);
+  for (auto& splits : next) {
+    for (Split& s : splits) {
+      auto it = current.find(s.streamlet);
+      if (it != current.end()) {
+        s.pos = it->second->pos;
+        s.failed = it->second->failed;
+      }
+    }
+  }
+  for (size_t i = 0; i < sub->rings.size() && i < next.size(); ++i) {
+    sub->rings[i].splits = std::move(next[i]);
+    sub->rings[i].next = 0;
+    sub->rings[i].subtask = sub->pending_subtasks[i];  // used at the next activation
+  }
+  sub->has_pending = false;
+  sub->pending.clear();
+}
+
+void PushManager::ThreadLoop(Thread* t) {
+  std::vector<std::shared_ptr<Subscription>> subs;
+  uint64_t last_heartbeat = 0;
+  while (!stopping_.load(std::memory_order_acquire)) {
+    if (t->dirty.exchange(false, std::memory_order_seq_cst)) {
+      std::lock_guard<std::mutex> lock(t->mu);
+      subs = t->subs;
+      for (auto& sub : subs) {
+        if (sub->has_pending) ApplyUpdate(sub.get());
+      }
+    }
+    const uint64_t start = MonotonicNowNs();
+    if (start - last_heartbeat >= kHeartbeatEveryNs) {
+      for (auto& sub : subs) sub->region->SetBrokerHeartbeat(start);
+      last_heartbeat = start;
+    }
+    bool any_full = false;
+    const bool published = ServeOnce(t, subs, start, &any_full);
+    t->busy_ns.fetch_add(MonotonicNowNs() - start, std::memory_order_relaxed);
+    if (!published) Sleep(t, subs);
+  }
+}
+
+bool PushManager::ServeOnce(Thread* t, std::vector<std::shared_ptr<Subscription>>& subs,
+                            uint64_t now_ns, bool* any_full) {
+  bool published = false;
+  for (auto& sub : subs) {
+    if (sub->ended.load(std::memory_order_acquire) || sub->stream->deleted()) continue;
+    // Before reading: an append after this load makes Sleep's check see a new generation.
+    sub->seen_generation = sub->stream->append_generation();
+    for (Ring& ring : sub->rings) {
+      if (ring.producer->ConsumerStale(now_ns, sub->timeout_ns)) {
+        ring.producer->Reclaim();
+        ring.producer->Activate(ring.subtask, now_ns);
+        ring.full = false;
+        rings_reclaimed_.fetch_add(1, std::memory_order_relaxed);
+        NS_LOG(kInfo) << "push subscription " << sub->id << ": reclaimed ring "
+                      << ring.producer->ring() << " (consumer heartbeat older than "
+                      << sub->timeout_ns / 1'000'000 << " ms)";
+      }
+      if (FillRing(t, sub.get(), &ring)) published = true;
+      if (ring.full) *any_full = true;
+    }
+  }
+  return published;
+}
+
+bool PushManager::FillRing(Thread* t, Subscription* sub, Ring* ring) {
+  uint8_t* payload = ring->producer->TryClaim();
+  ring->full = payload == nullptr;
+  if (payload == nullptr || ring->splits.empty()) return false;
+  const uint32_t slot_bytes = ring->producer->slot_bytes();
+  t->chunks.clear();
+  t->chunk_split.clear();
+  t->pins.clear();
+  std::vector<Thread::ReadEnd>& ends = t->ends;
+  ends.assign(ring->splits.size(), Thread::ReadEnd{});
+  uint64_t gathered = 0;
+  const size_t n = ring->splits.size();
+  for (size_t k = 0; k < n && gathered < slot_bytes; ++k) {
+    const size_t i = (ring->next + k) % n;
+    Split& split = ring->splits[i];
+    if (split.failed) continue;
+    bool corrupt = false;
+    Result<storage::ReadOutcome> read = split.s->Read(
+        split.pos, static_cast<uint32_t>(slot_bytes - gathered),
+        [&](const Position& at, const uint8_t* data, uint32_t size) {
+          uint32_t off = 0;
+          while (off < size && !corrupt) {
+            Result<storage::ChunkHeader> h = storage::DecodeChunkHeader(data + off, size - off);
+            if (!h.ok()) {
+              corrupt = true;
+              break;
+            }
+            SlotChunk c;
+            c.header = *h;
+            c.payload = data + off + storage::kChunkHeaderSize;
+            c.streamlet = split.streamlet;
+            c.position = Position{at.group, at.segment, at.offset + off};
+            t->chunks.push_back(c);
+            t->chunk_split.push_back(i);
+            off += h->total_size();
+          }
+        });
+    if (!read.ok() || corrupt) {
+      split.failed = true;
+      NS_LOG(kWarning) << "push subscription " << sub->id << ": streamlet " << split.streamlet
+                       << " at " << split.pos << " cannot be pushed: "
+                       << (corrupt ? std::string("corrupt chunk header")
+                                   : read.status().ToString());
+      // Drop what this split contributed.
+      while (!t->chunk_split.empty() && t->chunk_split.back() == i) {
+        t->chunk_split.pop_back();
+        t->chunks.pop_back();
+      }
+      continue;
+    }
+    if (read->chunks == 0) continue;
+    ends[i].read = true;
+    ends[i].next = read->next;
+    ends[i].chunks = read->chunks;
+    gathered += read->bytes;
+    for (auto& seg : read->segments) t->pins.push_back(std::move(seg));
+  }
+  ring->next = (ring->next + 1) % n;
+  if (t->chunks.empty()) return false;
+
+  Result<SlotFill> fill = WriteArrowSlot(t->chunks, payload, slot_bytes);
+  if (!fill.ok()) {
+    Split& split = ring->splits[t->chunk_split.front()];
+    split.failed = true;
+    NS_LOG(kWarning) << "push subscription " << sub->id << ": streamlet " << split.streamlet
+                     << " at " << split.pos << " cannot be pushed: " << fill.status().ToString();
+    return false;
+  }
+  // Advance every split past its chunks that were written.
+  uint64_t chunk_bytes = 0;
+  for (size_t c = 0; c < fill->chunks; ++c) {
+    const size_t i = t->chunk_split[c];
+    ++ends[i].written;
+    chunk_bytes += t->chunks[c].header.total_size();
+    const Position& at = t->chunks[c].position;
+    ring->splits[i].pos =
+        Position{at.group, at.segment, at.offset + t->chunks[c].header.total_size()};
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (ends[i].read && ends[i].written == ends[i].chunks) ring->splits[i].pos = ends[i].next;
+  }
+  Status s = ring->producer->Publish(fill->layout);
+  if (!s.ok()) NS_LOG(kWarning) << "push subscription " << sub->id << ": " << s.ToString();
+  slots_published_.fetch_add(1, std::memory_order_relaxed);
+  records_.fetch_add(fill->layout.row_count, std::memory_order_relaxed);
+  bytes_.fetch_add(chunk_bytes, std::memory_order_relaxed);
+  t->pins.clear();
+  return true;
+}
+
+void PushManager::Sleep(Thread* t, std::vector<std::shared_ptr<Subscription>>& subs) {
+  uint32_t* word = &t->bell;
+  uint32_t* flag = &t->bell_flag;
+  auto timeout = std::chrono::duration_cast<std::chrono::nanoseconds>(kSleepTimeout);
+  int full_regions = 0;
+  for (auto& sub : subs) {
+    if (sub->ended.load(std::memory_order_acquire)) continue;
+    const bool full =
+        std::any_of(sub->rings.begin(), sub->rings.end(), [](const Ring& r) { return r.full; });
+    if (!full) continue;
+    if (++full_regions == 1) {
+      word = &sub->region->header()->release_doorbell;
+      flag = &sub->region->header()->broker_waiting;
+    }
+  }
+  if (full_regions > 1) timeout = kShortSleepTimeout;
+  {
+    std::lock_guard<std::mutex> lock(t->wake_mu);
+    t->sleep_word = word;
+    t->watching.clear();
+    for (auto& sub : subs) {
+      if (!sub->ended.load(std::memory_order_acquire)) t->watching.push_back(sub->stream.get());
+    }
+  }
+  t->waiting.store(1, std::memory_order_seq_cst);
+  sleepers_.fetch_add(1, std::memory_order_seq_cst);
+  auto ready = [&] {
+    if (t->dirty.load(std::memory_order_seq_cst) || stopping_.load(std::memory_order_seq_cst)) {
+      return true;
+    }
+    for (auto& sub : subs) {
+      if (sub->ended.load(std::memory_order_acquire)) continue;
+      if (sub->stream->append_generation() != sub->seen_generation) return true;
+      for (Ring& ring : sub->rings) {
+        if (ring.full && ring.producer->TryClaim() != nullptr) return true;
+      }
+    }
+    return false;
+  };
+  Result<WaitOutcome> r = AwaitDoorbell(word, flag, ready, kDefaultSpins, timeout);
+  sleepers_.fetch_sub(1, std::memory_order_seq_cst);
+  t->waiting.store(0, std::memory_order_seq_cst);
+  {
+    std::lock_guard<std::mutex> lock(t->wake_mu);
+    t->sleep_word = nullptr;
+    t->watching.clear();
+  }
+  if (r.ok()) {
+    sleeps_.fetch_add(r->sleeps, std::memory_order_relaxed);
+  } else {
+    NS_LOG(kWarning) << "push thread " << t->index << ": " << r.status().ToString();
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+void PushManager::CollectMetrics(std::vector<std::pair<std::string, uint64_t>>* out) const {
+  auto add = [out](std::string name, uint64_t value) { out->emplace_back(std::move(name), value); };
+  add("nearstream_push_subscriptions", subscriptions());
+  add("nearstream_push_subscribe_requests_total",
+      subscribe_requests_.load(std::memory_order_relaxed));
+  add("nearstream_push_slots_published_total", slots_published_.load(std::memory_order_relaxed));
+  add("nearstream_push_records_total", records_.load(std::memory_order_relaxed));
+  add("nearstream_push_bytes_total", bytes_.load(std::memory_order_relaxed));
+  add("nearstream_push_rings_reclaimed_total", rings_reclaimed_.load(std::memory_order_relaxed));
+  for (const auto& t : threads_) {
+    add("nearstream_push_thread_busy_ns_total{thread=\"push-" + std::to_string(t->index) + "\"}",
+        t->busy_ns.load(std::memory_order_relaxed));
+  }
+  add("nearstream_push_thread_sleeps_total", sleeps_.load(std::memory_order_relaxed));
+}
+
+}  // namespace nearstream::push

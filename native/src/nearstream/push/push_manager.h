@@ -1,0 +1,124 @@
+// The broker's push subscriptions (docs/protocol.md "Push subscriptions", docs/shm-layout.md):
+// PushSubscribe creates a shared-memory region with one ring per source subtask, and push threads
+// fill the rings with whole chunks of the rings' splits as Arrow batches.
+//
+// Threads: request workers call Subscribe/Update/Close/ConnectionClosed; the append path calls
+// NotifyAppend; `threads` push threads each serve the subscriptions whose id mod threads is their
+// index. A subscription's rings, producers and split positions belong to its push thread alone;
+// an update is handed over under the thread's mutex and applied by the thread at its next pass.
+//
+// A push thread loops: for each ring with a free slot it reads whole chunks of the ring's splits
+// (round-robin, from each split's push position) into the slot, publishes it and advances the
+// positions past the chunks written. A full ring is skipped. When no ring got a slot in a pass
+// (every ring full or idle) the thread sleeps: on the region's release doorbell when a ring is
+// full, else on its own in-process bell, at most 50 ms. An append wakes a sleeping thread by
+// bumping the word it sleeps on and FUTEX_WAKE; while the threads are busy an append costs one
+// load (no syscall). The thread refreshes broker_heartbeat_ns every 50 ms and reclaims a ring
+// whose consumer heartbeat is older than the subscription's consumer timeout: the ring is
+// re-activated at once for a new consumer and restarts from its splits' current push positions
+// (slots published to the dead consumer are not pushed again; the data stays in the segments).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "nearstream/common/status.h"
+#include "nearstream/net/protocol.h"
+#include "nearstream/push/shm_region.h"
+#include "nearstream/storage/stream_store.h"
+
+namespace nearstream::push {
+
+struct PushOptions {
+  std::string dir = kDefaultShmDir;  // where region files are created
+  int threads = 1;
+  uint64_t broker_epoch = 0;
+  uint32_t default_consumer_timeout_ms = 10000;  // for a subscribe that sends 0
+};
+
+// Geometry bounds of a PushSubscribe (INVALID_ARGUMENT outside them).
+inline constexpr uint32_t kMinSlotsPerRing = 2;
+inline constexpr uint32_t kMaxSlotsPerRing = 1024;
+inline constexpr uint32_t kMinSlotBytes = 64u << 10;
+inline constexpr uint32_t kMaxSlotBytes = 64u << 20;
+inline constexpr uint32_t kMaxRings = 1024;
+inline constexpr uint64_t kMaxRegionBytes = 16ull << 30;
+
+class PushManager {
+ public:
+  // `store` must outlive the manager.
+  PushManager(PushOptions options, storage::StreamStore* store);
+  ~PushManager();
+  PushManager(const PushManager&) = delete;
+  PushManager& operator=(const PushManager&) = delete;
+
+  Status Start();
+  // Ends every subscription (region closed and unlinked) and joins the threads. Idempotent.
+  void Stop();
+
+  // The subscription belongs to connection `conn_id`.
+  Result<net::PushSubscribeResponse> Subscribe(uint64_t conn_id,
+                                               const net::PushSubscribeRequest& request);
+  Status Update(uint64_t conn_id, const net::PushUpdateRequest& request);
+  Status Close(uint64_t conn_id, uint64_t subscription_id);
+  // Ends every subscription of a closed connection.
+  void ConnectionClosed(uint64_t conn_id);
+
+  // Called after an append to `stream` (and its NoteAppended): wakes the sleeping push threads
+  // that serve the stream. One seq_cst load when no push thread sleeps.
+  void NotifyAppend(const storage::Stream* stream);
+
+  // nearstream_push_* values for Stats and /metrics.
+  void CollectMetrics(std::vector<std::pair<std::string, uint64_t>>* out) const;
+
+  size_t subscriptions() const;
+  const std::string& dir() const { return options_.dir; }
+
+ private:
+  struct Subscription;
+  struct Thread;
+  struct Split;
+  struct Ring;
+
+  void ThreadLoop(Thread* t);
+  // One pass over the thread's subscriptions; returns whether any slot was published.
+  bool ServeOnce(Thread* t, std::vector<std::shared_ptr<Subscription>>& subs, uint64_t now_ns,
+                 bool* any_full);
+  bool FillRing(Thread* t, Subscription* sub, Ring* ring);
+  void Sleep(Thread* t, std::vector<std::shared_ptr<Subscription>>& subs);
+  void ApplyUpdate(Subscription* sub);
+  // Validates rings against the stream; fills the resolved splits of each ring.
+  Status ResolveRings(storage::Stream* stream, const std::vector<net::PushRing>& rings,
+                      std::vector<std::vector<Split>>* out) const;
+  void Kick(Thread* t);
+  void EndSubscription(const std::shared_ptr<Subscription>& sub);
+  Thread* ThreadOf(uint64_t subscription_id) const;
+
+  const PushOptions options_;
+  storage::StreamStore* const store_;
+  std::vector<std::unique_ptr<Thread>> threads_;
+  std::atomic<bool> stopping_{false};
+  bool started_ = false;
+
+  mutable std::mutex mu_;
+  std::unordered_map<uint64_t, std::shared_ptr<Subscription>> subs_;  // GUARDED_BY(mu_)
+  uint64_t next_id_ = 1;                                              // GUARDED_BY(mu_)
+
+  std::atomic<uint32_t> sleepers_{0};  // push threads inside Sleep()
+
+  std::atomic<uint64_t> subscribe_requests_{0};
+  std::atomic<uint64_t> slots_published_{0};
+  std::atomic<uint64_t> records_{0};
+  std::atomic<uint64_t> bytes_{0};
+  std::atomic<uint64_t> rings_reclaimed_{0};
+  std::atomic<uint64_t> sleeps_{0};
+};
+
+}  // namespace nearstream::push
