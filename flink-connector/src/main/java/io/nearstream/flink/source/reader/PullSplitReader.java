@@ -73,7 +73,7 @@ public class PullSplitReader implements SplitReader<NearstreamRecord, Nearstream
     private final long retryBackoffMs;
 
     /** Assigned splits by streamlet, in assignment order. */
-    private final Map<Integer, StreamletCursor> streamlets = new LinkedHashMap<>();
+    private final Map<Integer, PullCursor> streamlets = new LinkedHashMap<>();
 
     private final ChunkCursor cursor = new ChunkCursor();
     private final AtomicBoolean wakeUpRequested = new AtomicBoolean();
@@ -104,7 +104,7 @@ public class PullSplitReader implements SplitReader<NearstreamRecord, Nearstream
         boolean finishedAny = finishSplitsAtTheirStop(records);
 
         List<FetchEntry> entries = new ArrayList<>(streamlets.size());
-        for (StreamletCursor s : streamlets.values()) {
+        for (PullCursor s : streamlets.values()) {
             if (!s.paused) {
                 entries.add(new FetchEntry(s.streamlet, s.position, 0));
             }
@@ -149,7 +149,7 @@ public class PullSplitReader implements SplitReader<NearstreamRecord, Nearstream
         long count = 0;
         Exception entryFailure = null;
         for (StreamletFetch result : response.results()) {
-            StreamletCursor s = streamlets.get(result.streamlet());
+            PullCursor s = streamlets.get(result.streamlet());
             if (s == null) {
                 continue; // removed meanwhile; cannot happen on the fetcher thread, but be safe
             }
@@ -177,18 +177,15 @@ public class PullSplitReader implements SplitReader<NearstreamRecord, Nearstream
                     cursor.reset(block);
                     while (cursor.nextChunk()) {
                         Position at = cursor.position();
-                        if (s.stop != null && at.compareTo(s.stop) >= 0) {
+                        if (s.stopsAt(at)) {
                             reachedStop = true;
                             break blocks;
                         }
                         int size = cursor.header().totalSize();
                         long timestamp = cursor.header().firstTimestampMs();
-                        if (s.recordsToSkip > 0) {
-                            // Only the chunk the split resumes at had records emitted already.
-                            if (at.equals(s.resumePosition)) {
-                                cursor.skipRecords(s.recordsToSkip);
-                            }
-                            s.recordsToSkip = 0;
+                        int skip = s.takeRecordsToSkip(at);
+                        if (skip > 0) {
+                            cursor.skipRecords(skip);
                         }
                         while (cursor.nextRecord()) {
                             out.add(
@@ -222,7 +219,7 @@ public class PullSplitReader implements SplitReader<NearstreamRecord, Nearstream
             }
             if (!reachedStop) {
                 s.position = result.next();
-                reachedStop = s.stop != null && s.position.compareTo(s.stop) >= 0;
+                reachedStop = s.finished();
             }
             metrics.updatePending(s.splitId, s.position, result.tail());
             if (reachedStop) {
@@ -245,10 +242,10 @@ public class PullSplitReader implements SplitReader<NearstreamRecord, Nearstream
     /** Splits whose position is at or beyond their stopping position finish without a fetch. */
     private boolean finishSplitsAtTheirStop(RecordsBySplits.Builder<NearstreamRecord> records) {
         boolean finishedAny = false;
-        Iterator<StreamletCursor> it = streamlets.values().iterator();
+        Iterator<PullCursor> it = streamlets.values().iterator();
         while (it.hasNext()) {
-            StreamletCursor s = it.next();
-            if (s.stop != null && s.position.compareTo(s.stop) >= 0) {
+            PullCursor s = it.next();
+            if (s.finished()) {
                 it.remove();
                 metrics.removeSplit(s.splitId);
                 records.addFinishedSplit(s.splitId);
@@ -259,7 +256,7 @@ public class PullSplitReader implements SplitReader<NearstreamRecord, Nearstream
         return finishedAny;
     }
 
-    private void finish(StreamletCursor s, RecordsBySplits.Builder<NearstreamRecord> records) {
+    private void finish(PullCursor s, RecordsBySplits.Builder<NearstreamRecord> records) {
         streamlets.remove(s.streamlet);
         metrics.removeSplit(s.splitId);
         records.addFinishedSplit(s.splitId);
@@ -363,13 +360,13 @@ public class PullSplitReader implements SplitReader<NearstreamRecord, Nearstream
         if (splitsChanges instanceof SplitsAddition) {
             for (NearstreamSplit split : splitsChanges.splits()) {
                 checkStream(split);
-                streamlets.put(split.streamlet(), new StreamletCursor(split));
+                streamlets.put(split.streamlet(), new PullCursor(split));
                 LOG.info("Reading split {}", split);
             }
             requestSegmentSize();
         } else if (splitsChanges instanceof SplitsRemoval) {
             for (NearstreamSplit split : splitsChanges.splits()) {
-                StreamletCursor removed = streamlets.remove(split.streamlet());
+                PullCursor removed = streamlets.remove(split.streamlet());
                 if (removed != null) {
                     metrics.removeSplit(removed.splitId);
                 }
@@ -413,13 +410,13 @@ public class PullSplitReader implements SplitReader<NearstreamRecord, Nearstream
     public void pauseOrResumeSplits(
             Collection<NearstreamSplit> splitsToPause, Collection<NearstreamSplit> splitsToResume) {
         for (NearstreamSplit split : splitsToPause) {
-            StreamletCursor s = streamlets.get(split.streamlet());
+            PullCursor s = streamlets.get(split.streamlet());
             if (s != null) {
                 s.paused = true;
             }
         }
         for (NearstreamSplit split : splitsToResume) {
-            StreamletCursor s = streamlets.get(split.streamlet());
+            PullCursor s = streamlets.get(split.streamlet());
             if (s != null) {
                 s.paused = false;
             }
@@ -448,23 +445,12 @@ public class PullSplitReader implements SplitReader<NearstreamRecord, Nearstream
         return out;
     }
 
-    /** The read state of one assigned split. */
-    private static final class StreamletCursor {
-        final String splitId;
-        final int streamlet;
-        @Nullable final Position stop;
-        final Position resumePosition;
-        int recordsToSkip;
-        Position position;
+    /** Pull-specific state of a split: paused for watermark alignment. */
+    private static final class PullCursor extends SplitCursor {
         boolean paused;
 
-        StreamletCursor(NearstreamSplit split) {
-            this.splitId = split.splitId();
-            this.streamlet = split.streamlet();
-            this.stop = split.stoppingPosition().orElse(null);
-            this.resumePosition = split.startingPosition();
-            this.recordsToSkip = split.recordsToSkip();
-            this.position = split.startingPosition();
+        PullCursor(NearstreamSplit split) {
+            super(split);
         }
     }
 }

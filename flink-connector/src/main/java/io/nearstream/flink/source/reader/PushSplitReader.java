@@ -102,7 +102,7 @@ public class PushSplitReader implements SplitReader<NearstreamRecord, Nearstream
     private final long staleAfterNanos;
 
     /** Assigned splits by streamlet, in assignment order. */
-    private final Map<Integer, SplitCursor> splits = new LinkedHashMap<>();
+    private final Map<Integer, PushCursor> splits = new LinkedHashMap<>();
 
     /** Where each split continues; read by other members when they re-subscribe the group. */
     private final Map<Integer, PushSplitStart> positions = new ConcurrentHashMap<>();
@@ -335,23 +335,16 @@ public class PushSplitReader implements SplitReader<NearstreamRecord, Nearstream
                                     + values.getValueCount()
                                     + " rows");
                 }
-                SplitCursor s = splits.get(streamlet);
+                PushCursor s = splits.get(streamlet);
                 if (s == null || at.compareTo(s.position) < 0) {
                     continue; // not ours (any more), or emitted before a restore/re-subscribe
                 }
-                if (s.stop != null && at.compareTo(s.stop) >= 0) {
+                if (s.stopsAt(at)) {
                     finish(s, records);
                     splitsFinished = true;
                     continue;
                 }
-                int skip = 0;
-                if (s.recordsToSkip > 0) {
-                    // Only the chunk the split resumes at had records emitted already.
-                    if (at.equals(s.resumePosition)) {
-                        skip = Math.min(s.recordsToSkip, recordCount);
-                    }
-                    s.recordsToSkip = 0;
-                }
+                int skip = Math.min(s.takeRecordsToSkip(at), recordCount);
                 List<NearstreamRecord> out = new ArrayList<>(recordCount - skip);
                 for (int i = skip; i < recordCount; i++) {
                     byte[] value = values.isNull(first + i) ? new byte[0] : values.get(first + i);
@@ -361,7 +354,7 @@ public class PushSplitReader implements SplitReader<NearstreamRecord, Nearstream
                 count += out.size();
                 bytes += chunkBytes;
                 s.advance(new Position(at.group(), at.segment(), at.offset() + chunkBytes));
-                if (s.stop != null && s.position.compareTo(s.stop) >= 0) {
+                if (s.finished()) {
                     finish(s, records);
                     splitsFinished = true;
                 }
@@ -380,10 +373,10 @@ public class PushSplitReader implements SplitReader<NearstreamRecord, Nearstream
     /** Splits whose position is at or beyond their stopping position finish without data. */
     private boolean finishSplitsAtTheirStop(RecordsBySplits.Builder<NearstreamRecord> records) {
         boolean finishedAny = false;
-        Iterator<SplitCursor> it = new ArrayList<>(splits.values()).iterator();
+        Iterator<PushCursor> it = new ArrayList<>(splits.values()).iterator();
         while (it.hasNext()) {
-            SplitCursor s = it.next();
-            if (s.stop != null && s.position.compareTo(s.stop) >= 0) {
+            PushCursor s = it.next();
+            if (s.finished()) {
                 finish(s, records);
                 finishedAny = true;
             }
@@ -394,7 +387,7 @@ public class PushSplitReader implements SplitReader<NearstreamRecord, Nearstream
         return finishedAny;
     }
 
-    private void finish(SplitCursor s, RecordsBySplits.Builder<NearstreamRecord> records) {
+    private void finish(PushCursor s, RecordsBySplits.Builder<NearstreamRecord> records) {
         splits.remove(s.streamlet);
         positions.remove(s.streamlet);
         metrics.removeSplit(s.splitId);
@@ -410,7 +403,7 @@ public class PushSplitReader implements SplitReader<NearstreamRecord, Nearstream
                     throw new IllegalArgumentException(
                             "split " + split + " belongs to stream '" + split.stream() + "'");
                 }
-                SplitCursor s = new SplitCursor(split);
+                PushCursor s = new PushCursor(split);
                 splits.put(split.streamlet(), s);
                 positions.put(s.streamlet, new PushSplitStart(s.streamlet, s.position));
                 LOG.info("Reading split {} (push)", split);
@@ -504,22 +497,10 @@ public class PushSplitReader implements SplitReader<NearstreamRecord, Nearstream
         return slotsConsumed;
     }
 
-    /** The read state of one assigned split. */
-    private final class SplitCursor {
-        final String splitId;
-        final int streamlet;
-        @Nullable final Position stop;
-        final Position resumePosition;
-        int recordsToSkip;
-        Position position;
-
-        SplitCursor(NearstreamSplit split) {
-            this.splitId = split.splitId();
-            this.streamlet = split.streamlet();
-            this.stop = split.stoppingPosition().orElse(null);
-            this.resumePosition = split.startingPosition();
-            this.recordsToSkip = split.recordsToSkip();
-            this.position = split.startingPosition();
+    /** Push-specific state of a split: its position is also what a re-subscribe starts from. */
+    private final class PushCursor extends SplitCursor {
+        PushCursor(NearstreamSplit split) {
+            super(split);
         }
 
         void advance(Position next) {
