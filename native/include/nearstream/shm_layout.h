@@ -71,17 +71,18 @@
  *   16     4+4   validity_offset/length
  *   24     4+4   offsets_offset/length (int32, row_count + 1 entries)
  *   32     4+4   data_offset/length
- *   40     4+4   chunk_map_offset/length (chunk_count * 32 bytes)
+ *   40     4+4   chunk_map_offset/length (chunk_count * 40 bytes)
  *   48     4     flags                 (0)
  *   52     4     payload_length        bytes of the payload in use
  *
- *   chunk map entry (32 B)
+ *   chunk map entry (40 B)
  *   0      4     streamlet
  *   4      4     record_count
  *   8      8     group
  *   16     8     segment
  *   24     4     byte_position         the chunk's offset in its segment
  *   28     4     chunk_bytes           the chunk's size in the segment (header + payload)
+ *   32     8     first_timestamp_ms    the chunk's first-record timestamp (event time of its rows)
  */
 #ifndef NEARSTREAM_SHM_LAYOUT_H_
 #define NEARSTREAM_SHM_LAYOUT_H_
@@ -104,7 +105,7 @@ extern "C" {
 #define NS_SHM_HEADER_BYTES 4096u
 #define NS_SHM_RING_HEADER_BYTES 256u
 #define NS_SHM_DESCRIPTOR_BYTES 128u
-#define NS_SHM_CHUNK_MAP_ENTRY_BYTES 32u
+#define NS_SHM_CHUNK_MAP_ENTRY_BYTES 40u
 #define NS_SHM_CACHE_LINE 64u
 #define NS_SHM_PAGE 4096u
 /* Alignment of every Arrow buffer and of the chunk map inside a slot payload. */
@@ -196,6 +197,7 @@ typedef struct ns_shm_chunk_map_entry {
   uint64_t segment;
   uint32_t byte_position;
   uint32_t chunk_bytes;
+  int64_t first_timestamp_ms;
 } ns_shm_chunk_map_entry;
 
 /* ---- sizes ---- */
@@ -259,6 +261,8 @@ NS_SHM_STATIC_ASSERT(offsetof(ns_shm_chunk_map_entry, group) == 8, "group");
 NS_SHM_STATIC_ASSERT(offsetof(ns_shm_chunk_map_entry, segment) == 16, "segment");
 NS_SHM_STATIC_ASSERT(offsetof(ns_shm_chunk_map_entry, byte_position) == 24, "byte_position");
 NS_SHM_STATIC_ASSERT(offsetof(ns_shm_chunk_map_entry, chunk_bytes) == 28, "chunk_bytes");
+NS_SHM_STATIC_ASSERT(offsetof(ns_shm_chunk_map_entry, first_timestamp_ms) == 32,
+                     "first_timestamp_ms");
 
 /* ---- geometry: computed by the broker at creation, validated by every mapper ---- */
 

@@ -263,6 +263,7 @@ static const jlong kLayout[] = {
     NS_OFF(ns_shm_chunk_map_entry, segment),
     NS_OFF(ns_shm_chunk_map_entry, byte_position),
     NS_OFF(ns_shm_chunk_map_entry, chunk_bytes),
+    NS_OFF(ns_shm_chunk_map_entry, first_timestamp_ms),
 };
 #undef NS_OFF
 

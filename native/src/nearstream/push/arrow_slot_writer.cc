@@ -132,6 +132,7 @@ Result<SlotFill> WriteArrowSlot(std::span<const SlotChunk> chunks, uint8_t* payl
     e.segment = c.position.segment;
     e.byte_position = c.position.offset;
     e.chunk_bytes = c.header.total_size();
+    e.first_timestamp_ms = c.header.first_timestamp_ms;
     std::memcpy(map + i * sizeof e, &e, sizeof e);
   }
   return SlotFill{n, l};

@@ -4,7 +4,7 @@
 //   payload  0                 validity bitmap, ceil(rows / 8) bytes, all rows valid
 //            round64(..)       int32 offsets, rows + 1 entries, offsets[0] = 0
 //            round64(..)       data: the record bytes, back to back
-//            round64(..)       chunk map: chunk_count x ns_shm_chunk_map_entry (32 B)
+//            round64(..)       chunk map: chunk_count x ns_shm_chunk_map_entry (40 B)
 //
 // Rows are the records of the chunks in chunk-map order, so row r belongs to the chunk whose
 // cumulative record_count first exceeds r: that is how a reader turns rows into positions.

@@ -78,7 +78,7 @@ void ExpectSlotHolds(const uint8_t* payload, const SlotLayout& l,
   ASSERT_EQ(l.row_count, rows);
   EXPECT_EQ(l.validity_length, (rows + 7) / 8);
   EXPECT_EQ(l.offsets_length, 4 * (rows + 1));
-  EXPECT_EQ(l.chunk_map_length, 32 * n);
+  EXPECT_EQ(l.chunk_map_length, NS_SHM_CHUNK_MAP_ENTRY_BYTES * n);
   EXPECT_EQ(l.payload_length, l.chunk_map_offset + l.chunk_map_length);
   EXPECT_LE(l.validity_offset + l.validity_length, l.offsets_offset);
   EXPECT_LE(l.offsets_offset + l.offsets_length, l.data_offset);
@@ -96,7 +96,7 @@ void ExpectSlotHolds(const uint8_t* payload, const SlotLayout& l,
   uint32_t row = 0;
   for (size_t c = 0; c < n; ++c) {
     ns_shm_chunk_map_entry e;
-    std::memcpy(&e, payload + l.chunk_map_offset + 32 * c, 32);
+    std::memcpy(&e, payload + l.chunk_map_offset + sizeof e * c, sizeof e);
     const SlotChunk& ref = chunks[c].ref;
     EXPECT_EQ(e.streamlet, ref.streamlet);
     EXPECT_EQ(e.record_count, ref.header.record_count);
@@ -104,6 +104,7 @@ void ExpectSlotHolds(const uint8_t* payload, const SlotLayout& l,
     EXPECT_EQ(e.segment, ref.position.segment);
     EXPECT_EQ(e.byte_position, ref.position.offset);
     EXPECT_EQ(e.chunk_bytes, chunks[c].bytes.size());
+    EXPECT_EQ(e.first_timestamp_ms, ref.header.first_timestamp_ms);
     for (uint32_t k = 0; k < e.record_count; ++k, ++row) {
       const int32_t begin = Offset(payload, l, row);
       const int32_t end = Offset(payload, l, row + 1);
@@ -145,8 +146,8 @@ TEST(ArrowSlotWriterTest, LayoutArithmetic) {
   EXPECT_EQ(l.data_offset, 128u);
   EXPECT_EQ(l.data_length, 100u);
   EXPECT_EQ(l.chunk_map_offset, 256u);
-  EXPECT_EQ(l.chunk_map_length, 64u);
-  EXPECT_EQ(l.payload_length, 320u);
+  EXPECT_EQ(l.chunk_map_length, 80u);  // 2 entries of 40 bytes
+  EXPECT_EQ(l.payload_length, 336u);
   // An empty chunk still has one offset.
   SlotLayout e = ComputeArrowSlotLayout(0, 0, 1);
   EXPECT_EQ(e.validity_length, 0u);
@@ -154,7 +155,7 @@ TEST(ArrowSlotWriterTest, LayoutArithmetic) {
   EXPECT_EQ(e.offsets_length, 4u);
   EXPECT_EQ(e.data_offset, 64u);
   EXPECT_EQ(e.chunk_map_offset, 64u);
-  EXPECT_EQ(e.payload_length, 96u);
+  EXPECT_EQ(e.payload_length, 104u);
 }
 
 TEST(ArrowSlotWriterTest, StopsExactlyAtTheOverflowBoundary) {

@@ -73,6 +73,7 @@ std::vector<Row> LayoutRows() {
       NS_ROW(ns_shm_chunk_map_entry, segment),
       NS_ROW(ns_shm_chunk_map_entry, byte_position),
       NS_ROW(ns_shm_chunk_map_entry, chunk_bytes),
+      NS_ROW(ns_shm_chunk_map_entry, first_timestamp_ms),
   };
 }
 
@@ -124,6 +125,7 @@ const std::vector<Row>& Golden() {
       {"ns_shm_chunk_map_entry.segment", 16, 8},
       {"ns_shm_chunk_map_entry.byte_position", 24, 4},
       {"ns_shm_chunk_map_entry.chunk_bytes", 28, 4},
+      {"ns_shm_chunk_map_entry.first_timestamp_ms", 32, 8},
   };
   return kGolden;
 }
@@ -183,7 +185,7 @@ TEST(ShmLayoutTest, StructSizesAndConstants) {
   EXPECT_EQ(sizeof(ns_shm_region_header), 4096u);
   EXPECT_EQ(sizeof(ns_shm_ring_header), 256u);
   EXPECT_EQ(sizeof(ns_shm_slot_descriptor), 128u);
-  EXPECT_EQ(sizeof(ns_shm_chunk_map_entry), 32u);
+  EXPECT_EQ(sizeof(ns_shm_chunk_map_entry), 40u);
   // "NSPUSH01" in memory order.
   uint64_t magic = NS_SHM_MAGIC;
   EXPECT_EQ(std::string(reinterpret_cast<const char*>(&magic), 8), "NSPUSH01");

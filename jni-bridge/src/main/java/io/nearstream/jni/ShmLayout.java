@@ -48,13 +48,14 @@ package io.nearstream.jni;
  *   128  4    release_doorbell (futex)  8    4    row_count       12  4  chunk_count
  *   192  4    broker_waiting            16   4+4  validity offset/length
  *                                       24   4+4  offsets offset/length (int32, rows+1)
- *   chunk map entry (32 B)              32   4+4  data offset/length
- *   0    4    streamlet                 40   4+4  chunk_map offset/length (count * 32)
+ *   chunk map entry (40 B)              32   4+4  data offset/length
+ *   0    4    streamlet                 40   4+4  chunk_map offset/length (count * 40)
  *   4    4    record_count              48   4    flags (0)
  *   8    8    group                     52   4    payload_length
  *   16   8    segment
  *   24   4    byte_position
  *   28   4    chunk_bytes
+ *   32   8    first_timestamp_ms
  * </pre>
  *
  * Unsigned C fields are read as Java {@code int}/{@code long}; widen 32-bit lengths with {@code
@@ -72,7 +73,7 @@ public final class ShmLayout {
     public static final int HEADER_BYTES = 4096;
     public static final int RING_HEADER_BYTES = 256;
     public static final int DESCRIPTOR_BYTES = 128;
-    public static final int CHUNK_MAP_ENTRY_BYTES = 32;
+    public static final int CHUNK_MAP_ENTRY_BYTES = 40;
     public static final int CACHE_LINE = 64;
     public static final int PAGE = 4096;
     public static final int BUFFER_ALIGNMENT = 64;
@@ -137,6 +138,7 @@ public final class ShmLayout {
     public static final int CHUNK_SEGMENT = 16;
     public static final int CHUNK_BYTE_POSITION = 24;
     public static final int CHUNK_CHUNK_BYTES = 28;
+    public static final int CHUNK_FIRST_TIMESTAMP_MS = 32;
 
     // ---- geometry (ns_shm_payload_offset, ns_shm_ring_stride, ns_shm_region_bytes) ----
 

@@ -279,6 +279,11 @@ public final class SlotRing {
         return ring.getInt(chunkEntryOffset(position, chunk) + CHUNK_CHUNK_BYTES);
     }
 
+    /** The chunk's first-record timestamp (ms since the epoch): the event time of its rows. */
+    public long chunkFirstTimestampMs(long position, int chunk) {
+        return ring.getLong(chunkEntryOffset(position, chunk) + CHUNK_FIRST_TIMESTAMP_MS);
+    }
+
     // ---- statistics (consumer thread) ----
 
     /** Waits that ended while spinning. */

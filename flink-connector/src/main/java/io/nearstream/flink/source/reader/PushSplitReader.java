@@ -89,9 +89,6 @@ public class PushSplitReader implements SplitReader<NearstreamRecord, Nearstream
                         return t;
                     });
 
-    /** Event timestamp of pushed records: the chunk map carries no chunk timestamp (yet). */
-    static final long NO_TIMESTAMP = Long.MIN_VALUE;
-
     private final NearstreamClient client;
     private final String stream;
     private final NearstreamSourceReaderMetrics metrics;
@@ -318,6 +315,8 @@ public class PushSplitReader implements SplitReader<NearstreamRecord, Nearstream
                 int streamlet = ring.chunkStreamlet(position, c);
                 int recordCount = ring.chunkRecordCount(position, c);
                 int chunkBytes = ring.chunkBytes(position, c);
+                // The chunk's first-record timestamp, as pull mode takes it from the chunk header.
+                long timestampMs = ring.chunkFirstTimestampMs(position, c);
                 Position at =
                         new Position(
                                 ring.chunkGroup(position, c),
@@ -348,7 +347,7 @@ public class PushSplitReader implements SplitReader<NearstreamRecord, Nearstream
                 List<NearstreamRecord> out = new ArrayList<>(recordCount - skip);
                 for (int i = skip; i < recordCount; i++) {
                     byte[] value = values.isNull(first + i) ? new byte[0] : values.get(first + i);
-                    out.add(new NearstreamRecord(streamlet, at, i, NO_TIMESTAMP, value));
+                    out.add(new NearstreamRecord(streamlet, at, i, timestampMs, value));
                 }
                 records.addAll(s.splitId, out);
                 count += out.size();

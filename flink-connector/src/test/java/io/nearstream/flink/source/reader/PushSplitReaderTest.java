@@ -158,6 +158,8 @@ class PushSplitReaderTest {
         NearstreamRecord c = f.records.get(s0.splitId()).get(2);
         assertThat(c.chunk()).isEqualTo(pos(1, 1, 100));
         assertThat(c.index()).isZero();
+        // Event time comes from the chunk map, as pull mode takes it from the chunk header.
+        assertThat(c.chunkTimestampMs()).isEqualTo(PushTestRegion.timestampOf(pos(1, 1, 100)));
         assertThat(f.records.get(s0.splitId()).get(1).index()).isEqualTo(1);
         assertThat(region.released(0)).isEqualTo(1);
         assertThat(reader.positions())

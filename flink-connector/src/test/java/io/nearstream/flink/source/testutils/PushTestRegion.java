@@ -186,6 +186,7 @@ public final class PushTestRegion {
             buf.putLong(e + CHUNK_SEGMENT, c.at().segment());
             buf.putInt(e + CHUNK_BYTE_POSITION, c.at().offset());
             buf.putInt(e + CHUNK_CHUNK_BYTES, c.chunkBytes());
+            buf.putLong(e + CHUNK_FIRST_TIMESTAMP_MS, timestampOf(c.at()));
         }
         int d = descriptor(i, pos);
         buf.putInt(d + DESC_ROW_COUNT, rows);
@@ -207,5 +208,10 @@ public final class PushTestRegion {
 
     private static int align(int n) {
         return (n + BUFFER_ALIGNMENT - 1) / BUFFER_ALIGNMENT * BUFFER_ALIGNMENT;
+    }
+
+    /** The first-record timestamp this test region writes for the chunk at {@code at}. */
+    public static long timestampOf(Position at) {
+        return 1_700_000_000_000L + at.offset();
     }
 }
