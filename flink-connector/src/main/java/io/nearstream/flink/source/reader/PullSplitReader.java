@@ -25,7 +25,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import java.util.concurrent.atomic.AtomicBoolean;
 import javax.annotation.Nullable;
 import org.apache.flink.annotation.Internal;
 import org.apache.flink.annotation.VisibleForTesting;
@@ -76,8 +75,7 @@ public class PullSplitReader implements SplitReader<NearstreamRecord, Nearstream
     private final Map<Integer, PullCursor> streamlets = new LinkedHashMap<>();
 
     private final ChunkCursor cursor = new ChunkCursor();
-    private final AtomicBoolean wakeUpRequested = new AtomicBoolean();
-    @Nullable private volatile CompletableFuture<Void> waker;
+    private final WakeUpSignal wakeUp = new WakeUpSignal();
     private int consecutiveFailures;
     private boolean segmentSizeRequested;
 
@@ -112,7 +110,7 @@ public class PullSplitReader implements SplitReader<NearstreamRecord, Nearstream
         if (entries.isEmpty()) {
             // Everything paused (watermark alignment) or finished: wait for a change, not spin.
             if (!finishedAny) {
-                sleepUnlessWokenUp(maxWaitMs);
+                wakeUp.sleep(maxWaitMs);
             }
             return records.build();
         }
@@ -286,7 +284,7 @@ public class PullSplitReader implements SplitReader<NearstreamRecord, Nearstream
                 maxRetries + 1,
                 backoff,
                 classified);
-        sleepUnlessWokenUp(backoff);
+        wakeUp.sleep(backoff);
     }
 
     /**
@@ -296,13 +294,10 @@ public class PullSplitReader implements SplitReader<NearstreamRecord, Nearstream
     @Nullable
     private FetchResponse awaitUnlessWokenUp(CompletableFuture<FetchResponse> future)
             throws Exception {
-        CompletableFuture<Void> w = new CompletableFuture<>();
-        waker = w;
+        CompletableFuture<Void> w = wakeUp.arm();
         try {
-            if (!wakeUpRequested.getAndSet(false)) {
-                CompletableFuture.anyOf(future, w)
-                        .get(maxWaitMs + requestTimeoutMs, TimeUnit.MILLISECONDS);
-            }
+            CompletableFuture.anyOf(future, w)
+                    .get(maxWaitMs + requestTimeoutMs, TimeUnit.MILLISECONDS);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         } catch (TimeoutException e) {
@@ -319,31 +314,14 @@ public class PullSplitReader implements SplitReader<NearstreamRecord, Nearstream
                 throw e;
             }
         } finally {
-            waker = null;
+            wakeUp.disarm();
         }
         if (!future.isDone()) {
-            wakeUpRequested.set(false);
+            wakeUp.consume(); // a wake-up that raced the response is spent
             abandon(future);
             return null;
         }
         return future.get();
-    }
-
-    private void sleepUnlessWokenUp(long ms) {
-        CompletableFuture<Void> w = new CompletableFuture<>();
-        waker = w;
-        try {
-            if (!wakeUpRequested.getAndSet(false)) {
-                w.get(ms, TimeUnit.MILLISECONDS);
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        } catch (TimeoutException | ExecutionException ignored) {
-            // slept long enough
-        } finally {
-            waker = null;
-            wakeUpRequested.set(false);
-        }
     }
 
     private static void abandon(CompletableFuture<FetchResponse> future) {
@@ -425,11 +403,7 @@ public class PullSplitReader implements SplitReader<NearstreamRecord, Nearstream
 
     @Override
     public void wakeUp() {
-        wakeUpRequested.set(true);
-        CompletableFuture<Void> w = waker;
-        if (w != null) {
-            w.complete(null);
-        }
+        wakeUp.wakeUp();
     }
 
     @Override

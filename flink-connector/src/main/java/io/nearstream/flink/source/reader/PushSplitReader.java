@@ -23,15 +23,11 @@ import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
-import java.util.concurrent.atomic.AtomicBoolean;
 import javax.annotation.Nullable;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
@@ -106,8 +102,7 @@ public class PushSplitReader implements SplitReader<NearstreamRecord, Nearstream
 
     private final BufferAllocator allocator = new RootAllocator();
     private final ArrowSlotView view = new ArrowSlotView(allocator);
-    private final AtomicBoolean wakeUpRequested = new AtomicBoolean();
-    @Nullable private volatile CompletableFuture<Void> waker;
+    private final WakeUpSignal wakeUp = new WakeUpSignal();
 
     @Nullable private Member member;
     @Nullable private Attachment attached;
@@ -168,7 +163,7 @@ public class PushSplitReader implements SplitReader<NearstreamRecord, Nearstream
         RecordsBySplits.Builder<NearstreamRecord> records = new RecordsBySplits.Builder<>();
         if (finishSplitsAtTheirStop(records) || splits.isEmpty()) {
             if (splits.isEmpty()) {
-                sleepUnlessWokenUp(AWAIT_MS);
+                wakeUp.sleep(AWAIT_MS);
             }
             return records.build();
         }
@@ -177,14 +172,14 @@ public class PushSplitReader implements SplitReader<NearstreamRecord, Nearstream
             throw new IOException(failure.getMessage(), failure);
         }
         if (!attach()) {
-            sleepUnlessWokenUp(10);
+            wakeUp.sleep(10);
             return records.build();
         }
         ring.heartbeat();
         if (!alive()) {
             return records.build(); // follows the group's new subscription on the next fetch
         }
-        if (wakeUpRequested.getAndSet(false) || !ring.await(AWAIT_MS * 1_000_000L)) {
+        if (wakeUp.consume() || !ring.await(AWAIT_MS * 1_000_000L)) {
             return records.build();
         }
         long position = ring.tryNext();
@@ -432,28 +427,7 @@ public class PushSplitReader implements SplitReader<NearstreamRecord, Nearstream
 
     @Override
     public void wakeUp() {
-        wakeUpRequested.set(true);
-        CompletableFuture<Void> w = waker;
-        if (w != null) {
-            w.complete(null);
-        }
-    }
-
-    private void sleepUnlessWokenUp(long ms) {
-        CompletableFuture<Void> w = new CompletableFuture<>();
-        waker = w;
-        try {
-            if (!wakeUpRequested.getAndSet(false)) {
-                w.get(ms, TimeUnit.MILLISECONDS);
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        } catch (TimeoutException | ExecutionException ignored) {
-            // slept long enough
-        } finally {
-            waker = null;
-            wakeUpRequested.set(false);
-        }
+        wakeUp.wakeUp();
     }
 
     private void detach() {
