@@ -16,8 +16,6 @@ import org.openjdk.jmh.annotations.Level;
 import org.openjdk.jmh.annotations.OperationsPerInvocation;
 import org.openjdk.jmh.annotations.Param;
 import org.openjdk.jmh.annotations.Setup;
-import org.openjdk.jmh.annotations.TearDown;
-import org.openjdk.jmh.infra.BenchmarkParams;
 import org.openjdk.jmh.infra.Blackhole;
 
 /**
@@ -38,7 +36,7 @@ import org.openjdk.jmh.infra.Blackhole;
  * </ul>
  */
 @OperationsPerInvocation(BenchmarkBase.RECORDS_PER_INVOCATION)
-public class ClientFetchBenchmark extends BenchmarkBase {
+public class ClientFetchBenchmark extends PreloadedStreamBenchmark {
 
     @Param({"4"})
     public int streamlets;
@@ -49,31 +47,14 @@ public class ClientFetchBenchmark extends BenchmarkBase {
     @Param({"65536"})
     public int chunkBytes;
 
-    private PreloadedStream stream;
     private Position[] tails;
-    private final TrialTotals totals = new TrialTotals();
     private final ChunkCursor verifyingCursor = new ChunkCursor(true);
     private final ChunkCursor plainCursor = new ChunkCursor(false);
 
     @Setup(Level.Trial)
     public void setUp() throws Exception {
-        stream = PreloadedStream.start(streamlets, records(), chunkBytes);
+        startStream(streamlets, chunkBytes);
         tails = stream.tails();
-        totals.start(stream.brokerFetchRequests());
-    }
-
-    @TearDown(Level.Trial)
-    public void tearDown(BenchmarkParams params) throws Exception {
-        if (stream == null) {
-            return;
-        }
-        try {
-            System.out.print(
-                    totals.summary(TrialTotals.label(params), stream.brokerFetchRequests()));
-        } finally {
-            stream.close();
-            stream = null;
-        }
     }
 
     @Benchmark
@@ -159,12 +140,7 @@ public class ClientFetchBenchmark extends BenchmarkBase {
                 next = fetchFrom(client, positions, done);
             }
         }
-        if (records != stream.records()) {
-            throw new IllegalStateException(
-                    "read " + records + " records, the stream has " + stream.records());
-        }
-        counters.add(rpcs, records, bytes);
-        totals.add(rpcs, records, bytes);
+        invocationDone(counters, rpcs, records, bytes);
     }
 
     /**

@@ -15,8 +15,6 @@ import org.openjdk.jmh.annotations.Level;
 import org.openjdk.jmh.annotations.OperationsPerInvocation;
 import org.openjdk.jmh.annotations.Param;
 import org.openjdk.jmh.annotations.Setup;
-import org.openjdk.jmh.annotations.TearDown;
-import org.openjdk.jmh.infra.BenchmarkParams;
 import org.openjdk.jmh.infra.Blackhole;
 import org.openjdk.jmh.runner.Runner;
 import org.openjdk.jmh.runner.options.Options;
@@ -41,7 +39,7 @@ import org.openjdk.jmh.runner.options.OptionsBuilder;
  * the client): a real reader connects once and reads for the life of the job.
  */
 @OperationsPerInvocation(BenchmarkBase.RECORDS_PER_INVOCATION)
-public class PullReaderBenchmark extends BenchmarkBase {
+public class PullReaderBenchmark extends PreloadedStreamBenchmark {
 
     /** Streamlets of the stream, one split each, all assigned to the one reader. */
     @Param({"4"})
@@ -55,10 +53,8 @@ public class PullReaderBenchmark extends BenchmarkBase {
     @Param({"65536"})
     public int chunkBytes;
 
-    private PreloadedStream stream;
     private List<NearstreamSplit> splits;
     private Configuration config;
-    private final TrialTotals totals = new TrialTotals();
 
     public static void main(String[] args) throws Exception {
         Options options =
@@ -68,26 +64,11 @@ public class PullReaderBenchmark extends BenchmarkBase {
 
     @Setup(Level.Trial)
     public void setUp() throws Exception {
-        stream = PreloadedStream.start(streamlets, records(), chunkBytes);
+        startStream(streamlets, chunkBytes);
         splits = stream.boundedSplits();
         config = new Configuration();
         config.set(NearstreamSourceOptions.FETCH_MAX_BYTES, fetchBytes);
         config.set(NearstreamSourceOptions.FETCH_MAX_BYTES_PER_STREAMLET, fetchBytes);
-        totals.start(stream.brokerFetchRequests());
-    }
-
-    @TearDown(Level.Trial)
-    public void tearDown(BenchmarkParams params) throws Exception {
-        if (stream == null) {
-            return;
-        }
-        try {
-            System.out.print(
-                    totals.summary(TrialTotals.label(params), stream.brokerFetchRequests()));
-        } finally {
-            stream.close();
-            stream = null;
-        }
     }
 
     @Benchmark
@@ -113,13 +94,8 @@ public class PullReaderBenchmark extends BenchmarkBase {
             finished += batch.finishedSplits().size();
             batch.recycle();
         }
-        if (records != stream.records()) {
-            throw new IllegalStateException(
-                    "read " + records + " records, the stream has " + stream.records());
-        }
         long rpcs = metrics.fetchRequests();
         long bytes = metrics.numBytesIn();
-        counters.add(rpcs, records, bytes);
-        totals.add(rpcs, records, bytes);
+        invocationDone(counters, rpcs, records, bytes);
     }
 }

@@ -1,0 +1,46 @@
+package io.nearstream.benchmarks;
+
+import org.openjdk.jmh.annotations.Level;
+import org.openjdk.jmh.annotations.TearDown;
+import org.openjdk.jmh.infra.BenchmarkParams;
+
+/**
+ * Base of the benchmarks that read a stream pre-loaded into a local broker: starts it for the
+ * trial, checks that every invocation read all of it, and prints the trial's fetch-RPC totals next
+ * to the broker's own count.
+ */
+public abstract class PreloadedStreamBenchmark extends BenchmarkBase {
+
+    protected PreloadedStream stream;
+    private final TrialTotals totals = new TrialTotals();
+
+    /** Starts the broker and loads {@link #records()} records; call from the trial's setup. */
+    protected void startStream(int streamlets, int chunkBytes) throws Exception {
+        stream = PreloadedStream.start(streamlets, records(), chunkBytes);
+        totals.start(stream.brokerFetchRequests());
+    }
+
+    /** Records one invocation; fails it when it did not read the whole stream. */
+    protected void invocationDone(FetchCounters counters, long rpcs, long records, long bytes) {
+        if (records != stream.records()) {
+            throw new IllegalStateException(
+                    "read " + records + " records, the stream has " + stream.records());
+        }
+        counters.add(rpcs, records, bytes);
+        totals.add(rpcs, records, bytes);
+    }
+
+    @TearDown(Level.Trial)
+    public void stopStream(BenchmarkParams params) throws Exception {
+        if (stream == null) {
+            return;
+        }
+        try {
+            System.out.print(
+                    totals.summary(TrialTotals.label(params), stream.brokerFetchRequests()));
+        } finally {
+            stream.close();
+            stream = null;
+        }
+    }
+}
