@@ -126,9 +126,10 @@ public class NearstreamSource<T>
                 new NearstreamSourceReaderMetrics(readerContext.metricGroup());
         int subtask = readerContext.getIndexOfSubtask();
         Supplier<SplitReader<NearstreamRecord, NearstreamSplit>> splitReaderSupplier;
+        PushSubscriptionRegistry.Key key = null;
         if (pushes(readerContext.getLocalHostName())) {
-            PushSubscriptionRegistry.Key key =
-                    new PushSubscriptionRegistry.Key(broker, stream, sourceId);
+            key = new PushSubscriptionRegistry.Key(broker, stream, sourceId);
+            PushSubscriptionRegistry.Key pushGroup = key;
             splitReaderSupplier =
                     () ->
                             new PushSplitReader(
@@ -137,7 +138,7 @@ public class NearstreamSource<T>
                                     config,
                                     metrics,
                                     PushSubscriptionRegistry.INSTANCE,
-                                    key,
+                                    pushGroup,
                                     subtask);
         } else {
             splitReaderSupplier = () -> new PullSplitReader(openClient(), stream, config, metrics);
@@ -146,7 +147,9 @@ public class NearstreamSource<T>
                 splitReaderSupplier,
                 new NearstreamRecordEmitter<>(deserializer),
                 config,
-                readerContext);
+                readerContext,
+                PushSubscriptionRegistry.INSTANCE,
+                key);
     }
 
     /**

@@ -9,6 +9,8 @@ import io.nearstream.flink.source.NearstreamClientFactory;
 import io.nearstream.flink.source.NearstreamException;
 import io.nearstream.flink.source.NearstreamStartingPositions;
 import io.nearstream.flink.source.NearstreamStoppingPositions;
+import io.nearstream.flink.source.event.PushPeersEvent;
+import io.nearstream.flink.source.event.ReaderStartedEvent;
 import io.nearstream.flink.source.split.NearstreamSplit;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -23,6 +25,7 @@ import javax.annotation.Nullable;
 import org.apache.flink.annotation.Internal;
 import org.apache.flink.annotation.VisibleForTesting;
 import org.apache.flink.api.connector.source.ReaderInfo;
+import org.apache.flink.api.connector.source.SourceEvent;
 import org.apache.flink.api.connector.source.SplitEnumerator;
 import org.apache.flink.api.connector.source.SplitEnumeratorContext;
 import org.apache.flink.api.connector.source.SplitsAssignment;
@@ -39,13 +42,18 @@ import org.slf4j.LoggerFactory;
  * the job started is picked up; its streamlets are read from the earliest data) and runs once for a
  * bounded one.
  *
- * <p>Assignment waits until every subtask has registered once, so the reader locations are known,
- * then follows {@link SplitOwnerSelector}: readers on the broker's host first ({@link
- * BrokerLocality}), {@code streamlet mod parallelism} otherwise. A subtask that has not registered
- * {@link #READER_REGISTRATION_GRACE_MS} after start (batch jobs scheduled in waves) ends the
- * waiting: from then on owners are {@code streamlet mod parallelism}. A split handed back after a
- * failure goes back to its owner when that reader registers again. A bounded source tells each
- * reader that no more splits will come once no waiting split is owed to it.
+ * <p>Assignment waits until every subtask has registered and started once (its {@link
+ * ReaderStartedEvent}), so the reader locations and push election scopes are known, then follows
+ * {@link SplitOwnerSelector}: readers on the broker's host first ({@link BrokerLocality}), {@code
+ * streamlet mod parallelism} otherwise. A subtask that has not registered {@link
+ * #READER_REGISTRATION_GRACE_MS} after start (batch jobs scheduled in waves) ends the waiting: from
+ * then on owners are {@code streamlet mod parallelism}. A split handed back after a failure goes
+ * back to its owner when that reader registers again. A bounded source tells each reader that no
+ * more splits will come once no waiting split is owed to it.
+ *
+ * <p>Before splits reach their readers, every reader learns which subtasks of its push election
+ * scope hold splits ({@link PushPeersEvent}, computed by {@link PushPeerTracker}): its push group
+ * waits for all of them and subscribes once.
  */
 @Internal
 public class NearstreamSourceEnumerator
@@ -80,6 +88,9 @@ public class NearstreamSourceEnumerator
 
     /** Location of every subtask that registered at least once. */
     private final Map<Integer, String> readerHosts = new HashMap<>();
+
+    /** Election scopes of the readers and who holds splits: the push peers of each reader. */
+    private final PushPeerTracker pushPeers = new PushPeerTracker();
 
     /** Readers told that no more splits will come (bounded mode). */
     private final Set<Integer> noMoreSplitsSignalled = new HashSet<>();
@@ -315,6 +326,7 @@ public class NearstreamSourceEnumerator
         ReaderInfo info = context.registeredReaders().get(subtaskId);
         String host = info == null || info.getLocation() == null ? "" : info.getLocation();
         readerHosts.put(subtaskId, host);
+        pushPeers.readerRegistered(subtaskId); // its ReaderStartedEvent follows
         noMoreSplitsSignalled.remove(subtaskId); // a new reader attempt
         LOG.debug("Reader {} registered on '{}'", subtaskId, host);
         assignPendingSplits();
@@ -325,9 +337,21 @@ public class NearstreamSourceEnumerator
         LOG.info("Reader {} handed back {}", subtaskId, splits);
         for (NearstreamSplit split : splits) {
             assignedSplits.remove(split.streamlet());
+            pushPeers.splitReturned(split.streamlet());
             unassignedSplits.put(split.streamlet(), split);
         }
         assignPendingSplits();
+    }
+
+    @Override
+    public void handleSourceEvent(int subtaskId, SourceEvent sourceEvent) {
+        if (sourceEvent instanceof ReaderStartedEvent started) {
+            LOG.debug("Reader {} started: {}", subtaskId, started);
+            pushPeers.readerStarted(subtaskId, started);
+            assignPendingSplits();
+        } else {
+            LOG.warn("Ignoring unknown source event {} from reader {}", sourceEvent, subtaskId);
+        }
     }
 
     @Override
@@ -347,8 +371,9 @@ public class NearstreamSourceEnumerator
     }
 
     /**
-     * Assigns every waiting split whose owner is registered. A bounded source then tells each
-     * registered reader that owns no waiting split that no more splits will come.
+     * Assigns every waiting split whose owner is registered, after telling the readers their push
+     * peers. A bounded source then tells each registered reader that owns no waiting split that no
+     * more splits will come.
      */
     private void assignPendingSplits() {
         int parallelism = context.currentParallelism();
@@ -358,28 +383,39 @@ public class NearstreamSourceEnumerator
         // unless some reader is overdue (then, for good: streamlet mod parallelism).
         boolean ownersKnown =
                 locality != null && (registrationGraceExpired || allReadersKnown(parallelism));
+        if (!ownersKnown && !unassignedSplits.isEmpty()) {
+            return;
+        }
         Set<Integer> owedSplits = new HashSet<>();
-        if (!unassignedSplits.isEmpty()) {
-            if (!ownersKnown) {
-                return;
+        Map<Integer, List<NearstreamSplit>> assignment = new HashMap<>();
+        List<Integer> local =
+                registrationGraceExpired || !ownersKnown
+                        ? List.of()
+                        : localReaders(locality, parallelism);
+        for (NearstreamSplit split : new ArrayList<>(unassignedSplits.values())) {
+            int owner = SplitOwnerSelector.owner(split.streamlet(), parallelism, local);
+            if (registered.containsKey(owner)) {
+                assignment.computeIfAbsent(owner, k -> new ArrayList<>()).add(split);
+                unassignedSplits.remove(split.streamlet());
+                assignedSplits.put(split.streamlet(), split);
+                pushPeers.splitAssigned(split.streamlet(), owner);
+            } else {
+                owedSplits.add(owner);
             }
-            List<Integer> local =
-                    registrationGraceExpired ? List.of() : localReaders(locality, parallelism);
-            Map<Integer, List<NearstreamSplit>> assignment = new HashMap<>();
-            for (NearstreamSplit split : new ArrayList<>(unassignedSplits.values())) {
-                int owner = SplitOwnerSelector.owner(split.streamlet(), parallelism, local);
-                if (registered.containsKey(owner)) {
-                    assignment.computeIfAbsent(owner, k -> new ArrayList<>()).add(split);
-                    unassignedSplits.remove(split.streamlet());
-                    assignedSplits.put(split.streamlet(), split);
-                } else {
-                    owedSplits.add(owner);
-                }
-            }
-            if (!assignment.isEmpty()) {
-                LOG.info("Assigning splits {} (local readers: {})", assignment, local);
-                context.assignSplits(new SplitsAssignment<>(assignment));
-            }
+        }
+        if (ownersKnown) {
+            // Before the splits: events reach a reader in order, so its push group knows whom to
+            // wait for when the splits make it join.
+            pushPeers
+                    .changedPeers()
+                    .forEach(
+                            (reader, peers) ->
+                                    context.sendEventToSourceReader(
+                                            reader, new PushPeersEvent(peers)));
+        }
+        if (!assignment.isEmpty()) {
+            LOG.info("Assigning splits {} (local readers: {})", assignment, local);
+            context.assignSplits(new SplitsAssignment<>(assignment));
         }
         if (bounded() && initialDiscoveryFinished) {
             for (int reader : registered.keySet()) {
@@ -392,7 +428,7 @@ public class NearstreamSourceEnumerator
 
     private boolean allReadersKnown(int parallelism) {
         for (int i = 0; i < parallelism; i++) {
-            if (!readerHosts.containsKey(i)) {
+            if (!readerHosts.containsKey(i) || !pushPeers.started(i)) {
                 return false;
             }
         }

@@ -444,16 +444,20 @@ public class PushSplitReader implements SplitReader<NearstreamRecord, Nearstream
 
     @Override
     public void close() throws Exception {
+        boolean closeClient = true;
         try {
             if (member != null) {
-                member.leave(); // before our connection closes: the others re-subscribe
+                // The group may keep our connection: it carries the subscription of the others.
+                closeClient = member.leave();
             }
         } finally {
             heartbeats.cancel(false);
             detach();
             view.close();
             allocator.close();
-            client.close();
+            if (closeClient) {
+                client.close();
+            }
         }
     }
 

@@ -10,6 +10,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.UUID;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 import javax.annotation.Nullable;
@@ -26,12 +27,21 @@ import org.slf4j.LoggerFactory;
  * index) with its splits and their current positions. Every member learns its ring through {@link
  * Member#attachment()}.
  *
- * <p>Changes are applied at once, on the calling thread, under the group's lock: splits of a member
- * changed → PushUpdate (same rings); a member joined or left, or the leader changed → PushSubscribe
- * a new subscription from the members' current positions (through the new leader's connection),
- * publish it, then PushClose the old one (best effort; it also ends when its leader's connection
- * closes). A failed RPC fails every member ({@link Member#failure()}), which turns into an {@link
- * IOException} of their next fetch, so Flink restores from its checkpoint.
+ * <p>The first subscription of a group waits for its peers: the enumerator tells every reader which
+ * subtasks of its scope hold splits ({@link #peersKnown}), and the group subscribes once all of
+ * them have joined - one PushSubscribe per scope and job start. Without that word (a registry used
+ * on its own) the first member subscribes at once, unless a reader announced restored splits
+ * ({@link #awaitPeers}); a group still waiting {@link #PEER_WAIT_MS} ms after its first join
+ * subscribes with the members it has.
+ *
+ * <p>After that, changes are applied at once, on the calling thread, under the group's lock: splits
+ * of a member changed, or a member left → PushUpdate on the same rings (a left member's ring gets
+ * no splits; if it was the leader, the group keeps its connection, which carries the subscription,
+ * open until the subscription ends); a member without a ring joined → PushSubscribe a new
+ * subscription with one ring per member from their current positions (through the lowest member's
+ * connection), publish it, then PushClose the old one (best effort; it also ends when its
+ * connection closes). A failed RPC fails every member ({@link Member#failure()}), which turns into
+ * an {@link IOException} of their next fetch, so Flink restores from its checkpoint.
  */
 @Internal
 public final class PushSubscriptionRegistry {
@@ -59,11 +69,26 @@ public final class PushSubscriptionRegistry {
             String regionPath,
             int ringIndex) {}
 
+    /**
+     * How long a group waits for the peers the enumerator announced before it subscribes with the
+     * members it has (a peer whose fetcher never starts, an enumerator that never answers).
+     */
+    static final long PEER_WAIT_MS = 10_000;
+
     private final Map<Key, Group> groups = new HashMap<>();
+    private final String scopeId = UUID.randomUUID().toString();
+    private final long peerWaitNanos;
     private long generations;
 
     @VisibleForTesting
-    PushSubscriptionRegistry() {}
+    PushSubscriptionRegistry() {
+        this(PEER_WAIT_MS);
+    }
+
+    @VisibleForTesting
+    PushSubscriptionRegistry(long peerWaitMs) {
+        this.peerWaitNanos = TimeUnit.MILLISECONDS.toNanos(peerWaitMs);
+    }
 
     /**
      * Joins the group of {@code key} with the given splits (read through {@code positions}, which
@@ -77,12 +102,15 @@ public final class PushSubscriptionRegistry {
             NearstreamClient client,
             Geometry geometry,
             Supplier<List<PushSplitStart>> positions) {
-        Group group;
-        synchronized (groups) {
-            group = groups.computeIfAbsent(key, k -> new Group(k, geometry));
-        }
+        Group group = group(key);
         Member member = new Member(group, subtaskIndex, client, positions);
         synchronized (group) {
+            if (group.geometry == null) {
+                group.geometry = geometry;
+            }
+            if (group.waitingSinceNanos == 0) {
+                group.waitingSinceNanos = System.nanoTime();
+            }
             Member stale = group.members.put(subtaskIndex, member);
             if (stale != null) {
                 // A new attempt of the subtask while the old one has not left (a TaskManager
@@ -92,6 +120,48 @@ public final class PushSubscriptionRegistry {
             group.reconcile(false);
         }
         return member;
+    }
+
+    /**
+     * Identifies this registry's election scope: readers that report the same id to the enumerator
+     * share push groups.
+     */
+    public String scopeId() {
+        return scopeId;
+    }
+
+    /**
+     * A reader of {@code key} restored splits: its group must not subscribe before it learns its
+     * peers ({@link #peersKnown}) or {@link #PEER_WAIT_MS} passes.
+     */
+    public void awaitPeers(Key key) {
+        Group group = group(key);
+        synchronized (group) {
+            if (group.subscription == null && group.expectedPeers == null) {
+                group.awaitingPeers = true;
+            }
+        }
+    }
+
+    /**
+     * The enumerator's word on which subtasks of this scope hold splits of {@code key}'s source:
+     * the group's first subscription waits until all of them have joined.
+     */
+    public void peersKnown(Key key, List<Integer> subtasks) {
+        Group group = group(key);
+        synchronized (group) {
+            group.expectedPeers = List.copyOf(subtasks);
+            group.awaitingPeers = false;
+            if (group.subscription == null && !group.members.isEmpty()) {
+                group.reconcile(false);
+            }
+        }
+    }
+
+    private Group group(Key key) {
+        synchronized (groups) {
+            return groups.computeIfAbsent(key, Group::new);
+        }
     }
 
     @VisibleForTesting
@@ -129,10 +199,22 @@ public final class PushSubscriptionRegistry {
             return subtaskIndex;
         }
 
-        /** The ring to read, or null before the first subscription. */
+        /**
+         * The ring to read, or null before the first subscription (a group that waited for its
+         * peers for too long subscribes from here, on the polling reader's thread).
+         */
         @Nullable
         public Attachment attachment() {
-            return attachment;
+            Attachment a = attachment;
+            if (a == null && failure == null) {
+                synchronized (group) {
+                    if (group.members.get(subtaskIndex) == this && group.peerWaitExpired()) {
+                        group.reconcile(false);
+                    }
+                }
+                a = attachment;
+            }
+            return a;
         }
 
         /** Why the group's last RPC failed, or null. */
@@ -157,14 +239,27 @@ public final class PushSubscriptionRegistry {
         }
 
         /**
-         * Leaves the group (call before closing the member's connection): the others re-elect and
-         * re-subscribe from their current positions; the last one closes the subscription.
+         * Leaves the group. While others remain, the subscription stays: this member's ring is
+         * emptied by a PushUpdate; if this member's connection carries the subscription, the group
+         * takes that connection over and closes it when the subscription ends. The last member
+         * closes the subscription.
+         *
+         * @return whether the caller must close its connection itself (false: the group took it)
          */
-        public void leave() {
+        public boolean leave() {
             synchronized (group) {
-                if (group.members.remove(subtaskIndex, this)) {
-                    group.reconcile(false);
+                if (!group.members.remove(subtaskIndex, this)) {
+                    return true;
                 }
+                int ring = group.ringMembers.indexOf(this);
+                if (ring >= 0) {
+                    group.ringMembers.set(ring, null);
+                }
+                group.reconcile(true);
+                if (group.leader == this && group.subscription != null) {
+                    return false;
+                }
+                return true;
             }
         }
     }
@@ -172,15 +267,71 @@ public final class PushSubscriptionRegistry {
     /** The members of one key; every field is guarded by the group's monitor. */
     private final class Group {
         final Key key;
-        final Geometry geometry;
         final TreeMap<Integer, Member> members = new TreeMap<>();
-        @Nullable Member leader;
-        @Nullable PushSubscription subscription;
-        List<Integer> ringOwners = List.of();
 
-        Group(Key key, Geometry geometry) {
+        /** Set by the first member to join. */
+        @Nullable Geometry geometry;
+
+        /** The member whose connection carries the subscription (it may have left since). */
+        @Nullable Member leader;
+
+        @Nullable PushSubscription subscription;
+
+        /** The member reading each ring of the subscription; null once it left. */
+        final List<Member> ringMembers = new ArrayList<>();
+
+        /** The subtask index each ring was created for (kept after its member left). */
+        List<Integer> ringSubtasks = List.of();
+
+        /** The subtasks the first subscription waits for, once the enumerator told them. */
+        @Nullable List<Integer> expectedPeers;
+
+        /** A member restored splits: wait for {@link #expectedPeers} even before they are told. */
+        boolean awaitingPeers;
+
+        /** When the first member joined (System.nanoTime()), 0 before. */
+        long waitingSinceNanos;
+
+        Group(Key key) {
             this.key = key;
-            this.geometry = geometry;
+        }
+
+        /** Whether the first subscription must still wait for peers that have not joined. */
+        boolean waitingForPeers() {
+            if (subscription != null || peerWaitExpired()) {
+                return false;
+            }
+            if (expectedPeers != null) {
+                return !members.keySet().containsAll(expectedPeers);
+            }
+            return awaitingPeers;
+        }
+
+        boolean peerWaitExpired() {
+            return waitingSinceNanos != 0 && System.nanoTime() - waitingSinceNanos > peerWaitNanos;
+        }
+
+        /** Whether every member reads a ring of the current subscription. */
+        private boolean everyMemberHasARing() {
+            for (Member m : members.values()) {
+                if (!ringMembers.contains(m)) {
+                    return false;
+                }
+            }
+            return true;
+        }
+
+        /** The subscription's rings: each member's splits and positions; none for a left one. */
+        private List<PushRingSpec> ringSpecs() {
+            List<PushRingSpec> rings = new ArrayList<>(ringMembers.size());
+            for (int i = 0; i < ringMembers.size(); i++) {
+                Member m = ringMembers.get(i);
+                rings.add(
+                        m == null
+                                ? new PushRingSpec(ringSubtasks.get(i), List.of())
+                                : new PushRingSpec(m.subtaskIndex, m.positions.get()));
+            }
+            return rings;
         }
 
         void reconcile(boolean splitsChanged) {
@@ -191,57 +342,25 @@ public final class PushSubscriptionRegistry {
                 }
                 return;
             }
-            Member newLeader = members.firstEntry().getValue();
-            List<Integer> owners = new ArrayList<>(members.keySet());
-            List<PushRingSpec> rings = new ArrayList<>(owners.size());
-            for (Member m : members.values()) {
-                rings.add(new PushRingSpec(m.subtaskIndex, m.positions.get()));
+            if (waitingForPeers()) {
+                LOG.info(
+                        "Push group {}: members {} wait for peers {} before subscribing",
+                        key,
+                        members.keySet(),
+                        expectedPeers == null ? "(not told yet)" : expectedPeers);
+                return;
             }
             try {
-                if (subscription != null && newLeader == leader && owners.equals(ringOwners)) {
+                if (subscription != null && everyMemberHasARing()) {
                     if (splitsChanged) {
                         LOG.info("Push group {}: updating subscription {}", key, subscription);
                         leader.client
-                                .pushUpdate(subscription.subscriptionId(), rings)
+                                .pushUpdate(subscription.subscriptionId(), ringSpecs())
                                 .get(geometry.rpcTimeoutMs(), TimeUnit.MILLISECONDS);
                     }
                     return;
                 }
-                PushSubscription created =
-                        newLeader
-                                .client
-                                .pushSubscribe(
-                                        key.stream(),
-                                        geometry.slotsPerRing(),
-                                        geometry.slotBytes(),
-                                        geometry.consumerTimeoutMs(),
-                                        rings)
-                                .get(geometry.rpcTimeoutMs(), TimeUnit.MILLISECONDS);
-                LOG.info(
-                        "Push group {}: subtask {} subscribed {} for rings of subtasks {}",
-                        key,
-                        newLeader.subtaskIndex,
-                        created,
-                        owners);
-                PushSubscription previous = subscription;
-                Member previousLeader = leader;
-                subscription = created;
-                leader = newLeader;
-                ringOwners = owners;
-                long generation = nextGeneration();
-                int ring = 0;
-                for (Member m : members.values()) {
-                    m.failure = null;
-                    m.attachment =
-                            new Attachment(
-                                    generation,
-                                    created.subscriptionId(),
-                                    created.brokerEpoch(),
-                                    created.regionPath(),
-                                    ring++);
-                }
-                // Only now: a member that still reads the old region sees its new ring first.
-                close(previous, previousLeader);
+                subscribe();
             } catch (Exception e) {
                 if (e instanceof InterruptedException) {
                     Thread.currentThread().interrupt();
@@ -255,12 +374,63 @@ public final class PushSubscriptionRegistry {
             }
         }
 
+        /**
+         * A member without a ring joined (or none has one yet): a new subscription with one ring
+         * per member from their current positions, through the lowest member's connection.
+         */
+        private void subscribe() throws Exception {
+            Member newLeader = members.firstEntry().getValue();
+            List<Integer> owners = new ArrayList<>(members.keySet());
+            List<PushRingSpec> rings = new ArrayList<>(owners.size());
+            for (Member m : members.values()) {
+                rings.add(new PushRingSpec(m.subtaskIndex, m.positions.get()));
+            }
+            PushSubscription created =
+                    newLeader
+                            .client
+                            .pushSubscribe(
+                                    key.stream(),
+                                    geometry.slotsPerRing(),
+                                    geometry.slotBytes(),
+                                    geometry.consumerTimeoutMs(),
+                                    rings)
+                            .get(geometry.rpcTimeoutMs(), TimeUnit.MILLISECONDS);
+            LOG.info(
+                    "Push group {}: subtask {} subscribed {} for rings of subtasks {}",
+                    key,
+                    newLeader.subtaskIndex,
+                    created,
+                    owners);
+            PushSubscription previous = subscription;
+            Member previousLeader = leader;
+            subscription = created;
+            leader = newLeader;
+            ringSubtasks = owners;
+            ringMembers.clear();
+            ringMembers.addAll(members.values());
+            long generation = nextGeneration();
+            int ring = 0;
+            for (Member m : members.values()) {
+                m.failure = null;
+                m.attachment =
+                        new Attachment(
+                                generation,
+                                created.subscriptionId(),
+                                created.brokerEpoch(),
+                                created.regionPath(),
+                                ring++);
+            }
+            // Only now: a member that still reads the old region sees its new ring first.
+            close(previous, previousLeader);
+        }
+
         private void closeSubscription() {
             PushSubscription previous = subscription;
             Member previousLeader = leader;
             subscription = null;
             leader = null;
-            ringOwners = List.of();
+            ringMembers.clear();
+            ringSubtasks = List.of();
             close(previous, previousLeader);
         }
 
@@ -278,6 +448,9 @@ public final class PushSubscriptionRegistry {
                 }
                 LOG.debug(
                         "PushClose of subscription {} failed (its connection may be gone)", id, e);
+            }
+            if (members.get(via.subtaskIndex) != via) {
+                via.client.close(); // it left and handed its connection over to the group
             }
         }
     }

@@ -8,6 +8,8 @@ import io.nearstream.client.StatusCode;
 import io.nearstream.flink.source.NearstreamException;
 import io.nearstream.flink.source.NearstreamStartingPositions;
 import io.nearstream.flink.source.NearstreamStoppingPositions;
+import io.nearstream.flink.source.event.PushPeersEvent;
+import io.nearstream.flink.source.event.ReaderStartedEvent;
 import io.nearstream.flink.source.split.NearstreamSplit;
 import io.nearstream.flink.source.testutils.FakeNearstreamClient;
 import java.util.ArrayList;
@@ -15,6 +17,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.stream.Collectors;
 import javax.annotation.Nullable;
+import org.apache.flink.api.connector.source.SourceEvent;
+import org.apache.flink.api.connector.source.SplitsAssignment;
 import org.apache.flink.connector.testutils.source.reader.TestingSplitEnumeratorContext;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -69,6 +73,8 @@ class NearstreamSourceEnumeratorTest {
             String host) {
         context.registerReader(subtask, host);
         enumerator.addReader(subtask);
+        // Every reader announces its push election scope when it starts (one JVM per host here).
+        enumerator.handleSourceEvent(subtask, new ReaderStartedEvent("jvm@" + host, false));
     }
 
     private static Map<Integer, List<Integer>> streamletsBySubtask(
@@ -500,5 +506,108 @@ class NearstreamSourceEnumeratorTest {
 
         assertThat(BrokerLocality.resolve("127.0.0.1:7420").isLocal("any-host")).isTrue();
         assertThat(BrokerLocality.hostOf("[::1]:7420")).isEqualTo("::1");
+    }
+
+    /** Records assignments and events in the order the enumerator made them. */
+    private static final class OrderedContext
+            extends TestingSplitEnumeratorContext<NearstreamSplit> {
+        final List<String> log = new ArrayList<>();
+
+        OrderedContext(int parallelism) {
+            super(parallelism);
+        }
+
+        @Override
+        public void sendEventToSourceReader(int subtaskId, SourceEvent event) {
+            if (event instanceof PushPeersEvent peers) {
+                log.add("peers " + subtaskId + " " + peers.subtasks());
+            }
+            super.sendEventToSourceReader(subtaskId, event);
+        }
+
+        @Override
+        public void assignSplits(SplitsAssignment<NearstreamSplit> assignment) {
+            assignment
+                    .assignment()
+                    .forEach(
+                            (reader, splits) -> log.add("splits " + reader + " x" + splits.size()));
+            super.assignSplits(assignment);
+        }
+    }
+
+    @Test
+    void readersLearnTheirPushPeersBeforeTheirSplits() {
+        client.createStream(STREAM, 3, 1024);
+        OrderedContext context = new OrderedContext(4);
+        NearstreamSourceEnumerator enumerator = unbounded(context);
+        enumerator.start();
+        // Two TaskManager JVMs on this host: subtasks 0 and 1 in one, 2 and 3 in the other.
+        String[] scopes = {"jvm-a", "jvm-a", "jvm-b", "jvm-b"};
+        for (int i = 0; i < 4; i++) {
+            context.registerReader(i, "localhost");
+            enumerator.addReader(i);
+        }
+        for (int i = 0; i < 3; i++) {
+            enumerator.handleSourceEvent(i, new ReaderStartedEvent(scopes[i], false));
+        }
+        context.getExecutorService().triggerAll(); // the discovery, not the grace timer
+        // Subtask 3 has not started: its scope is unknown, nothing is assigned yet.
+        assertThat(context.log).isEmpty();
+
+        enumerator.handleSourceEvent(3, new ReaderStartedEvent(scopes[3], false));
+
+        // Streamlets 0, 1, 2 go to subtasks 0, 1, 2; each reader learns the split holders of its
+        // JVM, and every reader hears of its peers before it gets splits.
+        assertThat(streamletsBySubtask(context))
+                .containsEntry(0, List.of(0))
+                .containsEntry(1, List.of(1))
+                .containsEntry(2, List.of(2));
+        assertThat(context.log)
+                .contains(
+                        "peers 0 [0, 1]",
+                        "peers 1 [0, 1]",
+                        "peers 2 [2]",
+                        "peers 3 [2]",
+                        "splits 0 x1",
+                        "splits 1 x1",
+                        "splits 2 x1");
+        int lastPeers = 0;
+        int firstSplits = Integer.MAX_VALUE;
+        for (int i = 0; i < context.log.size(); i++) {
+            if (context.log.get(i).startsWith("peers")) {
+                lastPeers = i;
+            } else {
+                firstSplits = Math.min(firstSplits, i);
+            }
+        }
+        assertThat(lastPeers).isLessThan(firstSplits);
+
+        // Nothing changed: nobody is told again.
+        context.log.clear();
+        enumerator.addSplitsBack(List.of(), 1);
+        assertThat(context.log).isEmpty();
+    }
+
+    @Test
+    void readersThatRestoredSplitsCountAsPeersAndANewAttemptIsToldAgain() {
+        client.createStream(STREAM, 1, 1024);
+        OrderedContext context = new OrderedContext(2);
+        NearstreamSourceEnumerator enumerator = unbounded(context);
+        enumerator.start();
+        for (int i = 0; i < 2; i++) {
+            context.registerReader(i, "localhost");
+            enumerator.addReader(i);
+        }
+        // Subtask 1 restored a split of a streamlet the enumerator will not see as unassigned.
+        enumerator.handleSourceEvent(0, new ReaderStartedEvent("jvm", false));
+        enumerator.handleSourceEvent(1, new ReaderStartedEvent("jvm", true));
+        context.getExecutorService().triggerAll(); // the discovery, not the grace timer
+        assertThat(context.log).startsWith("peers 0 [0, 1]", "peers 1 [0, 1]");
+
+        // Subtask 1 fails over; its new attempt restored nothing this time.
+        context.log.clear();
+        enumerator.addReader(1);
+        enumerator.handleSourceEvent(1, new ReaderStartedEvent("jvm", false));
+        assertThat(context.log).containsExactlyInAnyOrder("peers 0 [0]", "peers 1 [0]");
     }
 }

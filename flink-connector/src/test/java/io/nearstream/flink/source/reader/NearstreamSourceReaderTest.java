@@ -59,7 +59,9 @@ class NearstreamSourceReaderTest {
                         () -> new PullSplitReader(client, STREAM, config, metrics),
                         new NearstreamRecordEmitter<>(NearstreamRecordDeserializationSchema.utf8()),
                         config,
-                        new TestingReaderContext());
+                        new TestingReaderContext(),
+                        new PushSubscriptionRegistry(),
+                        null);
         reader.start();
         return reader;
     }

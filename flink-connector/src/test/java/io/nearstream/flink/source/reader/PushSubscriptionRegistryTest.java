@@ -111,45 +111,114 @@ class PushSubscriptionRegistryTest {
     }
 
     @Test
-    void whenTheLeaderLeavesTheNextLowestResubscribesFromCurrentPositions() {
+    void aLeavingLeaderHandsItsConnectionToTheGroupAndItsRingIsEmptied() {
         Reader r0 = new Reader(0);
         Reader r1 = new Reader(1);
         Reader r2 = new Reader(2);
         r0.join(registry, KEY, 0);
         r1.join(registry, KEY, 1);
         r2.join(registry, KEY, 2);
-        long old = r0.member.attachment().subscriptionId();
+        Attachment before = r1.member.attachment();
+        long id = before.subscriptionId();
 
-        // r1 has read on meanwhile: the new subscription starts where it is.
-        r1.splits.set(0, new PushSplitStart(1, new Position(4, 9, 512)));
-        r0.member.leave();
-        r0.client.close();
+        // Its connection carries the others' subscription: the group keeps it open.
+        assertThat(r0.member.leave()).isFalse();
 
-        assertThat(r0.client.pushCalls()).last().isEqualTo("close " + old);
-        assertThat(r1.member.isLeader()).isTrue();
-        assertThat(r1.client.openSubscriptions().values())
+        assertThat(r0.client.isClosed()).isFalse();
+        assertThat(r0.client.pushCalls()).last().asString().startsWith("update " + id);
+        assertThat(r0.client.openSubscriptions().get(id))
                 .containsExactly(
-                        List.of(new PushRingSpec(1, r1.splits), new PushRingSpec(2, r2.splits)));
-        assertThat(r1.member.attachment().ringIndex()).isZero();
-        assertThat(r2.member.attachment().ringIndex()).isEqualTo(1);
-        assertThat(r2.member.attachment().subscriptionId()).isNotEqualTo(old);
+                        new PushRingSpec(0, List.of()),
+                        new PushRingSpec(1, r1.splits),
+                        new PushRingSpec(2, r2.splits));
+        assertThat(r1.member.attachment()).isSameAs(before);
+        assertThat(r2.client.pushCalls()).isEmpty();
+
+        // Splits of the others still change through that connection.
+        r2.splits.add(new PushSplitStart(7, Position.EARLIEST));
+        r2.member.splitsChanged();
+        assertThat(r0.client.openSubscriptions().get(id).get(2))
+                .isEqualTo(new PushRingSpec(2, r2.splits));
+
+        // The last one out closes the subscription and the connection the group took over.
+        assertThat(r1.member.leave()).isTrue();
+        assertThat(r2.member.leave()).isTrue();
+        assertThat(r0.client.pushCalls()).last().isEqualTo("close " + id);
+        assertThat(r0.client.isClosed()).isTrue();
+        assertThat(registry.groupCount()).isZero();
     }
 
     @Test
-    void aFollowerLeavingShrinksTheRingsAndTheLastOneClosesTheGroup() {
+    void aFollowerLeavingEmptiesItsRingAndTheLastOneClosesTheGroup() {
         Reader r0 = new Reader(0);
         Reader r1 = new Reader(1);
         r0.join(registry, KEY, 0);
         r1.join(registry, KEY, 1);
-        r1.member.leave();
-        assertThat(r0.client.openSubscriptions().values())
-                .containsExactly(List.of(new PushRingSpec(0, r0.splits)));
+        long id = r0.member.attachment().subscriptionId();
+        assertThat(r1.member.leave()).isTrue();
+        assertThat(r0.client.openSubscriptions().get(id))
+                .containsExactly(new PushRingSpec(0, r0.splits), new PushRingSpec(1, List.of()));
 
-        long last = r0.member.attachment().subscriptionId();
-        r0.member.leave();
-        assertThat(r0.client.pushCalls()).last().isEqualTo("close " + last);
+        assertThat(r0.member.leave()).isTrue();
+        assertThat(r0.client.pushCalls()).last().isEqualTo("close " + id);
         assertThat(r0.client.openSubscriptions()).isEmpty();
         assertThat(registry.groupCount()).isZero();
+    }
+
+    @Test
+    void theFirstSubscriptionWaitsForEveryAnnouncedPeer() {
+        registry.peersKnown(KEY, List.of(0, 1, 3));
+        Reader r3 = new Reader(3);
+        Reader r0 = new Reader(0);
+        Reader r1 = new Reader(1);
+        r3.join(registry, KEY, 3);
+        r0.join(registry, KEY, 0);
+        assertThat(r3.member.attachment()).isNull();
+        assertThat(r0.member.attachment()).isNull();
+        r1.join(registry, KEY, 1);
+
+        // One subscribe, by the lowest subtask, with a ring for each peer.
+        assertThat(r0.client.pushCalls()).hasSize(1).first().asString().startsWith("subscribe");
+        assertThat(r1.client.pushCalls()).isEmpty();
+        assertThat(r3.client.pushCalls()).isEmpty();
+        assertThat(r0.client.openSubscriptions().values())
+                .containsExactly(
+                        List.of(
+                                new PushRingSpec(0, r0.splits),
+                                new PushRingSpec(1, r1.splits),
+                                new PushRingSpec(3, r3.splits)));
+        assertThat(r3.member.attachment().ringIndex()).isEqualTo(2);
+    }
+
+    @Test
+    void restoredReadersWaitForThePeersWordAndThenForThePeers() {
+        registry.awaitPeers(KEY);
+        Reader r1 = new Reader(1);
+        r1.join(registry, KEY, 1);
+        assertThat(r1.member.attachment()).isNull();
+
+        Reader r0 = new Reader(0);
+        registry.peersKnown(KEY, List.of(0, 1));
+        assertThat(r1.member.attachment()).isNull();
+        r0.join(registry, KEY, 0);
+        assertThat(r0.client.openSubscriptions()).hasSize(1);
+        assertThat(r1.member.attachment()).isNotNull();
+    }
+
+    @Test
+    void aPeerThatNeverJoinsDelaysTheSubscriptionOnlyUntilTheWaitEnds() throws Exception {
+        PushSubscriptionRegistry impatient = new PushSubscriptionRegistry(200);
+        impatient.peersKnown(KEY, List.of(0, 1));
+        Reader r0 = new Reader(0);
+        r0.join(impatient, KEY, 0);
+        assertThat(r0.member.attachment()).isNull();
+        long deadline = System.nanoTime() + 30_000_000_000L;
+        while (r0.member.attachment() == null && System.nanoTime() < deadline) {
+            Thread.sleep(20); // a reader polls its attachment like this while it waits
+        }
+        assertThat(r0.member.attachment()).isNotNull();
+        assertThat(r0.client.openSubscriptions().values())
+                .containsExactly(List.of(new PushRingSpec(0, r0.splits)));
     }
 
     @Test

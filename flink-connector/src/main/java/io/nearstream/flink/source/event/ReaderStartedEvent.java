@@ -1,0 +1,17 @@
+package io.nearstream.flink.source.event;
+
+import org.apache.flink.annotation.Internal;
+import org.apache.flink.api.connector.source.SourceEvent;
+
+/**
+ * Sent by every reader to the enumerator when it starts, after its restored splits were added.
+ *
+ * @param electionScope identifies the push election scope the reader belongs to: its JVM's (more
+ *     exactly, its class loader's) {@code PushSubscriptionRegistry}; readers with the same scope
+ *     share one push subscription
+ * @param holdsRestoredSplits whether the reader restored splits from a checkpoint, which the
+ *     enumerator cannot know otherwise
+ */
+@Internal
+public record ReaderStartedEvent(String electionScope, boolean holdsRestoredSplits)
+        implements SourceEvent {}
