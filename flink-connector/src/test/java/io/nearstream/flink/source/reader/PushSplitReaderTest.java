@@ -288,7 +288,7 @@ class PushSplitReaderTest {
     }
 
     @Test
-    void closingTheLeaderMovesTheFollowerToANewSubscriptionFromItsPosition() throws Exception {
+    void closingTheLeaderKeepsTheSubscriptionForTheFollower() throws Exception {
         region = PushTestRegion.create(regionPath, EPOCH, SLOTS, SLOT_BYTES, 0, 1);
         PushSplitReader r0 = newReader(0);
         PushSplitReader r1 = newReader(1);
@@ -298,22 +298,53 @@ class PushSplitReaderTest {
         region.publish(1, chunk(1, pos(1, 1, 0), "one"));
         assertThat(fetchSome(r1).values(s1.splitId())).containsExactly("one");
 
-        // The new subscription's region: one ring, for subtask 1, from where it stands.
-        Path second = dir.resolve("region-2");
-        PushTestRegion next = PushTestRegion.create(second, EPOCH, SLOTS, SLOT_BYTES, 1);
-        FakeNearstreamClient client1 = clientOf(1);
-        client1.setPushRegion(second.toString(), EPOCH);
         readers.remove(r0);
         r0.close();
+
+        // The leader's connection carries the subscription: the group keeps it and only empties
+        // the leader's ring; the follower reads on in the same region.
+        FakeNearstreamClient client0 = clientOf(0);
+        assertThat(client0.isClosed()).isFalse();
+        assertThat(client0.openSubscriptions().values())
+                .containsExactly(
+                        List.of(
+                                new PushRingSpec(0, List.of()),
+                                new PushRingSpec(
+                                        1, List.of(new PushSplitStart(1, pos(1, 1, 100))))));
+        region.publish(1, chunk(1, pos(1, 1, 100), "two"));
+        assertThat(fetchSome(r1).values(s1.splitId())).containsExactly("two");
+        assertThat(clientOf(1).pushCalls()).isEmpty();
+    }
+
+    @Test
+    void aReaderJoiningLaterMovesTheOthersToANewSubscriptionFromTheirPositions() throws Exception {
+        region = PushTestRegion.create(regionPath, EPOCH, SLOTS, SLOT_BYTES, 0, 1);
+        PushSplitReader r0 = newReader(0);
+        PushSplitReader r1 = newReader(1);
+        NearstreamSplit s1 = split(1, Position.EARLIEST, 0, null);
+        r0.handleSplitsChanges(new SplitsAddition<>(List.of(split(0, Position.EARLIEST, 0, null))));
+        r1.handleSplitsChanges(new SplitsAddition<>(List.of(s1)));
+        region.publish(1, chunk(1, pos(1, 1, 0), "one"));
+        assertThat(fetchSome(r1).values(s1.splitId())).containsExactly("one");
+
+        // Subtask 2 gets a split only now: a new subscription with a ring for it.
+        Path second = dir.resolve("region-2");
+        PushTestRegion next = PushTestRegion.create(second, EPOCH, SLOTS, SLOT_BYTES, 0, 1, 2);
+        clientOf(0).setPushRegion(second.toString(), EPOCH);
+        PushSplitReader r2 = newReader(2);
+        r2.handleSplitsChanges(new SplitsAddition<>(List.of(split(2, Position.EARLIEST, 0, null))));
         region.closeRegion();
 
-        assertThat(client1.openSubscriptions().values())
+        assertThat(clientOf(0).openSubscriptions().values())
                 .containsExactly(
                         List.of(
                                 new PushRingSpec(
-                                        1, List.of(new PushSplitStart(1, pos(1, 1, 100))))));
+                                        0, List.of(new PushSplitStart(0, Position.EARLIEST))),
+                                new PushRingSpec(1, List.of(new PushSplitStart(1, pos(1, 1, 100)))),
+                                new PushRingSpec(
+                                        2, List.of(new PushSplitStart(2, Position.EARLIEST)))));
         // The broker re-pushes from the chunk boundary; a chunk already read would be skipped.
-        next.publish(0, chunk(1, pos(1, 1, 0), "one"), chunk(1, pos(1, 1, 100), "two"));
+        next.publish(1, chunk(1, pos(1, 1, 0), "one"), chunk(1, pos(1, 1, 100), "two"));
         assertThat(fetchSome(r1).values(s1.splitId())).containsExactly("two");
     }
 
