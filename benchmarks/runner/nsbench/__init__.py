@@ -1,0 +1,1 @@
+"""Nearstream benchmark runner: starts brokers, producers and Flink jobs, measures, plots."""

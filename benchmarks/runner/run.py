@@ -1,0 +1,43 @@
+#!/usr/bin/env python3
+"""Runs one experiment of the papers' pull-vs-push evaluation and writes CSV, Markdown and PNG.
+
+  benchmarks/runner/run.py EXPERIMENT [--out DIR] [experiment flags]
+  benchmarks/runner/run.py EXPERIMENT --help
+
+Every process it starts (brokers, producers, Flink jobs, Kafka) and every /dev/shm region they
+create is removed when it ends, also on Ctrl-C. Build first: mvn -B package -DskipTests.
+"""
+import argparse
+import os
+import shlex
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from nsbench import exp_ingest  # noqa: E402
+
+EXPERIMENTS = {
+    "ingest": exp_ingest,
+}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="experiment", required=True)
+    for name, module in EXPERIMENTS.items():
+        p = sub.add_parser(name, help=module.__doc__.splitlines()[0], description=module.__doc__)
+        p.add_argument("--out", default=None, help="results directory (default docs/results/<experiment>)")
+        module.add_arguments(p)
+    args = parser.parse_args()
+    args.command = "benchmarks/runner/run.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    from nsbench import paths
+    out = args.out or os.path.join(paths.ROOT, "docs", "results", args.experiment)
+    with tempfile.TemporaryDirectory(prefix=f"nsbench-{args.experiment}-") as workdir:
+        EXPERIMENTS[args.experiment].run(args, out, workdir)
+    print(f"results in {out}")
+
+
+if __name__ == "__main__":
+    main()
