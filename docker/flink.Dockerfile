@@ -1,0 +1,29 @@
+# Flink 2.2 with the Nearstream connector on its parent-first class path, and the benchmark jobs
+# ready for `flink run`. Build from the repository root after staging the jars (docker/README.md):
+#
+#   mvn -B package -DskipTests && docker/stage-jars.sh
+#   docker build -f docker/flink.Dockerfile -t nearstream-flink:dev .
+#
+# The tag names Scala and Java explicitly, as Flink's Docker docs recommend; the Flink version
+# must match flink.version in the root pom.xml.
+ARG FLINK_IMAGE=flink:2.2.1-scala_2.12-java17
+FROM ${FLINK_IMAGE}
+
+# Why lib/ and not the job jar: the push reader maps shared memory through a JNI library, and the
+# JVM binds a native library to the one class loader that loaded it. Flink gives every job, and
+# every restart of a job, a new user-code class loader, so a connector inside the job jar would
+# load the library once and then fail with "already loaded in another classloader" after the
+# first failover or on the second job. In /opt/flink/lib the connector, the JNI bridge, Arrow and
+# Netty are loaded once per TaskManager JVM by the application class loader and shared by all
+# jobs. (The compose file also lists these packages in
+# classloader.parent-first-patterns.additional, so copies inside a fat job jar are ignored.)
+#
+# docker/stage-jars.sh puts there: flink-connector-nearstream, nearstream-jni-bridge and their
+# runtime dependencies that Flink's lib/ lacks (Netty, Arrow and what Arrow needs).
+COPY --chown=flink:flink docker/target/flink-lib/ /opt/flink/lib/
+
+# The benchmark jobs (io.nearstream.benchmarks.jobs.JobRunner), submitted by the compose file's
+# "submit" service.
+COPY --chown=flink:flink docker/target/nearstream-benchmarks.jar /opt/nearstream/
+
+# The entrypoint, user (flink, uid 9999) and ports of the base image stay as they are.
