@@ -15,10 +15,24 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from nsbench import exp_ingest  # noqa: E402
+from nsbench import exp_consume, exp_ingest  # noqa: E402
+
+
+class _Preset:
+    """An exp_consume preset as an experiment module."""
+
+    def __init__(self, name):
+        self.name = name
+        self.__doc__ = f"{exp_consume.PRESETS[name]['fig']}: " + exp_consume.__doc__
+        self.add_arguments = exp_consume.add_arguments_for(name)
+
+    def run(self, args, out, workdir):
+        return exp_consume.run_preset(self.name, args, out, workdir)
+
 
 EXPERIMENTS = {
     "ingest": exp_ingest,
+    **{name: _Preset(name) for name in exp_consume.PRESETS},
 }
 
 

@@ -1,0 +1,104 @@
+"""Figs. 4-8: producers and consumers at the same time on one broker; consumers are Flink jobs
+with the pull or the push source (and, for Fig. 7-8, nearstream-perf's C++ pull consumers),
+iterating and counting (Fig. 4, 8) or filtering (Fig. 5-7) 100-byte records, swept over the
+producer chunk size. Each point starts a fresh broker; modes run one after the other at the same
+point, so their ratio is measured side by side."""
+from . import concurrent, plots
+from .results import Results
+from .sizes import size_list
+
+# Paper figure -> defaults scaled to a 2-core machine (all overridable by flags).
+PRESETS = {
+    "count": dict(fig="Fig. 4", workload="count", consumers="pull,push", chunk_sizes="16K,64K,128K",
+                  streamlets=4, workers=2, fetch="128K"),
+    "filter": dict(fig="Fig. 5/6", workload="filter", consumers="pull,push",
+                   chunk_sizes="16K,64K,128K", streamlets=4, workers=2, fetch="128K"),
+    "constrained": dict(fig="Fig. 7", workload="filter", consumers="cpp-pull,pull,push",
+                        chunk_sizes="16K,32K,64K", streamlets=4, workers=1, fetch="same"),
+    "small-chunks": dict(fig="Fig. 8", workload="count", consumers="cpp-pull,pull,push",
+                         chunk_sizes="1K,2K,4K", streamlets=4, workers=2, fetch="8x"),
+}
+
+
+def add_arguments_for(preset):
+    d = PRESETS[preset]
+
+    def add(p):
+        p.add_argument("--consumers", default=d["consumers"], help="cpp-pull, pull, push")
+        p.add_argument("--workload", default=d["workload"], choices=["count", "filter"])
+        p.add_argument("--chunk-sizes", default=d["chunk_sizes"], help="producer chunk sizes CS")
+        p.add_argument("--producers", type=int, default=2, help="Np")
+        p.add_argument("--parallelism", type=int, default=2, help="Nc: source parallelism")
+        p.add_argument("--streamlets", type=int, default=d["streamlets"], help="Ns")
+        p.add_argument("--workers", type=int, default=d["workers"], help="broker --workers")
+        p.add_argument("--fetch", default=d["fetch"],
+                       help="consumer chunk size per streamlet: a size, 'same' (= CS) or 'Nx'")
+        p.add_argument("--duration-s", type=int, default=8)
+        p.add_argument("--repeat", type=int, default=1, help="repetitions of every point")
+    return add
+
+
+def _fetch_bytes(spec, cs):
+    if spec == "same":
+        return cs
+    if spec.endswith("x"):
+        return int(spec[:-1]) * cs
+    return size_list(spec)[0]
+
+
+def run_preset(preset, args, out_dir, workdir):
+    d = PRESETS[preset]
+    name = f"{preset}"
+    res = Results(out_dir, name, ["chunk_kib", "consumer", "rep", "producer_rps", "consumer_rps",
+                                  "broker_cpu_s_per_m", "consumer_cpu_s_per_m"])
+    for cs in size_list(args.chunk_sizes):
+        for rep in range(args.repeat):
+            for consumer in args.consumers.split(","):
+                r = concurrent.measure(workdir, consumer, args.workload, args.producers, cs,
+                                       args.streamlets, args.parallelism,
+                                       _fetch_bytes(args.fetch, cs), args.workers,
+                                       args.duration_s)
+                m = max(r["consumed"], 1) / 1e6
+                res.add(chunk_kib=cs >> 10, consumer=consumer, rep=rep,
+                        producer_rps=r["producer_rps"], consumer_rps=r["consumer_rps"],
+                        broker_cpu_s_per_m=r["broker_cpu_s"] / m,
+                        consumer_cpu_s_per_m=r["consumer_cpu_s"] / m)
+    notes = [f"{d['fig']} setting: {args.producers} producers and consumers of parallelism "
+             f"{args.parallelism} at the same time, {args.streamlets} streamlets, broker "
+             f"--workers {args.workers}, consumer chunk {args.fetch}, {args.workload}, "
+             f"{args.duration_s} s per point; medians of per-second samples.",
+             "CPU seconds per million records consumed: broker (all its threads) and consumer "
+             "(the Flink job's JVM, or 0 for the C++ consumers that share the producers' "
+             "process)."]
+    notes += _ratios(res)
+    res.markdown(f"{d['fig']} - {preset}", args.command, notes)
+    base = f"{out_dir}/{name}"
+    plots.line_plot(res.csv_path, base + "-consumers.png", "chunk_kib", "consumer_rps", "consumer",
+                    f"{d['fig']} consumers ({args.workload})", xlabel="producer chunk size (KiB)",
+                    ylabel="records/s", logx=True)
+    plots.line_plot(res.csv_path, base + "-producers.png", "chunk_kib", "producer_rps", "consumer",
+                    f"{d['fig']} producers, by concurrent consumer", xlabel="producer chunk size (KiB)",
+                    ylabel="records/s", logx=True)
+    return res
+
+
+def _ratios(res):
+    """push/pull ratios per chunk size (medians over repetitions)."""
+    import statistics
+    lines = []
+    for cs in sorted({r["chunk_kib"] for r in res.rows}):
+        by = {}
+        for r in res.rows:
+            if r["chunk_kib"] == cs:
+                by.setdefault(r["consumer"], []).append(r)
+        if "push" in by and "pull" in by:
+            def med(c, k):
+                return statistics.median(x[k] for x in by[c])
+            lines.append(
+                f"- CS {cs} KiB: push/pull consumer throughput "
+                f"{med('push', 'consumer_rps') / max(med('pull', 'consumer_rps'), 1):.2f}x, "
+                f"producers with push / with pull "
+                f"{med('push', 'producer_rps') / max(med('pull', 'producer_rps'), 1):.2f}x, "
+                f"broker CPU s/M push/pull "
+                f"{med('push', 'broker_cpu_s_per_m') / max(med('pull', 'broker_cpu_s_per_m'), 1e-9):.2f}")
+    return lines

@@ -1,0 +1,42 @@
+"""A Flink job of the benchmarks jar (io.nearstream.benchmarks.jobs.JobRunner) on a local
+MiniCluster in its own JVM, so its CPU seconds are its own; its RESULT line parsed."""
+import json
+import os
+import re
+
+from . import paths
+from .processes import Process
+
+_RESULT = re.compile(r"^RESULT (\{.*\})\s*$", re.M)
+
+
+def start(workdir, workload, mode, stream, parallelism, broker=None, kafka=None, records=None,
+          duration_s=None, heap="2g", extra=(), name=None):
+    """Bounded with `records` (reads the stream up to its tail at job start), or unbounded for
+    `duration_s` seconds."""
+    argv = [paths.java(), f"-Xmx{heap}", "-XX:+UseParallelGC", "-cp", paths.benchmarks_jar(),
+            "io.nearstream.benchmarks.jobs.JobRunner", "--workload", workload, "--mode", mode,
+            "--stream", stream, "--parallelism", str(parallelism)]
+    if broker is not None:
+        argv += ["--broker", broker.address]
+    if kafka is not None:
+        argv += ["--kafka", kafka.bootstrap]
+    if records is not None:
+        argv += ["--records", str(records)]
+    if duration_s is not None:
+        argv += ["--duration-s", str(duration_s)]
+    argv += list(extra)
+    name = name or f"job-{workload}-{mode}-p{parallelism}"
+    return Process(name, argv, os.path.join(workdir, f"{name}.log"))
+
+
+def result(process, timeout):
+    rc = process.wait(timeout)
+    out = process.output()
+    m = _RESULT.search(out)
+    if rc != 0 or not m:
+        raise RuntimeError(f"{process.name} failed (exit {rc}), log {process.log_path}:\n"
+                           f"{out[-3000:]}")
+    fields = json.loads(m.group(1))
+    fields["process_cpu_s"] = process.cpu()
+    return fields
