@@ -99,4 +99,15 @@ public final class NearstreamSourceOptions {
                             "Push mode: the broker reclaims a ring whose reader has not"
                                     + " heartbeated for this long; a reader also fails when the"
                                     + " broker's heartbeat is this old.");
+
+    public static final ConfigOption<Duration> PUSH_PENDING_REFRESH_INTERVAL =
+            key("nearstream.source.push.pending-refresh-interval")
+                    .durationType()
+                    .defaultValue(Duration.ofSeconds(1))
+                    .withDescription(
+                            "Push mode: how often a reader asks the broker for the streamlets'"
+                                    + " tails (an asynchronous Metadata request, never on the"
+                                    + " fetcher thread) to update pendingBytes and pendingRecords;"
+                                    + " 0 turns it off. Pull mode takes the tails from its fetch"
+                                    + " responses instead.");
 }

@@ -26,7 +26,9 @@ import org.apache.flink.runtime.metrics.DescriptiveStatisticsHistogram;
  * position to the streamlet's tail is computed in bytes from positions (segment ids grow
  * streamlet-wide, segments have the stream's segment size) and turned into records with the average
  * fetched bytes per record. It is exact inside one segment and ignores the unused end of full
- * segments otherwise.
+ * segments otherwise. Pull mode takes each streamlet's tail from its fetch responses; push mode,
+ * whose slots carry no tail, from a periodic asynchronous Metadata request, fed through the same
+ * {@link #updatePending}, so the gauges mean the same in both modes.
  */
 @Internal
 public final class NearstreamSourceReaderMetrics {
@@ -120,7 +122,8 @@ public final class NearstreamSourceReaderMetrics {
     }
 
     /**
-     * After a fetch: the split will continue at {@code next}; its streamlet ends at {@code tail}.
+     * After a fetch (pull) or a tail refresh (push): the split continues at {@code next}; its
+     * streamlet ends at {@code tail}. Any thread.
      */
     public void updatePending(String splitId, Position next, Position tail) {
         pendingBytesBySplit.put(splitId, distance(next, tail, segmentBytes));

@@ -4,6 +4,7 @@ import io.nearstream.client.NearstreamClient;
 import io.nearstream.client.NearstreamRecord;
 import io.nearstream.client.Position;
 import io.nearstream.client.PushSplitStart;
+import io.nearstream.client.StreamletMetadata;
 import io.nearstream.flink.source.NearstreamSourceOptions;
 import io.nearstream.flink.source.metrics.NearstreamSourceReaderMetrics;
 import io.nearstream.flink.source.reader.PushSubscriptionRegistry.Attachment;
@@ -18,6 +19,7 @@ import io.nearstream.jni.SlotRing;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.HashMap;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
@@ -28,10 +30,9 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Consumer;
 import javax.annotation.Nullable;
-import org.apache.arrow.memory.BufferAllocator;
-import org.apache.arrow.memory.RootAllocator;
-import org.apache.arrow.vector.VarBinaryVector;
 import org.apache.flink.annotation.Internal;
 import org.apache.flink.annotation.VisibleForTesting;
 import org.apache.flink.configuration.Configuration;
@@ -57,9 +58,23 @@ import org.slf4j.LoggerFactory;
  * change and leaves it on {@link #close()}; it attaches to whichever ring the group's current
  * subscription gives it.
  *
- * <p>Each record is copied into its own {@code byte[]} and the slot is released right after, before
- * the records are handed to Flink (DESIGN.md prefers releasing in {@code
- * RecordsWithSplitIds.recycle()}, which would save that copy; not done yet).
+ * <p>Slots are released after emission: {@link #fetch()} only walks the slot's chunk map (one step
+ * per chunk) and returns a {@link PushSlotRecords} holding the loaded view; the task thread copies
+ * each value into its {@code byte[]} as it emits the record, and {@link PushSlotRecords#recycle()}
+ * hands the slot back. A slot is thus taken for as long as its batch waits in Flink's element queue
+ * or is being emitted, so a slow task keeps its ring full and the broker skips it (backpressure).
+ * Views come from a {@link SlotViewPool}; a batch dropped without recycle() gives its slot back
+ * through a {@link java.lang.ref.Cleaner}; {@link #close()} never unmaps what an outstanding batch
+ * still reads.
+ *
+ * <p>Pausing a split (watermark alignment) leaves it out of this reader's part of the subscription
+ * ({@code PushUpdate}) and drops its chunks that still arrive, without advancing it; resuming puts
+ * it back at the position it stopped at, from which the broker pushes again.
+ *
+ * <p>{@code pendingBytes}/{@code pendingRecords}: the streamlets' tails are refreshed with an
+ * asynchronous Metadata RPC every {@link NearstreamSourceOptions#PUSH_PENDING_REFRESH_INTERVAL}
+ * from the heartbeat scheduler and compared with the splits' positions, as pull mode does with the
+ * tails its fetch responses carry.
  *
  * <p>Failures: a closed region, a changed broker epoch, a broker heartbeat older than the consumer
  * timeout, or a ring taken back by the broker fail the fetch with an {@link IOException} (Flink
@@ -100,8 +115,10 @@ public class PushSplitReader implements SplitReader<NearstreamRecord, Nearstream
     /** Where each split continues; read by other members when they re-subscribe the group. */
     private final Map<Integer, PushSplitStart> positions = new ConcurrentHashMap<>();
 
-    private final BufferAllocator allocator = new RootAllocator();
-    private final ArrowSlotView view = new ArrowSlotView(allocator);
+    /** Splits by streamlet for the pending-metrics refresh (any thread). */
+    private final Map<Integer, PushCursor> pendingSplits = new ConcurrentHashMap<>();
+
+    private final SlotViewPool views = new SlotViewPool();
     private final WakeUpSignal wakeUp = new WakeUpSignal();
 
     @Nullable private Member member;
@@ -116,6 +133,10 @@ public class PushSplitReader implements SplitReader<NearstreamRecord, Nearstream
 
     private final Object ringLock = new Object();
     private final ScheduledFuture<?> heartbeats;
+    @Nullable private final ScheduledFuture<?> pendingRefresh;
+    private final AtomicBoolean tailsRequested = new AtomicBoolean();
+    private final long rpcTimeoutMs;
+    private volatile boolean segmentSizeKnown;
     private long waitingForRingSince;
 
     // Statistics (fetcher thread; read by tests and gauges).
@@ -150,6 +171,14 @@ public class PushSplitReader implements SplitReader<NearstreamRecord, Nearstream
         this.heartbeats =
                 HEARTBEATS.scheduleAtFixedRate(
                         this::heartbeat, period, period, TimeUnit.MILLISECONDS);
+        this.rpcTimeoutMs = config.get(NearstreamSourceOptions.REQUEST_TIMEOUT).toMillis();
+        long refreshMs =
+                config.get(NearstreamSourceOptions.PUSH_PENDING_REFRESH_INTERVAL).toMillis();
+        this.pendingRefresh =
+                refreshMs > 0
+                        ? HEARTBEATS.scheduleWithFixedDelay(
+                                this::refreshPending, 0, refreshMs, TimeUnit.MILLISECONDS)
+                        : null;
         metrics.registerPushGauges(
                 () -> slotsConsumed,
                 () -> bytesConsumed,
@@ -184,9 +213,64 @@ public class PushSplitReader implements SplitReader<NearstreamRecord, Nearstream
         }
         long position = ring.tryNext();
         if (position >= 0) {
-            readSlot(position, records);
+            return readSlot(position);
         }
         return records.build();
+    }
+
+    /**
+     * Asks the streamlets' tails without waiting (heartbeat thread) and, when they come, updates
+     * the pending metrics from each split's position at that moment. One request at a time.
+     */
+    private void refreshPending() {
+        if (pendingSplits.isEmpty() || !tailsRequested.compareAndSet(false, true)) {
+            return;
+        }
+        try {
+            if (!segmentSizeKnown) {
+                client.describeStream(stream)
+                        .orTimeout(rpcTimeoutMs, TimeUnit.MILLISECONDS)
+                        .whenComplete(
+                                (config, error) -> {
+                                    if (config != null) {
+                                        segmentSizeKnown = true;
+                                        metrics.setSegmentBytes(
+                                                Integer.toUnsignedLong(config.segmentBytes()));
+                                    }
+                                });
+            }
+            client.metadata(stream)
+                    .orTimeout(rpcTimeoutMs, TimeUnit.MILLISECONDS)
+                    .whenComplete(
+                            (streamlets, error) -> {
+                                try {
+                                    if (streamlets != null) {
+                                        updatePending(streamlets);
+                                    } else {
+                                        LOG.debug("Tails of stream {} unknown", stream, error);
+                                    }
+                                } finally {
+                                    tailsRequested.set(false);
+                                }
+                            });
+        } catch (RuntimeException e) {
+            tailsRequested.set(false); // e.g. the client is closed; the next period tries again
+            LOG.debug("Cannot ask the tails of stream {}", stream, e);
+        }
+    }
+
+    private void updatePending(List<StreamletMetadata> streamlets) {
+        for (StreamletMetadata m : streamlets) {
+            PushCursor s = pendingSplits.get(m.streamlet());
+            if (s == null) {
+                continue;
+            }
+            synchronized (s) {
+                if (!s.removed) { // a split removed meanwhile must not come back in the gauges
+                    metrics.updatePending(s.splitId, s.next, m.tail());
+                }
+            }
+        }
     }
 
     /** A statistic of the attached ring (counted since it was attached), 0 when none is. */
@@ -296,22 +380,25 @@ public class PushSplitReader implements SplitReader<NearstreamRecord, Nearstream
         throw problem;
     }
 
-    private void readSlot(long position, RecordsBySplits.Builder<NearstreamRecord> records)
-            throws IOException {
+    /**
+     * Decides which rows of the slot each split emits (one step per chunk) and hands the slot to
+     * Flink in a {@link PushSlotRecords}; a slot with nothing to emit is released at once.
+     */
+    private RecordsWithSplitIds<NearstreamRecord> readSlot(long position) throws IOException {
         long bytes = 0;
-        long count = 0;
         boolean splitsFinished = false;
+        PushSlotRecords.Builder batch = new PushSlotRecords.Builder();
+        ArrowSlotView view = views.take();
+        boolean handedOver = false;
         try {
             view.load(ring, position);
-            VarBinaryVector values = view.vector();
+            int rows = view.vector().getValueCount();
             int chunks = ring.chunkCount(position);
             int row = 0;
             for (int c = 0; c < chunks; c++) {
                 int streamlet = ring.chunkStreamlet(position, c);
                 int recordCount = ring.chunkRecordCount(position, c);
                 int chunkBytes = ring.chunkBytes(position, c);
-                // The chunk's first-record timestamp, as pull mode takes it from the chunk header.
-                long timestampMs = ring.chunkFirstTimestampMs(position, c);
                 Position at =
                         new Position(
                                 ring.chunkGroup(position, c),
@@ -319,49 +406,66 @@ public class PushSplitReader implements SplitReader<NearstreamRecord, Nearstream
                                 ring.chunkBytePosition(position, c));
                 int first = row;
                 row += recordCount;
-                if (row > values.getValueCount()) {
+                if (recordCount < 0 || row > rows) {
                     throw new IOException(
                             "slot "
                                     + position
                                     + " of ring "
                                     + ring.index()
                                     + ": its chunk map counts more records than its "
-                                    + values.getValueCount()
+                                    + rows
                                     + " rows");
                 }
                 PushCursor s = splits.get(streamlet);
-                if (s == null || at.compareTo(s.position) < 0) {
-                    continue; // not ours (any more), or emitted before a restore/re-subscribe
+                if (s == null || s.paused || at.compareTo(s.position) < 0) {
+                    // Not ours (any more), paused (pushed again from its position on resume), or
+                    // emitted before a restore/re-subscribe.
+                    continue;
                 }
                 if (s.stopsAt(at)) {
-                    finish(s, records);
+                    finish(s, batch::addFinishedSplit);
                     splitsFinished = true;
                     continue;
                 }
                 int skip = Math.min(s.takeRecordsToSkip(at), recordCount);
-                List<NearstreamRecord> out = new ArrayList<>(recordCount - skip);
-                for (int i = skip; i < recordCount; i++) {
-                    byte[] value = values.isNull(first + i) ? new byte[0] : values.get(first + i);
-                    out.add(new NearstreamRecord(streamlet, at, i, timestampMs, value));
+                if (skip < recordCount) {
+                    // The chunk's first-record timestamp, as pull mode takes it from the header.
+                    long timestampMs = ring.chunkFirstTimestampMs(position, c);
+                    batch.add(
+                            s.splitId,
+                            new PushSlotRecords.ChunkRun(
+                                    streamlet,
+                                    at,
+                                    timestampMs,
+                                    first + skip,
+                                    skip,
+                                    recordCount - skip));
                 }
-                records.addAll(s.splitId, out);
-                count += out.size();
                 bytes += chunkBytes;
                 s.advance(new Position(at.group(), at.segment(), at.offset() + chunkBytes));
                 if (s.finished()) {
-                    finish(s, records);
+                    finish(s, batch::addFinishedSplit);
                     splitsFinished = true;
                 }
             }
+            slotsConsumed++;
+            bytesConsumed += bytes;
+            metrics.fetchCompleted(bytes, batch.records());
+            if (batch.hasRecords()) {
+                handedOver = true;
+                return batch.build(view, views);
+            }
         } finally {
-            view.clear(); // hands the slot back: every record was copied
+            if (!handedOver) {
+                views.giveBack(view); // nothing to emit (or a bad slot): the slot goes back now
+            }
+            if (splitsFinished) {
+                member.splitsChanged();
+            }
         }
-        slotsConsumed++;
-        bytesConsumed += bytes;
-        metrics.fetchCompleted(bytes, count);
-        if (splitsFinished) {
-            member.splitsChanged();
-        }
+        RecordsBySplits.Builder<NearstreamRecord> finishedOnly = new RecordsBySplits.Builder<>();
+        batch.finishedSplits().forEach(finishedOnly::addFinishedSplit);
+        return finishedOnly.build();
     }
 
     /** Splits whose position is at or beyond their stopping position finish without data. */
@@ -371,7 +475,7 @@ public class PushSplitReader implements SplitReader<NearstreamRecord, Nearstream
         while (it.hasNext()) {
             PushCursor s = it.next();
             if (s.finished()) {
-                finish(s, records);
+                finish(s, records::addFinishedSplit);
                 finishedAny = true;
             }
         }
@@ -381,11 +485,9 @@ public class PushSplitReader implements SplitReader<NearstreamRecord, Nearstream
         return finishedAny;
     }
 
-    private void finish(PushCursor s, RecordsBySplits.Builder<NearstreamRecord> records) {
-        splits.remove(s.streamlet);
-        positions.remove(s.streamlet);
-        metrics.removeSplit(s.splitId);
-        records.addFinishedSplit(s.splitId);
+    private void finish(PushCursor s, Consumer<String> finishedSplits) {
+        remove(s);
+        finishedSplits.accept(s.splitId);
         LOG.info("Split {} reached its stopping position {}", s.splitId, s.stop);
     }
 
@@ -400,13 +502,14 @@ public class PushSplitReader implements SplitReader<NearstreamRecord, Nearstream
                 PushCursor s = new PushCursor(split);
                 splits.put(split.streamlet(), s);
                 positions.put(s.streamlet, new PushSplitStart(s.streamlet, s.position));
+                pendingSplits.put(s.streamlet, s);
                 LOG.info("Reading split {} (push)", split);
             }
         } else if (splitsChanges instanceof SplitsRemoval) {
             for (NearstreamSplit split : splitsChanges.splits()) {
-                if (splits.remove(split.streamlet()) != null) {
-                    positions.remove(split.streamlet());
-                    metrics.removeSplit(split.splitId());
+                PushCursor s = splits.get(split.streamlet());
+                if (s != null) {
+                    remove(s);
                 }
             }
         } else {
@@ -420,7 +523,49 @@ public class PushSplitReader implements SplitReader<NearstreamRecord, Nearstream
         }
     }
 
-    /** The splits with the chunk positions they continue at (any thread). */
+    /** Forgets a split that finished or was taken away. */
+    private void remove(PushCursor s) {
+        splits.remove(s.streamlet);
+        positions.remove(s.streamlet);
+        pendingSplits.remove(s.streamlet);
+        synchronized (s) {
+            s.removed = true;
+            metrics.removeSplit(s.splitId);
+        }
+    }
+
+    /**
+     * Watermark alignment: a paused split leaves this reader's part of the subscription, so the
+     * broker stops pushing it; its chunks still in flight are dropped without advancing it. A
+     * resumed split rejoins at the position it stopped at, which a split new to the subscription is
+     * pushed from (docs/protocol.md, PushUpdate).
+     */
+    @Override
+    public void pauseOrResumeSplits(
+            Collection<NearstreamSplit> splitsToPause, Collection<NearstreamSplit> splitsToResume) {
+        boolean changed = false;
+        for (NearstreamSplit split : splitsToPause) {
+            PushCursor s = splits.get(split.streamlet());
+            if (s != null && !s.paused) {
+                s.paused = true;
+                positions.remove(s.streamlet);
+                changed = true;
+            }
+        }
+        for (NearstreamSplit split : splitsToResume) {
+            PushCursor s = splits.get(split.streamlet());
+            if (s != null && s.paused) {
+                s.paused = false;
+                positions.put(s.streamlet, new PushSplitStart(s.streamlet, s.position));
+                changed = true;
+            }
+        }
+        if (changed && member != null) {
+            member.splitsChanged();
+        }
+    }
+
+    /** The splits with the chunk positions they continue at, paused ones left out (any thread). */
     private List<PushSplitStart> currentPositions() {
         return new ArrayList<>(positions.values());
     }
@@ -430,8 +575,8 @@ public class PushSplitReader implements SplitReader<NearstreamRecord, Nearstream
         wakeUp.wakeUp();
     }
 
+    /** Stops reading the ring; batches of its slots still held release them when recycled. */
     private void detach() {
-        view.clear();
         attached = null;
         synchronized (ringLock) {
             ring = null;
@@ -452,9 +597,11 @@ public class PushSplitReader implements SplitReader<NearstreamRecord, Nearstream
             }
         } finally {
             heartbeats.cancel(false);
+            if (pendingRefresh != null) {
+                pendingRefresh.cancel(false);
+            }
             detach();
-            view.close();
-            allocator.close();
+            views.close(); // outstanding batches keep their view (and mapping) until recycled
             if (closeClient) {
                 client.close();
             }
@@ -474,15 +621,33 @@ public class PushSplitReader implements SplitReader<NearstreamRecord, Nearstream
         return slotsConsumed;
     }
 
+    @VisibleForTesting
+    SlotViewPool slotViews() {
+        return views;
+    }
+
     /** Push-specific state of a split: its position is also what a re-subscribe starts from. */
     private final class PushCursor extends SplitCursor {
+        /** {@link #position} for the pending-metrics refresh, which runs on another thread. */
+        volatile Position next;
+
+        /** Guarded by this: set when the split leaves, so its pending gauge is not re-added. */
+        boolean removed;
+
+        /** Paused by watermark alignment (fetcher thread). */
+        boolean paused;
+
         PushCursor(NearstreamSplit split) {
             super(split);
+            this.next = position;
         }
 
         void advance(Position next) {
             position = next;
-            positions.put(streamlet, new PushSplitStart(streamlet, next));
+            this.next = next;
+            if (!paused) {
+                positions.put(streamlet, new PushSplitStart(streamlet, next));
+            }
         }
     }
 }

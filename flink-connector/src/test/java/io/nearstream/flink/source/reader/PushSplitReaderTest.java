@@ -24,6 +24,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.BooleanSupplier;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.connector.base.source.reader.RecordsWithSplitIds;
 import org.apache.flink.connector.base.source.reader.splitreader.SplitsAddition;
@@ -68,17 +69,13 @@ class PushSplitReaderTest {
         config.set(NearstreamSourceOptions.PUSH_SLOTS_PER_RING, SLOTS);
         config.set(NearstreamSourceOptions.PUSH_SLOT_BYTES, SLOT_BYTES);
         config.set(NearstreamSourceOptions.PUSH_CONSUMER_TIMEOUT, Duration.ofSeconds(2));
+        config.set(NearstreamSourceOptions.PUSH_PENDING_REFRESH_INTERVAL, Duration.ofMillis(20));
         clients.put(subtask, client);
-        PushSplitReader r =
-                new PushSplitReader(
-                        client,
-                        STREAM,
-                        config,
-                        new NearstreamSourceReaderMetrics(
-                                UnregisteredMetricsGroup.createSourceReaderMetricGroup()),
-                        registry,
-                        key,
-                        subtask);
+        NearstreamSourceReaderMetrics m =
+                new NearstreamSourceReaderMetrics(
+                        UnregisteredMetricsGroup.createSourceReaderMetricGroup());
+        metrics.put(subtask, m);
+        PushSplitReader r = new PushSplitReader(client, STREAM, config, m, registry, key, subtask);
         readers.add(r);
         return r;
     }
@@ -113,7 +110,11 @@ class PushSplitReaderTest {
     }
 
     private static Fetched fetch(PushSplitReader reader) throws IOException {
-        RecordsWithSplitIds<NearstreamRecord> batch = reader.fetch();
+        return emit(reader.fetch());
+    }
+
+    /** Emits a batch as Flink's task thread does, then recycles it. */
+    private static Fetched emit(RecordsWithSplitIds<NearstreamRecord> batch) {
         Fetched f = new Fetched();
         String splitId;
         while ((splitId = batch.nextSplit()) != null) {
@@ -348,7 +349,225 @@ class PushSplitReaderTest {
         assertThat(fetchSome(r1).values(s1.splitId())).containsExactly("two");
     }
 
+    /** Fetches until a batch that holds a slot comes (other batches are recycled). */
+    private static PushSlotRecords fetchSlot(PushSplitReader reader) throws IOException {
+        for (int i = 0; i < 100; i++) {
+            RecordsWithSplitIds<NearstreamRecord> batch = reader.fetch();
+            if (batch instanceof PushSlotRecords slot) {
+                return slot;
+            }
+            batch.recycle();
+        }
+        throw new AssertionError("no slot fetched");
+    }
+
+    private static void await(String what, BooleanSupplier condition) throws InterruptedException {
+        long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+        while (!condition.getAsBoolean()) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("timed out waiting for " + what);
+            }
+            Thread.sleep(10);
+        }
+    }
+
+    @Test
+    void aSlotGoesBackOnlyWhenItsBatchIsRecycledAndExactlyOnce() throws Exception {
+        region = PushTestRegion.create(regionPath, EPOCH, SLOTS, SLOT_BYTES, 0);
+        PushSplitReader reader = newReader(0);
+        NearstreamSplit s = split(0, Position.EARLIEST, 0, null);
+        reader.handleSplitsChanges(new SplitsAddition<>(List.of(s)));
+        List<PushSlotRecords> held = new ArrayList<>();
+        for (int i = 0; i < SLOTS; i++) {
+            region.heartbeat();
+            region.publish(0, chunk(0, pos(1, 1, 100 * i), "v" + i));
+            held.add(fetchSlot(reader));
+        }
+
+        // Every batch still queued in Flink holds its slot: the ring is full for the broker.
+        assertThat(region.released(0)).isZero();
+        assertThat(region.nextSlotFree(0)).isFalse();
+        assertThat(reader.slotViews().allocatedBytes()).isEqualTo((long) SLOTS * SLOT_BYTES);
+        assertThat(reader.slotViews().openViews()).isEqualTo(SLOTS);
+        region.heartbeat();
+
+        assertThat(emit(held.get(0)).values(s.splitId())).containsExactly("v0");
+        assertThat(region.released(0)).isEqualTo(1);
+        assertThat(region.nextSlotFree(0)).isTrue();
+        held.get(0).recycle(); // Flink recycles once; a second call must not release again
+        assertThat(region.released(0)).isEqualTo(1);
+
+        for (int i = 1; i < SLOTS; i++) {
+            assertThat(emit(held.get(i)).values(s.splitId())).containsExactly("v" + i);
+        }
+        assertThat(region.released(0)).isEqualTo(SLOTS);
+        assertThat(reader.slotViews().allocatedBytes()).isZero();
+
+        // Views are reused: another round needs no new one.
+        region.heartbeat(); // the test's "broker" heartbeats only when told
+        region.publish(0, chunk(0, pos(1, 1, 100 * SLOTS), "again"));
+        assertThat(fetchSome(reader).values(s.splitId())).containsExactly("again");
+        assertThat(reader.slotViews().openViews()).isEqualTo(SLOTS);
+
+        readers.remove(reader);
+        reader.close();
+        assertThat(reader.slotViews().openViews()).isZero();
+        assertThat(reader.slotViews().allocatorClosed()).isTrue();
+    }
+
+    @Test
+    void aSlotWithNothingToEmitGoesBackAtOnce() throws IOException {
+        region = PushTestRegion.create(regionPath, EPOCH, SLOTS, SLOT_BYTES, 0);
+        PushSplitReader reader = newReader(0);
+        NearstreamSplit s = split(0, pos(1, 1, 100), 0, null);
+        reader.handleSplitsChanges(new SplitsAddition<>(List.of(s)));
+        region.publish(0, chunk(0, pos(1, 1, 0), "before"), chunk(5, pos(1, 1, 0), "not ours"));
+        for (int i = 0; i < 100 && reader.slotsConsumed() == 0; i++) {
+            RecordsWithSplitIds<NearstreamRecord> batch = reader.fetch();
+            assertThat(batch).isNotInstanceOf(PushSlotRecords.class);
+            batch.recycle();
+        }
+        assertThat(reader.slotsConsumed()).isEqualTo(1);
+        assertThat(region.released(0)).isEqualTo(1);
+        assertThat(reader.slotViews().allocatedBytes()).isZero();
+    }
+
+    @Test
+    void aBatchDroppedWithoutRecycleGivesItsSlotBackWhenCollected() throws Exception {
+        region = PushTestRegion.create(regionPath, EPOCH, SLOTS, SLOT_BYTES, 0);
+        PushSplitReader reader = newReader(0);
+        reader.handleSplitsChanges(
+                new SplitsAddition<>(List.of(split(0, Position.EARLIEST, 0, null))));
+        region.publish(0, chunk(0, pos(1, 1, 0), "lost"));
+        region.heartbeat();
+        fetchSlotAndDropIt(reader); // as a cancelled task drops its queued batches
+
+        await(
+                "the cleaner to release the slot",
+                () -> {
+                    System.gc();
+                    return region.released(0) == 1;
+                });
+        assertThat(reader.slotViews().allocatedBytes()).isZero();
+        readers.remove(reader);
+        reader.close();
+        assertThat(reader.slotViews().allocatorClosed()).isTrue();
+    }
+
+    private static void fetchSlotAndDropIt(PushSplitReader reader) throws IOException {
+        assertThat(fetchSlot(reader)).isNotNull();
+    }
+
+    @Test
+    void closingWithABatchStillQueuedKeepsItReadableUntilItIsRecycled() throws Exception {
+        region = PushTestRegion.create(regionPath, EPOCH, SLOTS, SLOT_BYTES, 0);
+        PushSplitReader reader = newReader(0);
+        NearstreamSplit s = split(0, Position.EARLIEST, 0, null);
+        reader.handleSplitsChanges(new SplitsAddition<>(List.of(s)));
+        region.publish(0, chunk(0, pos(1, 1, 0), "still", "here"));
+        region.heartbeat();
+        PushSlotRecords queued = fetchSlot(reader);
+
+        // Flink closes an idle fetcher's reader on the fetcher thread while the task emits.
+        readers.remove(reader);
+        reader.close();
+        assertThat(reader.slotViews().allocatorClosed()).isFalse();
+        assertThat(region.released(0)).isZero();
+
+        assertThat(emit(queued).values(s.splitId())).containsExactly("still", "here");
+        assertThat(region.released(0)).isEqualTo(1);
+        assertThat(reader.slotViews().openViews()).isZero();
+        assertThat(reader.slotViews().allocatorClosed()).isTrue();
+    }
+
+    @Test
+    void pendingMetricsFollowTheTailsAskedInTheBackground() throws Exception {
+        region = PushTestRegion.create(regionPath, EPOCH, SLOTS, SLOT_BYTES, 0);
+        PushSplitReader reader = newReader(0);
+        FakeNearstreamClient client = clientOf(0);
+        NearstreamSourceReaderMetrics m = metrics.get(0);
+        client.createStream(STREAM, 1, 1 << 20);
+        Position first = client.appendRecords(STREAM, 0, 1, "aa", "bb");
+        Position second = client.appendRecords(STREAM, 0, 1, "cc", "dd");
+        Position tail = client.tail(STREAM, 0);
+        assertThat(tail.segment()).isEqualTo(first.segment());
+        NearstreamSplit s = split(0, first, 0, null);
+        reader.handleSplitsChanges(new SplitsAddition<>(List.of(s)));
+
+        long all = tail.offset() - first.offset();
+        await("pending bytes of the whole streamlet", () -> m.pendingBytes() == all);
+
+        int chunkBytes = second.offset() - first.offset();
+        region.publish(
+                0,
+                new Chunk(
+                        0,
+                        first,
+                        chunkBytes,
+                        List.of(
+                                "aa".getBytes(StandardCharsets.UTF_8),
+                                "bb".getBytes(StandardCharsets.UTF_8))));
+        region.heartbeat();
+        assertThat(fetchSome(reader).values(s.splitId())).containsExactly("aa", "bb");
+
+        // One chunk of the same size left: its bytes, and 2 records at the bytes/record seen.
+        long rest = tail.offset() - second.offset();
+        await("pending bytes after one chunk", () -> m.pendingBytes() == rest);
+        assertThat(m.pendingRecords()).isEqualTo(2);
+        int asked = client.metadataCount();
+        await("another tail refresh", () -> client.metadataCount() > asked);
+    }
+
+    @Test
+    void aPausedSplitLeavesTheSubscriptionAndResumesFromItsPositionWithoutDuplicates()
+            throws IOException {
+        region = PushTestRegion.create(regionPath, EPOCH, SLOTS, SLOT_BYTES, 0);
+        PushSplitReader reader = newReader(0);
+        FakeNearstreamClient client = clientOf(0);
+        NearstreamSplit s0 = split(0, Position.EARLIEST, 0, null);
+        NearstreamSplit s1 = split(1, Position.EARLIEST, 0, null);
+        reader.handleSplitsChanges(new SplitsAddition<>(List.of(s0, s1)));
+        region.publish(0, chunk(0, pos(1, 1, 0), "a0"), chunk(1, pos(1, 1, 0), "b0"));
+        region.heartbeat();
+        Fetched f = fetchSome(reader);
+        assertThat(f.values(s0.splitId())).containsExactly("a0");
+        assertThat(f.values(s1.splitId())).containsExactly("b0");
+
+        reader.pauseOrResumeSplits(List.of(s1), List.of());
+        assertThat(client.openSubscriptions().values())
+                .containsExactly(
+                        List.of(
+                                new PushRingSpec(
+                                        0, List.of(new PushSplitStart(0, pos(1, 1, 100))))));
+
+        // Pushed before the broker applied the update: dropped, the split does not advance.
+        region.publish(0, chunk(1, pos(1, 1, 100), "b1"), chunk(0, pos(1, 1, 100), "a1"));
+        region.heartbeat();
+        f = fetchSome(reader);
+        assertThat(f.values(s0.splitId())).containsExactly("a1");
+        assertThat(f.records).doesNotContainKey(s1.splitId());
+        assertThat(reader.positions()).containsEntry(s1.splitId(), pos(1, 1, 100));
+
+        reader.pauseOrResumeSplits(List.of(), List.of(s1));
+        List<PushRingSpec> rings = client.openSubscriptions().values().iterator().next();
+        assertThat(rings).hasSize(1);
+        assertThat(rings.get(0).splits())
+                .containsExactlyInAnyOrder(
+                        new PushSplitStart(0, pos(1, 1, 200)),
+                        new PushSplitStart(1, pos(1, 1, 100)));
+
+        // The broker pushes the resumed split from its position; an older chunk is skipped.
+        region.publish(
+                0,
+                chunk(1, pos(1, 1, 0), "b0"),
+                chunk(1, pos(1, 1, 100), "b1"),
+                chunk(1, pos(1, 1, 200), "b2"));
+        region.heartbeat();
+        assertThat(fetchSome(reader).values(s1.splitId())).containsExactly("b1", "b2");
+    }
+
     private final Map<Integer, FakeNearstreamClient> clients = new LinkedHashMap<>();
+    private final Map<Integer, NearstreamSourceReaderMetrics> metrics = new LinkedHashMap<>();
 
     private FakeNearstreamClient clientOf(int subtask) {
         return clients.get(subtask);

@@ -1,0 +1,144 @@
+package io.nearstream.flink.source.reader;
+
+import io.nearstream.client.NearstreamRecord;
+import io.nearstream.client.Position;
+import io.nearstream.jni.ArrowSlotView;
+import java.lang.ref.Cleaner;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import javax.annotation.Nullable;
+import org.apache.arrow.vector.VarBinaryVector;
+import org.apache.flink.annotation.Internal;
+import org.apache.flink.connector.base.source.reader.RecordsWithSplitIds;
+
+/**
+ * One pushed slot handed to Flink without copying it on the fetcher thread: the loaded {@link
+ * ArrowSlotView} plus, per split, the runs of rows to emit (decided on the fetcher thread from the
+ * slot's chunk map). {@link #nextRecordFromSplit()} builds each record on the task thread, copying
+ * its value out of the slot into a {@code byte[]} there.
+ *
+ * <p>{@link #recycle()} hands the slot back to the broker (and the view to its pool) exactly once;
+ * until then the slot stays taken, which is the push path's backpressure. A batch Flink drops
+ * without recycling it is given back by a {@link Cleaner} once unreachable.
+ */
+@Internal
+final class PushSlotRecords implements RecordsWithSplitIds<NearstreamRecord> {
+
+    /**
+     * Rows {@code [firstRow, firstRow + count)} of the slot: records {@code firstIndex..} of the
+     * chunk at {@code chunk} of {@code streamlet}.
+     */
+    record ChunkRun(
+            int streamlet,
+            Position chunk,
+            long timestampMs,
+            int firstRow,
+            int firstIndex,
+            int count) {}
+
+    private final VarBinaryVector values;
+    private final String[] splitIds;
+    private final ChunkRun[][] runsBySplit;
+    private final Set<String> finishedSplits;
+    private final Cleaner.Cleanable giveBack;
+
+    private int split = -1;
+    private int run;
+    private int row;
+
+    private PushSlotRecords(
+            ArrowSlotView view,
+            SlotViewPool pool,
+            Map<String, List<ChunkRun>> runs,
+            Set<String> finishedSplits) {
+        this.values = view.vector();
+        this.splitIds = runs.keySet().toArray(new String[0]);
+        this.runsBySplit = new ChunkRun[splitIds.length][];
+        for (int i = 0; i < splitIds.length; i++) {
+            runsBySplit[i] = runs.get(splitIds[i]).toArray(new ChunkRun[0]);
+        }
+        this.finishedSplits = finishedSplits;
+        this.giveBack = pool.giveBackWhenUnreachable(this, view);
+    }
+
+    @Nullable
+    @Override
+    public String nextSplit() {
+        if (split < splitIds.length) {
+            split++;
+        }
+        run = 0;
+        row = 0;
+        return split < splitIds.length ? splitIds[split] : null;
+    }
+
+    @Nullable
+    @Override
+    public NearstreamRecord nextRecordFromSplit() {
+        if (split < 0 || split >= splitIds.length) {
+            return null;
+        }
+        ChunkRun[] runs = runsBySplit[split];
+        while (run < runs.length) {
+            ChunkRun r = runs[run];
+            if (row < r.count()) {
+                int i = row++;
+                int slotRow = r.firstRow() + i;
+                byte[] value = values.isNull(slotRow) ? new byte[0] : values.get(slotRow);
+                return new NearstreamRecord(
+                        r.streamlet(), r.chunk(), r.firstIndex() + i, r.timestampMs(), value);
+            }
+            run++;
+            row = 0;
+        }
+        return null;
+    }
+
+    @Override
+    public Set<String> finishedSplits() {
+        return finishedSplits;
+    }
+
+    /** Hands the slot back to the broker; later calls do nothing. */
+    @Override
+    public void recycle() {
+        giveBack.clean();
+    }
+
+    /** Collects a slot's runs on the fetcher thread (one entry per chunk, never per record). */
+    static final class Builder {
+        private final Map<String, List<ChunkRun>> runs = new LinkedHashMap<>();
+        private final Set<String> finished = new LinkedHashSet<>();
+        private long records;
+
+        void add(String splitId, ChunkRun run) {
+            runs.computeIfAbsent(splitId, k -> new ArrayList<>(2)).add(run);
+            records += run.count();
+        }
+
+        void addFinishedSplit(String splitId) {
+            finished.add(splitId);
+        }
+
+        boolean hasRecords() {
+            return records > 0;
+        }
+
+        long records() {
+            return records;
+        }
+
+        Set<String> finishedSplits() {
+            return finished;
+        }
+
+        /** The batch owns {@code view} (and its slot) from here on. */
+        PushSlotRecords build(ArrowSlotView view, SlotViewPool pool) {
+            return new PushSlotRecords(view, pool, runs, finished);
+        }
+    }
+}
