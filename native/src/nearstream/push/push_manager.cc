@@ -11,6 +11,7 @@
 #include "nearstream/push/arrow_slot_writer.h"
 #include "nearstream/push/futex.h"
 #include "nearstream/push/slot_ring.h"
+#include "nearstream/push/update_fold.h"
 #include "nearstream/storage/chunk.h"
 
 namespace nearstream::push {
@@ -32,7 +33,8 @@ struct PushManager::Split {
   uint32_t streamlet = 0;
   storage::Streamlet* s = nullptr;
   Position pos;
-  bool failed = false;  // a read error or a chunk larger than a slot: the split is not served
+  bool failed = false;   // a read error or a chunk larger than a slot: the split is not served
+  bool restart = false;  // queued update: start at pos even if the split is being pushed
 };
 
 struct PushManager::Ring {
@@ -270,6 +272,7 @@ Status PushManager::Update(uint64_t conn_id, const net::PushUpdateRequest& reque
   Thread* t = ThreadOf(sub->id);
   {
     std::lock_guard<std::mutex> lock(t->mu);
+    if (sub->has_pending) FoldQueuedUpdate(sub->pending, &splits);
     sub->has_pending = true;
     sub->pending = std::move(splits);
     sub->pending_subtasks.clear();
@@ -357,7 +360,8 @@ void PushManager::NotifyAppend(const storage::Stream* stream) {
 // ---- push threads -----------------------------------------------------------------------------
 
 void PushManager::ApplyUpdate(Subscription* sub) {
-  // A split that stays (in any ring) keeps its push position; a new one starts where asked.
+  // A split that stays (in any ring) keeps its push position; a new one starts where asked, and
+  // so does one that an update folded into this one had dropped (FoldQueuedUpdate).
   std::unordered_map<uint32_t, const Split*> current;
   for (const Ring& ring : sub->rings) {
     for (const Split& s : ring.splits) current[s.streamlet] = &s;
@@ -366,10 +370,11 @@ void PushManager::ApplyUpdate(Subscription* sub) {
   for (auto& splits : next) {
     for (Split& s : splits) {
       auto it = current.find(s.streamlet);
-      if (it != current.end()) {
+      if (it != current.end() && !s.restart) {
         s.pos = it->second->pos;
         s.failed = it->second->failed;
       }
+      s.restart = false;
     }
   }
   for (size_t i = 0; i < sub->rings.size() && i < next.size(); ++i) {
