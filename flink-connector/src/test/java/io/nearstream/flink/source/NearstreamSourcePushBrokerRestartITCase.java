@@ -176,13 +176,20 @@ class NearstreamSourcePushBrokerRestartITCase {
             Await.until(
                     "the restarted broker ended the job's subscription",
                     GENEROUS,
-                    () -> PushRegions.of(restartedPid).isEmpty(),
+                    () -> PushRegions.of(restartedPid).isEmpty() && openSubscriptions() == 0,
                     () -> "regions: " + PushRegions.of(restartedPid));
         } finally {
             KillPointMap.RESUME.countDown();
             // SIGKILL gave the first broker no chance to unlink its region.
             PushRegions.deleteOf(killedPid);
         }
+    }
+
+    private static long openSubscriptions() throws Exception {
+        return BROKER.client()
+                .stats()
+                .get(30, TimeUnit.SECONDS)
+                .getOrDefault("nearstream_push_subscriptions", 0L);
     }
 
     /**
