@@ -113,6 +113,18 @@ public final class NearstreamBrokerExtension
         return port;
     }
 
+    /**
+     * The process id of the running broker; it names the broker's push regions ({@code
+     * nearstream-push-<pid>-<subscription>}, docs/shm-layout.md) and changes on {@link #restart()}.
+     */
+    public synchronized long pid() {
+        Process p = process;
+        if (p == null) {
+            throw new IllegalStateException("the broker is not running");
+        }
+        return p.pid();
+    }
+
     /** The broker's data directory (survives {@link #restart()}). */
     public Path dataDir() {
         if (dataDir == null) {
