@@ -11,6 +11,7 @@
 #include "nearstream/push/arrow_slot_writer.h"
 #include "nearstream/push/futex.h"
 #include "nearstream/push/slot_ring.h"
+#include "nearstream/push/stale_regions.h"
 #include "nearstream/push/update_fold.h"
 #include "nearstream/storage/chunk.h"
 
@@ -107,6 +108,8 @@ Status PushManager::Start() {
   if (options_.threads < 1) return Invalid("--push-threads must be at least 1");
   if (started_) return Status::Ok();
   started_ = true;
+  // A broker killed before it could unlink its regions left them here; nobody else removes them.
+  RemoveRegionsOfDeadBrokers(options_.dir);
   for (auto& t : threads_) {
     Thread* raw = t.get();
     t->thread = std::thread([this, raw] { ThreadLoop(raw); });
@@ -212,7 +215,7 @@ Result<net::PushSubscribeResponse> PushManager::Subscribe(
                     1'000'000;
   ShmRegion::CreateOptions co;
   co.dir = options_.dir;
-  co.name = "nearstream-push-" + std::to_string(::getpid()) + "-" + std::to_string(sub->id);
+  co.name = RegionName(::getpid(), sub->id);
   co.geometry = g;
   co.broker_epoch = options_.broker_epoch;
   Result<std::unique_ptr<ShmRegion>> region = ShmRegion::Create(co);

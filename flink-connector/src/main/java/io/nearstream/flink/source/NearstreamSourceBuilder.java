@@ -205,11 +205,16 @@ public class NearstreamSourceBuilder<T> {
                 "No deserializer set: call setDeserializer(...), e.g."
                         + " NearstreamRecordDeserializationSchema.utf8()");
         int slots = option(NearstreamSourceOptions.PUSH_SLOTS_PER_RING);
-        checkArgument(slots > 0, "Push slots per ring must be positive, got %s", slots);
+        // The broker's bounds (docs/protocol.md, PushSubscribe): checked here so a job fails at
+        // build time instead of restarting forever on INVALID_ARGUMENT.
+        checkArgument(
+                slots >= 2 && slots <= 1024,
+                "Push slots per ring must be from 2 to 1024, got %s",
+                slots);
         int slotBytes = option(NearstreamSourceOptions.PUSH_SLOT_BYTES);
         checkArgument(
-                slotBytes >= 4096 && slotBytes <= (1 << 30) && slotBytes % 64 == 0,
-                "Push slot bytes must be a multiple of 64 from 4096 to 1 GiB, got %s",
+                slotBytes >= (64 << 10) && slotBytes <= (64 << 20) && slotBytes % 64 == 0,
+                "Push slot bytes must be a multiple of 64 from 64 KiB to 64 MiB, got %s",
                 slotBytes);
         long consumerTimeoutMs = option(NearstreamSourceOptions.PUSH_CONSUMER_TIMEOUT).toMillis();
         checkArgument(

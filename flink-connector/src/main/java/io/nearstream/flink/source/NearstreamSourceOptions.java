@@ -89,7 +89,8 @@ public final class NearstreamSourceOptions {
                     .defaultValue(1024 * 1024)
                     .withDescription(
                             "Push mode: bytes of one slot (one Arrow batch of whole chunks); a"
-                                    + " multiple of 64, at most 1 GiB.");
+                                    + " multiple of 64 from 64 KiB to 64 MiB (the broker's"
+                                    + " bounds).");
 
     public static final ConfigOption<Duration> PUSH_CONSUMER_TIMEOUT =
             key("nearstream.source.push.consumer-timeout")

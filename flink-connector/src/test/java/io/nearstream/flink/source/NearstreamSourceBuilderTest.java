@@ -197,10 +197,19 @@ class NearstreamSourceBuilderTest {
 
     @Test
     void explainsWrongPushSettings() {
-        assertThatThrownBy(() -> valid().setPushSlots(0, 4096).build())
-                .hasMessageContaining("Push slots per ring must be positive");
-        assertThatThrownBy(() -> valid().setPushSlots(8, 4100).build())
+        assertThatThrownBy(() -> valid().setPushSlots(1, 1 << 20).build())
+                .hasMessageContaining("Push slots per ring must be from 2 to 1024");
+        assertThatThrownBy(() -> valid().setPushSlots(1025, 1 << 20).build())
+                .hasMessageContaining("from 2 to 1024");
+        // The broker's bounds: 64 KiB to 64 MiB, a multiple of 64.
+        assertThatThrownBy(() -> valid().setPushSlots(8, (64 << 10) + 4).build())
                 .hasMessageContaining("multiple of 64");
+        assertThatThrownBy(() -> valid().setPushSlots(8, 16 << 10).build())
+                .hasMessageContaining("from 64 KiB to 64 MiB");
+        assertThatThrownBy(() -> valid().setPushSlots(8, (64 << 20) + 64).build())
+                .hasMessageContaining("from 64 KiB to 64 MiB");
+        assertThat(valid().setPushSlots(2, 64 << 10).build()).isNotNull();
+        assertThat(valid().setPushSlots(1024, 64 << 20).build()).isNotNull();
         assertThatThrownBy(() -> valid().setPushConsumerTimeoutMs(10).build())
                 .hasMessageContaining("consumer timeout");
     }
