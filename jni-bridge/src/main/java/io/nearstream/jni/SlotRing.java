@@ -221,11 +221,23 @@ public final class SlotRing {
      * Hands the slot of {@code position} back to the broker: stores {@code position + N} (release),
      * counts it in {@code released}, bumps the region's release doorbell and wakes the broker only
      * if it sleeps. Thread-safe; each position must be released exactly once.
+     *
+     * <p>A slot taken before the broker took the ring back ({@link #detached()}: reclaimed, or
+     * re-activated for a new generation) is not released: the broker dropped it already, and a
+     * store into the new generation's sequence words would corrupt the new consumer's ring. (The
+     * broker reclaims only a ring whose consumer stopped heartbeating for the consumer timeout, so
+     * a reclaim racing this check needs a consumer stalled that long.)
+     *
+     * @return whether the slot was handed back
      */
-    public void release(long position) throws NativeException {
+    public boolean release(long position) throws NativeException {
+        if (detached()) {
+            return false;
+        }
         LONG.setRelease(ring, descriptorOffset(position) + DESC_SEQUENCE, position + slots);
         LONG.getAndAddRelease(ring, RING_RELEASED, 1L);
         region.ringReleaseDoorbell();
+        return true;
     }
 
     /** Stores {@code System.nanoTime()} (CLOCK_MONOTONIC) in {@code consumer_heartbeat_ns}. */

@@ -51,6 +51,31 @@ class SlotRingTest {
     }
 
     @Test
+    void aSlotTakenBeforeTheRingWasTakenBackIsNotReleasedIntoTheNewGeneration(@TempDir Path tmp)
+            throws Exception {
+        long base = 0;
+        try (TestRegion broker = TestRegion.create(tmp.resolve("r"), 1, 4, 4096, base);
+                ShmRegion region = ShmRegion.map(broker.path)) {
+            SlotRing ring = region.ring(0).attach();
+            broker.publish(0, base, base, rowsOf(base));
+            long pos = ring.tryNext();
+            assertThat(pos).isEqualTo(base);
+            // The broker reclaims the ring (stale consumer) and hands it to a new generation.
+            long newBase = 40;
+            broker.activate(0, newBase);
+            assertThat(ring.detached()).isTrue();
+
+            assertThat(ring.release(pos)).isFalse();
+
+            assertThat(broker.released(0)).isZero();
+            assertThat(broker.releaseDoorbell()).isZero();
+            for (long p = newBase; p < newBase + 4; p++) {
+                assertThat(broker.sequence(0, newBase, p)).isEqualTo(p);
+            }
+        }
+    }
+
+    @Test
     void awaitTimesOutThenIsWokenByThePublisher(@TempDir Path tmp) throws Exception {
         try (TestRegion broker = TestRegion.create(tmp.resolve("r"), 1, 2, 4096, 0);
                 ShmRegion region = ShmRegion.map(broker.path)) {
