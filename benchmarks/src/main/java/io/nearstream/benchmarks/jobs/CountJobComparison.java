@@ -24,7 +24,9 @@ import java.util.function.ToDoubleFunction;
  * with push/pull ratios to {@code OUT/count-job-pull-vs-push.md}.
  *
  * <pre>{@code
- * java -Xmx2g --add-opens=java.base/java.nio=ALL-UNNAMED \
+ * java -Xmx2g --add-opens=java.base/java.lang=ALL-UNNAMED --add-opens=java.base/java.util=ALL-UNNAMED \
+ *     --add-opens=java.base/java.nio=ALL-UNNAMED --add-opens=java.base/sun.nio.ch=ALL-UNNAMED \
+ *     -Dio.netty.tryReflectionSetAccessible=true \
  *     -cp benchmarks/target/benchmarks.jar io.nearstream.benchmarks.jobs.CountJobComparison \
  *     --records 20000000 --workers 2 --parallelism 1,2 --repetitions 3 --out docs/results
  * }</pre>
@@ -53,6 +55,15 @@ public final class CountJobComparison {
                     "out");
 
     static final String BASENAME = "count-job-pull-vs-push";
+
+    /** The JVM command the results page quotes (the options Flink, Netty and Arrow need). */
+    static final String JAVA =
+            "java -Xmx2g --add-opens=java.base/java.lang=ALL-UNNAMED"
+                    + " --add-opens=java.base/java.util=ALL-UNNAMED"
+                    + " --add-opens=java.base/java.nio=ALL-UNNAMED"
+                    + " --add-opens=java.base/sun.nio.ch=ALL-UNNAMED \\\n"
+                    + "    -Dio.netty.tryReflectionSetAccessible=true"
+                    + " -cp benchmarks/target/benchmarks.jar";
 
     private CountJobComparison() {}
 
@@ -189,7 +200,23 @@ public final class CountJobComparison {
     static String markdown(
             List<JobMeasurement> runs, List<Integer> parallelisms, String setting, String command) {
         StringBuilder b = new StringBuilder();
-        b.append("Medians over the repetitions; ratio = push / pull.\n\n");
+        b.append("# Count job: pull vs push (issue 4, \"Performance\")\n\n");
+        b.append("Written by `CountJobComparison`; rerun with (from the repository root, after\n");
+        b.append("`mvn -B -pl benchmarks -am package -DskipTests -DskipSanitizers`):\n\n");
+        b.append("```sh\n")
+                .append(JAVA)
+                .append(" \\\n")
+                .append("    io.nearstream.benchmarks.jobs.CountJobComparison ")
+                .append(command)
+                .append("\n```\n\n");
+        b.append(
+                "Each job reads the whole pre-loaded stream (source, chained flat-map that counts,"
+                        + " discarding sink; object reuse on). records/s = records / (first record"
+                        + " seen → last subtask done). CPU s/M = CPU seconds per million records:"
+                        + " broker = its process CPU (Stats RPC) over the job, job = this JVM's"
+                        + " process CPU over the job. Every run: `"
+                        + BASENAME
+                        + ".csv`. Medians over the repetitions; ratio = push / pull.\n\n");
         b.append(
                 "| p | pull records/s | push records/s | push/pull | pull broker CPU s/M |"
                         + " push broker CPU s/M | push/pull | pull job CPU s/M | push job CPU s/M |"
@@ -221,7 +248,6 @@ public final class CountJobComparison {
                             met ? "met" : "missed"));
         }
         b.append("\n").append(setting).append(".\n\n");
-        b.append("Arguments: `").append(command.isEmpty() ? "(defaults)" : command).append("`\n");
         return b.toString();
     }
 
