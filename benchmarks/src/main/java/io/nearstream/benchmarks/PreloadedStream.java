@@ -57,11 +57,27 @@ public final class PreloadedStream implements AutoCloseable {
         this.metadata = metadata;
     }
 
-    /** Starts a broker, creates the stream and appends the records. */
+    /**
+     * Starts a broker ({@link BrokerProcess#start(String...)}), creates the stream and appends the
+     * records, of {@value #RECORD_BYTES_PROPERTY} bytes (default 100).
+     */
     public static PreloadedStream start(int streamlets, int records, int chunkBytes)
             throws Exception {
-        int recordBytes = Integer.getInteger(RECORD_BYTES_PROPERTY, 100);
-        BrokerProcess broker = BrokerProcess.start();
+        return start(
+                BrokerProcess.start(),
+                streamlets,
+                records,
+                Integer.getInteger(RECORD_BYTES_PROPERTY, 100),
+                chunkBytes);
+    }
+
+    /**
+     * Creates the stream on {@code broker} and appends the records; the stream owns the broker from
+     * now on ({@link #close()} stops it, also when this fails).
+     */
+    public static PreloadedStream start(
+            BrokerProcess broker, int streamlets, int records, int recordBytes, int chunkBytes)
+            throws Exception {
         NearstreamClient client = null;
         try {
             client = NettyNearstreamClient.connect(broker.address());
@@ -81,16 +97,6 @@ public final class PreloadedStream implements AutoCloseable {
                     (System.nanoTime() - start) / 1e9,
                     broker.address(),
                     BrokerProcess.binary());
-            if (records != BenchmarkBase.RECORDS_PER_INVOCATION) {
-                System.out.printf(
-                        "# NOTE: %s=%d: the primary score counts %,d records per invocation, so it"
-                                + " is off by a factor of %.2f; the true rate is the recordsRead"
-                                + " secondary result divided by the iteration time%n",
-                        BenchmarkBase.RECORDS_PROPERTY,
-                        records,
-                        BenchmarkBase.RECORDS_PER_INVOCATION,
-                        (double) BenchmarkBase.RECORDS_PER_INVOCATION / records);
-            }
             return new PreloadedStream(broker, client, streamlets, records, md);
         } catch (Exception | Error e) {
             if (client != null) {

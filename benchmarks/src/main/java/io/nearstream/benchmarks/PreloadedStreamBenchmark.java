@@ -17,7 +17,31 @@ public abstract class PreloadedStreamBenchmark extends BenchmarkBase {
     /** Starts the broker and loads {@link #records()} records; call from the trial's setup. */
     protected void startStream(int streamlets, int chunkBytes) throws Exception {
         stream = PreloadedStream.start(streamlets, records(), chunkBytes);
-        totals.start(stream.brokerFetchRequests());
+        int records = records();
+        if (records != BenchmarkBase.RECORDS_PER_INVOCATION) {
+            System.out.printf(
+                    "# NOTE: %s=%d: the primary score counts %,d records per invocation, so it"
+                            + " is off by a factor of %.2f; the true rate is the recordsRead"
+                            + " secondary result divided by the iteration time%n",
+                    BenchmarkBase.RECORDS_PROPERTY,
+                    records,
+                    BenchmarkBase.RECORDS_PER_INVOCATION,
+                    (double) BenchmarkBase.RECORDS_PER_INVOCATION / records);
+        }
+        totals.start(stream.brokerStat(brokerCounter()));
+    }
+
+    /**
+     * The broker counter that must match the reader's own count of its requests ({@code rpcs} of
+     * {@link #invocationDone}): fetch RPCs for the pull path.
+     */
+    protected String brokerCounter() {
+        return "nearstream_fetch_requests_total";
+    }
+
+    /** What {@link #brokerCounter()} counts, for the trial's summary line. */
+    protected String requestsName() {
+        return "fetch RPCs";
     }
 
     /** Records one invocation; fails it when it did not read the whole stream. */
@@ -37,7 +61,10 @@ public abstract class PreloadedStreamBenchmark extends BenchmarkBase {
         }
         try {
             System.out.print(
-                    totals.summary(TrialTotals.label(params), stream.brokerFetchRequests()));
+                    totals.summary(
+                            TrialTotals.label(params),
+                            requestsName(),
+                            stream.brokerStat(brokerCounter())));
         } finally {
             stream.close();
             stream = null;

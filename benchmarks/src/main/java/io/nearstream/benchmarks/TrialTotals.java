@@ -3,9 +3,9 @@ package io.nearstream.benchmarks;
 import org.openjdk.jmh.infra.BenchmarkParams;
 
 /**
- * Totals over a whole trial (warm-up included) for the summary line printed at its end: RPCs per
- * million records as counted by the client and by the broker ({@code
- * nearstream_fetch_requests_total}), which must agree.
+ * Totals over a whole trial (warm-up included) for the summary line printed at its end: requests
+ * (fetch RPCs, or push slots) per million records as counted by the client and by the broker, which
+ * must agree.
  */
 final class TrialTotals {
 
@@ -40,15 +40,16 @@ final class TrialTotals {
         bytes += byteCount;
     }
 
-    String summary(String what, long brokerFetchesNow) {
+    String summary(String what, String requests, long brokerFetchesNow) {
         long brokerRpcs = brokerFetchesNow - brokerFetchesAtStart;
         return String.format(
-                "%n# %s: %,d invocations, %,d records, %,d fetch RPCs (broker counted %,d):"
-                        + " %.1f RPCs per million records (broker: %.1f), %,.0f bytes per RPC%n",
+                "%n# %s: %,d invocations, %,d records, %,d %s (broker counted %,d):"
+                        + " %.1f per million records (broker: %.1f), %,.0f bytes each%n",
                 what,
                 invocations,
                 records,
                 clientRpcs,
+                requests,
                 brokerRpcs,
                 perMillion(clientRpcs),
                 perMillion(brokerRpcs),

@@ -1,0 +1,76 @@
+package io.nearstream.benchmarks.jobs;
+
+import java.io.Serializable;
+
+/**
+ * What one benchmark job reads and how: the workload, the source mode, the broker and stream, the
+ * parallelism of the whole job, and the source settings. Serializable: the sources and functions
+ * built from it are shipped with the job graph.
+ *
+ * @param workload {@code count} or {@code filter} (see {@link Workload#named})
+ * @param expectedRecords the records the stream holds; the job fails its check when it reads a
+ *     different number (0: not checked)
+ * @param filterPattern what {@link FilterWorkload} looks for in each record
+ */
+public record JobOptions(
+        String workload,
+        SourceMode mode,
+        String broker,
+        String stream,
+        int parallelism,
+        long expectedRecords,
+        int fetchBytesPerStreamlet,
+        int pushSlotsPerRing,
+        int pushSlotBytes,
+        String filterPattern)
+        implements Serializable {
+
+    public static final int DEFAULT_FETCH_BYTES = 1024 * 1024;
+    public static final int DEFAULT_PUSH_SLOTS = 8;
+    public static final int DEFAULT_PUSH_SLOT_BYTES = 1024 * 1024;
+
+    /** The same job in another mode. */
+    public JobOptions withMode(SourceMode m) {
+        return new JobOptions(
+                workload,
+                m,
+                broker,
+                stream,
+                parallelism,
+                expectedRecords,
+                fetchBytesPerStreamlet,
+                pushSlotsPerRing,
+                pushSlotBytes,
+                filterPattern);
+    }
+
+    /** The same job at another parallelism. */
+    public JobOptions withParallelism(int p) {
+        return new JobOptions(
+                workload,
+                mode,
+                broker,
+                stream,
+                p,
+                expectedRecords,
+                fetchBytesPerStreamlet,
+                pushSlotsPerRing,
+                pushSlotBytes,
+                filterPattern);
+    }
+
+    /** The same job with another workload. */
+    public JobOptions withWorkload(String w) {
+        return new JobOptions(
+                w,
+                mode,
+                broker,
+                stream,
+                parallelism,
+                expectedRecords,
+                fetchBytesPerStreamlet,
+                pushSlotsPerRing,
+                pushSlotBytes,
+                filterPattern);
+    }
+}

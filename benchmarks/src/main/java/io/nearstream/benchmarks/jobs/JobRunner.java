@@ -1,0 +1,221 @@
+package io.nearstream.benchmarks.jobs;
+
+import com.sun.management.OperatingSystemMXBean;
+import io.nearstream.benchmarks.BrokerProcess;
+import io.nearstream.benchmarks.PreloadedStream;
+import io.nearstream.client.NearstreamClient;
+import io.nearstream.client.NettyNearstreamClient;
+import java.lang.management.ManagementFactory;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import javax.annotation.Nullable;
+import org.apache.flink.api.common.JobExecutionResult;
+import org.apache.flink.runtime.jobgraph.JobGraph;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.streaming.api.graph.StreamGraph;
+
+/**
+ * Runs one benchmark job (a {@link Workload} over a {@link SourceMode}) on a local MiniCluster,
+ * reading a stream to the tail it has when the job starts, and prints the result and one line of
+ * JSON with the figures ({@link JobMeasurement#toJson()}).
+ *
+ * <pre>{@code
+ * java -cp benchmarks/target/benchmarks.jar io.nearstream.benchmarks.jobs.JobRunner \
+ *     --workload count --mode push --broker 127.0.0.1:7420 --stream bench \
+ *     --parallelism 2 --records 10000000
+ *
+ * # or against a broker it starts and pre-loads itself (100-byte records, 4 streamlets):
+ * java -cp benchmarks/target/benchmarks.jar io.nearstream.benchmarks.jobs.JobRunner \
+ *     --workload count --mode pull --preload 1000000 --workers 2
+ * }</pre>
+ *
+ * <p>Flags: {@code --workload count|filter}, {@code --mode pull|push}, {@code --broker host:port},
+ * {@code --stream NAME} (default {@value PreloadedStream#STREAM}), {@code --parallelism P} (the
+ * whole job; default 1), {@code --records N} (the records the stream holds: the job fails when it
+ * reads another number), {@code --fetch-bytes} (pull: bytes per streamlet and fetch, default 1
+ * MiB), {@code --push-slots}, {@code --push-slot-bytes} (push: ring geometry, default 8 × 1 MiB),
+ * {@code --filter-pattern}; with {@code --preload N} instead of {@code --broker}: starts {@code
+ * nearstreamd} ({@code --workers}, default 2) and loads N records of {@code --record-bytes} (100)
+ * into {@code --streamlets} (4) streamlets in chunks of {@code --chunk-bytes} (65536).
+ *
+ * <p>Exit status 1 when the job read a different number of records than expected, 2 on bad flags.
+ */
+public final class JobRunner {
+
+    private static final Set<String> FLAGS =
+            Set.of(
+                    "workload",
+                    "mode",
+                    "broker",
+                    "stream",
+                    "parallelism",
+                    "records",
+                    "fetch-bytes",
+                    "push-slots",
+                    "push-slot-bytes",
+                    "filter-pattern",
+                    "preload",
+                    "workers",
+                    "streamlets",
+                    "record-bytes",
+                    "chunk-bytes");
+
+    /** The broker's CPU counter in its Stats RPC. */
+    static final String BROKER_CPU_STAT = "nearstream_process_cpu_ns_total";
+
+    private JobRunner() {}
+
+    public static void main(String[] args) throws Exception {
+        Flags flags;
+        JobOptions options;
+        try {
+            flags = new Flags(args, FLAGS);
+            if (flags.has("preload") == flags.has("broker")) {
+                throw new IllegalArgumentException("give either --broker or --preload");
+            }
+            long records =
+                    flags.positiveLong(
+                            "preload", flags.has("records") ? flags.positiveLong("records", 1) : 0);
+            options =
+                    options(
+                            flags,
+                            flags.has("broker") ? flags.required("broker") : "(started)",
+                            records);
+        } catch (IllegalArgumentException e) {
+            System.err.println("JobRunner: " + e.getMessage());
+            System.exit(2);
+            return;
+        }
+        JobMeasurement m;
+        try {
+            m = flags.has("preload") ? runPreloaded(flags, options) : runOn(options);
+        } catch (Exception e) {
+            System.err.println("JobRunner: the job failed");
+            e.printStackTrace();
+            System.exit(1);
+            return;
+        }
+        System.out.println(m.summary());
+        System.out.println(m.toJson());
+        System.exit(0); // Netty and Flink leave non-daemon threads behind
+    }
+
+    private static JobMeasurement runPreloaded(Flags flags, JobOptions options) throws Exception {
+        try (PreloadedStream stream = preload(flags, options.expectedRecords());
+                LocalFlinkCluster cluster = LocalFlinkCluster.start(options.parallelism())) {
+            JobOptions o =
+                    new JobOptions(
+                            options.workload(),
+                            options.mode(),
+                            stream.broker().address(),
+                            stream.stream(),
+                            options.parallelism(),
+                            options.expectedRecords(),
+                            options.fetchBytesPerStreamlet(),
+                            options.pushSlotsPerRing(),
+                            options.pushSlotBytes(),
+                            options.filterPattern());
+            return run(o, cluster, stream.client());
+        }
+    }
+
+    private static JobMeasurement runOn(JobOptions options) throws Exception {
+        try (NearstreamClient stats = NettyNearstreamClient.connect(options.broker());
+                LocalFlinkCluster cluster = LocalFlinkCluster.start(options.parallelism())) {
+            return run(options, cluster, stats);
+        }
+    }
+
+    /** The job options the flags give (the broker and the expected records as given). */
+    static JobOptions options(Flags flags, String broker, long expectedRecords) {
+        String workload = Workload.named(flags.required("workload")).name();
+        return new JobOptions(
+                workload,
+                SourceMode.parse(flags.required("mode")),
+                broker,
+                flags.string("stream", PreloadedStream.STREAM),
+                flags.positiveInt("parallelism", 1),
+                expectedRecords,
+                flags.positiveInt("fetch-bytes", JobOptions.DEFAULT_FETCH_BYTES),
+                flags.positiveInt("push-slots", JobOptions.DEFAULT_PUSH_SLOTS),
+                flags.positiveInt("push-slot-bytes", JobOptions.DEFAULT_PUSH_SLOT_BYTES),
+                flags.string("filter-pattern", FilterWorkload.DEFAULT_PATTERN));
+    }
+
+    /** Starts a broker and pre-loads the stream the flags ask for. */
+    static PreloadedStream preload(Flags flags, long records) throws Exception {
+        if (records > Integer.MAX_VALUE) {
+            throw new IllegalArgumentException("--preload is too large: " + records);
+        }
+        return PreloadedStream.start(
+                BrokerProcess.start(flags.positiveInt("workers", 2)),
+                flags.positiveInt("streamlets", 4),
+                (int) records,
+                flags.positiveInt("record-bytes", 100),
+                flags.positiveInt("chunk-bytes", 64 * 1024));
+    }
+
+    /**
+     * Runs the job of {@code options} on {@code cluster} and measures it.
+     *
+     * @param stats a connection to the broker for its CPU counter, or null (broker CPU -1)
+     * @throws IllegalStateException when the job read a different number of records than {@code
+     *     options.expectedRecords()} (when that is not 0)
+     */
+    public static JobMeasurement run(
+            JobOptions options, LocalFlinkCluster cluster, @Nullable NearstreamClient stats)
+            throws Exception {
+        Workload workload = Workload.named(options.workload());
+        StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment();
+        env.setParallelism(options.parallelism());
+        // Chained operators pass the source's byte[] on instead of copying it, in every mode.
+        env.getConfig().enableObjectReuse();
+        workload.addTo(options.mode().source(env, options), options);
+        StreamGraph graph = env.getStreamGraph();
+        graph.setJobName(
+                workload.name() + "-" + options.mode().label() + "-p" + options.parallelism());
+        JobGraph job = graph.getJobGraph();
+
+        OperatingSystemMXBean os =
+                (OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
+        long brokerCpuBefore = brokerCpuNanos(stats);
+        long cpuBefore = os.getProcessCpuTime();
+        long start = System.nanoTime();
+        JobExecutionResult execution = cluster.cluster().executeJobBlocking(job);
+        long wall = System.nanoTime() - start;
+        long cpu = os.getProcessCpuTime() - cpuBefore;
+        long brokerCpuAfter = brokerCpuNanos(stats);
+
+        WorkloadResult result = workload.result(execution);
+        JobMeasurement m =
+                new JobMeasurement(
+                        workload.name(),
+                        options.mode(),
+                        options.parallelism(),
+                        result,
+                        result.seconds(),
+                        wall / 1e9,
+                        cpu / 1e9,
+                        brokerCpuBefore < 0 || brokerCpuAfter < 0
+                                ? -1
+                                : (brokerCpuAfter - brokerCpuBefore) / 1e9);
+        if (options.expectedRecords() > 0 && m.records() != options.expectedRecords()) {
+            throw new IllegalStateException(
+                    String.format(
+                            "%s: read %,d records, the stream holds %,d",
+                            job.getName(), m.records(), options.expectedRecords()));
+        }
+        return m;
+    }
+
+    /** The broker's process CPU time from its Stats RPC, or -1 without a connection or counter. */
+    static long brokerCpuNanos(@Nullable NearstreamClient stats) throws Exception {
+        if (stats == null) {
+            return -1;
+        }
+        Map<String, Long> values = stats.stats().get(30, TimeUnit.SECONDS);
+        Long v = values.get(BROKER_CPU_STAT);
+        return v == null ? -1 : v;
+    }
+}

@@ -1,0 +1,76 @@
+package io.nearstream.benchmarks.jobs;
+
+import io.nearstream.flink.source.NearstreamSource;
+import io.nearstream.flink.source.NearstreamStoppingPositions;
+import io.nearstream.flink.source.ReadMode;
+import io.nearstream.flink.source.reader.deserializer.NearstreamRecordDeserializationSchema;
+import java.util.Arrays;
+import java.util.Locale;
+import org.apache.flink.api.common.eventtime.WatermarkStrategy;
+import org.apache.flink.streaming.api.datastream.DataStream;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+
+/**
+ * Where a benchmark job reads its records from: each mode builds a bounded source of {@code byte[]}
+ * record values that stops at what the stream holds when the job starts, so every job ends.
+ *
+ * <p>Adding a mode (e.g. {@code KAFKA}: Flink's {@code KafkaSource} with {@code --broker} as the
+ * bootstrap servers and {@code --stream} as the topic, bounded by {@code
+ * OffsetsInitializer.latest()}) is one more constant with its own {@link #source}; the workloads
+ * and the runner do not change.
+ */
+public enum SourceMode {
+    /** The Nearstream source in {@link ReadMode#PULL}: fetch RPCs. */
+    PULL {
+        @Override
+        public DataStream<byte[]> source(StreamExecutionEnvironment env, JobOptions options) {
+            return nearstream(env, options, ReadMode.PULL);
+        }
+    },
+
+    /** The Nearstream source in {@link ReadMode#PUSH}: shared-memory slots filled by the broker. */
+    PUSH {
+        @Override
+        public DataStream<byte[]> source(StreamExecutionEnvironment env, JobOptions options) {
+            return nearstream(env, options, ReadMode.PUSH);
+        }
+    };
+
+    /** Adds this mode's bounded source of record values to {@code env}. */
+    public abstract DataStream<byte[]> source(StreamExecutionEnvironment env, JobOptions options);
+
+    /** The mode named {@code name} (case-insensitive). */
+    public static SourceMode parse(String name) {
+        for (SourceMode m : values()) {
+            if (m.name().equalsIgnoreCase(name)) {
+                return m;
+            }
+        }
+        throw new IllegalArgumentException(
+                "unknown mode '"
+                        + name
+                        + "', expected one of "
+                        + Arrays.toString(values()).toLowerCase(Locale.ROOT));
+    }
+
+    /** Lower-case name, as on the command line and in results. */
+    public String label() {
+        return name().toLowerCase(Locale.ROOT);
+    }
+
+    private static DataStream<byte[]> nearstream(
+            StreamExecutionEnvironment env, JobOptions options, ReadMode readMode) {
+        NearstreamSource<byte[]> source =
+                NearstreamSource.<byte[]>builder()
+                        .setBrokers(options.broker())
+                        .setStream(options.stream())
+                        .setReadMode(readMode)
+                        .setBounded(NearstreamStoppingPositions.latest())
+                        .setFetchMaxBytesPerStreamlet(options.fetchBytesPerStreamlet())
+                        .setPushSlots(options.pushSlotsPerRing(), options.pushSlotBytes())
+                        .setDeserializer(NearstreamRecordDeserializationSchema.bytes())
+                        .build();
+        return env.fromSource(
+                source, WatermarkStrategy.noWatermarks(), "nearstream-" + readMode.name());
+    }
+}

@@ -1,0 +1,42 @@
+package io.nearstream.benchmarks.jobs;
+
+import java.util.Locale;
+import org.apache.flink.api.common.JobExecutionResult;
+import org.apache.flink.streaming.api.datastream.DataStream;
+
+/**
+ * A benchmark job's operators after the source, and how to read its result back: the operators end
+ * in a sink and report what they saw through Flink accumulators ({@link RecordMeter}), which {@link
+ * #result} turns into a {@link WorkloadResult}.
+ */
+public interface Workload {
+
+    /** The name on the command line and in results. */
+    String name();
+
+    /** Adds the workload's operators (ending in a sink) after {@code records}. */
+    void addTo(DataStream<byte[]> records, JobOptions options);
+
+    /** The job's result, from the accumulators of a finished job. */
+    default WorkloadResult result(JobExecutionResult execution) {
+        return WorkloadResult.of(execution);
+    }
+
+    /** {@code count} ({@link CountWorkload}) or {@code filter} ({@link FilterWorkload}). */
+    static Workload named(String name) {
+        switch (name.toLowerCase(Locale.ROOT)) {
+            case CountWorkload.NAME:
+                return new CountWorkload();
+            case FilterWorkload.NAME:
+                return new FilterWorkload();
+            default:
+                throw new IllegalArgumentException(
+                        "unknown workload '"
+                                + name
+                                + "', expected "
+                                + CountWorkload.NAME
+                                + " or "
+                                + FilterWorkload.NAME);
+        }
+    }
+}
