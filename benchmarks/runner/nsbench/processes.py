@@ -59,7 +59,8 @@ class Process:
         return self.proc.returncode
 
     def output(self):
-        self._log.flush()
+        if not self._log.closed:
+            self._log.flush()
         with open(self.log_path) as f:
             return f.read()
 

@@ -1,6 +1,7 @@
 package io.nearstream.benchmarks.jobs;
 
 import java.io.Serializable;
+import java.util.Map;
 
 /**
  * What one benchmark job reads and how: the workload, the source mode, the broker and stream, the
@@ -22,8 +23,42 @@ public record JobOptions(
         int fetchBytesPerStreamlet,
         int pushSlotsPerRing,
         int pushSlotBytes,
-        String filterPattern)
+        String filterPattern,
+        boolean unbounded,
+        Map<String, String> params)
         implements Serializable {
+
+    /** A bounded job (reads the stream up to its tail at job start) without workload parameters. */
+    public JobOptions(
+            String workload,
+            SourceMode mode,
+            String broker,
+            String stream,
+            int parallelism,
+            long expectedRecords,
+            int fetchBytesPerStreamlet,
+            int pushSlotsPerRing,
+            int pushSlotBytes,
+            String filterPattern) {
+        this(
+                workload,
+                mode,
+                broker,
+                stream,
+                parallelism,
+                expectedRecords,
+                fetchBytesPerStreamlet,
+                pushSlotsPerRing,
+                pushSlotBytes,
+                filterPattern,
+                false,
+                Map.of());
+    }
+
+    /** A workload parameter ({@code --NAME VALUE} flags the runner passes on), or the default. */
+    public String param(String name, String defaultValue) {
+        return params.getOrDefault(name, defaultValue);
+    }
 
     public static final int DEFAULT_FETCH_BYTES = 1024 * 1024;
     public static final int DEFAULT_PUSH_SLOTS = 8;
@@ -41,7 +76,9 @@ public record JobOptions(
                 fetchBytesPerStreamlet,
                 pushSlotsPerRing,
                 pushSlotBytes,
-                filterPattern);
+                filterPattern,
+                unbounded,
+                params);
     }
 
     /** The same job at another parallelism. */
@@ -56,7 +93,9 @@ public record JobOptions(
                 fetchBytesPerStreamlet,
                 pushSlotsPerRing,
                 pushSlotBytes,
-                filterPattern);
+                filterPattern,
+                unbounded,
+                params);
     }
 
     /** The same job with another workload. */
@@ -71,6 +110,8 @@ public record JobOptions(
                 fetchBytesPerStreamlet,
                 pushSlotsPerRing,
                 pushSlotBytes,
-                filterPattern);
+                filterPattern,
+                unbounded,
+                params);
     }
 }

@@ -6,6 +6,7 @@ import io.nearstream.benchmarks.PreloadedStream;
 import io.nearstream.client.NearstreamClient;
 import io.nearstream.client.NettyNearstreamClient;
 import java.lang.management.ManagementFactory;
+import java.util.HashMap;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
@@ -44,22 +45,30 @@ import org.apache.flink.streaming.api.graph.StreamGraph;
 public final class JobRunner {
 
     private static final Set<String> FLAGS =
-            Set.of(
-                    "workload",
-                    "mode",
-                    "broker",
-                    "stream",
-                    "parallelism",
-                    "records",
-                    "fetch-bytes",
-                    "push-slots",
-                    "push-slot-bytes",
-                    "filter-pattern",
-                    "preload",
-                    "workers",
-                    "streamlets",
-                    "record-bytes",
-                    "chunk-bytes");
+            withWorkloadParams(
+                    Set.of(
+                            "workload",
+                            "mode",
+                            "broker",
+                            "stream",
+                            "parallelism",
+                            "records",
+                            "fetch-bytes",
+                            "push-slots",
+                            "push-slot-bytes",
+                            "filter-pattern",
+                            "preload",
+                            "workers",
+                            "streamlets",
+                            "record-bytes",
+                            "chunk-bytes",
+                            "duration-s"));
+
+    private static Set<String> withWorkloadParams(Set<String> flags) {
+        Set<String> all = new java.util.HashSet<>(flags);
+        all.addAll(Workload.PARAMS);
+        return Set.copyOf(all);
+    }
 
     /** The broker's CPU counter in its Stats RPC. */
     static final String BROKER_CPU_STAT = "nearstream_process_cpu_ns_total";
@@ -85,6 +94,17 @@ public final class JobRunner {
         } catch (IllegalArgumentException e) {
             System.err.println("JobRunner: " + e.getMessage());
             System.exit(2);
+            return;
+        }
+        if (flags.has("duration-s")) {
+            try {
+                TimedJob.main(options, flags.positiveInt("duration-s", 1));
+            } catch (Exception e) {
+                System.err.println("JobRunner: the job failed");
+                e.printStackTrace();
+                System.exit(1);
+            }
+            System.exit(0);
             return;
         }
         JobMeasurement m;
@@ -130,6 +150,12 @@ public final class JobRunner {
     /** The job options the flags give (the broker and the expected records as given). */
     static JobOptions options(Flags flags, String broker, long expectedRecords) {
         String workload = Workload.named(flags.required("workload")).name();
+        Map<String, String> params = new HashMap<>();
+        for (String p : Workload.PARAMS) {
+            if (flags.has(p)) {
+                params.put(p, flags.required(p));
+            }
+        }
         return new JobOptions(
                 workload,
                 SourceMode.parse(flags.required("mode")),
@@ -140,7 +166,9 @@ public final class JobRunner {
                 flags.positiveInt("fetch-bytes", JobOptions.DEFAULT_FETCH_BYTES),
                 flags.positiveInt("push-slots", JobOptions.DEFAULT_PUSH_SLOTS),
                 flags.positiveInt("push-slot-bytes", JobOptions.DEFAULT_PUSH_SLOT_BYTES),
-                flags.string("filter-pattern", FilterWorkload.DEFAULT_PATTERN));
+                flags.string("filter-pattern", FilterWorkload.DEFAULT_PATTERN),
+                flags.has("duration-s"),
+                params);
     }
 
     /** Starts a broker and pre-loads the stream the flags ask for. */
@@ -167,15 +195,7 @@ public final class JobRunner {
             JobOptions options, LocalFlinkCluster cluster, @Nullable NearstreamClient stats)
             throws Exception {
         Workload workload = Workload.named(options.workload());
-        StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment();
-        env.setParallelism(options.parallelism());
-        // Chained operators pass the source's byte[] on instead of copying it, in every mode.
-        env.getConfig().enableObjectReuse();
-        workload.addTo(options.mode().source(env, options), options);
-        StreamGraph graph = env.getStreamGraph();
-        graph.setJobName(
-                workload.name() + "-" + options.mode().label() + "-p" + options.parallelism());
-        JobGraph job = graph.getJobGraph();
+        JobGraph job = jobGraph(options);
 
         OperatingSystemMXBean os =
                 (OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
@@ -207,6 +227,20 @@ public final class JobRunner {
                             job.getName(), m.records(), options.expectedRecords()));
         }
         return m;
+    }
+
+    /** The job graph of {@code options}: its source, then the workload's operators. */
+    static JobGraph jobGraph(JobOptions options) {
+        Workload workload = Workload.named(options.workload());
+        StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment();
+        env.setParallelism(options.parallelism());
+        // Chained operators pass the source's byte[] on instead of copying it, in every mode.
+        env.getConfig().enableObjectReuse();
+        workload.addTo(options.mode().source(env, options), options);
+        StreamGraph graph = env.getStreamGraph();
+        graph.setJobName(
+                workload.name() + "-" + options.mode().label() + "-p" + options.parallelism());
+        return graph.getJobGraph();
     }
 
     /** The broker's process CPU time from its Stats RPC, or -1 without a connection or counter. */

@@ -1,6 +1,7 @@
 package io.nearstream.benchmarks.jobs;
 
 import io.nearstream.flink.source.NearstreamSource;
+import io.nearstream.flink.source.NearstreamSourceBuilder;
 import io.nearstream.flink.source.NearstreamStoppingPositions;
 import io.nearstream.flink.source.ReadMode;
 import io.nearstream.flink.source.reader.deserializer.NearstreamRecordDeserializationSchema;
@@ -11,8 +12,9 @@ import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 
 /**
- * Where a benchmark job reads its records from: each mode builds a bounded source of {@code byte[]}
- * record values that stops at what the stream holds when the job starts, so every job ends.
+ * Where a benchmark job reads its records from: each mode builds a source of {@code byte[]} record
+ * values that stops at what the stream holds when the job starts, so every job ends - or, for a
+ * timed job ({@link JobOptions#unbounded()}), one that reads on until the job is cancelled.
  *
  * <p>Adding a mode (e.g. {@code KAFKA}: Flink's {@code KafkaSource} with {@code --broker} as the
  * bootstrap servers and {@code --stream} as the topic, bounded by {@code
@@ -60,16 +62,18 @@ public enum SourceMode {
 
     private static DataStream<byte[]> nearstream(
             StreamExecutionEnvironment env, JobOptions options, ReadMode readMode) {
-        NearstreamSource<byte[]> source =
+        NearstreamSourceBuilder<byte[]> builder =
                 NearstreamSource.<byte[]>builder()
                         .setBrokers(options.broker())
                         .setStream(options.stream())
                         .setReadMode(readMode)
-                        .setBounded(NearstreamStoppingPositions.latest())
                         .setFetchMaxBytesPerStreamlet(options.fetchBytesPerStreamlet())
                         .setPushSlots(options.pushSlotsPerRing(), options.pushSlotBytes())
-                        .setDeserializer(NearstreamRecordDeserializationSchema.bytes())
-                        .build();
+                        .setDeserializer(NearstreamRecordDeserializationSchema.bytes());
+        if (!options.unbounded()) {
+            builder.setBounded(NearstreamStoppingPositions.latest());
+        }
+        NearstreamSource<byte[]> source = builder.build();
         return env.fromSource(
                 source, WatermarkStrategy.noWatermarks(), "nearstream-" + readMode.name());
     }

@@ -1,5 +1,6 @@
 package io.nearstream.benchmarks.jobs;
 
+import java.util.List;
 import java.util.Locale;
 import org.apache.flink.api.common.JobExecutionResult;
 import org.apache.flink.streaming.api.datastream.DataStream;
@@ -10,6 +11,9 @@ import org.apache.flink.streaming.api.datastream.DataStream;
  * #result} turns into a {@link WorkloadResult}.
  */
 public interface Workload {
+
+    /** Workload-specific flags JobRunner accepts and hands on ({@link JobOptions#param}). */
+    List<String> PARAMS = List.of();
 
     /** The name on the command line and in results. */
     String name();
