@@ -1,0 +1,173 @@
+package io.nearstream.benchmarks.workloads;
+
+import io.nearstream.client.NearstreamClient;
+import io.nearstream.client.NearstreamProducer;
+import io.nearstream.client.NearstreamProducerConfig;
+import io.nearstream.client.NettyNearstreamClient;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * Produces YSB ad events into a Nearstream stream, outside Flink as the benchmark asks: writes the
+ * ad -> campaign table for the job ({@code --campaigns FILE}), then {@code --producers} threads,
+ * each with its own {@link NearstreamProducer}, make {@code --events} events in total at {@code
+ * --rate} events/s in total (0: as fast as they can), stamping each with the wall clock as its
+ * {@code event_time}, records spread round-robin over the streamlets. Creates the stream when it
+ * does not exist. Prints one JSON line: events, views among them (what the job must count),
+ * seconds, achieved rate.
+ *
+ * <pre>
+ * java -cp benchmarks/target/benchmarks.jar io.nearstream.benchmarks.workloads.YsbProducer \
+ *     --broker 127.0.0.1:7420 --stream ysb --streamlets 4 --campaigns /tmp/ysb-campaigns.csv \
+ *     --events 10000000 --rate 200000 --producers 2
+ * </pre>
+ */
+public final class YsbProducer {
+
+    private static final Set<String> FLAGS =
+            Set.of(
+                    "broker",
+                    "stream",
+                    "streamlets",
+                    "campaigns",
+                    "events",
+                    "rate",
+                    "producers",
+                    "seed",
+                    "batch-bytes",
+                    "linger-ms");
+
+    /** Rate pacing looks at the clock every this many events. */
+    private static final int PACING_BATCH = 64;
+
+    private YsbProducer() {}
+
+    /** What {@link #produce} sent. */
+    public record Result(long events, long views, long bytes, double seconds, long targetRate) {
+        public String toJson() {
+            return String.format(
+                    Locale.ROOT,
+                    "{\"events\":%d,\"views\":%d,\"bytes\":%d,\"seconds\":%.3f,"
+                            + "\"events_per_s\":%.0f,\"target_rate\":%d}",
+                    events,
+                    views,
+                    bytes,
+                    seconds,
+                    events / seconds,
+                    targetRate);
+        }
+    }
+
+    public static void main(String[] args) throws Exception {
+        Flags flags = Flags.parse(args, FLAGS);
+        String broker = flags.required("broker");
+        String stream = flags.required("stream");
+        int streamlets = flags.intValue("streamlets", 4, 1);
+        Path campaignsFile = Path.of(flags.required("campaigns"));
+        long events = flags.longValue("events", 0, 1);
+        if (events == 0) {
+            throw new IllegalArgumentException("--events is required");
+        }
+        long rate = flags.longValue("rate", 0, 0);
+        int producers = flags.intValue("producers", 1, 1);
+        long seed = flags.longValue("seed", 42, Long.MIN_VALUE);
+        YsbCampaigns campaigns = YsbCampaigns.generate(seed);
+        campaigns.write(campaignsFile);
+        try (NearstreamClient client = NettyNearstreamClient.connect(broker)) {
+            StreamSetup.ensure(client, stream, streamlets);
+            NearstreamProducerConfig.Builder config =
+                    NearstreamProducerConfig.builder(client, stream)
+                            .batchSizeBytes(flags.intValue("batch-bytes", 64 * 1024, 1))
+                            .linger(Duration.ofMillis(flags.longValue("linger-ms", 5, 0)));
+            System.out.println(produce(config, campaigns, events, rate, producers, seed).toJson());
+        }
+    }
+
+    /**
+     * Makes {@code events} events with {@code threads} threads at {@code rate} events/s in total
+     * (0: unthrottled) and waits until all are stored. Each thread builds its producer from {@code
+     * config} (so each has its own producer id) and draws from its own seed.
+     */
+    public static Result produce(
+            NearstreamProducerConfig.Builder config,
+            YsbCampaigns campaigns,
+            long events,
+            long rate,
+            int threads,
+            long seed)
+            throws Exception {
+        long[] views = new long[threads];
+        long[] bytes = new long[threads];
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        List<Thread> workers = new ArrayList<>();
+        long start = System.nanoTime();
+        for (int t = 0; t < threads; t++) {
+            int index = t;
+            long share = events / threads + (t < events % threads ? 1 : 0);
+            double ratePerThread = rate == 0 ? 0 : (double) rate / threads;
+            Thread worker =
+                    new Thread(
+                            () -> {
+                                try (NearstreamProducer producer =
+                                        new NearstreamProducer(config.build())) {
+                                    YsbEventGenerator generator =
+                                            new YsbEventGenerator(
+                                                    campaigns.ads(), seed + 1 + index);
+                                    for (long i = 0; i < share && failure.get() == null; i++) {
+                                        if (ratePerThread > 0 && i % PACING_BATCH == 0) {
+                                            pace(start, i, ratePerThread);
+                                        }
+                                        byte[] event = generator.next(System.currentTimeMillis());
+                                        if (generator.lastEventType().equals("view")) {
+                                            views[index]++;
+                                        }
+                                        bytes[index] += event.length;
+                                        producer.send(event)
+                                                .whenComplete(
+                                                        (pos, e) -> {
+                                                            if (e != null) {
+                                                                failure.compareAndSet(null, e);
+                                                            }
+                                                        });
+                                    }
+                                    producer.flush();
+                                } catch (Throwable e) {
+                                    failure.compareAndSet(null, e);
+                                }
+                            },
+                            "ysb-producer-" + t);
+            workers.add(worker);
+            worker.start();
+        }
+        for (Thread worker : workers) {
+            worker.join();
+        }
+        if (failure.get() != null) {
+            throw new IllegalStateException("YSB producer failed", failure.get());
+        }
+        double seconds = (System.nanoTime() - start) / 1e9;
+        long totalViews = 0;
+        long totalBytes = 0;
+        for (int t = 0; t < threads; t++) {
+            totalViews += views[t];
+            totalBytes += bytes[t];
+        }
+        return new Result(events, totalViews, totalBytes, seconds, rate);
+    }
+
+    /** Sleeps until event {@code sent} is due at {@code ratePerSecond} from {@code startNanos}. */
+    private static void pace(long startNanos, long sent, double ratePerSecond) {
+        long due = startNanos + (long) (sent / ratePerSecond * TimeUnit.SECONDS.toNanos(1));
+        long wait;
+        while ((wait = due - System.nanoTime()) > 0) {
+            LockSupport.parkNanos(wait);
+        }
+    }
+}
