@@ -13,6 +13,7 @@ import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.Supplier;
 
 /**
  * Produces YSB ad events into a Nearstream stream, outside Flink as the benchmark asks: writes the
@@ -82,21 +83,28 @@ public final class YsbProducer {
         campaigns.write(campaignsFile);
         try (NearstreamClient client = NettyNearstreamClient.connect(broker)) {
             StreamSetup.ensure(client, stream, streamlets);
-            NearstreamProducerConfig.Builder config =
-                    NearstreamProducerConfig.builder(client, stream)
-                            .batchSizeBytes(flags.intValue("batch-bytes", 64 * 1024, 1))
-                            .linger(Duration.ofMillis(flags.longValue("linger-ms", 5, 0)));
-            System.out.println(produce(config, campaigns, events, rate, producers, seed).toJson());
+            int batchBytes = flags.intValue("batch-bytes", 64 * 1024, 1);
+            Duration linger = Duration.ofMillis(flags.longValue("linger-ms", 5, 0));
+            Supplier<NearstreamProducerConfig> configs =
+                    () ->
+                            NearstreamProducerConfig.builder(client, stream)
+                                    .batchSizeBytes(batchBytes)
+                                    .linger(linger)
+                                    .build();
+            System.out.println(produce(configs, campaigns, events, rate, producers, seed).toJson());
         }
     }
 
     /**
      * Makes {@code events} events with {@code threads} threads at {@code rate} events/s in total
-     * (0: unthrottled) and waits until all are stored. Each thread builds its producer from {@code
-     * config} (so each has its own producer id) and draws from its own seed.
+     * (0: unthrottled) and waits until all are stored. Each thread draws from its own seed and
+     * sends through a producer of its own, made from a config {@code configs} gives it. Each config
+     * must come from a new {@link NearstreamProducerConfig#builder}: a builder draws its random
+     * producer id once, and two producers with one id have their chunks deduplicated against each
+     * other by the broker (records lost).
      */
     public static Result produce(
-            NearstreamProducerConfig.Builder config,
+            Supplier<NearstreamProducerConfig> configs,
             YsbCampaigns campaigns,
             long events,
             long rate,
@@ -116,7 +124,7 @@ public final class YsbProducer {
                     new Thread(
                             () -> {
                                 try (NearstreamProducer producer =
-                                        new NearstreamProducer(config.build())) {
+                                        new NearstreamProducer(configs.get())) {
                                     YsbEventGenerator generator =
                                             new YsbEventGenerator(
                                                     campaigns.ads(), seed + 1 + index);
