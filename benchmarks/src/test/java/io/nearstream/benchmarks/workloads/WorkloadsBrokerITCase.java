@@ -66,7 +66,7 @@ class WorkloadsBrokerITCase {
         }
     }
 
-    private static <T> DataStream<byte[]> read(
+    private static DataStream<byte[]> read(
             StreamExecutionEnvironment env,
             String stream,
             ReadMode mode,
