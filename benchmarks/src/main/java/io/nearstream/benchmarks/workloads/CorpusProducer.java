@@ -4,6 +4,7 @@ import io.nearstream.client.NearstreamClient;
 import io.nearstream.client.NearstreamProducer;
 import io.nearstream.client.NearstreamProducerConfig;
 import io.nearstream.client.NettyNearstreamClient;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Locale;
@@ -59,6 +60,10 @@ public final class CorpusProducer {
         String stream = flags.required("stream");
         int streamlets = flags.intValue("streamlets", 4, 1);
         Path corpus = Path.of(flags.required("corpus"));
+        if (!Files.isRegularFile(corpus)) {
+            throw new IllegalArgumentException(
+                    "--corpus " + corpus + " is not a file; scripts/fetch-corpus.sh fetches it");
+        }
         int recordBytes = flags.intValue("record-bytes", TextRecords.DEFAULT_RECORD_BYTES, 1);
         int repeat = flags.intValue("repeat", 1, 1);
         List<byte[]> records = TextRecords.read(corpus, recordBytes);

@@ -3,6 +3,7 @@ package io.nearstream.benchmarks.workloads;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Set;
+import java.util.TreeSet;
 
 /**
  * {@code --name value} / {@code --name=value} command-line flags of the producer programs. Unknown
@@ -36,7 +37,10 @@ final class Flags {
             }
             if (!known.contains(name)) {
                 throw new IllegalArgumentException(
-                        "unknown flag --" + name + "; known: --" + String.join(", --", known));
+                        "unknown flag --"
+                                + name
+                                + "; known: --"
+                                + String.join(", --", new TreeSet<>(known)));
             }
             flags.values.put(name, value);
         }
