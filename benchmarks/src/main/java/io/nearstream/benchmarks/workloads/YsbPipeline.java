@@ -48,6 +48,12 @@ public final class YsbPipeline {
 
     private YsbPipeline() {}
 
+    /** The end of the {@link #WINDOW} an event time falls in (epoch-aligned, as Flink's). */
+    public static long windowEnd(long eventTimeMs) {
+        long size = WINDOW.toMillis();
+        return eventTimeMs - Math.floorMod(eventTimeMs, size) + size;
+    }
+
     /** The YSB query; see the class comment. */
     public static DataStream<CampaignWindowCount> campaignWindowCounts(
             DataStream<byte[]> events,

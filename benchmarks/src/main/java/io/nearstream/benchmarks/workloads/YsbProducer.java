@@ -7,9 +7,14 @@ import io.nearstream.client.NettyNearstreamClient;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.Set;
+import java.util.SortedMap;
+import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
@@ -22,7 +27,8 @@ import java.util.function.Supplier;
  * --rate} events/s in total (0: as fast as they can), stamping each with the wall clock as its
  * {@code event_time}, records spread round-robin over the streamlets. Creates the stream when it
  * does not exist. Prints one JSON line: events, views among them (what the job must count),
- * seconds, achieved rate.
+ * seconds, achieved rate. With {@code --views-file FILE} it also writes how many views fall in each
+ * 10 s window, for {@link YsbSummary} to check every window that fired.
  *
  * <pre>
  * java -cp benchmarks/target/benchmarks.jar io.nearstream.benchmarks.workloads.YsbProducer \
@@ -43,7 +49,8 @@ public final class YsbProducer {
                     "producers",
                     "seed",
                     "batch-bytes",
-                    "linger-ms");
+                    "linger-ms",
+                    "views-file");
 
     /** Rate pacing looks at the clock every this many events. */
     private static final int PACING_BATCH = 64;
@@ -51,7 +58,13 @@ public final class YsbProducer {
     private YsbProducer() {}
 
     /** What {@link #produce} sent. */
-    public record Result(long events, long views, long bytes, double seconds, long targetRate) {
+    public record Result(
+            long events,
+            long views,
+            long bytes,
+            double seconds,
+            long targetRate,
+            SortedMap<Long, Long> viewsPerWindow) {
         public String toJson() {
             return String.format(
                     Locale.ROOT,
@@ -91,7 +104,12 @@ public final class YsbProducer {
                                     .batchSizeBytes(batchBytes)
                                     .linger(linger)
                                     .build();
-            System.out.println(produce(configs, campaigns, events, rate, producers, seed).toJson());
+            Result result = produce(configs, campaigns, events, rate, producers, seed);
+            String viewsFile = flags.string("views-file", null);
+            if (viewsFile != null) {
+                YsbSummary.writeProducedViews(Path.of(viewsFile), result.viewsPerWindow());
+            }
+            System.out.println(result.toJson());
         }
     }
 
@@ -112,6 +130,7 @@ public final class YsbProducer {
             long seed)
             throws Exception {
         long[] views = new long[threads];
+        List<Map<Long, Long>> windowViews = new ArrayList<>();
         long[] bytes = new long[threads];
         AtomicReference<Throwable> failure = new AtomicReference<>();
         List<Thread> workers = new ArrayList<>();
@@ -120,6 +139,8 @@ public final class YsbProducer {
             int index = t;
             long share = events / threads + (t < events % threads ? 1 : 0);
             double ratePerThread = rate == 0 ? 0 : (double) rate / threads;
+            Map<Long, Long> myWindowViews = new HashMap<>();
+            windowViews.add(myWindowViews);
             Thread worker =
                     new Thread(
                             () -> {
@@ -132,9 +153,12 @@ public final class YsbProducer {
                                         if (ratePerThread > 0 && i % PACING_BATCH == 0) {
                                             pace(start, i, ratePerThread);
                                         }
-                                        byte[] event = generator.next(System.currentTimeMillis());
+                                        long now = System.currentTimeMillis();
+                                        byte[] event = generator.next(now);
                                         if (generator.lastEventType().equals("view")) {
                                             views[index]++;
+                                            myWindowViews.merge(
+                                                    YsbPipeline.windowEnd(now), 1L, Long::sum);
                                         }
                                         bytes[index] += event.length;
                                         producer.send(event)
@@ -167,7 +191,17 @@ public final class YsbProducer {
             totalViews += views[t];
             totalBytes += bytes[t];
         }
-        return new Result(events, totalViews, totalBytes, seconds, rate);
+        SortedMap<Long, Long> perWindow = new TreeMap<>();
+        for (Map<Long, Long> m : windowViews) {
+            m.forEach((end, n) -> perWindow.merge(end, n, Long::sum));
+        }
+        return new Result(
+                events,
+                totalViews,
+                totalBytes,
+                seconds,
+                rate,
+                Collections.unmodifiableSortedMap(perWindow));
     }
 
     /** Sleeps until event {@code sent} is due at {@code ratePerSecond} from {@code startNanos}. */

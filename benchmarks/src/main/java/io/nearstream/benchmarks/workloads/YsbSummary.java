@@ -9,20 +9,29 @@ import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.Set;
+import java.util.SortedMap;
+import java.util.TreeMap;
+import javax.annotation.Nullable;
 
 /**
  * What a YSB run achieved, from its window results: windows and view events counted, the rate of
  * counted views over the event time the windows span, and the window latency (YSB's: emission minus
  * window end; and the AIR paper's event-time latency: emission minus the window's largest event
- * time) at p50, p99 and max, nearest-rank. Given the number of views the producers made, {@code
- * complete} says whether every one was counted (none dropped as late, none lost).
+ * time) at p50, p99 and max, nearest-rank.
  *
- * <p>Sustainable throughput is the highest producer rate at which a run is {@code complete} and its
- * latency stays bounded; it takes a sweep over rates, one summary per rate.
+ * <p>Given the views the producers made per window ({@link YsbProducer}'s {@code --views-file}),
+ * {@code complete} says whether every one was counted, and {@code fired_windows_exact} whether
+ * every window that fired counted exactly the views made in it — the check for a live run, whose
+ * last windows never fire once the producers stop; {@code views_missing_in_fired_windows} is how
+ * many were dropped as late or lost there.
+ *
+ * <p>Sustainable throughput is the highest producer rate at which the fired windows are exact and
+ * the latency stays bounded; it takes a sweep over rates, one summary per rate.
  *
  * <pre>
- * java -cp benchmarks.jar io.nearstream.benchmarks.workloads.YsbSummary DIR [PRODUCED_VIEWS]
+ * java -cp benchmarks.jar io.nearstream.benchmarks.workloads.YsbSummary DIR [VIEWS_FILE]
  * </pre>
  */
 public final class YsbSummary {
@@ -33,17 +42,57 @@ public final class YsbSummary {
     static final String PART_PREFIX = "ysb-windows-";
     static final String PART_SUFFIX = ".csv";
 
-    private final List<CampaignWindowCount> windows;
-    private final long producedViews;
+    static final String VIEWS_HEADER = "window_end,views";
 
-    private YsbSummary(List<CampaignWindowCount> windows, long producedViews) {
+    private final List<CampaignWindowCount> windows;
+    @Nullable private final SortedMap<Long, Long> producedViews;
+
+    private YsbSummary(
+            List<CampaignWindowCount> windows, @Nullable SortedMap<Long, Long> producedViews) {
         this.windows = windows;
         this.producedViews = producedViews;
     }
 
-    /** A summary of {@code windows}; {@code producedViews} < 0 when unknown. */
-    public static YsbSummary of(List<CampaignWindowCount> windows, long producedViews) {
-        return new YsbSummary(List.copyOf(windows), producedViews);
+    /** A summary of {@code windows} alone. */
+    public static YsbSummary of(List<CampaignWindowCount> windows) {
+        return new YsbSummary(List.copyOf(windows), null);
+    }
+
+    /**
+     * A summary of {@code windows} checked against the views produced per window end ({@link
+     * YsbProducer.Result#viewsPerWindow()}).
+     */
+    public static YsbSummary of(
+            List<CampaignWindowCount> windows, SortedMap<Long, Long> producedViewsPerWindow) {
+        return new YsbSummary(List.copyOf(windows), new TreeMap<>(producedViewsPerWindow));
+    }
+
+    /** Writes views per window end as "window_end,views" lines after a header. */
+    public static void writeProducedViews(Path file, Map<Long, Long> viewsPerWindow)
+            throws IOException {
+        List<String> lines = new ArrayList<>();
+        lines.add(VIEWS_HEADER);
+        new TreeMap<>(viewsPerWindow).forEach((end, n) -> lines.add(end + "," + n));
+        Files.write(file, lines, StandardCharsets.US_ASCII);
+    }
+
+    /** Reads a file {@link #writeProducedViews} wrote. */
+    public static SortedMap<Long, Long> readProducedViews(Path file) throws IOException {
+        List<String> lines = Files.readAllLines(file, StandardCharsets.US_ASCII);
+        if (lines.isEmpty() || !lines.get(0).equals(VIEWS_HEADER)) {
+            throw new IOException(file + ": first line must be " + VIEWS_HEADER);
+        }
+        SortedMap<Long, Long> views = new TreeMap<>();
+        for (int i = 1; i < lines.size(); i++) {
+            String[] f = lines.get(i).split(",");
+            try {
+                views.put(Long.parseLong(f[0]), Long.parseLong(f[1]));
+            } catch (RuntimeException e) {
+                throw new IOException(
+                        file + " line " + (i + 1) + ": expected \"window_end,views\"", e);
+            }
+        }
+        return views;
     }
 
     static Path partFile(Path directory, int subtask) {
@@ -149,21 +198,39 @@ public final class YsbSummary {
                         eventTimeLatencyPercentile(50),
                         eventTimeLatencyPercentile(99),
                         eventTimeLatencyPercentile(100)));
-        if (producedViews >= 0) {
+        if (producedViews != null) {
+            long produced = producedViews.values().stream().mapToLong(Long::longValue).sum();
+            Map<Long, Long> counted = new TreeMap<>();
+            windows.forEach(w -> counted.merge(w.windowEnd, w.count, Long::sum));
+            long missing = 0;
+            boolean exact = true;
+            for (Map.Entry<Long, Long> e : counted.entrySet()) {
+                long made = producedViews.getOrDefault(e.getKey(), 0L);
+                missing += made - e.getValue();
+                exact &= made == e.getValue();
+            }
             json.append(",\"produced_views\":")
-                    .append(producedViews)
+                    .append(produced)
                     .append(",\"complete\":")
-                    .append(views() == producedViews);
+                    .append(views() == produced && exact)
+                    .append(",\"fired_windows_exact\":")
+                    .append(exact)
+                    .append(",\"views_missing_in_fired_windows\":")
+                    .append(missing);
         }
         return json.append('}').toString();
     }
 
     public static void main(String[] args) throws IOException {
         if (args.length < 1 || args.length > 2) {
-            System.err.println("usage: YsbSummary RESULTS_DIR [PRODUCED_VIEWS]");
+            System.err.println("usage: YsbSummary RESULTS_DIR [VIEWS_FILE]");
             System.exit(2);
         }
-        long produced = args.length == 2 ? Long.parseLong(args[1]) : -1;
-        System.out.println(YsbSummary.of(read(Path.of(args[0])), produced).toJson());
+        List<CampaignWindowCount> windows = read(Path.of(args[0]));
+        YsbSummary summary =
+                args.length == 2
+                        ? YsbSummary.of(windows, readProducedViews(Path.of(args[1])))
+                        : YsbSummary.of(windows);
+        System.out.println(summary.toJson());
     }
 }

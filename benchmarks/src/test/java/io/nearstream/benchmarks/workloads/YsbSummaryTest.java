@@ -5,6 +5,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.SortedMap;
+import java.util.TreeMap;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -33,15 +35,41 @@ class YsbSummaryTest {
                     new CampaignWindowCount(
                             "c" + (i % 2), end, 3, end - 1_000, end + 100 + 10 * i));
         }
-        YsbSummary summary = YsbSummary.of(windows, 30);
-        assertThat(summary.toJson())
+        SortedMap<Long, Long> produced = new TreeMap<>();
+        windows.forEach(w -> produced.put(w.windowEnd, 3L));
+        assertThat(YsbSummary.of(windows, produced).toJson())
                 .isEqualTo(
                         "{\"windows\":10,\"campaigns\":2,\"views\":30,\"event_time_span_s\":100,"
                                 + "\"views_per_s\":0,\"latency_ms\":{\"p50\":140,\"p99\":190,"
                                 + "\"max\":190},\"event_time_latency_ms\":{\"p50\":1140,"
                                 + "\"p99\":1190,\"max\":1190},\"produced_views\":30,"
-                                + "\"complete\":true}");
-        assertThat(YsbSummary.of(windows, 31).toJson()).endsWith("\"complete\":false}");
+                                + "\"complete\":true,\"fired_windows_exact\":true,"
+                                + "\"views_missing_in_fired_windows\":0}");
+        assertThat(YsbSummary.of(windows).toJson()).endsWith("\"max\":1190}}");
+
+        // A window that has not fired: incomplete, but every fired window is exact.
+        SortedMap<Long, Long> more = new TreeMap<>(produced);
+        more.put(2_000_000L, 5L);
+        assertThat(YsbSummary.of(windows, more).toJson())
+                .endsWith(
+                        "\"produced_views\":35,\"complete\":false,\"fired_windows_exact\":true,"
+                                + "\"views_missing_in_fired_windows\":0}");
+
+        // A fired window that missed a view (dropped as late).
+        SortedMap<Long, Long> late = new TreeMap<>(produced);
+        late.put(1_000_000L, 4L);
+        assertThat(YsbSummary.of(windows, late).toJson())
+                .endsWith(
+                        "\"produced_views\":31,\"complete\":false,\"fired_windows_exact\":false,"
+                                + "\"views_missing_in_fired_windows\":1}");
+    }
+
+    @Test
+    void producedViewsFileRoundTrips(@TempDir Path dir) throws Exception {
+        SortedMap<Long, Long> views = new TreeMap<>(java.util.Map.of(10_000L, 7L, 20_000L, 9L));
+        Path file = dir.resolve("views.csv");
+        YsbSummary.writeProducedViews(file, views);
+        assertThat(YsbSummary.readProducedViews(file)).isEqualTo(views);
     }
 
     @Test
