@@ -1,0 +1,111 @@
+package io.nearstream.benchmarks.workloads;
+
+import io.nearstream.client.NearstreamClient;
+import io.nearstream.client.NearstreamProducer;
+import io.nearstream.client.NearstreamProducerConfig;
+import io.nearstream.client.NettyNearstreamClient;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Locale;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicReference;
+
+/**
+ * Appends a text corpus to a Nearstream stream for the word-count workloads: the text cut into
+ * records by {@link TextRecords}, sent {@code --repeat} times in order, spread round-robin over the
+ * streamlets by a {@link NearstreamProducer}. Creates the stream when it does not exist. Prints one
+ * JSON line with what it sent and how fast.
+ *
+ * <pre>
+ * java -cp benchmarks/target/benchmarks.jar io.nearstream.benchmarks.workloads.CorpusProducer \
+ *     --broker 127.0.0.1:7420 --stream text --streamlets 4 \
+ *     --corpus "$(scripts/fetch-corpus.sh)" --record-bytes 2048 --repeat 10
+ * </pre>
+ */
+public final class CorpusProducer {
+
+    private static final Set<String> FLAGS =
+            Set.of(
+                    "broker",
+                    "stream",
+                    "streamlets",
+                    "corpus",
+                    "record-bytes",
+                    "repeat",
+                    "batch-bytes",
+                    "linger-ms");
+
+    private CorpusProducer() {}
+
+    /** What {@link #produce} sent. */
+    public record Result(long records, long bytes, double seconds) {
+        public String toJson() {
+            return String.format(
+                    Locale.ROOT,
+                    "{\"records\":%d,\"bytes\":%d,\"seconds\":%.3f,\"records_per_s\":%.0f,"
+                            + "\"mb_per_s\":%.2f}",
+                    records,
+                    bytes,
+                    seconds,
+                    records / seconds,
+                    bytes / seconds / 1e6);
+        }
+    }
+
+    public static void main(String[] args) throws Exception {
+        Flags flags = Flags.parse(args, FLAGS);
+        String broker = flags.required("broker");
+        String stream = flags.required("stream");
+        int streamlets = flags.intValue("streamlets", 4, 1);
+        Path corpus = Path.of(flags.required("corpus"));
+        if (!Files.isRegularFile(corpus)) {
+            throw new IllegalArgumentException(
+                    "--corpus " + corpus + " is not a file; scripts/fetch-corpus.sh fetches it");
+        }
+        int recordBytes = flags.intValue("record-bytes", TextRecords.DEFAULT_RECORD_BYTES, 1);
+        int repeat = flags.intValue("repeat", 1, 1);
+        List<byte[]> records = TextRecords.read(corpus, recordBytes);
+        try (NearstreamClient client = NettyNearstreamClient.connect(broker)) {
+            StreamSetup.ensure(client, stream, streamlets);
+            NearstreamProducerConfig config =
+                    NearstreamProducerConfig.builder(client, stream)
+                            .batchSizeBytes(flags.intValue("batch-bytes", 64 * 1024, 1))
+                            .linger(java.time.Duration.ofMillis(flags.longValue("linger-ms", 5, 0)))
+                            .build();
+            System.out.println(produce(config, records, repeat).toJson());
+        }
+    }
+
+    /**
+     * Sends {@code records} {@code repeat} times and waits until all are stored; fails with the
+     * first record that could not be.
+     */
+    public static Result produce(NearstreamProducerConfig config, List<byte[]> records, int repeat)
+            throws Exception {
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        long bytes = 0;
+        long start = System.nanoTime();
+        try (NearstreamProducer producer = new NearstreamProducer(config)) {
+            for (int r = 0; r < repeat && failure.get() == null; r++) {
+                for (byte[] record : records) {
+                    CompletableFuture<?> f = producer.send(record);
+                    f.whenComplete(
+                            (pos, e) -> {
+                                if (e != null) {
+                                    failure.compareAndSet(null, e);
+                                }
+                            });
+                    bytes += record.length;
+                }
+            }
+            producer.flush();
+        }
+        if (failure.get() != null) {
+            throw new IllegalStateException("a record was not stored", failure.get());
+        }
+        double seconds = (System.nanoTime() - start) / 1e9;
+        return new Result((long) records.size() * repeat, bytes, seconds);
+    }
+}

@@ -1,0 +1,67 @@
+package io.nearstream.benchmarks.workloads;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.nio.charset.StandardCharsets;
+import org.junit.jupiter.api.Test;
+
+class YsbEventParserTest {
+
+    private final YsbEventParser parser = new YsbEventParser();
+
+    private void parse(String json) {
+        parser.parse(json.getBytes(StandardCharsets.UTF_8));
+    }
+
+    @Test
+    void readsTheGeneratorsEvents() {
+        YsbCampaigns campaigns = YsbCampaigns.generate(1);
+        YsbEventGenerator generator = new YsbEventGenerator(campaigns.ads(), 2);
+        for (int i = 0; i < 1_000; i++) {
+            byte[] event = generator.next(1_700_000_000_000L + i);
+            parser.parse(event);
+            assertThat(parser.adId()).isEqualTo(generator.lastAdId());
+            assertThat(parser.eventType()).isEqualTo(generator.lastEventType());
+            assertThat(parser.isView()).isEqualTo(generator.lastEventType().equals("view"));
+            assertThat(parser.eventTime()).isEqualTo(1_700_000_000_000L + i);
+        }
+    }
+
+    @Test
+    void acceptsAnyFieldOrderWhitespaceNumbersAndEscapes() {
+        parse(
+                " { \"event_time\" : 42 ,\n \"extra\": [1] ".replace("[1]", "null")
+                        + ", \"ok\": true, \"n\": -1.5e3, \"event_type\":\"v\\u0069ew\","
+                        + "\"ad_id\":\"a\\\"b\" } ");
+        assertThat(parser.eventTime()).isEqualTo(42);
+        assertThat(parser.adId()).isEqualTo("a\"b");
+        assertThat(parser.eventType()).isEqualTo("view");
+        // An escaped "view" is still a view by value; isView() compares raw bytes, so say no
+        // rather than mis-count: YSB types carry no escapes.
+        assertThat(parser.isView()).isFalse();
+
+        parse("{\"ad_id\":\"x\",\"event_type\":\"click\",\"event_time\":\"7\"}");
+        assertThat(parser.isView()).isFalse();
+        assertThat(parser.eventType()).isEqualTo("click");
+        assertThat(parser.eventTime()).isEqualTo(7);
+    }
+
+    @Test
+    void explainsMalformedEvents() {
+        assertThatThrownBy(() -> parse("{\"ad_id\":\"x\",\"event_type\":\"view\"}"))
+                .hasMessageContaining("lacks event_time");
+        assertThatThrownBy(
+                        () ->
+                                parse(
+                                        "{\"ad_id\":\"x\",\"event_type\":\"view\",\"event_time\":\"12a\"}"))
+                .hasMessageContaining("event_time must be digits");
+        assertThatThrownBy(() -> parse("{\"ad_id\":1,\"event_type\":\"view\",\"event_time\":1}"))
+                .hasMessageContaining("ad_id must be a string");
+        assertThatThrownBy(() -> parse("{\"ad_id\":\"x\" \"event_type\":\"view\"}"))
+                .hasMessageContaining("expected ',' or '}'");
+        assertThatThrownBy(() -> parse("{\"ad_id\":\"x")).hasMessageContaining("unexpected end");
+        assertThatThrownBy(() -> parse("{\"a\":{}}")).hasMessageContaining("nested objects");
+        assertThatThrownBy(() -> parse("{} x")).hasMessageContaining("trailing bytes");
+    }
+}
