@@ -14,7 +14,10 @@ def start(workdir, workload, mode, stream, parallelism, broker=None, kafka=None,
           duration_s=None, heap="2g", extra=(), name=None):
     """Bounded with `records` (reads the stream up to its tail at job start), or unbounded for
     `duration_s` seconds."""
-    argv = [paths.java(), f"-Xmx{heap}", "-XX:+UseParallelGC", "-cp", paths.benchmarks_jar(),
+    # Arrow (the push reader's slot view) needs java.nio opened on Java 17+.
+    argv = [paths.java(), f"-Xmx{heap}", "-XX:+UseParallelGC",
+            "--add-opens=java.base/java.nio=org.apache.arrow.memory.core,ALL-UNNAMED",
+            "-cp", paths.benchmarks_jar(),
             "io.nearstream.benchmarks.jobs.JobRunner", "--workload", workload, "--mode", mode,
             "--stream", stream, "--parallelism", str(parallelism)]
     if broker is not None:
