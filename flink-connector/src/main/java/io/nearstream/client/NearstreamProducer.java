@@ -90,7 +90,7 @@ public final class NearstreamProducer implements AutoCloseable {
             throw unwrap(e);
         }
         this.partitioner = config.newPartitioner();
-        this.producerId = config.producerId();
+        this.producerId = config.producerIdForNewProducer();
         this.lingerNanos = config.linger().toNanos();
         this.backoffNanos = config.retryBackoff().toNanos();
         this.deliveryTimeoutNanos = config.deliveryTimeout().toNanos();

@@ -126,10 +126,30 @@ public final class NearstreamProducerConfig {
         return maxBlock;
     }
 
-    /** The producer id of every chunk; 0 = not idempotent (retries may store duplicates). */
+    /**
+     * The producer id of every chunk: {@link #AUTO_PRODUCER_ID} (the default) = each producer made
+     * from this config draws its own random id; 0 = not idempotent (retries may store duplicates);
+     * any other value = that id (give each producer its own: the broker drops a chunk whose id and
+     * sequence it has seen, so two producers sharing an id lose data).
+     */
     public long producerId() {
         return producerId;
     }
+
+    /** The id a producer uses: the configured one, or a fresh random non-zero one. */
+    long producerIdForNewProducer() {
+        if (producerId != AUTO_PRODUCER_ID) {
+            return producerId;
+        }
+        long id;
+        do {
+            id = Builder.RANDOM.nextLong() & Long.MAX_VALUE;
+        } while (id == 0);
+        return id;
+    }
+
+    /** {@link #producerId()} when every producer draws its own id. */
+    public static final long AUTO_PRODUCER_ID = -1;
 
     /** A new partitioner instance (partitioners may keep state, e.g. round-robin). */
     public NearstreamPartitioner newPartitioner() {
@@ -153,21 +173,13 @@ public final class NearstreamProducerConfig {
         private Duration deliveryTimeout = Duration.ofMinutes(2);
         private long bufferMemoryBytes = 32L * 1024 * 1024;
         private Duration maxBlock = Duration.ofSeconds(60);
-        private long producerId = randomProducerId();
+        private long producerId = AUTO_PRODUCER_ID;
         private Supplier<NearstreamPartitioner> partitioner = NearstreamPartitioner::roundRobin;
 
         private Builder(String address, NearstreamClient client, String stream) {
             this.address = address;
             this.client = client;
             this.stream = Objects.requireNonNull(stream, "stream");
-        }
-
-        private static long randomProducerId() {
-            long id;
-            do {
-                id = RANDOM.nextLong() & Long.MAX_VALUE;
-            } while (id == 0);
-            return id;
         }
 
         public Builder clientOptions(NearstreamClientOptions options) {
@@ -232,8 +244,15 @@ public final class NearstreamProducerConfig {
             return this;
         }
 
-        /** Sets the producer id; 0 disables idempotence. Default: random, non-zero. */
+        /**
+         * Sets the producer id of every producer made from this config; 0 disables idempotence.
+         * Default: each producer draws its own random non-zero id (ids must not be shared).
+         */
         public Builder producerId(long id) {
+            check(
+                    id >= 0 || id == AUTO_PRODUCER_ID,
+                    "producerId must be >= 0 (or AUTO_PRODUCER_ID), got %s",
+                    id);
             this.producerId = id;
             return this;
         }

@@ -293,6 +293,9 @@ class NearstreamProducerTest {
                                         .batchSizeBytes(8 << 20)
                                         .build())
                 .hasMessageContaining("maxRequestBytes");
-        assertThat(NearstreamProducerConfig.builder(client, "s").build().producerId()).isNotZero();
+        assertThat(NearstreamProducerConfig.builder(client, "s").build().producerId())
+                .isEqualTo(NearstreamProducerConfig.AUTO_PRODUCER_ID);
+        assertThatThrownBy(() -> NearstreamProducerConfig.builder(client, "s").producerId(-5))
+                .hasMessageContaining("producerId must be >= 0");
     }
 }

@@ -92,6 +92,33 @@ class ProducerConsumerITCase {
     }
 
     @Test
+    void producersMadeFromOneConfigHaveTheirOwnIdsAndLoseNothing() {
+        BROKER.createStream("pc.shared-config", 1);
+        NearstreamProducerConfig config =
+                NearstreamProducerConfig.builder(BROKER.client(), "pc.shared-config")
+                        .batchSizeBytes(200)
+                        .build();
+        try (NearstreamProducer a = new NearstreamProducer(config);
+                NearstreamProducer b = new NearstreamProducer(config)) {
+            assertThat(a.producerId()).isNotZero().isNotEqualTo(b.producerId());
+            // Same sequences from both: with a shared id the broker would drop one side's chunks.
+            for (int i = 0; i < 100; i++) {
+                a.send(record(i));
+                b.send(record(1000 + i));
+            }
+        }
+        List<Long> read = new ArrayList<>();
+        try (NearstreamPullConsumer c =
+                NearstreamPullConsumer.builder(BROKER.client(), "pc.shared-config").build()) {
+            c.assign(0, StartingPosition.earliest());
+            for (int polls = 0; read.size() < 200 && polls < 100; polls++) {
+                c.poll(Duration.ofMillis(200)).forEach(r -> read.add(number(r.value())));
+            }
+        }
+        assertThat(read).hasSize(200);
+    }
+
+    @Test
     void resumeFromPositionSkipsRecordsAlreadyRead() {
         BROKER.createStream("pc.resume", 1);
         NearstreamProducerConfig config =
