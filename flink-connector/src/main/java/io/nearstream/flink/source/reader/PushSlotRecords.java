@@ -4,6 +4,8 @@ import io.nearstream.client.NearstreamRecord;
 import io.nearstream.client.Position;
 import io.nearstream.jni.ArrowSlotView;
 import java.lang.ref.Cleaner;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
@@ -41,6 +43,16 @@ final class PushSlotRecords implements RecordsWithSplitIds<NearstreamRecord> {
             int count) {}
 
     private final VarBinaryVector values;
+
+    /**
+     * The column's offsets and data as little-endian views of the slot: per record two int reads
+     * and one bulk copy, without Arrow's per-call bounds and validity checks (the view checked the
+     * buffers' bounds when it loaded the slot; offsets are checked against the data here).
+     */
+    private final ByteBuffer offsets;
+
+    private final ByteBuffer data;
+    private final boolean hasNulls;
     private final String[] splitIds;
     private final ChunkRun[][] runsBySplit;
     private final Set<String> finishedSplits;
@@ -56,6 +68,16 @@ final class PushSlotRecords implements RecordsWithSplitIds<NearstreamRecord> {
             Map<String, List<ChunkRun>> runs,
             Set<String> finishedSplits) {
         this.values = view.vector();
+        int rows = values.getValueCount();
+        this.offsets =
+                values.getOffsetBuffer()
+                        .nioBuffer(0, (rows + 1) * Integer.BYTES)
+                        .order(ByteOrder.LITTLE_ENDIAN);
+        this.data =
+                values.getDataBuffer()
+                        .nioBuffer(0, (int) values.getDataBuffer().capacity())
+                        .order(ByteOrder.LITTLE_ENDIAN);
+        this.hasNulls = values.getNullCount() > 0;
         this.splitIds = runs.keySet().toArray(new String[0]);
         this.runsBySplit = new ChunkRun[splitIds.length][];
         for (int i = 0; i < splitIds.length; i++) {
@@ -88,14 +110,33 @@ final class PushSlotRecords implements RecordsWithSplitIds<NearstreamRecord> {
             if (row < r.count()) {
                 int i = row++;
                 int slotRow = r.firstRow() + i;
-                byte[] value = values.isNull(slotRow) ? new byte[0] : values.get(slotRow);
                 return new NearstreamRecord(
-                        r.streamlet(), r.chunk(), r.firstIndex() + i, r.timestampMs(), value);
+                        r.streamlet(),
+                        r.chunk(),
+                        r.firstIndex() + i,
+                        r.timestampMs(),
+                        value(slotRow));
             }
             run++;
             row = 0;
         }
         return null;
+    }
+
+    /** Copies row {@code row}'s value out of the slot (an empty array for a null). */
+    private byte[] value(int row) {
+        if (hasNulls && values.isNull(row)) {
+            return new byte[0];
+        }
+        int start = offsets.getInt(row * Integer.BYTES);
+        int end = offsets.getInt((row + 1) * Integer.BYTES);
+        if (start < 0 || end < start || end > data.capacity()) {
+            throw new IllegalStateException(
+                    "row " + row + " has offsets " + start + ".." + end + " outside the slot");
+        }
+        byte[] value = new byte[end - start];
+        data.get(start, value);
+        return value;
     }
 
     @Override
