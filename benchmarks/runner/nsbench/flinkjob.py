@@ -7,13 +7,14 @@ import re
 from . import paths
 from .processes import Process
 
-_RESULT = re.compile(r"^RESULT (\{.*\})\s*$", re.M)
+# Timed runs end with "RESULT {json}"; bounded runs print their JSON line bare.
+_RESULT = re.compile(r"^(?:RESULT )?(\{.*\})\s*$", re.M)
 
 
 def start(workdir, workload, mode, stream, parallelism, broker=None, kafka=None, records=None,
-          duration_s=None, heap="2g", extra=(), name=None):
+          duration_s=None, preload=None, heap="2g", extra=(), name=None):
     """Bounded with `records` (reads the stream up to its tail at job start), or unbounded for
-    `duration_s` seconds."""
+    `duration_s` seconds; `preload` N: JobRunner starts a broker and loads N records first."""
     # Arrow (the push reader's slot view) needs java.nio opened on Java 17+.
     argv = [paths.java(), f"-Xmx{heap}", "-XX:+UseParallelGC",
             "--add-opens=java.base/java.nio=org.apache.arrow.memory.core,ALL-UNNAMED",
@@ -23,7 +24,9 @@ def start(workdir, workload, mode, stream, parallelism, broker=None, kafka=None,
     if broker is not None:
         argv += ["--broker", broker.address]
     if kafka is not None:
-        argv += ["--kafka", kafka.bootstrap]
+        argv += ["--broker", kafka.bootstrap]  # kafka mode: the bootstrap servers
+    if preload is not None:
+        argv += ["--preload", str(preload)]  # JobRunner starts and fills its own broker
     if records is not None:
         argv += ["--records", str(records)]
     if duration_s is not None:
@@ -36,10 +39,10 @@ def start(workdir, workload, mode, stream, parallelism, broker=None, kafka=None,
 def result(process, timeout):
     rc = process.wait(timeout)
     out = process.output()
-    m = _RESULT.search(out)
-    if rc != 0 or not m:
+    matches = _RESULT.findall(out)
+    if rc != 0 or not matches:
         raise RuntimeError(f"{process.name} failed (exit {rc}), log {process.log_path}:\n"
                            f"{out[-3000:]}")
-    fields = json.loads(m.group(1))
+    fields = json.loads(matches[-1])
     fields["process_cpu_s"] = process.cpu()
     return fields
