@@ -11,7 +11,9 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Comparator;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Properties;
 import java.util.TreeMap;
@@ -29,7 +31,6 @@ import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.common.Node;
 import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.TopicPartitionInfo;
 import org.apache.kafka.common.Uuid;
 
 /**
@@ -102,6 +103,36 @@ public final class KafkaBroker implements AutoCloseable {
         this.bootstrapServers = bootstrapServers;
         this.startupTime = startupTime;
         this.version = version;
+    }
+
+    /**
+     * Runs a node until this JVM is stopped (Ctrl-C, SIGTERM), for manual runs of {@link
+     * KafkaProducerPerf} and jobs: arguments are topics to create, {@code NAME:PARTITIONS} each.
+     * Prints one line, {@code KAFKA bootstrap=HOST:PORT pid=PID version=V startup_s=S}, once the
+     * node serves clients.
+     */
+    public static void main(String[] args) throws Exception {
+        Map<String, Integer> topics = new LinkedHashMap<>();
+        for (String arg : args) {
+            int colon = arg.lastIndexOf(':');
+            if (colon < 1 || !arg.substring(colon + 1).matches("[0-9]+")) {
+                System.err.println("KafkaBroker: topics are NAME:PARTITIONS, got " + arg);
+                System.exit(2);
+            }
+            topics.put(arg.substring(0, colon), Integer.parseInt(arg.substring(colon + 1)));
+        }
+        KafkaBroker kafka = start();
+        Runtime.getRuntime().addShutdownHook(new Thread(kafka::close, "kafka-broker-close"));
+        topics.forEach(kafka::createTopic);
+        System.out.printf(
+                Locale.ROOT,
+                "KAFKA bootstrap=%s pid=%d version=%s startup_s=%.2f%n",
+                kafka.bootstrapServers(),
+                kafka.pid(),
+                kafka.version(),
+                kafka.startupTime().toMillis() / 1e3);
+        System.out.flush();
+        Thread.currentThread().join();
     }
 
     /** Starts a node with the default settings and waits until it serves clients. */
@@ -279,18 +310,7 @@ public final class KafkaBroker implements AutoCloseable {
             throw new IllegalArgumentException("partitions must be at least 1, got " + partitions);
         }
         await(admin.createTopics(List.of(new NewTopic(topic, partitions, (short) 1))).all());
-        long deadline = System.nanoTime() + ADMIN_TIMEOUT.toNanos();
-        while (true) {
-            List<TopicPartitionInfo> infos = describe(topic).partitions();
-            if (infos.size() == partitions && infos.stream().allMatch(i -> i.leader() != null)) {
-                return;
-            }
-            if (System.nanoTime() > deadline) {
-                throw new IllegalStateException(
-                        "topic " + topic + " has no leader for every partition: " + infos);
-            }
-            sleep(50);
-        }
+        KafkaTopics.awaitReady(admin, topic, ADMIN_TIMEOUT);
     }
 
     /** The topic's partition count. */
@@ -334,7 +354,7 @@ public final class KafkaBroker implements AutoCloseable {
     }
 
     private TopicDescription describe(String topic) {
-        return await(admin.describeTopics(List.of(topic)).allTopicNames()).get(topic);
+        return KafkaTopics.awaitReady(admin, topic, ADMIN_TIMEOUT);
     }
 
     private static <T> T await(org.apache.kafka.common.KafkaFuture<T> future) {

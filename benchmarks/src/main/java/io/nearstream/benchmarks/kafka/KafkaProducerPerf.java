@@ -2,6 +2,7 @@ package io.nearstream.benchmarks.kafka;
 
 import java.io.OutputStream;
 import java.io.PrintStream;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -257,10 +258,8 @@ public final class KafkaProducerPerf {
                 }
             }
             int existing =
-                    admin.describeTopics(List.of(o.topic()))
-                            .allTopicNames()
-                            .get(60, TimeUnit.SECONDS)
-                            .get(o.topic())
+                    KafkaTopics.awaitReady(
+                                    admin, o.topic(), Duration.ofSeconds(o.create() ? 60 : 5))
                             .partitions()
                             .size();
             if (o.partitions() > existing) {
