@@ -101,8 +101,9 @@ public class KafkaSplitReaderBenchmark extends BenchmarkBase {
 
     @Benchmark
     public void kafkaSplitReader(FetchCounters counters, Blackhole bh) throws Exception {
-        // A client.id of its own, so the metrics read below are this reader's consumer's.
-        String clientIdPrefix = "kafka-split-reader-bench-" + invocation++;
+        // A client.id of its own, so the metrics read below are this reader's consumer's; the
+        // trailing letter keeps invocation 1's prefix from matching invocation 10's client.id.
+        String clientIdPrefix = "kafka-split-reader-bench-" + invocation++ + "-r";
         Properties props =
                 KafkaSources.splitReaderProperties(kafka.bootstrapServers(), TOPIC, clientIdPrefix);
         props.setProperty(ConsumerConfig.FETCH_MAX_BYTES_CONFIG, Integer.toString(fetchBytes));
