@@ -2,6 +2,9 @@ package io.nearstream.benchmarks.kafka;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -46,8 +49,9 @@ class KafkaSourceITCase {
             assertThat(kafka.version()).startsWith("4.");
             kafka.createTopic(TOPIC, PARTITIONS);
 
+            ByteArrayOutputStream output = new ByteArrayOutputStream();
             KafkaPerfResult produced =
-                    KafkaProducerPerf.runQuietly(
+                    KafkaProducerPerf.run(
                             KafkaPerfOptions.exactly(
                                     kafka.bootstrapServers(),
                                     TOPIC,
@@ -55,8 +59,16 @@ class KafkaSourceITCase {
                                     PARTITIONS,
                                     RECORDS,
                                     RECORD_BYTES,
-                                    16 * 1024));
+                                    16 * 1024),
+                            new PrintStream(output, true, StandardCharsets.UTF_8));
             assertThat(produced.produced()).isEqualTo(RECORDS);
+            // The last line of the tool's output is its JSON result, for runners to parse.
+            String[] lines = output.toString(StandardCharsets.UTF_8).trim().split("\n");
+            assertThat(lines[lines.length - 1])
+                    .startsWith("{\"tool\":\"kafka-producer-perf\"")
+                    .contains("\"partitions\":4,\"producers\":2,\"record_bytes\":100")
+                    .contains("\"produced\":" + RECORDS + ",")
+                    .endsWith("}");
             assertThat(kafka.endOffsets(TOPIC).values().stream().mapToLong(Long::longValue).sum())
                     .isEqualTo(RECORDS);
             // Both producers wrote: every partition got records.
