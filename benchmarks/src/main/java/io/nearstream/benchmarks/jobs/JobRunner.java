@@ -232,7 +232,9 @@ public final class JobRunner {
     /** The job graph of {@code options}: its source, then the workload's operators. */
     static JobGraph jobGraph(JobOptions options) {
         Workload workload = Workload.named(options.workload());
-        StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment();
+        // Only builds the graph (executed on the given cluster); a test context may provide the
+        // env.
+        StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
         env.setParallelism(options.parallelism());
         // Chained operators pass the source's byte[] on instead of copying it, in every mode.
         env.getConfig().enableObjectReuse();

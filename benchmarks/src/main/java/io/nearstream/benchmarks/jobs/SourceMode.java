@@ -1,5 +1,6 @@
 package io.nearstream.benchmarks.jobs;
 
+import io.nearstream.benchmarks.kafka.KafkaSources;
 import io.nearstream.flink.source.NearstreamSource;
 import io.nearstream.flink.source.NearstreamSourceBuilder;
 import io.nearstream.flink.source.NearstreamStoppingPositions;
@@ -8,6 +9,7 @@ import io.nearstream.flink.source.reader.deserializer.NearstreamRecordDeserializ
 import java.util.Arrays;
 import java.util.Locale;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
+import org.apache.flink.connector.kafka.source.KafkaSource;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 
@@ -16,10 +18,8 @@ import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
  * values that stops at what the stream holds when the job starts, so every job ends - or, for a
  * timed job ({@link JobOptions#unbounded()}), one that reads on until the job is cancelled.
  *
- * <p>Adding a mode (e.g. {@code KAFKA}: Flink's {@code KafkaSource} with {@code --broker} as the
- * bootstrap servers and {@code --stream} as the topic, bounded by {@code
- * OffsetsInitializer.latest()}) is one more constant with its own {@link #source}; the workloads
- * and the runner do not change.
+ * <p>A mode is one constant with its own {@link #source}; the workloads and the runner do not
+ * change.
  */
 public enum SourceMode {
     /** The Nearstream source in {@link ReadMode#PULL}: fetch RPCs. */
@@ -35,6 +35,22 @@ public enum SourceMode {
         @Override
         public DataStream<byte[]> source(StreamExecutionEnvironment env, JobOptions options) {
             return nearstream(env, options, ReadMode.PUSH);
+        }
+    },
+
+    /**
+     * Flink's Kafka source (flink-connector-kafka) with {@code --broker} as the bootstrap servers
+     * and {@code --stream} as the topic, from the earliest offsets; bounded by the latest offsets
+     * at job start unless the job is timed.
+     */
+    KAFKA {
+        @Override
+        public DataStream<byte[]> source(StreamExecutionEnvironment env, JobOptions options) {
+            KafkaSource<byte[]> source =
+                    options.unbounded()
+                            ? KafkaSources.continuous(options.broker(), options.stream())
+                            : KafkaSources.bounded(options.broker(), options.stream());
+            return env.fromSource(source, WatermarkStrategy.noWatermarks(), "kafka");
         }
     };
 

@@ -2,6 +2,13 @@ package io.nearstream.benchmarks.kafka;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.nearstream.benchmarks.jobs.CountWorkload;
+import io.nearstream.benchmarks.jobs.FilterWorkload;
+import io.nearstream.benchmarks.jobs.JobMeasurement;
+import io.nearstream.benchmarks.jobs.JobOptions;
+import io.nearstream.benchmarks.jobs.JobRunner;
+import io.nearstream.benchmarks.jobs.LocalFlinkCluster;
+import io.nearstream.benchmarks.jobs.SourceMode;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
@@ -89,6 +96,28 @@ class KafkaSourceITCase {
                 seen.set((int) index);
             }
             assertThat(seen.cardinality()).isEqualTo(RECORDS);
+
+            // The benchmark harness's kafka mode reads the same topic through the same source.
+            try (LocalFlinkCluster cluster = LocalFlinkCluster.start(2)) {
+                JobMeasurement m =
+                        JobRunner.run(
+                                new JobOptions(
+                                        CountWorkload.NAME,
+                                        SourceMode.KAFKA,
+                                        kafka.bootstrapServers(),
+                                        TOPIC,
+                                        2,
+                                        RECORDS,
+                                        JobOptions.DEFAULT_FETCH_BYTES,
+                                        JobOptions.DEFAULT_PUSH_SLOTS,
+                                        JobOptions.DEFAULT_PUSH_SLOT_BYTES,
+                                        FilterWorkload.DEFAULT_PATTERN),
+                                cluster,
+                                null);
+                assertThat(m.mode()).isEqualTo(SourceMode.KAFKA);
+                assertThat(m.records()).isEqualTo(RECORDS);
+                assertThat(m.result().valueBytes()).isEqualTo((long) RECORDS * RECORD_BYTES);
+            }
         }
 
         Optional<ProcessHandle> server = ProcessHandle.of(pid);
