@@ -141,6 +141,13 @@ public final class JobRunner {
     }
 
     private static JobMeasurement runOn(JobOptions options) throws Exception {
+        if (options.mode() == SourceMode.KAFKA) {
+            // --broker names Kafka's bootstrap servers: no Stats RPC (the runner reads Kafka's
+            // CPU).
+            try (LocalFlinkCluster cluster = LocalFlinkCluster.start(options.parallelism())) {
+                return run(options, cluster, null);
+            }
+        }
         try (NearstreamClient stats = NettyNearstreamClient.connect(options.broker());
                 LocalFlinkCluster cluster = LocalFlinkCluster.start(options.parallelism())) {
             return run(options, cluster, stats);
