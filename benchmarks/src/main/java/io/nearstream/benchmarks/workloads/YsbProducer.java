@@ -1,7 +1,6 @@
 package io.nearstream.benchmarks.workloads;
 
 import io.nearstream.client.NearstreamClient;
-import io.nearstream.client.NearstreamProducer;
 import io.nearstream.client.NearstreamProducerConfig;
 import io.nearstream.client.NettyNearstreamClient;
 import java.nio.file.Path;
@@ -28,7 +27,8 @@ import java.util.function.Supplier;
  * {@code event_time}, records spread round-robin over the streamlets. Creates the stream when it
  * does not exist. Prints one JSON line: events, views among them (what the job must count),
  * seconds, achieved rate. With {@code --views-file FILE} it also writes how many views fall in each
- * 10 s window, for {@link YsbSummary} to check every window that fired.
+ * 10 s window, for {@link YsbSummary} to check every window that fired. With {@code --target kafka}
+ * the events go to the Kafka topic {@code --stream} at bootstrap servers {@code --broker} instead.
  *
  * <pre>
  * java -cp benchmarks/target/benchmarks.jar io.nearstream.benchmarks.workloads.YsbProducer \
@@ -50,7 +50,8 @@ public final class YsbProducer {
                     "seed",
                     "batch-bytes",
                     "linger-ms",
-                    "views-file");
+                    "views-file",
+                    "target");
 
     /** Rate pacing looks at the clock every this many events. */
     private static final int PACING_BATCH = 64;
@@ -94,35 +95,67 @@ public final class YsbProducer {
         long seed = flags.longValue("seed", 42, Long.MIN_VALUE);
         YsbCampaigns campaigns = YsbCampaigns.generate(seed);
         campaigns.write(campaignsFile);
-        try (NearstreamClient client = NettyNearstreamClient.connect(broker)) {
-            StreamSetup.ensure(client, stream, streamlets);
-            int batchBytes = flags.intValue("batch-bytes", 64 * 1024, 1);
-            Duration linger = Duration.ofMillis(flags.longValue("linger-ms", 5, 0));
-            Supplier<NearstreamProducerConfig> configs =
-                    () ->
-                            NearstreamProducerConfig.builder(client, stream)
-                                    .batchSizeBytes(batchBytes)
-                                    .linger(linger)
-                                    .build();
-            Result result = produce(configs, campaigns, events, rate, producers, seed);
-            String viewsFile = flags.string("views-file", null);
-            if (viewsFile != null) {
-                YsbSummary.writeProducedViews(Path.of(viewsFile), result.viewsPerWindow());
-            }
-            System.out.println(result.toJson());
+        int batchBytes = flags.intValue("batch-bytes", 64 * 1024, 1);
+        Duration linger = Duration.ofMillis(flags.longValue("linger-ms", 5, 0));
+        Result result;
+        String target = flags.string("target", "nearstream");
+        if (!target.equals("nearstream") && !target.equals("kafka")) {
+            throw new IllegalArgumentException("--target is nearstream or kafka, got " + target);
         }
+        if (target.equals("kafka")) {
+            // --broker is Kafka's bootstrap servers and --stream the topic (created beforehand).
+            result =
+                    produce(
+                            () -> EventSink.kafka(broker, stream, batchBytes, linger.toMillis()),
+                            campaigns,
+                            events,
+                            rate,
+                            producers,
+                            seed);
+        } else {
+            try (NearstreamClient client = NettyNearstreamClient.connect(broker)) {
+                StreamSetup.ensure(client, stream, streamlets);
+                NearstreamProducerConfig config =
+                        NearstreamProducerConfig.builder(client, stream)
+                                .batchSizeBytes(batchBytes)
+                                .linger(linger)
+                                .build();
+                result =
+                        produce(
+                                () -> EventSink.nearstream(config),
+                                campaigns,
+                                events,
+                                rate,
+                                producers,
+                                seed);
+            }
+        }
+        String viewsFile = flags.string("views-file", null);
+        if (viewsFile != null) {
+            YsbSummary.writeProducedViews(Path.of(viewsFile), result.viewsPerWindow());
+        }
+        System.out.println(result.toJson());
+    }
+
+    /** {@link #produce(Supplier, YsbCampaigns, long, long, int, long)} into Nearstream. */
+    public static Result produceTo(
+            NearstreamProducerConfig config,
+            YsbCampaigns campaigns,
+            long events,
+            long rate,
+            int threads,
+            long seed)
+            throws Exception {
+        return produce(() -> EventSink.nearstream(config), campaigns, events, rate, threads, seed);
     }
 
     /**
      * Makes {@code events} events with {@code threads} threads at {@code rate} events/s in total
      * (0: unthrottled) and waits until all are stored. Each thread draws from its own seed and
-     * sends through a producer of its own, made from a config {@code configs} gives it. Each config
-     * must come from a new {@link NearstreamProducerConfig#builder}: a builder draws its random
-     * producer id once, and two producers with one id have their chunks deduplicated against each
-     * other by the broker (records lost).
+     * sends through a sink of its own ({@code sinks} is called once per thread).
      */
     public static Result produce(
-            Supplier<NearstreamProducerConfig> configs,
+            Supplier<EventSink> sinks,
             YsbCampaigns campaigns,
             long events,
             long rate,
@@ -144,8 +177,7 @@ public final class YsbProducer {
             Thread worker =
                     new Thread(
                             () -> {
-                                try (NearstreamProducer producer =
-                                        new NearstreamProducer(configs.get())) {
+                                try (EventSink producer = sinks.get()) {
                                     YsbEventGenerator generator =
                                             new YsbEventGenerator(
                                                     campaigns.ads(), seed + 1 + index);
@@ -161,13 +193,7 @@ public final class YsbProducer {
                                                     YsbPipeline.windowEnd(now), 1L, Long::sum);
                                         }
                                         bytes[index] += event.length;
-                                        producer.send(event)
-                                                .whenComplete(
-                                                        (pos, e) -> {
-                                                            if (e != null) {
-                                                                failure.compareAndSet(null, e);
-                                                            }
-                                                        });
+                                        producer.send(event, e -> failure.compareAndSet(null, e));
                                     }
                                     producer.flush();
                                 } catch (Throwable e) {

@@ -142,8 +142,8 @@ class WorkloadsBrokerITCase {
         campaigns.write(table);
         StreamSetup.ensure(client, "ysb", 2);
         YsbProducer.Result produced =
-                YsbProducer.produce(
-                        () -> NearstreamProducerConfig.builder(client, "ysb").build(),
+                YsbProducer.produceTo(
+                        NearstreamProducerConfig.builder(client, "ysb").build(),
                         campaigns,
                         20_000,
                         0,
