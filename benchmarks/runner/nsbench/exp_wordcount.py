@@ -74,8 +74,8 @@ def run(args, out_dir, workdir):
                                        "sum")}
     res = Results(out_dir, "wordcount",
                   ["workload", "mode", "parallelism", "records", "words", "seconds",
-                   "records_per_s", "words_per_s", "job_cpu_s_per_m", "job_cpu_s_per_m_words", "broker_cpu_s",
-                   "broker_cpu_s_per_m", "counts_ok"])
+                   "records_per_s", "words_per_s", "job_cpu_s_per_m", "job_cpu_s_per_m_words",
+                   "broker_cpu_s", "broker_cpu_s_per_m", "counts_ok"])
     with Broker(workdir, workers=args.workers) as broker:
         produced = javatool.run(workdir, "corpus-producer",
                                 "io.nearstream.benchmarks.workloads.CorpusProducer",
