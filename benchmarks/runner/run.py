@@ -15,7 +15,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from nsbench import exp_consume, exp_ingest, exp_kafka_count  # noqa: E402
+from nsbench import exp_consume, exp_ingest, exp_kafka_count, exp_wordcount, exp_ysb  # noqa: E402
 
 
 class _Preset:
@@ -33,6 +33,8 @@ class _Preset:
 EXPERIMENTS = {
     "ingest": exp_ingest,
     "kafka-count": exp_kafka_count,
+    "wordcount": exp_wordcount,
+    "ysb": exp_ysb,
     **{name: _Preset(name) for name in exp_consume.PRESETS},
 }
 

@@ -31,14 +31,18 @@ import org.apache.flink.streaming.api.graph.StreamGraph;
  *     --workload count --mode pull --preload 1000000 --workers 2
  * }</pre>
  *
- * <p>Flags: {@code --workload count|filter}, {@code --mode pull|push}, {@code --broker host:port},
- * {@code --stream NAME} (default {@value PreloadedStream#STREAM}), {@code --parallelism P} (the
- * whole job; default 1), {@code --records N} (the records the stream holds: the job fails when it
- * reads another number), {@code --fetch-bytes} (pull: bytes per streamlet and fetch, default 1
- * MiB), {@code --push-slots}, {@code --push-slot-bytes} (push: ring geometry, default 8 × 1 MiB),
- * {@code --filter-pattern}; with {@code --preload N} instead of {@code --broker}: starts {@code
- * nearstreamd} ({@code --workers}, default 2) and loads N records of {@code --record-bytes} (100)
- * into {@code --streamlets} (4) streamlets in chunks of {@code --chunk-bytes} (65536).
+ * <p>Flags: {@code --workload count|filter|wordcount|windowed-wordcount|ysb}, {@code --mode
+ * pull|push}, {@code --broker host:port}, {@code --stream NAME} (default {@value
+ * PreloadedStream#STREAM}), {@code --parallelism P} (the whole job; default 1), {@code --records N}
+ * (the records the stream holds: the job fails when it reads another number), {@code --fetch-bytes}
+ * (pull: bytes per streamlet and fetch, default 1 MiB), {@code --push-slots}, {@code
+ * --push-slot-bytes} (push: ring geometry, default 8 × 1 MiB), {@code --filter-pattern}; with
+ * {@code --preload N} instead of {@code --broker}: starts {@code nearstreamd} ({@code --workers},
+ * default 2) and loads N records of {@code --record-bytes} (100) into {@code --streamlets} (4)
+ * streamlets in chunks of {@code --chunk-bytes} (65536). Workload flags ({@link Workload#PARAMS}):
+ * {@code --output-dir DIR} (wordcount, windowed-wordcount, ysb: where the results go), {@code
+ * --ysb-campaigns FILE} (ysb: the producer's ad -> campaign table), {@code --out-of-orderness-ms}
+ * (ysb: the watermark bound, default 1000).
  *
  * <p>Exit status 1 when the job read a different number of records than expected, 2 on bad flags.
  */
@@ -135,7 +139,9 @@ public final class JobRunner {
                             options.fetchBytesPerStreamlet(),
                             options.pushSlotsPerRing(),
                             options.pushSlotBytes(),
-                            options.filterPattern());
+                            options.filterPattern(),
+                            options.unbounded(),
+                            options.params());
             return run(o, cluster, stream.client());
         }
     }

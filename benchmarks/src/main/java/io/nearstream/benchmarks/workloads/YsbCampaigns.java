@@ -94,4 +94,15 @@ public final class YsbCampaigns {
     public List<String> ads() {
         return ads;
     }
+
+    /**
+     * Writes the table {@code YsbProducer --seed S} uses, before any event is made, so a job can be
+     * started (and be running) before its producer: {@code YsbCampaigns --seed S --out FILE}.
+     */
+    public static void main(String[] args) throws IOException {
+        Flags flags = Flags.parse(args, java.util.Set.of("seed", "out"));
+        Path out = Path.of(flags.required("out"));
+        generate(flags.longValue("seed", 42, Long.MIN_VALUE)).write(out);
+        System.out.println(out);
+    }
 }

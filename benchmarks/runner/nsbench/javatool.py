@@ -1,0 +1,28 @@
+"""The benchmarks jar's small Java tools (producers, table writer, summaries), run to completion
+with their JSON line parsed."""
+import json
+import os
+
+from . import paths
+from .processes import Process
+
+
+def run(workdir, name, main_class, args, timeout, heap="1g"):
+    """Runs `main_class args`; returns the last line of its output that parses as JSON (or None
+    when there is none), failing with the log tail on a non-zero exit."""
+    argv = [paths.java(), f"-Xmx{heap}", "-cp", paths.benchmarks_jar(), main_class, *map(str, args)]
+    p = Process(name, argv, os.path.join(workdir, f"{name}.log"))
+    rc = p.wait(timeout)
+    out = p.output()
+    if rc != 0:
+        raise RuntimeError(f"{name} failed (exit {rc}), log {p.log_path}:\n{out[-3000:]}")
+    p.stop()
+    for line in reversed(out.splitlines()):
+        if line.startswith("{"):
+            return json.loads(line)
+    return None
+
+
+def start(workdir, name, main_class, args, heap="1g"):
+    argv = [paths.java(), f"-Xmx{heap}", "-cp", paths.benchmarks_jar(), main_class, *map(str, args)]
+    return Process(name, argv, os.path.join(workdir, f"{name}.log"))

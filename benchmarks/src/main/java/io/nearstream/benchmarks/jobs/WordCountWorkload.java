@@ -1,0 +1,47 @@
+package io.nearstream.benchmarks.jobs;
+
+import io.nearstream.benchmarks.workloads.WordCountFileSink;
+import io.nearstream.benchmarks.workloads.WordCountPipeline;
+import java.nio.file.Path;
+import org.apache.flink.api.java.tuple.Tuple2;
+import org.apache.flink.streaming.api.datastream.DataStream;
+
+/**
+ * Streaming word count over text records ({@link WordCountPipeline#wordCounts}, the paper's Listing
+ * 2): records in are text records, records out are the running counts, one per word occurrence (so
+ * the output is the number of words). Each word's total goes to {@code word-counts-<subtask>.tsv}
+ * files in {@code --output-dir} ({@link WordCountFileSink#maxPerWord}), to compare with {@code
+ * scripts/wordcount_reference.py}.
+ */
+public final class WordCountWorkload implements Workload {
+
+    public static final String NAME = "wordcount";
+
+    /** The flag naming the directory the word-count workloads write their counts to. */
+    static final String OUTPUT_DIR = "output-dir";
+
+    @Override
+    public String name() {
+        return NAME;
+    }
+
+    @Override
+    public void addTo(DataStream<byte[]> records, JobOptions options) {
+        Path out = outputDir(options, NAME);
+        WordCountPipeline.wordCounts(records.map(new MeterIn()).name("meter in"))
+                .map(new MeterOut<Tuple2<String, Long>>())
+                .name("meter out")
+                .sinkTo(WordCountFileSink.maxPerWord(out))
+                .name("word totals to " + out);
+    }
+
+    /** The {@code --output-dir} a workload that writes files needs. */
+    static Path outputDir(JobOptions options, String workload) {
+        String dir = options.param(OUTPUT_DIR, "");
+        if (dir.isEmpty()) {
+            throw new IllegalArgumentException(
+                    "workload " + workload + " writes its results: give --" + OUTPUT_DIR + " DIR");
+        }
+        return Path.of(dir).toAbsolutePath();
+    }
+}
