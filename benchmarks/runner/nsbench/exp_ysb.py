@@ -12,6 +12,7 @@ import statistics
 import time
 
 from . import javatool, jobmodes, plots
+from .kafka import Kafka
 from .broker import Broker
 from .concurrent import _samples, _wait_for_line
 from .results import Results
@@ -22,7 +23,7 @@ SEED = 42
 
 
 def add_arguments(p):
-    p.add_argument("--modes", default="pull,push", help="source modes, in run order")
+    p.add_argument("--modes", default="pull,push,kafka", help="source modes, in run order")
     p.add_argument("--rates", default="100k,200k,400k,800k", help="producer events/s sweep")
     p.add_argument("--duration-s", type=int, default=40, help="producer run time per point")
     p.add_argument("--parallelism", type=int, default=2, help="job parallelism")
@@ -73,12 +74,18 @@ def measure(args, workdir, mode, rate):
     results_dir = os.path.join(workdir, f"windows-{point}")
     table = os.path.join(workdir, "campaigns.csv")
     views_file = os.path.join(workdir, f"views-{point}.csv")
-    with Broker(workdir, workers=args.workers) as broker:
-        broker.create_stream(STREAM, args.streamlets, retention_bytes="1G")
+    # Kafka mode: a fresh Kafka node per point, as a fresh nearstreamd for the other modes.
+    with (Kafka(workdir, {STREAM: args.streamlets}) if mode == "kafka"
+          else Broker(workdir, workers=args.workers)) as broker:
+        if mode == "kafka":
+            inputs, address, target = {"kafka": broker}, broker.bootstrap, "kafka"
+        else:
+            broker.create_stream(STREAM, args.streamlets, retention_bytes="1G")
+            inputs, address, target = {"broker": broker}, broker.address, "nearstream"
         javatool.run(workdir, "ysb-campaigns", "io.nearstream.benchmarks.workloads.YsbCampaigns",
                      ["--seed", SEED, "--out", table], timeout=120)
         job = jobmodes.start(
-            mode, workdir, "ysb", STREAM, args.parallelism, {"broker": broker}, heap=args.heap,
+            mode, workdir, "ysb", STREAM, args.parallelism, inputs, heap=args.heap,
             duration_s=args.duration_s + args.drain_s + JOB_START_TIMEOUT_S,
             extra=["--output-dir", results_dir, "--ysb-campaigns", table,
                    "--out-of-orderness-ms", str(args.out_of_orderness_ms)],
@@ -89,7 +96,8 @@ def measure(args, workdir, mode, rate):
             start_ms = time.time() * 1000
             produced = javatool.run(
                 workdir, f"ysb-producer-{point}", "io.nearstream.benchmarks.workloads.YsbProducer",
-                ["--broker", broker.address, "--stream", STREAM, "--streamlets", args.streamlets,
+                ["--broker", address, "--target", target, "--stream", STREAM,
+                 "--streamlets", args.streamlets,
                  "--campaigns", table, "--seed", SEED, "--events", rate * args.duration_s,
                  "--rate", rate, "--producers", args.producers, "--views-file", views_file],
                 timeout=args.duration_s * 10 + 120)

@@ -11,11 +11,17 @@ def _nearstream(workdir, workload, mode, stream, parallelism, inputs, **kw):
                           **kw)
 
 
+def _kafka(workdir, workload, mode, stream, parallelism, inputs, **kw):
+    # Flink's Kafka source: --broker names the Kafka node's bootstrap servers, --stream the topic.
+    return flinkjob.start(workdir, workload, mode, stream, parallelism, kafka=inputs["kafka"], **kw)
+
+
 # mode -> start(workdir, workload, mode, stream, parallelism, inputs, records=..., duration_s=...,
 # extra=..., name=...); `inputs` holds what the modes read from ({"broker": Broker, ...}).
 STARTERS = {
     "pull": _nearstream,
     "push": _nearstream,
+    "kafka": _kafka,
 }
 
 

@@ -8,7 +8,6 @@ import io.nearstream.flink.source.ReadMode;
 import io.nearstream.flink.source.reader.deserializer.NearstreamRecordDeserializationSchema;
 import java.util.Arrays;
 import java.util.Locale;
-import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.connector.kafka.source.KafkaSource;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
@@ -50,7 +49,7 @@ public enum SourceMode {
                     options.unbounded()
                             ? KafkaSources.continuous(options.broker(), options.stream())
                             : KafkaSources.bounded(options.broker(), options.stream());
-            return env.fromSource(source, WatermarkStrategy.noWatermarks(), "kafka");
+            return env.fromSource(source, Workload.named(options.workload()).watermarks(), "kafka");
         }
     };
 
@@ -91,6 +90,8 @@ public enum SourceMode {
         }
         NearstreamSource<byte[]> source = builder.build();
         return env.fromSource(
-                source, WatermarkStrategy.noWatermarks(), "nearstream-" + readMode.name());
+                source,
+                Workload.named(options.workload()).watermarks(),
+                "nearstream-" + readMode.name());
     }
 }

@@ -146,8 +146,8 @@ class WorkloadJobsITCase {
         campaigns.write(table);
         StreamSetup.ensure(client, "ysb", 2);
         YsbProducer.Result produced =
-                YsbProducer.produce(
-                        () -> NearstreamProducerConfig.builder(client, "ysb").build(),
+                YsbProducer.produceTo(
+                        NearstreamProducerConfig.builder(client, "ysb").build(),
                         campaigns,
                         10_000,
                         0,
