@@ -42,8 +42,9 @@ class FlagsTest {
         assertThatThrownBy(() -> f.positiveInts("parallelism", List.of()))
                 .hasMessageContaining("positive numbers");
         assertThatThrownBy(() -> f.required("mode")).hasMessageContaining("--mode is required");
-        assertThatThrownBy(() -> SourceMode.parse("kafka"))
-                .hasMessageContaining("unknown mode 'kafka'");
+        assertThatThrownBy(() -> SourceMode.parse("pulsar"))
+                .hasMessageContaining("unknown mode 'pulsar'");
+        assertThat(SourceMode.parse("KAFKA")).isEqualTo(SourceMode.KAFKA);
         assertThatThrownBy(() -> Workload.named("grep"))
                 .hasMessageContaining("unknown workload 'grep'");
     }
