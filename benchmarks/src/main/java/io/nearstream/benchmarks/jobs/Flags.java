@@ -11,7 +11,7 @@ import java.util.TreeSet;
  * Command-line flags of the benchmark mains: {@code --name value} pairs, every name known in
  * advance, every value checked, with an error that names the flag.
  */
-final class Flags {
+public final class Flags {
 
     private final Map<String, String> values = new LinkedHashMap<>();
 
@@ -20,7 +20,7 @@ final class Flags {
      *
      * @throws IllegalArgumentException on an unknown flag, a flag without a value, or a stray word
      */
-    Flags(String[] args, Set<String> known) {
+    public Flags(String[] args, Set<String> known) {
         for (int i = 0; i < args.length; i++) {
             String arg = args[i];
             if (!arg.startsWith("--")) {
@@ -48,15 +48,15 @@ final class Flags {
         }
     }
 
-    boolean has(String name) {
+    public boolean has(String name) {
         return values.containsKey(name);
     }
 
-    String string(String name, String fallback) {
+    public String string(String name, String fallback) {
         return values.getOrDefault(name, fallback);
     }
 
-    String required(String name) {
+    public String required(String name) {
         String v = values.get(name);
         if (v == null || v.isBlank()) {
             throw new IllegalArgumentException("--" + name + " is required");
@@ -64,7 +64,7 @@ final class Flags {
         return v;
     }
 
-    long positiveLong(String name, long fallback) {
+    public long positiveLong(String name, long fallback) {
         String v = values.get(name);
         if (v == null) {
             return fallback;
@@ -81,7 +81,7 @@ final class Flags {
         return n;
     }
 
-    int positiveInt(String name, int fallback) {
+    public int positiveInt(String name, int fallback) {
         long n = positiveLong(name, fallback);
         if (n > Integer.MAX_VALUE) {
             throw new IllegalArgumentException("--" + name + " is too large: " + n);
@@ -90,7 +90,7 @@ final class Flags {
     }
 
     /** A comma-separated list of positive ints. */
-    List<Integer> positiveInts(String name, List<Integer> fallback) {
+    public List<Integer> positiveInts(String name, List<Integer> fallback) {
         String v = values.get(name);
         if (v == null) {
             return fallback;
@@ -113,5 +113,30 @@ final class Flags {
             }
         }
         return out;
+    }
+
+    public long longValue(String name, long defaultValue, long min) {
+        String v = values.get(name);
+        if (v == null) {
+            return defaultValue;
+        }
+        long parsed;
+        try {
+            parsed = Long.parseLong(v.replace("_", ""));
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("--" + name + " must be a number, got '" + v + "'");
+        }
+        if (parsed < min) {
+            throw new IllegalArgumentException("--" + name + " must be >= " + min + ", got " + v);
+        }
+        return parsed;
+    }
+
+    public int intValue(String name, int defaultValue, int min) {
+        long v = longValue(name, defaultValue, min);
+        if (v > Integer.MAX_VALUE) {
+            throw new IllegalArgumentException("--" + name + " is too large: " + v);
+        }
+        return (int) v;
     }
 }

@@ -1,5 +1,6 @@
 package io.nearstream.benchmarks.workloads;
 
+import io.nearstream.benchmarks.jobs.Flags;
 import io.nearstream.client.NearstreamClient;
 import io.nearstream.client.NearstreamProducer;
 import io.nearstream.client.NearstreamProducerConfig;
@@ -55,7 +56,7 @@ public final class CorpusProducer {
     }
 
     public static void main(String[] args) throws Exception {
-        Flags flags = Flags.parse(args, FLAGS);
+        Flags flags = new Flags(args, FLAGS);
         String broker = flags.required("broker");
         String stream = flags.required("stream");
         int streamlets = flags.intValue("streamlets", 4, 1);

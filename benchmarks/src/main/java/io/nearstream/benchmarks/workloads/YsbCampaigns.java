@@ -1,5 +1,6 @@
 package io.nearstream.benchmarks.workloads;
 
+import io.nearstream.benchmarks.jobs.Flags;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -100,7 +101,7 @@ public final class YsbCampaigns {
      * started (and be running) before its producer: {@code YsbCampaigns --seed S --out FILE}.
      */
     public static void main(String[] args) throws IOException {
-        Flags flags = Flags.parse(args, java.util.Set.of("seed", "out"));
+        Flags flags = new Flags(args, java.util.Set.of("seed", "out"));
         Path out = Path.of(flags.required("out"));
         generate(flags.longValue("seed", 42, Long.MIN_VALUE)).write(out);
         System.out.println(out);
