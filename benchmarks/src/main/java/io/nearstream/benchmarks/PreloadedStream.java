@@ -1,5 +1,6 @@
 package io.nearstream.benchmarks;
 
+import io.nearstream.benchmarks.kafka.IndexedRecords;
 import io.nearstream.client.AppendResult;
 import io.nearstream.client.ChunkBuilder;
 import io.nearstream.client.Chunks;
@@ -119,12 +120,7 @@ public final class PreloadedStream implements AutoCloseable {
         for (int s = 0; s < streamlets; s++) {
             left[s] = records / streamlets + (s < records % streamlets ? 1 : 0);
         }
-        byte[] record = new byte[recordBytes];
-        long seed = 0x9E3779B97F4A7C15L;
-        for (int i = 0; i < recordBytes; i++) {
-            seed = seed * 6364136223846793005L + 1442695040888963407L;
-            record[i] = (byte) (seed >>> 56);
-        }
+        byte[] record = IndexedRecords.template(recordBytes);
         ChunkBuilder builder = new ChunkBuilder(chunkBytes);
         Deque<CompletableFuture<List<AppendResult>>> inFlight = new ArrayDeque<>();
         long index = 0;
@@ -139,7 +135,7 @@ public final class PreloadedStream implements AutoCloseable {
                 int n = (int) Math.min(perChunk, left[s]);
                 builder.reset();
                 for (int r = 0; r < n; r++) {
-                    putLongLE(record, index++);
+                    IndexedRecords.stamp(record, index++);
                     builder.add(record);
                 }
                 left[s] -= n;
@@ -171,12 +167,6 @@ public final class PreloadedStream implements AutoCloseable {
                                 + " "
                                 + r.message());
             }
-        }
-    }
-
-    private static void putLongLE(byte[] b, long v) {
-        for (int i = 0; i < Math.min(8, b.length); i++) {
-            b[i] = (byte) (v >>> (8 * i));
         }
     }
 

@@ -1,10 +1,10 @@
 package io.nearstream.benchmarks.kafka;
 
 /**
- * The content of benchmark records, the rule {@code PreloadedStream} uses for Nearstream: a record
- * carries its global index in its first 8 bytes (little-endian; fewer when the record is shorter),
- * the rest is a fixed pseudo-random pattern. So both brokers hold the same bytes, and a reader can
- * check which records it got.
+ * The content of benchmark records, for Nearstream ({@code PreloadedStream}) and Kafka alike: a
+ * record carries its global index in its first 8 bytes (little-endian; fewer when the record is
+ * shorter), the rest is a fixed pseudo-random pattern. So both brokers hold the same bytes, and a
+ * reader can check which records it got.
  */
 public final class IndexedRecords {
 
