@@ -3,6 +3,8 @@ with the pull or the push source (and, for Fig. 7-8, nearstream-perf's C++ pull 
 iterating and counting (Fig. 4, 8) or filtering (Fig. 5-7) 100-byte records, swept over the
 producer chunk size. Each point starts a fresh broker; modes run one after the other at the same
 point, so their ratio is measured side by side."""
+import statistics
+
 from . import concurrent, plots
 from .results import Results
 from .sizes import size_list
@@ -84,7 +86,6 @@ def run_preset(preset, args, out_dir, workdir):
 
 def _ratios(res):
     """push/pull ratios per chunk size (medians over repetitions)."""
-    import statistics
     lines = []
     for cs in sorted({r["chunk_kib"] for r in res.rows}):
         by = {}

@@ -236,6 +236,9 @@ public class PushSplitReader implements SplitReader<NearstreamRecord, Nearstream
                                         segmentSizeKnown = true;
                                         metrics.setSegmentBytes(
                                                 Integer.toUnsignedLong(config.segmentBytes()));
+                                    } else {
+                                        // Metrics only: the fetch path reports broker errors.
+                                        LOG.debug("Segment size of {} unknown", stream, error);
                                     }
                                 });
             }
