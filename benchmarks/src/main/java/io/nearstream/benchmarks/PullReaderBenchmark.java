@@ -1,9 +1,9 @@
 package io.nearstream.benchmarks;
 
-import io.nearstream.client.NearstreamRecord;
 import io.nearstream.flink.source.NearstreamSourceOptions;
 import io.nearstream.flink.source.metrics.NearstreamSourceReaderMetrics;
 import io.nearstream.flink.source.reader.PullSplitReader;
+import io.nearstream.flink.source.reader.RecordRun;
 import io.nearstream.flink.source.split.NearstreamSplit;
 import java.util.List;
 import org.apache.flink.configuration.Configuration;
@@ -24,8 +24,9 @@ import org.openjdk.jmh.runner.options.OptionsBuilder;
  * The pull reader alone, no Flink operators: one {@link PullSplitReader} reads a pre-loaded stream
  * of 100-byte records from the earliest position to the tail (bounded splits), the way Flink's
  * split fetcher drives it: {@code fetch()} until every split finished, draining each {@link
- * RecordsWithSplitIds} and recycling it. The reader copies every record into its own {@code byte[]}
- * (as the emitter needs it); the benchmark hands each to a {@link Blackhole}.
+ * RecordsWithSplitIds} run by run, making each record as the emitter does ({@link
+ * RecordRun#record(int)}: the value the reader copied into its own {@code byte[]}), and recycling
+ * the batch; the benchmark hands each record to a {@link Blackhole}.
  *
  * <p>One invocation reads the whole stream ({@value BenchmarkBase#RECORDS_PER_INVOCATION} records
  * at full size), so the score is records per millisecond. {@code fetchBytes} is the byte budget of
@@ -83,12 +84,14 @@ public class PullReaderBenchmark extends PreloadedStreamBenchmark {
         long records = 0;
         int finished = 0;
         while (finished < splits.size()) {
-            RecordsWithSplitIds<NearstreamRecord> batch = reader.fetch();
+            RecordsWithSplitIds<RecordRun> batch = reader.fetch();
             while (batch.nextSplit() != null) {
-                NearstreamRecord record;
-                while ((record = batch.nextRecordFromSplit()) != null) {
-                    bh.consume(record.value());
-                    records++;
+                RecordRun run;
+                while ((run = batch.nextRecordFromSplit()) != null) {
+                    for (int i = 0; i < run.size(); i++) {
+                        bh.consume(run.record(i));
+                    }
+                    records += run.size();
                 }
             }
             finished += batch.finishedSplits().size();

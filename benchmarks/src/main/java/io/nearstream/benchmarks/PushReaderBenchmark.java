@@ -7,6 +7,7 @@ import io.nearstream.flink.source.NearstreamSourceOptions;
 import io.nearstream.flink.source.metrics.NearstreamSourceReaderMetrics;
 import io.nearstream.flink.source.reader.PushSplitReader;
 import io.nearstream.flink.source.reader.PushSubscriptionRegistry;
+import io.nearstream.flink.source.reader.RecordRun;
 import io.nearstream.flink.source.split.NearstreamSplit;
 import java.util.List;
 import java.util.UUID;
@@ -34,10 +35,12 @@ import org.openjdk.jmh.runner.options.OptionsBuilder;
  * <p>It is driven only through {@link SplitReader} and {@link RecordsWithSplitIds}, exactly as
  * Flink's split fetcher and {@code SourceReaderBase} drive it: bounded splits assigned, {@code
  * fetch()} until every split finished, each batch walked with {@code nextSplit()} / {@code
- * nextRecordFromSplit()}, every record's {@code byte[]} value touched (its length summed, the array
- * handed to a {@link Blackhole}), then {@code recycle()}. So whatever the reader does per record
- * (copy the value out of the slot when it is fetched, or when it is handed out) and per batch
- * (release its slot right away, or in {@code recycle()}) is measured.
+ * nextRecordFromSplit()} run by run, every record made as the emitter makes it ({@link
+ * RecordRun#record(int)}, which copies its value out of the slot), its {@code byte[]} value touched
+ * (its length summed, the record handed to a {@link Blackhole}), then {@code recycle()}. So
+ * whatever the reader does per record (copy the value out of the slot when it is fetched, or when
+ * it is handed out) and per batch (release its slot right away, or in {@code recycle()}) is
+ * measured.
  *
  * <p>Each invocation creates a reader on its own connection (the reader closes it), which joins the
  * JVM's {@link PushSubscriptionRegistry} as subtask 0 of a source of its own: its push subscribe,
@@ -102,7 +105,7 @@ public class PushReaderBenchmark extends PreloadedStreamBenchmark {
         PushSubscriptionRegistry.Key key =
                 new PushSubscriptionRegistry.Key(
                         stream.broker().address(), stream.stream(), UUID.randomUUID().toString());
-        SplitReader<NearstreamRecord, NearstreamSplit> reader =
+        SplitReader<RecordRun, NearstreamSplit> reader =
                 new PushSplitReader(
                         client,
                         stream.stream(),
@@ -117,14 +120,17 @@ public class PushReaderBenchmark extends PreloadedStreamBenchmark {
             reader.handleSplitsChanges(new SplitsAddition<>(splits));
             int finished = 0;
             while (finished < splits.size()) {
-                RecordsWithSplitIds<NearstreamRecord> batch = reader.fetch();
+                RecordsWithSplitIds<RecordRun> batch = reader.fetch();
                 while (batch.nextSplit() != null) {
-                    NearstreamRecord record;
-                    while ((record = batch.nextRecordFromSplit()) != null) {
-                        byte[] value = record.value();
-                        valueBytes += value.length;
-                        bh.consume(value);
-                        records++;
+                    RecordRun run;
+                    while ((run = batch.nextRecordFromSplit()) != null) {
+                        for (int i = 0; i < run.size(); i++) {
+                            NearstreamRecord record = run.record(i);
+                            byte[] value = record.value();
+                            valueBytes += value.length;
+                            bh.consume(record);
+                        }
+                        records += run.size();
                     }
                 }
                 finished += batch.finishedSplits().size();

@@ -1,7 +1,6 @@
 package io.nearstream.flink.source;
 
 import io.nearstream.client.NearstreamClient;
-import io.nearstream.client.NearstreamRecord;
 import io.nearstream.flink.source.enumerator.BrokerLocality;
 import io.nearstream.flink.source.enumerator.NearstreamEnumState;
 import io.nearstream.flink.source.enumerator.NearstreamEnumStateSerializer;
@@ -12,6 +11,7 @@ import io.nearstream.flink.source.reader.NearstreamSourceReader;
 import io.nearstream.flink.source.reader.PullSplitReader;
 import io.nearstream.flink.source.reader.PushSplitReader;
 import io.nearstream.flink.source.reader.PushSubscriptionRegistry;
+import io.nearstream.flink.source.reader.RecordRun;
 import io.nearstream.flink.source.reader.deserializer.NearstreamRecordDeserializationSchema;
 import io.nearstream.flink.source.split.NearstreamSplit;
 import io.nearstream.flink.source.split.NearstreamSplitSerializer;
@@ -125,7 +125,7 @@ public class NearstreamSource<T>
         NearstreamSourceReaderMetrics metrics =
                 new NearstreamSourceReaderMetrics(readerContext.metricGroup());
         int subtask = readerContext.getIndexOfSubtask();
-        Supplier<SplitReader<NearstreamRecord, NearstreamSplit>> splitReaderSupplier;
+        Supplier<SplitReader<RecordRun, NearstreamSplit>> splitReaderSupplier;
         PushSubscriptionRegistry.Key key = null;
         if (pushes(readerContext.getLocalHostName())) {
             key = new PushSubscriptionRegistry.Key(broker, stream, sourceId);
@@ -145,7 +145,9 @@ public class NearstreamSource<T>
         }
         return new NearstreamSourceReader<>(
                 splitReaderSupplier,
-                new NearstreamRecordEmitter<>(deserializer),
+                new NearstreamRecordEmitter<>(
+                        deserializer,
+                        readerContext.metricGroup().getIOMetricGroup().getNumRecordsInCounter()),
                 config,
                 readerContext,
                 PushSubscriptionRegistry.INSTANCE,

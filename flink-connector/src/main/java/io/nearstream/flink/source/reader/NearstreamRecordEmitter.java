@@ -1,37 +1,55 @@
 package io.nearstream.flink.source.reader;
 
-import io.nearstream.client.NearstreamRecord;
 import io.nearstream.flink.source.reader.deserializer.NearstreamRecordDeserializationSchema;
 import io.nearstream.flink.source.split.NearstreamSplitState;
 import org.apache.flink.annotation.Internal;
 import org.apache.flink.api.connector.source.SourceOutput;
 import org.apache.flink.connector.base.source.reader.RecordEmitter;
+import org.apache.flink.metrics.Counter;
 import org.apache.flink.util.Collector;
 
 /**
- * Deserializes each {@link NearstreamRecord} on the task thread, emits the results with the chunk's
- * timestamp as their event timestamp, then advances the split's state past the record. A checkpoint
- * between two records therefore stores exactly "this chunk, n records done".
+ * Emits a {@link RecordRun} record by record on the task thread: deserializes each record and emits
+ * the results with the chunk's timestamp as their event timestamp, then advances the split's state
+ * past the run. Checkpoints are taken between two runs (never inside this call, which runs on the
+ * task thread), so one stores exactly "this chunk, n records done".
+ *
+ * <p>{@code SourceReaderBase} adds one to the operator's {@code numRecordsIn} per element; a run
+ * holds {@code size()} records, so the emitter adds the rest, and the metric counts records as
+ * users expect.
  */
 @Internal
 public class NearstreamRecordEmitter<T>
-        implements RecordEmitter<NearstreamRecord, T, NearstreamSplitState> {
+        implements RecordEmitter<RecordRun, T, NearstreamSplitState> {
 
     private final NearstreamRecordDeserializationSchema<T> deserializer;
+    private final Counter numRecordsIn;
     private final TimestampedCollector<T> collector = new TimestampedCollector<>();
 
-    public NearstreamRecordEmitter(NearstreamRecordDeserializationSchema<T> deserializer) {
+    /**
+     * @param numRecordsIn the reader's {@code numRecordsIn} counter (the one {@code
+     *     SourceReaderBase} increments once per run)
+     */
+    public NearstreamRecordEmitter(
+            NearstreamRecordDeserializationSchema<T> deserializer, Counter numRecordsIn) {
         this.deserializer = deserializer;
+        this.numRecordsIn = numRecordsIn;
     }
 
     @Override
-    public void emitRecord(
-            NearstreamRecord record, SourceOutput<T> output, NearstreamSplitState state)
+    public void emitRecord(RecordRun run, SourceOutput<T> output, NearstreamSplitState state)
             throws Exception {
+        int size = run.size();
         collector.output = output;
-        collector.timestamp = record.chunkTimestampMs();
-        deserializer.deserialize(record, collector);
-        state.recordEmitted(record.chunk(), record.index());
+        collector.timestamp = run.chunkTimestampMs();
+        for (int i = 0; i < size; i++) {
+            deserializer.deserialize(run.record(i), collector);
+        }
+        if (size > 0) {
+            // Once per run: no checkpoint can fall inside this call.
+            state.recordEmitted(run.chunk(), run.firstIndex() + size - 1);
+        }
+        numRecordsIn.inc(size - 1L);
     }
 
     /** Forwards deserialized elements to the split's output with the chunk timestamp. */

@@ -1,6 +1,5 @@
 package io.nearstream.flink.source.reader;
 
-import io.nearstream.client.NearstreamRecord;
 import io.nearstream.flink.source.event.PushPeersEvent;
 import io.nearstream.flink.source.event.ReaderStartedEvent;
 import io.nearstream.flink.source.split.NearstreamSplit;
@@ -32,7 +31,7 @@ import org.slf4j.LoggerFactory;
 @Internal
 public class NearstreamSourceReader<T>
         extends SingleThreadMultiplexSourceReaderBase<
-                NearstreamRecord, T, NearstreamSplit, NearstreamSplitState> {
+                RecordRun, T, NearstreamSplit, NearstreamSplitState> {
 
     private static final Logger LOG = LoggerFactory.getLogger(NearstreamSourceReader.class);
 
@@ -45,7 +44,7 @@ public class NearstreamSourceReader<T>
     private boolean restoredSplits;
 
     public NearstreamSourceReader(
-            Supplier<SplitReader<NearstreamRecord, NearstreamSplit>> splitReaderSupplier,
+            Supplier<SplitReader<RecordRun, NearstreamSplit>> splitReaderSupplier,
             NearstreamRecordEmitter<T> recordEmitter,
             Configuration config,
             SourceReaderContext context,

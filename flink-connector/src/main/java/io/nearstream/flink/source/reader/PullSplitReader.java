@@ -6,7 +6,6 @@ import io.nearstream.client.FetchEntry;
 import io.nearstream.client.FetchResponse;
 import io.nearstream.client.NearstreamClient;
 import io.nearstream.client.NearstreamClientException;
-import io.nearstream.client.NearstreamRecord;
 import io.nearstream.client.Position;
 import io.nearstream.client.StreamletFetch;
 import io.nearstream.flink.source.BrokerErrors;
@@ -57,7 +56,7 @@ import org.slf4j.LoggerFactory;
  * <p>Runs on the split fetcher thread; only {@link #wakeUp()} is called from other threads.
  */
 @Internal
-public class PullSplitReader implements SplitReader<NearstreamRecord, NearstreamSplit> {
+public class PullSplitReader implements SplitReader<RecordRun, NearstreamSplit> {
 
     private static final Logger LOG = LoggerFactory.getLogger(PullSplitReader.class);
 
@@ -97,8 +96,8 @@ public class PullSplitReader implements SplitReader<NearstreamRecord, Nearstream
     }
 
     @Override
-    public RecordsWithSplitIds<NearstreamRecord> fetch() throws IOException {
-        RecordsBySplits.Builder<NearstreamRecord> records = new RecordsBySplits.Builder<>();
+    public RecordsWithSplitIds<RecordRun> fetch() throws IOException {
+        RecordsBySplits.Builder<RecordRun> records = new RecordsBySplits.Builder<>();
         boolean finishedAny = finishSplitsAtTheirStop(records);
 
         List<FetchEntry> entries = new ArrayList<>(streamlets.size());
@@ -139,8 +138,7 @@ public class PullSplitReader implements SplitReader<NearstreamRecord, Nearstream
         return records.build();
     }
 
-    private void readResponse(
-            FetchResponse response, RecordsBySplits.Builder<NearstreamRecord> records)
+    private void readResponse(FetchResponse response, RecordsBySplits.Builder<RecordRun> records)
             throws IOException {
         long bytes = 0;
         long lastChunkTimestamp = Long.MIN_VALUE;
@@ -168,7 +166,7 @@ public class PullSplitReader implements SplitReader<NearstreamRecord, Nearstream
                 continue;
             }
             boolean reachedStop = false;
-            List<NearstreamRecord> out = new ArrayList<>();
+            List<RecordRun> out = new ArrayList<>();
             try {
                 blocks:
                 for (ChunkBlock block : result.blocks()) {
@@ -181,18 +179,17 @@ public class PullSplitReader implements SplitReader<NearstreamRecord, Nearstream
                         }
                         int size = cursor.header().totalSize();
                         long timestamp = cursor.header().firstTimestampMs();
-                        int skip = s.takeRecordsToSkip(at);
-                        if (skip > 0) {
-                            cursor.skipRecords(skip);
-                        }
+                        int skipped = cursor.skipRecords(s.takeRecordsToSkip(at));
+                        byte[][] values = new byte[cursor.recordCount() - skipped][];
+                        int n = 0;
                         while (cursor.nextRecord()) {
+                            values[n++] = cursor.copyRecord();
+                        }
+                        if (n > 0) {
                             out.add(
-                                    new NearstreamRecord(
-                                            s.streamlet,
-                                            at,
-                                            cursor.recordIndex(),
-                                            timestamp,
-                                            cursor.copyRecord()));
+                                    new RecordRun.OnHeap(
+                                            s.streamlet, at, timestamp, skipped, values));
+                            count += n;
                         }
                         bytes += size;
                         lastChunkTimestamp = timestamp;
@@ -212,7 +209,6 @@ public class PullSplitReader implements SplitReader<NearstreamRecord, Nearstream
                                 e);
             }
             if (!out.isEmpty()) {
-                count += out.size();
                 records.addAll(s.splitId, out);
             }
             if (!reachedStop) {
@@ -238,7 +234,7 @@ public class PullSplitReader implements SplitReader<NearstreamRecord, Nearstream
     }
 
     /** Splits whose position is at or beyond their stopping position finish without a fetch. */
-    private boolean finishSplitsAtTheirStop(RecordsBySplits.Builder<NearstreamRecord> records) {
+    private boolean finishSplitsAtTheirStop(RecordsBySplits.Builder<RecordRun> records) {
         boolean finishedAny = false;
         Iterator<PullCursor> it = streamlets.values().iterator();
         while (it.hasNext()) {
@@ -254,7 +250,7 @@ public class PullSplitReader implements SplitReader<NearstreamRecord, Nearstream
         return finishedAny;
     }
 
-    private void finish(PullCursor s, RecordsBySplits.Builder<NearstreamRecord> records) {
+    private void finish(PullCursor s, RecordsBySplits.Builder<RecordRun> records) {
         streamlets.remove(s.streamlet);
         metrics.removeSplit(s.splitId);
         records.addFinishedSplit(s.splitId);

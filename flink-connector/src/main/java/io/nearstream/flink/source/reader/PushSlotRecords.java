@@ -1,6 +1,5 @@
 package io.nearstream.flink.source.reader;
 
-import io.nearstream.client.NearstreamRecord;
 import io.nearstream.client.Position;
 import io.nearstream.jni.ArrowSlotView;
 import java.lang.ref.Cleaner;
@@ -18,20 +17,21 @@ import org.apache.flink.connector.base.source.reader.RecordsWithSplitIds;
 
 /**
  * One pushed slot handed to Flink without copying it on the fetcher thread: the loaded {@link
- * ArrowSlotView} plus, per split, the runs of rows to emit (decided on the fetcher thread from the
- * slot's chunk map). {@link #nextRecordFromSplit()} builds each record on the task thread, copying
- * its value out of the slot into a {@code byte[]} there.
+ * ArrowSlotView} plus, per split, the {@link RecordRun runs} of rows to emit (decided on the
+ * fetcher thread from the slot's chunk map). The emitter copies each value out of the slot into a
+ * {@code byte[]} on the task thread.
  *
  * <p>{@link #recycle()} hands the slot back to the broker (and the view to its pool) exactly once;
  * until then the slot stays taken, which is the push path's backpressure. A batch Flink drops
  * without recycling it is given back by a {@link Cleaner} once unreachable.
  */
 @Internal
-final class PushSlotRecords implements RecordsWithSplitIds<NearstreamRecord> {
+final class PushSlotRecords implements RecordsWithSplitIds<RecordRun> {
 
     /**
      * Rows {@code [firstRow, firstRow + count)} of the slot: records {@code firstIndex..} of the
-     * chunk at {@code chunk} of {@code streamlet}.
+     * chunk at {@code chunk} of {@code streamlet}. Decided on the fetcher thread before the batch
+     * exists; the batch turns each into a {@link SlotRun} reading its rows.
      */
     record ChunkRun(
             int streamlet,
@@ -41,6 +41,24 @@ final class PushSlotRecords implements RecordsWithSplitIds<NearstreamRecord> {
             int firstIndex,
             int count) {}
 
+    /** A run whose values are rows of this batch's slot. */
+    private final class SlotRun extends RecordRun {
+        private final int firstRow;
+
+        SlotRun(ChunkRun run) {
+            super(run.streamlet(), run.chunk(), run.timestampMs(), run.firstIndex(), run.count());
+            this.firstRow = run.firstRow();
+        }
+
+        @Override
+        public byte[] value(int i) {
+            if (i < 0 || i >= size()) {
+                throw new IndexOutOfBoundsException("record " + i + " of a run of " + size());
+            }
+            return copyRow(firstRow + i);
+        }
+    }
+
     private final VarBinaryVector values;
 
     /**
@@ -48,9 +66,10 @@ final class PushSlotRecords implements RecordsWithSplitIds<NearstreamRecord> {
      * bulk copy straight from these addresses, without the per-call bounds, reference-count and
      * byte-order checks of {@code ArrowBuf} or a {@code ByteBuffer} view (those cost more than the
      * copy of a 100-byte value). Safe because the view checked that both buffers lie inside the
-     * slot when it loaded it, each row is checked against {@code valueCount} by construction of the
-     * runs, every offset pair is checked against {@code dataBytes} below, and the slot stays mapped
-     * until {@link #recycle()} (the reader never unmaps a region a queued batch may read).
+     * slot when it loaded it, every run's rows are checked against {@code valueCount} when the
+     * batch is built, every offset pair is checked against {@code dataBytes} below, and the slot
+     * stays mapped until {@link #recycle()} (the reader never unmaps a region a queued batch may
+     * read).
      */
     private final long offsetsAddress;
 
@@ -58,13 +77,12 @@ final class PushSlotRecords implements RecordsWithSplitIds<NearstreamRecord> {
     private final long dataBytes;
     private final boolean hasNulls;
     private final String[] splitIds;
-    private final ChunkRun[][] runsBySplit;
+    private final SlotRun[][] runsBySplit;
     private final Set<String> finishedSplits;
     private final Cleaner.Cleanable giveBack;
 
     private int split = -1;
     private int run;
-    private int row;
 
     private PushSlotRecords(
             ArrowSlotView view,
@@ -77,9 +95,19 @@ final class PushSlotRecords implements RecordsWithSplitIds<NearstreamRecord> {
         this.dataBytes = values.getDataBuffer().capacity();
         this.hasNulls = values.getNullCount() > 0;
         this.splitIds = runs.keySet().toArray(new String[0]);
-        this.runsBySplit = new ChunkRun[splitIds.length][];
+        this.runsBySplit = new SlotRun[splitIds.length][];
+        int rows = values.getValueCount();
         for (int i = 0; i < splitIds.length; i++) {
-            runsBySplit[i] = runs.get(splitIds[i]).toArray(new ChunkRun[0]);
+            List<ChunkRun> splitRuns = runs.get(splitIds[i]);
+            runsBySplit[i] = new SlotRun[splitRuns.size()];
+            for (int r = 0; r < splitRuns.size(); r++) {
+                ChunkRun run = splitRuns.get(r);
+                if (run.firstRow() < 0 || run.count() < 0 || run.firstRow() + run.count() > rows) {
+                    throw new IllegalArgumentException(
+                            "rows " + run.firstRow() + "+" + run.count() + " of a slot of " + rows);
+                }
+                runsBySplit[i][r] = new SlotRun(run);
+            }
         }
         this.finishedSplits = finishedSplits;
         this.giveBack = pool.giveBackWhenUnreachable(this, view);
@@ -92,37 +120,21 @@ final class PushSlotRecords implements RecordsWithSplitIds<NearstreamRecord> {
             split++;
         }
         run = 0;
-        row = 0;
         return split < splitIds.length ? splitIds[split] : null;
     }
 
     @Nullable
     @Override
-    public NearstreamRecord nextRecordFromSplit() {
+    public RecordRun nextRecordFromSplit() {
         if (split < 0 || split >= splitIds.length) {
             return null;
         }
-        ChunkRun[] runs = runsBySplit[split];
-        while (run < runs.length) {
-            ChunkRun r = runs[run];
-            if (row < r.count()) {
-                int i = row++;
-                int slotRow = r.firstRow() + i;
-                return new NearstreamRecord(
-                        r.streamlet(),
-                        r.chunk(),
-                        r.firstIndex() + i,
-                        r.timestampMs(),
-                        value(slotRow));
-            }
-            run++;
-            row = 0;
-        }
-        return null;
+        SlotRun[] runs = runsBySplit[split];
+        return run < runs.length ? runs[run++] : null;
     }
 
     /** Copies row {@code row}'s value out of the slot (an empty array for a null). */
-    private byte[] value(int row) {
+    private byte[] copyRow(int row) {
         if (hasNulls && values.isNull(row)) {
             return new byte[0];
         }

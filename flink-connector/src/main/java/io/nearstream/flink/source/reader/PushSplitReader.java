@@ -1,7 +1,6 @@
 package io.nearstream.flink.source.reader;
 
 import io.nearstream.client.NearstreamClient;
-import io.nearstream.client.NearstreamRecord;
 import io.nearstream.client.Position;
 import io.nearstream.client.PushSplitStart;
 import io.nearstream.client.StreamletMetadata;
@@ -84,7 +83,7 @@ import org.slf4j.LoggerFactory;
  * <p>Runs on the split fetcher thread; only {@link #wakeUp()} is called from other threads.
  */
 @Internal
-public class PushSplitReader implements SplitReader<NearstreamRecord, NearstreamSplit> {
+public class PushSplitReader implements SplitReader<RecordRun, NearstreamSplit> {
 
     private static final Logger LOG = LoggerFactory.getLogger(PushSplitReader.class);
 
@@ -188,8 +187,8 @@ public class PushSplitReader implements SplitReader<NearstreamRecord, Nearstream
     }
 
     @Override
-    public RecordsWithSplitIds<NearstreamRecord> fetch() throws IOException {
-        RecordsBySplits.Builder<NearstreamRecord> records = new RecordsBySplits.Builder<>();
+    public RecordsWithSplitIds<RecordRun> fetch() throws IOException {
+        RecordsBySplits.Builder<RecordRun> records = new RecordsBySplits.Builder<>();
         if (finishSplitsAtTheirStop(records) || splits.isEmpty()) {
             if (splits.isEmpty()) {
                 wakeUp.sleep(AWAIT_MS);
@@ -387,7 +386,7 @@ public class PushSplitReader implements SplitReader<NearstreamRecord, Nearstream
      * Decides which rows of the slot each split emits (one step per chunk) and hands the slot to
      * Flink in a {@link PushSlotRecords}; a slot with nothing to emit is released at once.
      */
-    private RecordsWithSplitIds<NearstreamRecord> readSlot(long position) throws IOException {
+    private RecordsWithSplitIds<RecordRun> readSlot(long position) throws IOException {
         long bytes = 0;
         boolean splitsFinished = false;
         PushSlotRecords.Builder batch = new PushSlotRecords.Builder();
@@ -455,8 +454,9 @@ public class PushSplitReader implements SplitReader<NearstreamRecord, Nearstream
             bytesConsumed += bytes;
             metrics.fetchCompleted(bytes, batch.records());
             if (batch.hasRecords()) {
+                PushSlotRecords built = batch.build(view, views);
                 handedOver = true;
-                return batch.build(view, views);
+                return built;
             }
         } finally {
             if (!handedOver) {
@@ -466,13 +466,13 @@ public class PushSplitReader implements SplitReader<NearstreamRecord, Nearstream
                 member.splitsChanged();
             }
         }
-        RecordsBySplits.Builder<NearstreamRecord> finishedOnly = new RecordsBySplits.Builder<>();
+        RecordsBySplits.Builder<RecordRun> finishedOnly = new RecordsBySplits.Builder<>();
         batch.finishedSplits().forEach(finishedOnly::addFinishedSplit);
         return finishedOnly.build();
     }
 
     /** Splits whose position is at or beyond their stopping position finish without data. */
-    private boolean finishSplitsAtTheirStop(RecordsBySplits.Builder<NearstreamRecord> records) {
+    private boolean finishSplitsAtTheirStop(RecordsBySplits.Builder<RecordRun> records) {
         boolean finishedAny = false;
         Iterator<PushCursor> it = new ArrayList<>(splits.values()).iterator();
         while (it.hasNext()) {

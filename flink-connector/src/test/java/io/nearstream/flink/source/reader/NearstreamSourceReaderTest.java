@@ -19,6 +19,8 @@ import org.apache.flink.configuration.Configuration;
 import org.apache.flink.connector.testutils.source.reader.TestingReaderContext;
 import org.apache.flink.core.io.InputStatus;
 import org.apache.flink.metrics.groups.UnregisteredMetricsGroup;
+import org.apache.flink.runtime.metrics.groups.InternalSourceReaderMetricGroup;
+import org.apache.flink.runtime.metrics.groups.UnregisteredMetricGroups;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
@@ -32,8 +34,14 @@ class NearstreamSourceReaderTest {
 
     private FakeNearstreamClient client;
 
+    /** The operator metrics the reader reports to (their counters are real, unlike mocks'). */
+    private InternalSourceReaderMetricGroup readerMetrics;
+
     @BeforeEach
     void setUp() {
+        readerMetrics =
+                InternalSourceReaderMetricGroup.wrap(
+                        UnregisteredMetricGroups.createUnregisteredOperatorMetricGroup());
         client = new FakeNearstreamClient().createStream(STREAM, STREAMLETS, 512);
         for (int s = 0; s < STREAMLETS; s++) {
             int n = 0;
@@ -57,9 +65,11 @@ class NearstreamSourceReaderTest {
         NearstreamSourceReader<String> reader =
                 new NearstreamSourceReader<>(
                         () -> new PullSplitReader(client, STREAM, config, metrics),
-                        new NearstreamRecordEmitter<>(NearstreamRecordDeserializationSchema.utf8()),
+                        new NearstreamRecordEmitter<>(
+                                NearstreamRecordDeserializationSchema.utf8(),
+                                readerMetrics.getIOMetricGroup().getNumRecordsInCounter()),
                         config,
-                        new TestingReaderContext(),
+                        new TestingReaderContext(new Configuration(), readerMetrics),
                         new PushSubscriptionRegistry(),
                         null);
         reader.start();
@@ -103,7 +113,7 @@ class NearstreamSourceReaderTest {
     }
 
     @Test
-    void resumesExactlyFromACheckpointTakenInsideChunks() throws Exception {
+    void resumesExactlyFromACheckpoint() throws Exception {
         CapturingOutput before = new CapturingOutput();
         List<NearstreamSplit> checkpoint;
         try (NearstreamSourceReader<String> first = reader()) {
@@ -112,6 +122,7 @@ class NearstreamSourceReaderTest {
             checkpoint = first.snapshotState(1);
         }
         assertThat(checkpoint).hasSize(STREAMLETS);
+        // A checkpoint names the chunk last emitted from and how many of its records are done.
         assertThat(checkpoint).anySatisfy(s -> assertThat(s.recordsToSkip()).isPositive());
 
         CapturingOutput after = new CapturingOutput();
@@ -132,6 +143,43 @@ class NearstreamSourceReaderTest {
                     .isEqualTo(all().stream().filter(v -> v.startsWith(prefix)).toList());
         }
         assertThat(client.openResponses()).isZero();
+    }
+
+    @Test
+    void aSplitRestoredInsideAChunkResumesAtItsNextRecord() throws Exception {
+        CapturingOutput before = new CapturingOutput();
+        NearstreamSplit emittedUpTo;
+        try (NearstreamSourceReader<String> first = reader()) {
+            first.addSplits(List.of(splitsFromEarliest(null).get(1)));
+            poll(first, before, 12);
+            emittedUpTo = first.snapshotState(1).get(0);
+        }
+        // Written by an older reader, or by one that failed inside a chunk: 2 of the chunk done.
+        assertThat(emittedUpTo.recordsToSkip()).isEqualTo(PER_CHUNK);
+        NearstreamSplit insideTheChunk =
+                emittedUpTo.withStartingPosition(emittedUpTo.startingPosition(), 2);
+        int chunkStart = before.values.size() - PER_CHUNK;
+
+        CapturingOutput after = new CapturingOutput();
+        try (NearstreamSourceReader<String> second = reader()) {
+            second.addSplits(List.of(insideTheChunk));
+            poll(second, after, CHUNKS * PER_CHUNK - chunkStart - 2);
+        }
+
+        List<String> expected = all().stream().filter(v -> v.startsWith("1-")).toList();
+        assertThat(after.values).isEqualTo(expected.subList(chunkStart + 2, expected.size()));
+    }
+
+    @Test
+    void numRecordsInCountsRecordsNotRuns() throws Exception {
+        CapturingOutput output = new CapturingOutput();
+        try (NearstreamSourceReader<String> reader = reader()) {
+            reader.addSplits(splitsFromEarliest(null));
+            poll(reader, output, all().size());
+        }
+        assertThat(output.values).hasSize(all().size());
+        assertThat(readerMetrics.getIOMetricGroup().getNumRecordsInCounter().getCount())
+                .isEqualTo(all().size());
     }
 
     @Test

@@ -106,13 +106,15 @@ class PullSplitReaderTest {
     }
 
     private Fetched fetch() throws IOException {
-        RecordsWithSplitIds<NearstreamRecord> batch = reader.fetch();
+        RecordsWithSplitIds<RecordRun> batch = reader.fetch();
         Fetched f = new Fetched();
         String splitId;
         while ((splitId = batch.nextSplit()) != null) {
-            NearstreamRecord r;
-            while ((r = batch.nextRecordFromSplit()) != null) {
-                f.records.computeIfAbsent(splitId, k -> new ArrayList<>()).add(r);
+            RecordRun run;
+            while ((run = batch.nextRecordFromSplit()) != null) {
+                for (int i = 0; i < run.size(); i++) {
+                    f.records.computeIfAbsent(splitId, k -> new ArrayList<>()).add(run.record(i));
+                }
             }
         }
         f.finished.addAll(batch.finishedSplits());

@@ -2,7 +2,6 @@ package io.nearstream.flink.source.reader;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.nearstream.client.NearstreamRecord;
 import io.nearstream.client.NettyNearstreamClient;
 import io.nearstream.client.Position;
 import io.nearstream.flink.source.NearstreamSourceOptions;
@@ -102,13 +101,15 @@ class PushSplitReaderBrokerTest {
             if (System.nanoTime() > deadline) {
                 throw new AssertionError("timed out reading " + what + ": " + counts());
             }
-            RecordsWithSplitIds<NearstreamRecord> batch = reader.fetch();
+            RecordsWithSplitIds<RecordRun> batch = reader.fetch();
             String splitId;
             while ((splitId = batch.nextSplit()) != null) {
-                NearstreamRecord r;
-                while ((r = batch.nextRecordFromSplit()) != null) {
-                    emitted.computeIfAbsent(splitId, k -> new ArrayList<>())
-                            .add(new String(r.value(), StandardCharsets.UTF_8));
+                RecordRun run;
+                while ((run = batch.nextRecordFromSplit()) != null) {
+                    for (int i = 0; i < run.size(); i++) {
+                        emitted.computeIfAbsent(splitId, k -> new ArrayList<>())
+                                .add(new String(run.value(i), StandardCharsets.UTF_8));
+                    }
                 }
             }
             batch.recycle();

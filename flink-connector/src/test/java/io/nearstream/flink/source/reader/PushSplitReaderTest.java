@@ -114,13 +114,15 @@ class PushSplitReaderTest {
     }
 
     /** Emits a batch as Flink's task thread does, then recycles it. */
-    private static Fetched emit(RecordsWithSplitIds<NearstreamRecord> batch) {
+    private static Fetched emit(RecordsWithSplitIds<RecordRun> batch) {
         Fetched f = new Fetched();
         String splitId;
         while ((splitId = batch.nextSplit()) != null) {
-            NearstreamRecord r;
-            while ((r = batch.nextRecordFromSplit()) != null) {
-                f.records.computeIfAbsent(splitId, k -> new ArrayList<>()).add(r);
+            RecordRun run;
+            while ((run = batch.nextRecordFromSplit()) != null) {
+                for (int i = 0; i < run.size(); i++) {
+                    f.records.computeIfAbsent(splitId, k -> new ArrayList<>()).add(run.record(i));
+                }
             }
         }
         f.finished.addAll(batch.finishedSplits());
@@ -352,7 +354,7 @@ class PushSplitReaderTest {
     /** Fetches until a batch that holds a slot comes (other batches are recycled). */
     private static PushSlotRecords fetchSlot(PushSplitReader reader) throws IOException {
         for (int i = 0; i < 100; i++) {
-            RecordsWithSplitIds<NearstreamRecord> batch = reader.fetch();
+            RecordsWithSplitIds<RecordRun> batch = reader.fetch();
             if (batch instanceof PushSlotRecords slot) {
                 return slot;
             }
@@ -423,7 +425,7 @@ class PushSplitReaderTest {
         reader.handleSplitsChanges(new SplitsAddition<>(List.of(s)));
         region.publish(0, chunk(0, pos(1, 1, 0), "before"), chunk(5, pos(1, 1, 0), "not ours"));
         for (int i = 0; i < 100 && reader.slotsConsumed() == 0; i++) {
-            RecordsWithSplitIds<NearstreamRecord> batch = reader.fetch();
+            RecordsWithSplitIds<RecordRun> batch = reader.fetch();
             assertThat(batch).isNotInstanceOf(PushSlotRecords.class);
             batch.recycle();
         }

@@ -1,0 +1,98 @@
+package io.nearstream.flink.source.reader;
+
+import io.nearstream.client.NearstreamRecord;
+import io.nearstream.client.Position;
+import org.apache.flink.annotation.Internal;
+
+/**
+ * Consecutive records of one chunk of one split: the element a split reader hands the source
+ * reader, which passes it to {@link NearstreamRecordEmitter} in one call.
+ *
+ * <p>Why runs and not single records: {@code SourceReaderBase} pays a fixed cost per element (its
+ * poll loop, the operator's emit and availability checks, the records-in counter), which at tens of
+ * millions of records per second is a large share of a task thread. A run pays it once per chunk.
+ * Checkpoints still fall between records' positions exactly as before: the emitter advances the
+ * split state record by record, and a checkpoint can only be taken between two elements, i.e. after
+ * a whole run.
+ *
+ * <p>Values are read with {@link #value(int)} while the batch holding the run is not yet recycled
+ * (a push run reads them from its shared-memory slot).
+ */
+@Internal
+public abstract class RecordRun {
+
+    private final int streamlet;
+    private final Position chunk;
+    private final long chunkTimestampMs;
+    private final int firstIndex;
+    private final int size;
+
+    protected RecordRun(
+            int streamlet, Position chunk, long chunkTimestampMs, int firstIndex, int size) {
+        if (firstIndex < 0 || size < 0) {
+            throw new IllegalArgumentException(
+                    "a run needs firstIndex >= 0 and size >= 0, got " + firstIndex + ", " + size);
+        }
+        this.streamlet = streamlet;
+        this.chunk = chunk;
+        this.chunkTimestampMs = chunkTimestampMs;
+        this.firstIndex = firstIndex;
+        this.size = size;
+    }
+
+    public final int streamlet() {
+        return streamlet;
+    }
+
+    /** Where the run's chunk starts in its streamlet. */
+    public final Position chunk() {
+        return chunk;
+    }
+
+    /** The chunk's first-record timestamp, the event timestamp of every record of the run. */
+    public final long chunkTimestampMs() {
+        return chunkTimestampMs;
+    }
+
+    /** Index inside the chunk of the run's first record. */
+    public final int firstIndex() {
+        return firstIndex;
+    }
+
+    /** Records in the run. */
+    public final int size() {
+        return size;
+    }
+
+    /**
+     * The value of the run's record {@code i} ({@code 0 <= i < size()}) as an array its caller may
+     * keep: a push run copies it out of the slot on every call; a pull run returns the copy its
+     * fetcher made (the emitter asks for each value once).
+     */
+    public abstract byte[] value(int i);
+
+    /** The run's record {@code i} as the client's record type (its value copied). */
+    public final NearstreamRecord record(int i) {
+        return new NearstreamRecord(streamlet, chunk, firstIndex + i, chunkTimestampMs, value(i));
+    }
+
+    /** A run whose values are already on the heap (pull mode copies them on the fetcher thread). */
+    static final class OnHeap extends RecordRun {
+        private final byte[][] values;
+
+        OnHeap(
+                int streamlet,
+                Position chunk,
+                long chunkTimestampMs,
+                int firstIndex,
+                byte[][] values) {
+            super(streamlet, chunk, chunkTimestampMs, firstIndex, values.length);
+            this.values = values;
+        }
+
+        @Override
+        public byte[] value(int i) {
+            return values[i];
+        }
+    }
+}
