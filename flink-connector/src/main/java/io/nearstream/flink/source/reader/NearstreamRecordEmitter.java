@@ -1,7 +1,9 @@
 package io.nearstream.flink.source.reader;
 
 import io.nearstream.flink.source.reader.deserializer.NearstreamRecordDeserializationSchema;
+import io.nearstream.flink.source.reader.deserializer.ValueOnlyDeserializer;
 import io.nearstream.flink.source.split.NearstreamSplitState;
+import javax.annotation.Nullable;
 import org.apache.flink.annotation.Internal;
 import org.apache.flink.api.connector.source.SourceOutput;
 import org.apache.flink.connector.base.source.reader.RecordEmitter;
@@ -23,6 +25,10 @@ public class NearstreamRecordEmitter<T>
         implements RecordEmitter<RecordRun, T, NearstreamSplitState> {
 
     private final NearstreamRecordDeserializationSchema<T> deserializer;
+
+    /** The same schema when it reads values only (no record needs to be made), else null. */
+    @Nullable private final ValueOnlyDeserializer<T> valueOnly;
+
     private final Counter numRecordsIn;
     private final TimestampedCollector<T> collector = new TimestampedCollector<>();
 
@@ -30,9 +36,14 @@ public class NearstreamRecordEmitter<T>
      * @param numRecordsIn the reader's {@code numRecordsIn} counter (the one {@code
      *     SourceReaderBase} increments once per run)
      */
+    @SuppressWarnings("unchecked") // ValueOnlyDeserializer<T> is only ever implemented for T
     public NearstreamRecordEmitter(
             NearstreamRecordDeserializationSchema<T> deserializer, Counter numRecordsIn) {
         this.deserializer = deserializer;
+        this.valueOnly =
+                deserializer instanceof ValueOnlyDeserializer<?>
+                        ? (ValueOnlyDeserializer<T>) deserializer
+                        : null;
         this.numRecordsIn = numRecordsIn;
     }
 
@@ -42,8 +53,14 @@ public class NearstreamRecordEmitter<T>
         int size = run.size();
         collector.output = output;
         collector.timestamp = run.chunkTimestampMs();
-        for (int i = 0; i < size; i++) {
-            deserializer.deserialize(run.record(i), collector);
+        if (valueOnly != null) {
+            for (int i = 0; i < size; i++) {
+                valueOnly.deserializeValue(run.value(i), collector);
+            }
+        } else {
+            for (int i = 0; i < size; i++) {
+                deserializer.deserialize(run.record(i), collector);
+            }
         }
         if (size > 0) {
             // Once per run: no checkpoint can fall inside this call.

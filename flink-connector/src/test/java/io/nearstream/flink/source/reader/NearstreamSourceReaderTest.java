@@ -2,17 +2,21 @@ package io.nearstream.flink.source.reader;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.nearstream.client.NearstreamRecord;
 import io.nearstream.client.Position;
 import io.nearstream.flink.source.NearstreamSourceOptions;
 import io.nearstream.flink.source.metrics.NearstreamSourceReaderMetrics;
 import io.nearstream.flink.source.reader.deserializer.NearstreamRecordDeserializationSchema;
 import io.nearstream.flink.source.split.NearstreamSplit;
 import io.nearstream.flink.source.testutils.FakeNearstreamClient;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.apache.flink.api.common.eventtime.Watermark;
+import org.apache.flink.api.common.typeinfo.TypeInformation;
+import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.connector.source.ReaderOutput;
 import org.apache.flink.api.connector.source.SourceOutput;
 import org.apache.flink.configuration.Configuration;
@@ -21,6 +25,7 @@ import org.apache.flink.core.io.InputStatus;
 import org.apache.flink.metrics.groups.UnregisteredMetricsGroup;
 import org.apache.flink.runtime.metrics.groups.InternalSourceReaderMetricGroup;
 import org.apache.flink.runtime.metrics.groups.UnregisteredMetricGroups;
+import org.apache.flink.util.Collector;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
@@ -56,6 +61,11 @@ class NearstreamSourceReaderTest {
     }
 
     private NearstreamSourceReader<String> reader() {
+        return reader(NearstreamRecordDeserializationSchema.utf8());
+    }
+
+    private NearstreamSourceReader<String> reader(
+            NearstreamRecordDeserializationSchema<String> deserializer) {
         Configuration config = new Configuration();
         config.set(NearstreamSourceOptions.FETCH_MAX_WAIT, Duration.ofMillis(20));
         config.set(NearstreamSourceOptions.FETCH_MAX_BYTES_PER_STREAMLET, 200);
@@ -66,7 +76,7 @@ class NearstreamSourceReaderTest {
                 new NearstreamSourceReader<>(
                         () -> new PullSplitReader(client, STREAM, config, metrics),
                         new NearstreamRecordEmitter<>(
-                                NearstreamRecordDeserializationSchema.utf8(),
+                                deserializer,
                                 readerMetrics.getIOMetricGroup().getNumRecordsInCounter()),
                         config,
                         new TestingReaderContext(new Configuration(), readerMetrics),
@@ -168,6 +178,37 @@ class NearstreamSourceReaderTest {
 
         List<String> expected = all().stream().filter(v -> v.startsWith("1-")).toList();
         assertThat(after.values).isEqualTo(expected.subList(chunkStart + 2, expected.size()));
+    }
+
+    @Test
+    void aSchemaReadingTheWholeRecordGetsEachRecordsStreamletAndIndex() throws Exception {
+        NearstreamRecordDeserializationSchema<String> described =
+                new NearstreamRecordDeserializationSchema<>() {
+                    @Override
+                    public void deserialize(NearstreamRecord record, Collector<String> out) {
+                        out.collect(
+                                record.streamlet()
+                                        + "/"
+                                        + record.index()
+                                        + "/"
+                                        + new String(record.value(), StandardCharsets.UTF_8));
+                    }
+
+                    @Override
+                    public TypeInformation<String> getProducedType() {
+                        return Types.STRING;
+                    }
+                };
+        CapturingOutput output = new CapturingOutput();
+        try (NearstreamSourceReader<String> reader = reader(described)) {
+            reader.addSplits(List.of(splitsFromEarliest(null).get(2)));
+            poll(reader, output, CHUNKS * PER_CHUNK);
+        }
+        List<String> expected = new ArrayList<>();
+        for (int i = 0; i < CHUNKS * PER_CHUNK; i++) {
+            expected.add("2/" + (i % PER_CHUNK) + "/2-" + i);
+        }
+        assertThat(output.values).isEqualTo(expected);
     }
 
     @Test

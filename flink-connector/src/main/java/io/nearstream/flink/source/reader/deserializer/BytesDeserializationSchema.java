@@ -8,13 +8,19 @@ import org.apache.flink.util.Collector;
 
 /** Emits each record's bytes; the reader copied them out of the fetch response already. */
 @Internal
-final class BytesDeserializationSchema implements NearstreamRecordDeserializationSchema<byte[]> {
+final class BytesDeserializationSchema
+        implements NearstreamRecordDeserializationSchema<byte[]>, ValueOnlyDeserializer<byte[]> {
 
     private static final long serialVersionUID = 1L;
 
     @Override
     public void deserialize(NearstreamRecord record, Collector<byte[]> out) {
-        out.collect(record.value());
+        deserializeValue(record.value(), out);
+    }
+
+    @Override
+    public void deserializeValue(byte[] value, Collector<byte[]> out) {
+        out.collect(value);
     }
 
     @Override

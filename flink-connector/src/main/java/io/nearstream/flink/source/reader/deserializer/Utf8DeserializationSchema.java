@@ -9,13 +9,19 @@ import org.apache.flink.util.Collector;
 
 /** Decodes each record as a UTF-8 string. */
 @Internal
-final class Utf8DeserializationSchema implements NearstreamRecordDeserializationSchema<String> {
+final class Utf8DeserializationSchema
+        implements NearstreamRecordDeserializationSchema<String>, ValueOnlyDeserializer<String> {
 
     private static final long serialVersionUID = 1L;
 
     @Override
     public void deserialize(NearstreamRecord record, Collector<String> out) {
-        out.collect(new String(record.value(), StandardCharsets.UTF_8));
+        deserializeValue(record.value(), out);
+    }
+
+    @Override
+    public void deserializeValue(byte[] value, Collector<String> out) {
+        out.collect(new String(value, StandardCharsets.UTF_8));
     }
 
     @Override

@@ -12,7 +12,7 @@ import org.apache.flink.util.Collector;
 /** Adapts a Flink {@link DeserializationSchema} to the record's bytes. */
 @Internal
 final class ValueOnlyDeserializationSchemaWrapper<T>
-        implements NearstreamRecordDeserializationSchema<T> {
+        implements NearstreamRecordDeserializationSchema<T>, ValueOnlyDeserializer<T> {
 
     private static final long serialVersionUID = 1L;
 
@@ -29,7 +29,12 @@ final class ValueOnlyDeserializationSchemaWrapper<T>
 
     @Override
     public void deserialize(NearstreamRecord record, Collector<T> out) throws IOException {
-        schema.deserialize(record.value(), out);
+        deserializeValue(record.value(), out);
+    }
+
+    @Override
+    public void deserializeValue(byte[] value, Collector<T> out) throws IOException {
+        schema.deserialize(value, out);
     }
 
     @Override
