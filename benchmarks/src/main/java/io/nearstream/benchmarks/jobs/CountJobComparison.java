@@ -2,6 +2,8 @@ package io.nearstream.benchmarks.jobs;
 
 import io.nearstream.benchmarks.BrokerProcess;
 import io.nearstream.benchmarks.PreloadedStream;
+import io.nearstream.benchmarks.kafka.KafkaBroker;
+import io.nearstream.benchmarks.kafka.KafkaPreload;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -13,6 +15,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Set;
 import java.util.function.ToDoubleFunction;
+import javax.annotation.Nullable;
 
 /**
  * The iterate-and-count job in pull and in push mode, side by side in one run (issue 4's target:
@@ -35,7 +38,9 @@ import java.util.function.ToDoubleFunction;
  * (4), {@code --record-bytes} (100), {@code --chunk-bytes} (65536), {@code --parallelism} (1,2),
  * {@code --repetitions} (3), {@code --workload} (count; {@code filter} also works), {@code
  * --fetch-bytes}, {@code --push-slots}, {@code --push-slot-bytes} (as {@link JobRunner}), {@code
- * --out} (target/job-results). Every job must read exactly N records, or the run fails.
+ * --modes} (pull,push; add {@code kafka} to also run the job on Flink's Kafka source against a
+ * local Kafka node holding the same records, issue 5's iterate-and-count target), {@code --out}
+ * (target/job-results). Every job must read exactly N records, or the run fails.
  */
 public final class CountJobComparison {
 
@@ -52,7 +57,11 @@ public final class CountJobComparison {
                     "fetch-bytes",
                     "push-slots",
                     "push-slot-bytes",
+                    "modes",
                     "out");
+
+    /** The Kafka topic the Kafka mode reads (the same records as the Nearstream stream). */
+    static final String KAFKA_TOPIC = "bench";
 
     static final String BASENAME = "count-job-pull-vs-push";
 
@@ -72,6 +81,7 @@ public final class CountJobComparison {
         try {
             flags = new Flags(args, FLAGS);
             Workload.named(flags.string("workload", CountWorkload.NAME));
+            modes(flags.string("modes", "pull,push"));
         } catch (IllegalArgumentException e) {
             System.err.println("CountJobComparison: " + e.getMessage());
             System.exit(2);
@@ -100,14 +110,19 @@ public final class CountJobComparison {
         String started = Instant.now().toString();
         double loadBefore = loadAverage();
 
+        List<SourceMode> modes = modes(flags.string("modes", "pull,push"));
+        int streamlets = flags.positiveInt("streamlets", 4);
+        int recordBytes = flags.positiveInt("record-bytes", 100);
+        int chunkBytes = flags.positiveInt("chunk-bytes", 64 * 1024);
         List<JobMeasurement> runs = new ArrayList<>();
+        KafkaBroker kafka = null;
         try (PreloadedStream stream =
                         PreloadedStream.start(
                                 BrokerProcess.start(workers),
-                                flags.positiveInt("streamlets", 4),
+                                streamlets,
                                 (int) records,
-                                flags.positiveInt("record-bytes", 100),
-                                flags.positiveInt("chunk-bytes", 64 * 1024));
+                                recordBytes,
+                                chunkBytes);
                 LocalFlinkCluster cluster =
                         LocalFlinkCluster.start(Collections.max(parallelisms))) {
             JobOptions base =
@@ -123,27 +138,37 @@ public final class CountJobComparison {
                             flags.positiveInt(
                                     "push-slot-bytes", JobOptions.DEFAULT_PUSH_SLOT_BYTES),
                             FilterWorkload.DEFAULT_PATTERN);
-            for (SourceMode mode : List.of(SourceMode.PULL, SourceMode.PUSH)) {
-                JobMeasurement warm = JobRunner.run(base.withMode(mode), cluster, stream.client());
+            if (modes.contains(SourceMode.KAFKA)) {
+                kafka = KafkaBroker.start();
+                KafkaPreload.load(kafka, KAFKA_TOPIC, streamlets, records, recordBytes, chunkBytes);
+            }
+            for (SourceMode mode : modes) {
+                JobMeasurement warm = runOne(base.withMode(mode), cluster, stream, kafka);
                 System.out.println("warm-up: " + warm.summary());
             }
             for (int p : parallelisms) {
                 for (int r = 0; r < repetitions; r++) {
-                    List<SourceMode> order =
-                            r % 2 == 0
-                                    ? List.of(SourceMode.PULL, SourceMode.PUSH)
-                                    : List.of(SourceMode.PUSH, SourceMode.PULL);
+                    // Every other repetition in reverse order: no mode always runs first.
+                    List<SourceMode> order = new ArrayList<>(modes);
+                    if (r % 2 == 1) {
+                        Collections.reverse(order);
+                    }
                     for (SourceMode mode : order) {
                         JobMeasurement m =
-                                JobRunner.run(
+                                runOne(
                                         base.withMode(mode).withParallelism(p),
                                         cluster,
-                                        stream.client());
+                                        stream,
+                                        kafka);
                         System.out.println(m.summary());
                         System.out.println(m.toJson());
                         runs.add(m);
                     }
                 }
+            }
+        } finally {
+            if (kafka != null) {
+                kafka.close();
             }
         }
         String setting =
@@ -169,6 +194,50 @@ public final class CountJobComparison {
         System.out.println("wrote " + csv + " and " + md);
         System.out.print(markdown(runs, parallelisms, setting, commandLine));
         return runs;
+    }
+
+    /**
+     * Runs one job; a Kafka-mode job reads the pre-loaded topic, and its broker CPU is the Kafka
+     * node's process CPU over the job (it has no Stats RPC).
+     */
+    private static JobMeasurement runOne(
+            JobOptions options,
+            LocalFlinkCluster cluster,
+            PreloadedStream stream,
+            @Nullable KafkaBroker kafka)
+            throws Exception {
+        if (options.mode() != SourceMode.KAFKA) {
+            return JobRunner.run(options, cluster, stream.client());
+        }
+        double before = kafka.cpuSeconds();
+        JobMeasurement m =
+                JobRunner.run(
+                        options.withSource(kafka.bootstrapServers(), KAFKA_TOPIC), cluster, null);
+        double brokerCpu = kafka.cpuSeconds() - before;
+        return new JobMeasurement(
+                m.workload(),
+                m.mode(),
+                m.parallelism(),
+                m.result(),
+                m.seconds(),
+                m.jobSeconds(),
+                m.jobCpuSeconds(),
+                brokerCpu);
+    }
+
+    /** {@code pull,push[,kafka]}: pull and push always (the comparison this class is for). */
+    static List<SourceMode> modes(String list) {
+        List<SourceMode> modes = new ArrayList<>();
+        for (String name : list.split(",")) {
+            SourceMode mode = SourceMode.parse(name.trim());
+            if (!modes.contains(mode)) {
+                modes.add(mode);
+            }
+        }
+        if (!modes.contains(SourceMode.PULL) || !modes.contains(SourceMode.PUSH)) {
+            throw new IllegalArgumentException("--modes must name pull and push, got " + list);
+        }
+        return modes;
     }
 
     static String csv(List<JobMeasurement> runs) {
@@ -247,8 +316,54 @@ public final class CountJobComparison {
                             pushJob,
                             met ? "met" : "missed"));
         }
+        if (runs.stream().anyMatch(m -> m.mode() == SourceMode.KAFKA)) {
+            appendKafkaTable(b, runs, parallelisms);
+        }
         b.append("\n").append(setting).append(".\n\n");
         return b.toString();
+    }
+
+    /**
+     * Push against Flink's Kafka source (issue 5's target: at least 5x the records/s and 5x fewer
+     * CPU seconds per million records, the job's and the broker's together).
+     */
+    private static void appendKafkaTable(
+            StringBuilder b, List<JobMeasurement> runs, List<Integer> parallelisms) {
+        b.append(
+                "\nPush vs Flink's Kafka source (`flink-connector-kafka`, a local Kafka KRaft node"
+                        + " in its own JVM, the same records in a topic of as many partitions);"
+                        + " total CPU = job + broker:\n\n");
+        b.append(
+                "| p | kafka records/s | push records/s | push/kafka | kafka total CPU s/M |"
+                        + " push total CPU s/M | kafka/push | kafka broker CPU s/M |"
+                        + " target (≥ 5× records/s, ≥ 5× less CPU) |\n");
+        b.append("|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
+        for (int p : parallelisms) {
+            List<JobMeasurement> kafka = select(runs, SourceMode.KAFKA, p);
+            List<JobMeasurement> push = select(runs, SourceMode.PUSH, p);
+            double kafkaRate = median(kafka, JobMeasurement::recordsPerSecond);
+            double pushRate = median(push, JobMeasurement::recordsPerSecond);
+            double kafkaCpu = median(kafka, CountJobComparison::totalCpuPerMillion);
+            double pushCpu = median(push, CountJobComparison::totalCpuPerMillion);
+            boolean met = pushRate >= 5 * kafkaRate && kafkaCpu >= 5 * pushCpu;
+            b.append(
+                    String.format(
+                            Locale.ROOT,
+                            "| %d | %.2f M | %.2f M | %.2f | %.3f | %.3f | %.2f | %.3f | %s |%n",
+                            p,
+                            kafkaRate / 1e6,
+                            pushRate / 1e6,
+                            pushRate / kafkaRate,
+                            kafkaCpu,
+                            pushCpu,
+                            kafkaCpu / pushCpu,
+                            median(kafka, m -> m.perMillion(m.brokerCpuSeconds())),
+                            met ? "met" : "missed"));
+        }
+    }
+
+    private static double totalCpuPerMillion(JobMeasurement m) {
+        return m.perMillion(m.jobCpuSeconds() + m.brokerCpuSeconds());
     }
 
     private static List<JobMeasurement> select(List<JobMeasurement> runs, SourceMode mode, int p) {

@@ -82,6 +82,23 @@ public record JobOptions(
     }
 
     /** The same job at another parallelism. */
+    /** The same job reading {@code stream} (a topic in Kafka mode) from {@code broker}. */
+    public JobOptions withSource(String broker, String stream) {
+        return new JobOptions(
+                workload,
+                mode,
+                broker,
+                stream,
+                parallelism,
+                expectedRecords,
+                fetchBytesPerStreamlet,
+                pushSlotsPerRing,
+                pushSlotBytes,
+                filterPattern,
+                unbounded,
+                params);
+    }
+
     public JobOptions withParallelism(int p) {
         return new JobOptions(
                 workload,

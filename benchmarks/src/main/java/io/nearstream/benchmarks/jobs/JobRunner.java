@@ -128,21 +128,10 @@ public final class JobRunner {
     private static JobMeasurement runPreloaded(Flags flags, JobOptions options) throws Exception {
         try (PreloadedStream stream = preload(flags, options.expectedRecords());
                 LocalFlinkCluster cluster = LocalFlinkCluster.start(options.parallelism())) {
-            JobOptions o =
-                    new JobOptions(
-                            options.workload(),
-                            options.mode(),
-                            stream.broker().address(),
-                            stream.stream(),
-                            options.parallelism(),
-                            options.expectedRecords(),
-                            options.fetchBytesPerStreamlet(),
-                            options.pushSlotsPerRing(),
-                            options.pushSlotBytes(),
-                            options.filterPattern(),
-                            options.unbounded(),
-                            options.params());
-            return run(o, cluster, stream.client());
+            return run(
+                    options.withSource(stream.broker().address(), stream.stream()),
+                    cluster,
+                    stream.client());
         }
     }
 
