@@ -116,6 +116,19 @@ public final class ChunkCursor {
                             + (end - nextChunkStart)
                             + " left");
         }
+        if (Integer.toUnsignedLong(h.recordCount())
+                > h.payloadLength() / Chunks.RECORD_PREFIX_BYTES) {
+            // Checked even without payload verification: readers size arrays by the count.
+            throw NearstreamProtocolException.corruptChunk(
+                    "chunk at block offset "
+                            + (nextChunkStart - base)
+                            + " declares "
+                            + Integer.toUnsignedString(h.recordCount())
+                            + " records, its "
+                            + h.payloadLength()
+                            + "-byte payload has room for at most "
+                            + h.payloadLength() / Chunks.RECORD_PREFIX_BYTES);
+        }
         if (verifyPayload) {
             Chunks.checkPayload(data, nextChunkStart, h);
         }

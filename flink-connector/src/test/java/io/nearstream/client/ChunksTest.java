@@ -122,13 +122,27 @@ class ChunksTest {
         assertThatThrownBy(() -> Chunks.validate(count))
                 .isInstanceOf(NearstreamProtocolException.class)
                 .hasMessageContaining("declares 2");
-        // Without payload verification the cursor still refuses to read past the payload.
-        ChunkCursor c = new ChunkCursor(false).reset(Position.EARLIEST, ByteBuffer.wrap(count));
+        // Without payload verification the cursor still refuses to read past the payload (a
+        // 12-byte payload could hold 3 empty records, so the count alone passes).
+        byte[] short1 = new ChunkBuilder().add(utf8("abcdefgh")).build(0, 0, 0);
+        ChunkBuilder.writeHeader(short1, short1.length - Chunks.HEADER_BYTES, 2, 0, 0, 0);
+        ChunkCursor c = new ChunkCursor(false).reset(Position.EARLIEST, ByteBuffer.wrap(short1));
         assertThat(c.nextChunk()).isTrue();
         assertThat(c.nextRecord()).isTrue();
         assertThatThrownBy(c::nextRecord)
                 .isInstanceOf(NearstreamProtocolException.class)
                 .hasMessageContaining("missing");
+        // A count no payload could hold (or a u32 beyond int range) fails before any record is
+        // read, so no reader sizes an array by it.
+        for (int bogus : new int[] {1_000_000, -1}) {
+            byte[] huge = new ChunkBuilder().add(utf8("abc")).build(0, 0, 0);
+            ChunkBuilder.writeHeader(huge, huge.length - Chunks.HEADER_BYTES, bogus, 0, 0, 0);
+            ChunkCursor cursor =
+                    new ChunkCursor(false).reset(Position.EARLIEST, ByteBuffer.wrap(huge));
+            assertThatThrownBy(cursor::nextChunk)
+                    .isInstanceOf(NearstreamProtocolException.class)
+                    .hasMessageContaining("has room for at most 1");
+        }
     }
 
     @Test
