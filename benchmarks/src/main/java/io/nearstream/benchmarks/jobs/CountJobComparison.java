@@ -269,7 +269,12 @@ public final class CountJobComparison {
     static String markdown(
             List<JobMeasurement> runs, List<Integer> parallelisms, String setting, String command) {
         StringBuilder b = new StringBuilder();
-        b.append("# Count job: pull vs push (issue 4, \"Performance\")\n\n");
+        boolean withKafka = runs.stream().anyMatch(m -> m.mode() == SourceMode.KAFKA);
+        b.append("# Count job: pull vs push")
+                .append(withKafka ? " vs Flink's Kafka source" : "")
+                .append(" (issue 4, \"Performance\"")
+                .append(withKafka ? "; issue 5, iterate-and-count target" : "")
+                .append(")\n\n");
         b.append("Written by `CountJobComparison`; rerun with (from the repository root, after\n");
         b.append("`mvn -B -pl benchmarks -am package -DskipTests -DskipSanitizers`):\n\n");
         b.append("```sh\n")
@@ -316,7 +321,7 @@ public final class CountJobComparison {
                             pushJob,
                             met ? "met" : "missed"));
         }
-        if (runs.stream().anyMatch(m -> m.mode() == SourceMode.KAFKA)) {
+        if (withKafka) {
             appendKafkaTable(b, runs, parallelisms);
         }
         b.append("\n").append(setting).append(".\n\n");
@@ -331,8 +336,9 @@ public final class CountJobComparison {
             StringBuilder b, List<JobMeasurement> runs, List<Integer> parallelisms) {
         b.append(
                 "\nPush vs Flink's Kafka source (`flink-connector-kafka`, a local Kafka KRaft node"
-                        + " in its own JVM, the same records in a topic of as many partitions);"
-                        + " total CPU = job + broker:\n\n");
+                        + " in its own JVM, the same records in a topic of as many partitions,"
+                        + " batch.size = chunk size); total CPU = job + broker, the Kafka node's"
+                        + " being its process CPU over the job:\n\n");
         b.append(
                 "| p | kafka records/s | push records/s | push/kafka | kafka total CPU s/M |"
                         + " push total CPU s/M | kafka/push | kafka broker CPU s/M |"
