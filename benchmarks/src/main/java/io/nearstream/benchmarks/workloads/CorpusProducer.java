@@ -10,14 +10,16 @@ import java.nio.file.Path;
 import java.util.List;
 import java.util.Locale;
 import java.util.Set;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * Appends a text corpus to a Nearstream stream for the word-count workloads: the text cut into
  * records by {@link TextRecords}, sent {@code --repeat} times in order, spread round-robin over the
  * streamlets by a {@link NearstreamProducer}. Creates the stream when it does not exist. Prints one
- * JSON line with what it sent and how fast.
+ * JSON line with what it sent and how fast. With {@code --target kafka} the records go to the Kafka
+ * topic {@code --stream} (created beforehand) at bootstrap servers {@code --broker} instead,
+ * through Kafka's idempotent producer (the counts are checked exactly, so no retried request may be
+ * written twice), spread over the partitions by Kafka's default partitioner.
  *
  * <pre>
  * java -cp benchmarks/target/benchmarks.jar io.nearstream.benchmarks.workloads.CorpusProducer \
@@ -36,7 +38,8 @@ public final class CorpusProducer {
                     "record-bytes",
                     "repeat",
                     "batch-bytes",
-                    "linger-ms");
+                    "linger-ms",
+                    "target");
 
     private CorpusProducer() {}
 
@@ -67,42 +70,57 @@ public final class CorpusProducer {
         }
         int recordBytes = flags.intValue("record-bytes", TextRecords.DEFAULT_RECORD_BYTES, 1);
         int repeat = flags.intValue("repeat", 1, 1);
+        int batchBytes = flags.intValue("batch-bytes", 64 * 1024, 1);
+        long lingerMs = flags.longValue("linger-ms", 5, 0);
+        String target = flags.string("target", "nearstream");
+        if (!target.equals("nearstream") && !target.equals("kafka")) {
+            throw new IllegalArgumentException("--target is nearstream or kafka, got " + target);
+        }
         List<byte[]> records = TextRecords.read(corpus, recordBytes);
+        if (target.equals("kafka")) {
+            try (EventSink sink = EventSink.kafka(broker, stream, batchBytes, lingerMs, true)) {
+                System.out.println(produce(sink, records, repeat).toJson());
+            }
+            return;
+        }
         try (NearstreamClient client = NettyNearstreamClient.connect(broker)) {
             StreamSetup.ensure(client, stream, streamlets);
             NearstreamProducerConfig config =
                     NearstreamProducerConfig.builder(client, stream)
-                            .batchSizeBytes(flags.intValue("batch-bytes", 64 * 1024, 1))
-                            .linger(java.time.Duration.ofMillis(flags.longValue("linger-ms", 5, 0)))
+                            .batchSizeBytes(batchBytes)
+                            .linger(java.time.Duration.ofMillis(lingerMs))
                             .build();
             System.out.println(produce(config, records, repeat).toJson());
         }
     }
 
     /**
-     * Sends {@code records} {@code repeat} times and waits until all are stored; fails with the
-     * first record that could not be.
+     * Sends {@code records} {@code repeat} times through a Nearstream producer and waits until all
+     * are stored; fails with the first record that could not be.
      */
     public static Result produce(NearstreamProducerConfig config, List<byte[]> records, int repeat)
+            throws Exception {
+        try (EventSink sink = EventSink.nearstream(config)) {
+            return produce(sink, records, repeat);
+        }
+    }
+
+    /**
+     * Sends {@code records} {@code repeat} times to {@code sink} and waits until all are
+     * acknowledged; fails with the first record that could not be stored.
+     */
+    public static Result produce(EventSink sink, List<byte[]> records, int repeat)
             throws Exception {
         AtomicReference<Throwable> failure = new AtomicReference<>();
         long bytes = 0;
         long start = System.nanoTime();
-        try (NearstreamProducer producer = new NearstreamProducer(config)) {
-            for (int r = 0; r < repeat && failure.get() == null; r++) {
-                for (byte[] record : records) {
-                    CompletableFuture<?> f = producer.send(record);
-                    f.whenComplete(
-                            (pos, e) -> {
-                                if (e != null) {
-                                    failure.compareAndSet(null, e);
-                                }
-                            });
-                    bytes += record.length;
-                }
+        for (int r = 0; r < repeat && failure.get() == null; r++) {
+            for (byte[] record : records) {
+                sink.send(record, e -> failure.compareAndSet(null, e));
+                bytes += record.length;
             }
-            producer.flush();
         }
+        sink.flush();
         if (failure.get() != null) {
             throw new IllegalStateException("a record was not stored", failure.get());
         }
