@@ -37,6 +37,9 @@ over a binary TCP protocol (docs/protocol.md).
   --push-threads N            threads filling push subscriptions' shared-memory rings
                               (default 1, at least 1; a subscription is served by id mod N)
   --push-dir DIR              where push regions are created (default /dev/shm)
+  --push-linger-us US         after publishing only part-filled slots (the consumers are at the
+                              tail), wait US before the next pass so slots carry more records
+                              (default 1000, 0 = publish every append at once, at most 1000000)
   --version                   print the version and exit
 )";
 
@@ -69,6 +72,7 @@ Status Run(int argc, char** argv) {
                                                                   {"group-idle-close-ms"},
                                                                   {"push-threads"},
                                                                   {"push-dir"},
+                                                                  {"push-linger-us"},
                                                                   {"help", false},
                                                                   {"version", false}}));
   if (flags.Has("help")) {
@@ -104,6 +108,9 @@ Status Run(int argc, char** argv) {
   options.handler.default_active_groups = static_cast<uint32_t>(q);
   ASSIGN_OR_RETURN(int64_t push_threads, flags.Signed("push-threads", 1, 1, 1024));
   options.push.threads = static_cast<int>(push_threads);
+  ASSIGN_OR_RETURN(uint64_t linger_us, flags.Unsigned("push-linger-us", options.push.linger_us, 0,
+                                                      push::kMaxPushLingerUs));
+  options.push.linger_us = static_cast<uint32_t>(linger_us);
   options.push.dir = flags.String("push-dir", push::kDefaultShmDir);
   options.handler.broker_epoch =
       static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());

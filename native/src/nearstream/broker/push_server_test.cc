@@ -133,7 +133,7 @@ class PushServerTest : public ::testing::Test {
     std::filesystem::remove_all(dir_);
   }
 
-  void StartServer(const std::string& push_dir) {
+  void StartServer(const std::string& push_dir, uint32_t linger_us = 1000) {
     store_ = std::make_unique<storage::StreamStore>(storage::StoreOptions{});
     ASSERT_TRUE(store_->Open(0).ok());
     ServerOptions options;
@@ -141,6 +141,7 @@ class PushServerTest : public ::testing::Test {
     options.handler.broker_epoch = 77;
     options.push.dir = push_dir;
     options.push.threads = 1;
+    options.push.linger_us = linger_us;
     server_ = std::make_unique<Server>(options, store_.get());
     ASSERT_TRUE(server_->Start().ok());
   }
@@ -425,6 +426,39 @@ TEST_F(PushServerTest, Errors) {
   update.rings[0].splits.clear();
   EXPECT_EQ(c.PushUpdate(update).code(), StatusCode::kInvalidArgument);
   EXPECT_TRUE(FileExists(sub->region_path));  // the failed requests left it alone
+}
+
+// A thread that published only a part-filled slot (it is at the tail) waits --push-linger-us
+// before its next pass: an append right after that slot is not pushed within the linger, then is;
+// the appends during the linger arrive together.
+TEST_F(PushServerTest, ATailingThreadLingersBeforeTheNextSlot) {
+  server_->Stop();
+  server_.reset();
+  constexpr auto kLinger = std::chrono::milliseconds(400);
+  StartServer(dir_, static_cast<uint32_t>(std::chrono::microseconds(kLinger).count()));
+  Client c = Connect();
+  CreateStream(c, "s", 1, 64 * 1024);
+  auto sub = c.PushSubscribe(Subscribe("s", {{0}}));
+  ASSERT_TRUE(sub.ok()) << sub.status().ToString();
+  auto region = push::ShmRegion::Open(sub->region_path);
+  ASSERT_TRUE(region.ok()) << region.status().ToString();
+  TestConsumer r(region->get(), 0);
+
+  Append(c, "s", 0, 1);
+  r.ReadUntil(5);  // published at once: the thread was asleep, the append woke it
+  ASSERT_EQ(r.total(), 5u);
+  ASSERT_EQ(r.slots(), 1u);
+  const auto after_first = std::chrono::steady_clock::now();
+  Append(c, "s", 0, 3);  // while the thread lingers
+  r.ReadUntil(20, std::chrono::milliseconds(100));
+  if (std::chrono::steady_clock::now() - after_first < kLinger / 2) {
+    // (Only meaningful when this thread was not itself descheduled for most of the linger.)
+    EXPECT_EQ(r.total(), 5u) << "pushed before the linger ended";
+  }
+  r.ReadUntil(20);
+  EXPECT_EQ(r.total(), 20u);
+  EXPECT_EQ(r.slots(), 2u) << "the three appends during the linger share one slot";
+  EXPECT_GE(StatValue(c, "nearstream_push_lingers_total"), 1u);
 }
 
 TEST_F(PushServerTest, StatsCountOneSubscribe) {

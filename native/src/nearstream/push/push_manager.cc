@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <string>
+#include <thread>
 #include <unordered_set>
 
 #include "nearstream/common/byte_io.h"
@@ -106,6 +108,9 @@ PushManager::~PushManager() { Stop(); }
 
 Status PushManager::Start() {
   if (options_.threads < 1) return Invalid("--push-threads must be at least 1");
+  if (options_.linger_us > kMaxPushLingerUs) {
+    return Invalid("--push-linger-us must be at most " + std::to_string(kMaxPushLingerUs));
+  }
   if (started_) return Status::Ok();
   started_ = true;
   // A broker killed before it could unlink its regions left them here; nobody else removes them.
@@ -406,14 +411,21 @@ void PushManager::ThreadLoop(Thread* t) {
       last_heartbeat = start;
     }
     bool any_full = false;
-    const bool published = ServeOnce(t, subs, start, &any_full);
+    bool only_small = true;
+    const bool published = ServeOnce(t, subs, start, &any_full, &only_small);
     t->busy_ns.fetch_add(MonotonicNowNs() - start, std::memory_order_relaxed);
-    if (!published) Sleep(t, subs);
+    if (!published) {
+      Sleep(t, subs);
+    } else if (only_small && options_.linger_us > 0) {
+      // Tailing: a plain sleep, not a doorbell wait, so appends meanwhile make no FUTEX_WAKE.
+      lingers_.fetch_add(1, std::memory_order_relaxed);
+      std::this_thread::sleep_for(std::chrono::microseconds(options_.linger_us));
+    }
   }
 }
 
 bool PushManager::ServeOnce(Thread* t, std::vector<std::shared_ptr<Subscription>>& subs,
-                            uint64_t now_ns, bool* any_full) {
+                            uint64_t now_ns, bool* any_full, bool* only_small) {
   bool published = false;
   for (auto& sub : subs) {
     if (sub->ended.load(std::memory_order_acquire) || sub->stream->deleted()) continue;
@@ -429,14 +441,18 @@ bool PushManager::ServeOnce(Thread* t, std::vector<std::shared_ptr<Subscription>
                       << ring.producer->ring() << " (consumer heartbeat older than "
                       << sub->timeout_ns / 1'000'000 << " ms)";
       }
-      if (FillRing(t, sub.get(), &ring)) published = true;
+      bool small = false;
+      if (FillRing(t, sub.get(), &ring, &small)) {
+        published = true;
+        if (!small) *only_small = false;
+      }
       if (ring.full) *any_full = true;
     }
   }
   return published;
 }
 
-bool PushManager::FillRing(Thread* t, Subscription* sub, Ring* ring) {
+bool PushManager::FillRing(Thread* t, Subscription* sub, Ring* ring, bool* small) {
   uint8_t* payload = ring->producer->TryClaim();
   ring->full = payload == nullptr;
   if (payload == nullptr || ring->splits.empty()) return false;
@@ -517,6 +533,7 @@ bool PushManager::FillRing(Thread* t, Subscription* sub, Ring* ring) {
   for (size_t i = 0; i < n; ++i) {
     if (ends[i].read && ends[i].written == ends[i].chunks) ring->splits[i].pos = ends[i].next;
   }
+  *small = chunk_bytes * 2 < slot_bytes;
   Status s = ring->producer->Publish(fill->layout);
   if (!s.ok()) NS_LOG(kWarning) << "push subscription " << sub->id << ": " << s.ToString();
   slots_published_.fetch_add(1, std::memory_order_relaxed);
@@ -595,6 +612,7 @@ void PushManager::CollectMetrics(std::vector<std::pair<std::string, uint64_t>>* 
         t->busy_ns.load(std::memory_order_relaxed));
   }
   add("nearstream_push_thread_sleeps_total", sleeps_.load(std::memory_order_relaxed));
+  add("nearstream_push_lingers_total", lingers_.load(std::memory_order_relaxed));
 }
 
 }  // namespace nearstream::push

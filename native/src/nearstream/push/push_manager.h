@@ -41,7 +41,15 @@ struct PushOptions {
   int threads = 1;
   uint64_t broker_epoch = 0;
   uint32_t default_consumer_timeout_ms = 10000;  // for a subscribe that sends 0
+  // After a pass that published only slots less than half full (its rings are tailing their
+  // streamlets), a push thread waits this long before the next pass, so appends accumulate and
+  // the next slot carries more of them: without it a tailing thread publishes a slot per append,
+  // waking its consumers and being woken by every append, which on a small machine takes the CPU
+  // the producers need. 0 = publish at once. Bounds the latency it adds to tailing reads.
+  uint32_t linger_us = 1000;
 };
+
+inline constexpr uint32_t kMaxPushLingerUs = 1'000'000;
 
 // Geometry bounds of a PushSubscribe (INVALID_ARGUMENT outside them).
 inline constexpr uint32_t kMinSlotsPerRing = 2;
@@ -89,9 +97,12 @@ class PushManager {
 
   void ThreadLoop(Thread* t);
   // One pass over the thread's subscriptions; returns whether any slot was published.
+  // `*only_small`: every slot published was less than half full.
   bool ServeOnce(Thread* t, std::vector<std::shared_ptr<Subscription>>& subs, uint64_t now_ns,
-                 bool* any_full);
-  bool FillRing(Thread* t, Subscription* sub, Ring* ring);
+                 bool* any_full, bool* only_small);
+  // Fills and publishes one slot of `ring` if it has a free slot and data; `*small`: the slot
+  // published carries less than half its bytes.
+  bool FillRing(Thread* t, Subscription* sub, Ring* ring, bool* small);
   void Sleep(Thread* t, std::vector<std::shared_ptr<Subscription>>& subs);
   void ApplyUpdate(Subscription* sub);
   // Validates rings against the stream; fills the resolved splits of each ring.
@@ -119,6 +130,7 @@ class PushManager {
   std::atomic<uint64_t> bytes_{0};
   std::atomic<uint64_t> rings_reclaimed_{0};
   std::atomic<uint64_t> sleeps_{0};
+  std::atomic<uint64_t> lingers_{0};
 };
 
 }  // namespace nearstream::push
