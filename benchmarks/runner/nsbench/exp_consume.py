@@ -1,13 +1,15 @@
 """Figs. 4-8: producers and consumers at the same time on one broker; consumers are Flink jobs
 with the pull or the push source (and, for Fig. 7-8, nearstream-perf's C++ pull consumers),
-iterating and counting (Fig. 4, 8) or filtering (Fig. 5-7) 100-byte records, swept over the
-producer chunk size. Each point starts a fresh broker; modes run one after the other at the same
+iterating and counting (Fig. 4, 8) or filtering (Fig. 5-7) records (100 bytes unless
+--record-sizes says otherwise), swept over the producer chunk size and any list given for Np, Nc,
+Ns, broker workers or record size (every combination). Each point starts a fresh broker; modes run one after the other at the same
 point, so their ratio is measured side by side."""
+import itertools
 import statistics
 
 from . import concurrent, plots
 from .results import Results
-from .sizes import size_list
+from .sizes import int_list, size_list
 
 # Paper figure -> defaults scaled to a 2-core machine (all overridable by flags).
 PRESETS = {
@@ -29,10 +31,12 @@ def add_arguments_for(preset):
         p.add_argument("--consumers", default=d["consumers"], help="cpp-pull, pull, push")
         p.add_argument("--workload", default=d["workload"], choices=["count", "filter"])
         p.add_argument("--chunk-sizes", default=d["chunk_sizes"], help="producer chunk sizes CS")
-        p.add_argument("--producers", type=int, default=2, help="Np")
-        p.add_argument("--parallelism", type=int, default=2, help="Nc: source parallelism")
-        p.add_argument("--streamlets", type=int, default=d["streamlets"], help="Ns")
-        p.add_argument("--workers", type=int, default=d["workers"], help="broker --workers")
+        # Every sweep flag takes a comma-separated list; the run covers every combination.
+        p.add_argument("--producers", default="2", help="Np values")
+        p.add_argument("--parallelism", default="2", help="Nc values: source parallelism")
+        p.add_argument("--streamlets", default=str(d["streamlets"]), help="Ns values")
+        p.add_argument("--workers", default=str(d["workers"]), help="broker --workers values")
+        p.add_argument("--record-sizes", default="100", help="record bytes values")
         p.add_argument("--fetch", default=d["fetch"],
                        help="consumer chunk size per streamlet: a size, 'same' (= CS) or 'Nx'")
         p.add_argument("--duration-s", type=int, default=8)
@@ -48,55 +52,75 @@ def _fetch_bytes(spec, cs):
     return size_list(spec)[0]
 
 
+def _settings(args):
+    """Every combination of the swept values other than the chunk size, in a stable order."""
+    return list(itertools.product(int_list(args.producers), int_list(args.parallelism),
+                                  int_list(args.streamlets), int_list(args.workers),
+                                  int_list(args.record_sizes)))
+
+
+def _label(np_, nc, ns, workers, record_bytes):
+    return f"Np={np_} Nc={nc} Ns={ns} W={workers} RS={record_bytes}"
+
+
 def run_preset(preset, args, out_dir, workdir):
     d = PRESETS[preset]
     name = f"{preset}"
-    res = Results(out_dir, name, ["chunk_kib", "consumer", "rep", "producer_rps", "consumer_rps",
-                                  "broker_cpu_s_per_m", "consumer_cpu_s_per_m"])
-    for cs in size_list(args.chunk_sizes):
-        for rep in range(args.repeat):
-            for consumer in args.consumers.split(","):
-                r = concurrent.measure(workdir, consumer, args.workload, args.producers, cs,
-                                       args.streamlets, args.parallelism,
-                                       _fetch_bytes(args.fetch, cs), args.workers,
-                                       args.duration_s)
-                m = max(r["consumed"], 1) / 1e6
-                res.add(chunk_kib=cs >> 10, consumer=consumer, rep=rep,
-                        producer_rps=r["producer_rps"], consumer_rps=r["consumer_rps"],
-                        broker_cpu_s_per_m=r["broker_cpu_s"] / m,
-                        consumer_cpu_s_per_m=r["consumer_cpu_s"] / m)
-    notes = [f"{d['fig']} setting: {args.producers} producers and consumers of parallelism "
-             f"{args.parallelism} at the same time, {args.streamlets} streamlets, broker "
-             f"--workers {args.workers}, consumer chunk {args.fetch}, {args.workload}, "
+    settings = _settings(args)
+    res = Results(out_dir, name, ["setting", "producers", "parallelism", "streamlets", "workers",
+                                  "record_bytes", "chunk_kib", "consumer", "rep", "producer_rps",
+                                  "consumer_rps", "broker_cpu_s_per_m", "consumer_cpu_s_per_m"])
+    for np_, nc, ns, workers, record_bytes in settings:
+        for cs in size_list(args.chunk_sizes):
+            for rep in range(args.repeat):
+                for consumer in args.consumers.split(","):
+                    r = concurrent.measure(workdir, consumer, args.workload, np_, cs, ns, nc,
+                                           _fetch_bytes(args.fetch, cs), workers,
+                                           args.duration_s, record_size=record_bytes)
+                    m = max(r["consumed"], 1) / 1e6
+                    res.add(setting=_label(np_, nc, ns, workers, record_bytes), producers=np_,
+                            parallelism=nc, streamlets=ns, workers=workers,
+                            record_bytes=record_bytes, chunk_kib=cs >> 10, consumer=consumer,
+                            rep=rep, producer_rps=r["producer_rps"],
+                            consumer_rps=r["consumer_rps"],
+                            broker_cpu_s_per_m=r["broker_cpu_s"] / m,
+                            consumer_cpu_s_per_m=r["consumer_cpu_s"] / m)
+    notes = [f"{d['fig']} setting: producers (Np) and consumers of parallelism Nc at the same "
+             f"time, Ns streamlets, broker --workers W, records of RS bytes (values swept: Np "
+             f"{args.producers}, Nc {args.parallelism}, Ns {args.streamlets}, W {args.workers}, "
+             f"RS {args.record_sizes}), consumer chunk {args.fetch}, {args.workload}, "
              f"{args.duration_s} s per point; medians of per-second samples.",
-             "CPU seconds per million records consumed: broker (all its threads) and consumer "
-             "(the Flink job's JVM, or 0 for the C++ consumers that share the producers' "
-             "process)."]
+             "CPU seconds per million records consumed: broker (all its threads, appends "
+             "included) and consumer (the Flink job's JVM, or 0 for the C++ consumers that share "
+             "the producers' process)."]
     notes += _ratios(res)
     res.markdown(f"{d['fig']} - {preset}", args.command, notes)
     base = f"{out_dir}/{name}"
+    panels = "setting" if len(settings) > 1 else None
     plots.line_plot(res.csv_path, base + "-consumers.png", "chunk_kib", "consumer_rps", "consumer",
                     f"{d['fig']} consumers ({args.workload})", xlabel="producer chunk size (KiB)",
-                    ylabel="records/s", logx=True)
+                    ylabel="records/s", logx=True, panels=panels)
     plots.line_plot(res.csv_path, base + "-producers.png", "chunk_kib", "producer_rps", "consumer",
                     f"{d['fig']} producers, by concurrent consumer", xlabel="producer chunk size (KiB)",
-                    ylabel="records/s", logx=True)
+                    ylabel="records/s", logx=True, panels=panels)
     return res
 
 
 def _ratios(res):
-    """push/pull ratios per chunk size (medians over repetitions)."""
+    """push/pull ratios per setting and chunk size (medians over repetitions)."""
     lines = []
-    for cs in sorted({r["chunk_kib"] for r in res.rows}):
+    settings = list(dict.fromkeys(r["setting"] for r in res.rows))
+    for setting, cs in itertools.product(settings, sorted({r["chunk_kib"] for r in res.rows})):
         by = {}
         for r in res.rows:
-            if r["chunk_kib"] == cs:
+            if r["chunk_kib"] == cs and r["setting"] == setting:
                 by.setdefault(r["consumer"], []).append(r)
         if "push" in by and "pull" in by:
             def med(c, k):
                 return statistics.median(x[k] for x in by[c])
+            prefix = f"{setting}, " if len(settings) > 1 else ""
             lines.append(
-                f"- CS {cs} KiB: push/pull consumer throughput "
+                f"- {prefix}CS {cs} KiB: push/pull consumer throughput "
                 f"{med('push', 'consumer_rps') / max(med('pull', 'consumer_rps'), 1):.2f}x, "
                 f"producers with push / with pull "
                 f"{med('push', 'producer_rps') / max(med('pull', 'producer_rps'), 1):.2f}x, "
