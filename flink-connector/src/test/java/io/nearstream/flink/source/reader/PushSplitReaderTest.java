@@ -172,6 +172,37 @@ class PushSplitReaderTest {
     }
 
     @Test
+    void anOffsetOutsideTheSlotIsRefusedNotRead() throws IOException {
+        region = PushTestRegion.create(regionPath, EPOCH, SLOTS, SLOT_BYTES, 0);
+        PushSplitReader reader = newReader(0);
+        NearstreamSplit s0 = split(0, Position.EARLIEST, 0, null);
+        reader.handleSplitsChanges(new SplitsAddition<>(List.of(s0)));
+        // Row 1 claims to end 1 GiB into the slot: copying it would read far outside the mapping.
+        region.publish(0, 2, 1 << 30, chunk(0, pos(1, 1, 0), "a", "b", "c"));
+
+        RecordsWithSplitIds<RecordRun> batch = null;
+        for (int i = 0; i < 100 && !(batch instanceof PushSlotRecords); i++) {
+            if (batch != null) {
+                batch.recycle();
+            }
+            batch = reader.fetch();
+        }
+        assertThat(batch).isInstanceOf(PushSlotRecords.class);
+        assertThat(batch.nextSplit()).isEqualTo(s0.splitId());
+        RecordRun run = batch.nextRecordFromSplit();
+        assertThat(new String(run.value(0), StandardCharsets.UTF_8)).isEqualTo("a");
+        assertThatThrownBy(() -> run.value(1))
+                .isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("outside the slot");
+        assertThatThrownBy(() -> run.value(2))
+                .isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("outside the slot");
+        assertThatThrownBy(() -> run.value(3)).isInstanceOf(IndexOutOfBoundsException.class);
+        batch.recycle();
+        assertThat(region.released(0)).isEqualTo(1);
+    }
+
+    @Test
     void resumesExactlySkippingChunksBeforeAndRecordsAlreadyEmitted() throws IOException {
         region = PushTestRegion.create(regionPath, EPOCH, SLOTS, SLOT_BYTES, 0);
         PushSplitReader reader = newReader(0);

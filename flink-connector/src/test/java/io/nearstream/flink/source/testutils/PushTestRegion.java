@@ -145,6 +145,15 @@ public final class PushTestRegion {
 
     /** Publishes one slot of ring {@code i} holding {@code chunks}; the slot must be free. */
     public void publish(int i, Chunk... chunks) {
+        publish(i, -1, 0, chunks);
+    }
+
+    /**
+     * As {@link #publish(int, Chunk...)}, but with Arrow offset {@code badRow} set to {@code
+     * badOffset} (a broken or hostile broker): the reader must refuse it, not read outside the
+     * slot. A negative {@code badRow} writes every offset right.
+     */
+    public void publish(int i, int badRow, int badOffset, Chunk... chunks) {
         if (!nextSlotFree(i)) {
             throw new IllegalStateException("slot of position " + next[i] + " is not free");
         }
@@ -173,6 +182,9 @@ public final class PushTestRegion {
             }
         }
         buf.putInt(p + offsetsOffset + rows * 4, cursor);
+        if (badRow >= 0) {
+            buf.putInt(p + offsetsOffset + badRow * 4, badOffset);
+        }
         int chunkMapOffset = dataOffset + align(cursor);
         if (chunkMapOffset + chunks.length * CHUNK_MAP_ENTRY_BYTES > slotBytes) {
             throw new IllegalArgumentException("the batch does not fit a slot");
