@@ -180,14 +180,7 @@ class PushSplitReaderTest {
         // Row 1 claims to end 1 GiB into the slot: copying it would read far outside the mapping.
         region.publish(0, 2, 1 << 30, chunk(0, pos(1, 1, 0), "a", "b", "c"));
 
-        RecordsWithSplitIds<RecordRun> batch = null;
-        for (int i = 0; i < 100 && !(batch instanceof PushSlotRecords); i++) {
-            if (batch != null) {
-                batch.recycle();
-            }
-            batch = reader.fetch();
-        }
-        assertThat(batch).isInstanceOf(PushSlotRecords.class);
+        PushSlotRecords batch = fetchSlot(reader);
         assertThat(batch.nextSplit()).isEqualTo(s0.splitId());
         RecordRun run = batch.nextRecordFromSplit();
         assertThat(new String(run.value(0), StandardCharsets.UTF_8)).isEqualTo("a");
