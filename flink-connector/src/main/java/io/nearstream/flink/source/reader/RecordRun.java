@@ -11,9 +11,9 @@ import org.apache.flink.annotation.Internal;
  * <p>Why runs and not single records: {@code SourceReaderBase} pays a fixed cost per element (its
  * poll loop, the operator's emit and availability checks, the records-in counter), which at tens of
  * millions of records per second is a large share of a task thread. A run pays it once per chunk.
- * Checkpoints still fall between records' positions exactly as before: the emitter advances the
- * split state record by record, and a checkpoint can only be taken between two elements, i.e. after
- * a whole run.
+ * Checkpoints stay exact: a checkpoint can only be taken between two elements, so after a whole
+ * run, and the emitter advances the split state past each run it emitted ("this chunk, n records
+ * done").
  *
  * <p>Values are read with {@link #value(int)} while the batch holding the run is not yet recycled
  * (a push run reads them from its shared-memory slot).
