@@ -81,7 +81,6 @@ public record JobOptions(
                 params);
     }
 
-    /** The same job at another parallelism. */
     /** The same job reading {@code stream} (a topic in Kafka mode) from {@code broker}. */
     public JobOptions withSource(String broker, String stream) {
         return new JobOptions(
@@ -99,6 +98,7 @@ public record JobOptions(
                 params);
     }
 
+    /** The same job at another parallelism. */
     public JobOptions withParallelism(int p) {
         return new JobOptions(
                 workload,
@@ -106,23 +106,6 @@ public record JobOptions(
                 broker,
                 stream,
                 p,
-                expectedRecords,
-                fetchBytesPerStreamlet,
-                pushSlotsPerRing,
-                pushSlotBytes,
-                filterPattern,
-                unbounded,
-                params);
-    }
-
-    /** The same job with another workload. */
-    public JobOptions withWorkload(String w) {
-        return new JobOptions(
-                w,
-                mode,
-                broker,
-                stream,
-                parallelism,
                 expectedRecords,
                 fetchBytesPerStreamlet,
                 pushSlotsPerRing,
