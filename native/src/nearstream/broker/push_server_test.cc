@@ -450,14 +450,18 @@ TEST_F(PushServerTest, ATailingThreadLingersBeforeTheNextSlot) {
   ASSERT_EQ(r.slots(), 1u);
   const auto after_first = std::chrono::steady_clock::now();
   Append(c, "s", 0, 3);  // while the thread lingers
+  // Only meaningful when the appends themselves took well under the linger (a machine that
+  // stalls this thread for 200 ms proves nothing either way).
+  const bool appended_within_linger = std::chrono::steady_clock::now() - after_first < kLinger / 4;
   r.ReadUntil(20, std::chrono::milliseconds(100));
-  if (std::chrono::steady_clock::now() - after_first < kLinger / 2) {
-    // (Only meaningful when this thread was not itself descheduled for most of the linger.)
+  if (appended_within_linger && std::chrono::steady_clock::now() - after_first < kLinger / 2) {
     EXPECT_EQ(r.total(), 5u) << "pushed before the linger ended";
   }
   r.ReadUntil(20);
   EXPECT_EQ(r.total(), 20u);
-  EXPECT_EQ(r.slots(), 2u) << "the three appends during the linger share one slot";
+  if (appended_within_linger) {
+    EXPECT_EQ(r.slots(), 2u) << "the three appends during the linger share one slot";
+  }
   EXPECT_GE(StatValue(c, "nearstream_push_lingers_total"), 1u);
 }
 
