@@ -11,7 +11,7 @@ from .processes import Process
 
 
 class Broker:
-    def __init__(self, workdir, workers=2, push_threads=1, extra=()):
+    def __init__(self, workdir, workers=2, push_threads=1, extra=(), cpus=None):
         self.dir = tempfile.mkdtemp(prefix="broker-", dir=workdir)
         # Push regions live in a directory of their own under /dev/shm, so cleanup is one rmtree.
         self.push_dir = tempfile.mkdtemp(prefix="nsbench-", dir="/dev/shm")
@@ -21,7 +21,7 @@ class Broker:
             [paths.binary("nearstreamd"), "--listen", "127.0.0.1:0", "--port-file", port_file,
              "--workers", str(workers), "--push-threads", str(push_threads),
              "--push-dir", self.push_dir, *extra],
-            os.path.join(self.dir, "broker.log"))
+            os.path.join(self.dir, "broker.log"), cpus=cpus)
         deadline = time.monotonic() + 30
         while not os.path.exists(port_file) or not open(port_file).read().strip():
             if not self.process.running() or time.monotonic() > deadline:

@@ -19,29 +19,32 @@ def _median_in_window(samples, start_ms, end_ms):
 
 def measure(workdir, consumer, workload, producers, chunk_size, streamlets, parallelism,
             fetch_bytes, workers, duration_s, record_size=100, retention="512M",
-            push_slot_bytes=None):
-    """consumer: 'cpp-pull', 'pull' or 'push'. Returns a dict of figures."""
-    with Broker(workdir, workers=workers) as broker:
+            push_slot_bytes=None, broker_cpus=None, client_cpus=None):
+    """consumer: 'cpp-pull', 'pull' or 'push'. broker_cpus / client_cpus: CPU numbers the broker /
+    the producers and consumers are pinned to (None: not pinned). Returns a dict of figures."""
+    with Broker(workdir, workers=workers, cpus=broker_cpus) as broker:
         broker.create_stream("bench", streamlets, retention_bytes=retention)
         cpu0 = broker.cpu()
         if consumer == "cpp-pull":
             p = perf.start(broker, workdir, "bench", producers, chunk_size, record_size,
-                           duration_s, consumers=parallelism, fetch_bytes=fetch_bytes)
+                           duration_s, consumers=parallelism, fetch_bytes=fetch_bytes,
+                           cpus=client_cpus)
             r = perf.result(p, duration_s + 120)
             return dict(producer_rps=r["producer_rps"], consumer_rps=r["consumer_rps"],
                         broker_cpu_s=broker.cpu() - cpu0, producer_cpu_s=r["cpu_s"],
-                        consumer_cpu_s=0.0, consumed=r["consumed"])
+                        consumer_cpu_s=0.0, consumed=r["consumed"], produced=r["produced"])
         extra = ["--fetch-bytes", str(fetch_bytes)]
         if push_slot_bytes:
             extra += ["--push-slot-bytes", str(push_slot_bytes)]
         job = flinkjob.start(workdir, workload, consumer, "bench", parallelism, broker=broker,
                              duration_s=duration_s + JOB_START_TIMEOUT_S, extra=extra,
-                             name=f"job-{workload}-{consumer}")
+                             name=f"job-{workload}-{consumer}", cpus=client_cpus)
         _wait_for_line(job, "SOURCE RUNNING", JOB_START_TIMEOUT_S)
         job_cpu0 = job.cpu()
         cpu0 = broker.cpu()
         start_ms = time.time() * 1000
-        p = perf.start(broker, workdir, "bench", producers, chunk_size, record_size, duration_s)
+        p = perf.start(broker, workdir, "bench", producers, chunk_size, record_size, duration_s,
+                       cpus=client_cpus)
         r = perf.result(p, duration_s + 120)
         end_ms = time.time() * 1000
         broker_cpu = broker.cpu() - cpu0
@@ -52,7 +55,8 @@ def measure(workdir, consumer, workload, producers, chunk_size, streamlets, para
         consumer_rps = _median_in_window(samples, start_ms + 1000, end_ms - 1000)
         return dict(producer_rps=r["producer_rps"], consumer_rps=consumer_rps,
                     broker_cpu_s=broker_cpu, producer_cpu_s=r["cpu_s"], consumer_cpu_s=job_cpu,
-                    consumed=sum(n for t, n in samples if start_ms <= t <= end_ms + 5000))
+                    consumed=sum(n for t, n in samples if start_ms <= t <= end_ms + 5000),
+                    produced=r["produced"])
 
 
 def _wait_for_line(process, marker, timeout):

@@ -9,7 +9,7 @@ import statistics
 
 from . import concurrent, plots
 from .results import Results
-from .sizes import int_list, size_list
+from .sizes import cpu_list, int_list, size_list
 
 # Paper figure -> defaults scaled to a 2-core machine (all overridable by flags).
 PRESETS = {
@@ -41,6 +41,10 @@ def add_arguments_for(preset):
                        help="consumer chunk size per streamlet: a size, 'same' (= CS) or 'Nx'")
         p.add_argument("--duration-s", type=int, default=8)
         p.add_argument("--repeat", type=int, default=1, help="repetitions of every point")
+        p.add_argument("--broker-cpus", default=d.get("broker_cpus", ""),
+                       help="CPUs the broker is pinned to, e.g. 0 or 0-3 (default: not pinned)")
+        p.add_argument("--client-cpus", default=d.get("client_cpus", ""),
+                       help="CPUs the producers and consumers are pinned to (default: not pinned)")
     return add
 
 
@@ -69,14 +73,17 @@ def run_preset(preset, args, out_dir, workdir):
     settings = _settings(args)
     res = Results(out_dir, name, ["setting", "producers", "parallelism", "streamlets", "workers",
                                   "record_bytes", "chunk_kib", "consumer", "rep", "producer_rps",
-                                  "consumer_rps", "broker_cpu_s_per_m", "consumer_cpu_s_per_m"])
+                                  "consumer_rps", "broker_cpu_s_per_m", "consumer_cpu_s_per_m",
+                                  "producer_cpu_s_per_m"])
+    broker_cpus, client_cpus = cpu_list(args.broker_cpus), cpu_list(args.client_cpus)
     for np_, nc, ns, workers, record_bytes in settings:
         for cs in size_list(args.chunk_sizes):
             for rep in range(args.repeat):
                 for consumer in args.consumers.split(","):
                     r = concurrent.measure(workdir, consumer, args.workload, np_, cs, ns, nc,
                                            _fetch_bytes(args.fetch, cs), workers,
-                                           args.duration_s, record_size=record_bytes)
+                                           args.duration_s, record_size=record_bytes,
+                                           broker_cpus=broker_cpus, client_cpus=client_cpus)
                     m = max(r["consumed"], 1) / 1e6
                     res.add(setting=_label(np_, nc, ns, workers, record_bytes), producers=np_,
                             parallelism=nc, streamlets=ns, workers=workers,
@@ -84,7 +91,8 @@ def run_preset(preset, args, out_dir, workdir):
                             rep=rep, producer_rps=r["producer_rps"],
                             consumer_rps=r["consumer_rps"],
                             broker_cpu_s_per_m=r["broker_cpu_s"] / m,
-                            consumer_cpu_s_per_m=r["consumer_cpu_s"] / m)
+                            consumer_cpu_s_per_m=r["consumer_cpu_s"] / m,
+                            producer_cpu_s_per_m=r["producer_cpu_s"] / max(r["produced"], 1) * 1e6)
     notes = [f"{d['fig']} setting: producers (Np) and consumers of parallelism Nc at the same "
              f"time, Ns streamlets, broker --workers W, records of RS bytes (values swept: Np "
              f"{args.producers}, Nc {args.parallelism}, Ns {args.streamlets}, W {args.workers}, "
@@ -92,7 +100,10 @@ def run_preset(preset, args, out_dir, workdir):
              f"{args.duration_s} s per point; medians of per-second samples.",
              "CPU seconds per million records consumed: broker (all its threads, appends "
              "included) and consumer (the Flink job's JVM, or 0 for the C++ consumers that share "
-             "the producers' process)."]
+             "the producers' process); producers' CPU seconds per million records produced (the "
+             "nearstream-perf process, C++ consumers included for cpp-pull).",
+             f"CPU pinning: broker {args.broker_cpus or 'not pinned'}, producers and consumers "
+             f"{args.client_cpus or 'not pinned'}."]
     notes += _ratios(res)
     res.markdown(f"{d['fig']} - {preset}", args.command, notes)
     base = f"{out_dir}/{name}"

@@ -12,7 +12,7 @@ _RESULT = re.compile(r"^(?:RESULT )?(\{.*\})\s*$", re.M)
 
 
 def start(workdir, workload, mode, stream, parallelism, broker=None, kafka=None, records=None,
-          duration_s=None, preload=None, heap="2g", extra=(), name=None):
+          duration_s=None, preload=None, heap="2g", extra=(), name=None, cpus=None):
     """Bounded with `records` (reads the stream up to its tail at job start), or unbounded for
     `duration_s` seconds; `preload` N: JobRunner starts a broker and loads N records first."""
     # Arrow (the push reader's slot view) needs java.nio opened on Java 17+.
@@ -33,7 +33,7 @@ def start(workdir, workload, mode, stream, parallelism, broker=None, kafka=None,
         argv += ["--duration-s", str(duration_s)]
     argv += list(extra)
     name = name or f"job-{workload}-{mode}-p{parallelism}"
-    return Process(name, argv, os.path.join(workdir, f"{name}.log"))
+    return Process(name, argv, os.path.join(workdir, f"{name}.log"), cpus=cpus)
 
 
 def result(process, timeout):

@@ -9,14 +9,14 @@ _RESULT = re.compile(r"^RESULT (.*)$", re.M)
 
 
 def start(broker, workdir, stream, producers, chunk_size, record_size=100, duration_s=10,
-          consumers=0, inflight=4, fetch_bytes=None, rate=0, name="perf"):
+          consumers=0, inflight=4, fetch_bytes=None, rate=0, name="perf", cpus=None):
     argv = [paths.binary("nearstream-perf"), "--broker", broker.address, "--stream", stream,
             "--producers", str(producers), "--chunk-size", str(chunk_size),
             "--record-size", str(record_size), "--duration-s", str(duration_s),
             "--consumers", str(consumers), "--inflight", str(inflight), "--rate", str(rate)]
     if fetch_bytes:
         argv += ["--fetch-bytes", str(fetch_bytes)]
-    return Process(name, argv, os.path.join(workdir, f"{name}.log"))
+    return Process(name, argv, os.path.join(workdir, f"{name}.log"), cpus=cpus)
 
 
 def result(process, timeout):

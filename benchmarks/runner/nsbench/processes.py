@@ -23,16 +23,27 @@ def cpu_seconds(pid):
     return (utime + stime + cutime + cstime) / _CLK_TCK
 
 
+def _pin_to(cpus):
+    """A preexec function setting the child's CPU affinity (inherited by its threads), or None."""
+    if not cpus:
+        return None
+    cpus = set(cpus)
+    return lambda: os.sched_setaffinity(0, cpus)
+
+
 class Process:
     """A started child with its log file; stop() terminates it, kill() sends SIGKILL."""
 
-    def __init__(self, name, argv, log_path, env=None, cwd=None):
+    def __init__(self, name, argv, log_path, env=None, cwd=None, cpus=None):
+        """cpus: CPU numbers the process (and every thread and child it starts) may run on, or
+        None for all of them."""
         self.name = name
         self.argv = argv
         self.log_path = log_path
         self._log = open(log_path, "w")
         self.proc = subprocess.Popen(argv, stdout=self._log, stderr=subprocess.STDOUT, env=env,
-                                     cwd=cwd, start_new_session=True)
+                                     cwd=cwd, start_new_session=True,
+                                     preexec_fn=_pin_to(cpus))
         self.pid = self.proc.pid
         self.started = time.monotonic()
         self.last_cpu = 0.0

@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "nearstream/common/thread_name.h"
 #include "nearstream/net/socket_util.h"
 
 namespace nearstream::broker {
@@ -14,6 +15,7 @@ Status MetricsHttpServer::Start(const std::string& host, uint16_t port) {
   ASSIGN_OR_RETURN(listen_fd_, net::ListenTcp(host, port, /*nonblocking=*/false));
   ASSIGN_OR_RETURN(port_, net::LocalPort(listen_fd_));
   thread_ = std::thread([this] { Run(); });
+  NameThread(thread_, "ns-metrics");
   return Status::Ok();
 }
 

@@ -11,6 +11,7 @@
 #include <chrono>
 
 #include "nearstream/common/log.h"
+#include "nearstream/common/thread_name.h"
 #include "nearstream/net/socket_util.h"
 
 namespace nearstream::broker {
@@ -75,9 +76,14 @@ Status Server::Start() {
     RETURN_IF_ERROR(
         metrics_http_->Start(options_.host, static_cast<uint16_t>(options_.metrics_port)));
   }
-  for (int i = 0; i < options_.workers; ++i) workers_.emplace_back([this, i] { WorkerLoop(i); });
+  for (int i = 0; i < options_.workers; ++i) {
+    workers_.emplace_back([this, i] { WorkerLoop(i); });
+    NameThread(workers_.back(), "ns-worker-" + std::to_string(i));
+  }
   maintenance_ = std::thread([this] { MaintenanceLoop(); });
+  NameThread(maintenance_, "ns-maintenance");
   dispatcher_ = std::thread([this] { DispatchLoop(); });
+  NameThread(dispatcher_, "ns-dispatch");
   return Status::Ok();
 }
 

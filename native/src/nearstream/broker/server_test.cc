@@ -3,6 +3,7 @@
 #include "nearstream/broker/server.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -10,6 +11,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <fstream>
 #include <map>
 #include <set>
 #include <thread>
@@ -122,6 +124,26 @@ TEST_F(ServerTest, CreateAppendFetchRoundTrip) {
   EXPECT_EQ(*names, std::vector<std::string>{"events"});
   EXPECT_TRUE(c.DeleteStream("events").ok());
   EXPECT_EQ(c.DescribeStream("events").status().code(), StatusCode::kStreamNotFound);
+}
+
+// Operators read threads by name (top -H, perf, /proc): every broker thread carries its role.
+TEST_F(ServerTest, EveryBrokerThreadIsNamedByItsRole) {
+  std::multiset<std::string> names;
+  DIR* dir = opendir("/proc/self/task");
+  ASSERT_NE(dir, nullptr);
+  while (dirent* entry = readdir(dir)) {
+    if (entry->d_name[0] == '.') continue;
+    std::ifstream comm(std::string("/proc/self/task/") + entry->d_name + "/comm");
+    std::string name;
+    std::getline(comm, name);
+    names.insert(name);
+  }
+  closedir(dir);
+  for (const char* role :
+       {"ns-dispatch", "ns-worker-0", "ns-worker-1", "ns-maintenance", "ns-metrics", "ns-push-0"}) {
+    EXPECT_EQ(names.count(role), 1u) << role;
+  }
+  EXPECT_EQ(names.count("ns-worker-2"), 0u);  // two workers asked for
 }
 
 TEST_F(ServerTest, ErrorsCarryStatusAndMessage) {

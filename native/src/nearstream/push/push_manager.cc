@@ -10,6 +10,7 @@
 
 #include "nearstream/common/byte_io.h"
 #include "nearstream/common/log.h"
+#include "nearstream/common/thread_name.h"
 #include "nearstream/push/arrow_slot_writer.h"
 #include "nearstream/push/futex.h"
 #include "nearstream/push/slot_ring.h"
@@ -118,6 +119,7 @@ Status PushManager::Start() {
   for (auto& t : threads_) {
     Thread* raw = t.get();
     t->thread = std::thread([this, raw] { ThreadLoop(raw); });
+    NameThread(t->thread, "ns-push-" + std::to_string(t->index));
   }
   return Status::Ok();
 }

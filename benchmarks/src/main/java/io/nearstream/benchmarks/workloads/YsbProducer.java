@@ -188,7 +188,7 @@ public final class YsbProducer {
                                         }
                                         long now = System.currentTimeMillis();
                                         byte[] event = generator.next(now);
-                                        if (generator.lastEventType().equals("view")) {
+                                        if (generator.lastIsView()) {
                                             views[index]++;
                                             myWindowViews.merge(
                                                     YsbPipeline.windowEnd(now), 1L, Long::sum);
