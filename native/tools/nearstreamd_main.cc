@@ -40,6 +40,8 @@ over a binary TCP protocol (docs/protocol.md).
   --push-linger-us US         after publishing only part-filled slots (the consumers are at the
                               tail), wait US before the next pass so slots carry more records
                               (default 1000, 0 = publish every append at once, at most 1000000)
+  --push-nice N               nice value of the push threads (default 0, up to 19): on a broker
+                              short of CPU, appends go first and delivery takes what is left
   --version                   print the version and exit
 )";
 
@@ -73,6 +75,7 @@ Status Run(int argc, char** argv) {
                                                                   {"push-threads"},
                                                                   {"push-dir"},
                                                                   {"push-linger-us"},
+                                                                  {"push-nice"},
                                                                   {"help", false},
                                                                   {"version", false}}));
   if (flags.Has("help")) {
@@ -111,6 +114,8 @@ Status Run(int argc, char** argv) {
   ASSIGN_OR_RETURN(uint64_t linger_us, flags.Unsigned("push-linger-us", options.push.linger_us, 0,
                                                       push::kMaxPushLingerUs));
   options.push.linger_us = static_cast<uint32_t>(linger_us);
+  ASSIGN_OR_RETURN(uint64_t push_nice, flags.Unsigned("push-nice", 0, 0, push::kMaxPushNice));
+  options.push.nice = static_cast<int>(push_nice);
   options.push.dir = flags.String("push-dir", push::kDefaultShmDir);
   options.handler.broker_epoch =
       static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());

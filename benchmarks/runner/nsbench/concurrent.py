@@ -19,10 +19,11 @@ def _median_in_window(samples, start_ms, end_ms):
 
 def measure(workdir, consumer, workload, producers, chunk_size, streamlets, parallelism,
             fetch_bytes, workers, duration_s, record_size=100, retention="512M",
-            push_slot_bytes=None, broker_cpus=None, client_cpus=None):
+            push_slot_bytes=None, broker_cpus=None, client_cpus=None, broker_extra=()):
     """consumer: 'cpp-pull', 'pull' or 'push'. broker_cpus / client_cpus: CPU numbers the broker /
-    the producers and consumers are pinned to (None: not pinned). Returns a dict of figures."""
-    with Broker(workdir, workers=workers, cpus=broker_cpus) as broker:
+    the producers and consumers are pinned to (None: not pinned); broker_extra: more nearstreamd
+    flags. Returns a dict of figures."""
+    with Broker(workdir, workers=workers, cpus=broker_cpus, extra=broker_extra) as broker:
         broker.create_stream("bench", streamlets, retention_bytes=retention)
         cpu0 = broker.cpu()
         if consumer == "cpp-pull":

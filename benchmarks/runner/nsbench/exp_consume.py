@@ -45,6 +45,8 @@ def add_arguments_for(preset):
                        help="CPUs the broker is pinned to, e.g. 0 or 0-3 (default: not pinned)")
         p.add_argument("--client-cpus", default=d.get("client_cpus", ""),
                        help="CPUs the producers and consumers are pinned to (default: not pinned)")
+        p.add_argument("--push-nice", type=int, default=0,
+                       help="broker --push-nice: 1-19 let appends go first on a busy broker")
     return add
 
 
@@ -83,7 +85,8 @@ def run_preset(preset, args, out_dir, workdir):
                     r = concurrent.measure(workdir, consumer, args.workload, np_, cs, ns, nc,
                                            _fetch_bytes(args.fetch, cs), workers,
                                            args.duration_s, record_size=record_bytes,
-                                           broker_cpus=broker_cpus, client_cpus=client_cpus)
+                                           broker_cpus=broker_cpus, client_cpus=client_cpus,
+                                           broker_extra=["--push-nice", str(args.push_nice)])
                     m = max(r["consumed"], 1) / 1e6
                     res.add(setting=_label(np_, nc, ns, workers, record_bytes), producers=np_,
                             parallelism=nc, streamlets=ns, workers=workers,
@@ -103,7 +106,7 @@ def run_preset(preset, args, out_dir, workdir):
              "the producers' process); producers' CPU seconds per million records produced (the "
              "nearstream-perf process, C++ consumers included for cpp-pull).",
              f"CPU pinning: broker {args.broker_cpus or 'not pinned'}, producers and consumers "
-             f"{args.client_cpus or 'not pinned'}."]
+             f"{args.client_cpus or 'not pinned'}; broker --push-nice {args.push_nice}."]
     notes += _ratios(res)
     res.markdown(f"{d['fig']} - {preset}", args.command, notes)
     base = f"{out_dir}/{name}"

@@ -14,7 +14,9 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -133,7 +135,7 @@ class PushServerTest : public ::testing::Test {
     std::filesystem::remove_all(dir_);
   }
 
-  void StartServer(const std::string& push_dir, uint32_t linger_us = 1000) {
+  void StartServer(const std::string& push_dir, uint32_t linger_us = 1000, int nice = 0) {
     store_ = std::make_unique<storage::StreamStore>(storage::StoreOptions{});
     ASSERT_TRUE(store_->Open(0).ok());
     ServerOptions options;
@@ -142,6 +144,7 @@ class PushServerTest : public ::testing::Test {
     options.push.dir = push_dir;
     options.push.threads = 1;
     options.push.linger_us = linger_us;
+    options.push.nice = nice;
     server_ = std::make_unique<Server>(options, store_.get());
     ASSERT_TRUE(server_->Start().ok());
   }
@@ -463,6 +466,60 @@ TEST_F(PushServerTest, ATailingThreadLingersBeforeTheNextSlot) {
     EXPECT_EQ(r.slots(), 2u) << "the three appends during the linger share one slot";
   }
   EXPECT_GE(StatValue(c, "nearstream_push_lingers_total"), 1u);
+}
+
+// The nice value of the thread named `name` in this process, or -100 when there is none.
+int NiceOfThread(const std::string& name) {
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(task.path() / "comm");
+    std::string n;
+    std::getline(comm, n);
+    if (n != name) continue;
+    std::ifstream stat(task.path() / "stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    // Fields after the command's closing parenthesis; nice is the 19th field of the line.
+    std::istringstream rest(text.substr(text.rfind(')') + 2));
+    std::string field;
+    for (int i = 3; i <= 19 && rest >> field; ++i) {
+    }
+    return std::stoi(field);
+  }
+  return -100;
+}
+
+// --push-nice: the push threads run at that nice value (and still push); the rest of the broker
+// keeps its own. Values a broker without CAP_SYS_NICE cannot set, or beyond 19, are refused.
+TEST_F(PushServerTest, PushThreadsRunAtTheNiceValueAsked) {
+  server_->Stop();
+  server_.reset();
+  StartServer(dir_, 1000, 7);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (NiceOfThread("ns-push-0") != 7 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(NiceOfThread("ns-push-0"), 7);
+  EXPECT_EQ(NiceOfThread("ns-worker-0"), NiceOfThread("ns-dispatch"));
+  EXPECT_NE(NiceOfThread("ns-worker-0"), 7);
+  Client c = Connect();
+  CreateStream(c, "s", 1);
+  Append(c, "s", 0, 2);  // 2 chunks of 5 records
+  auto sub = c.PushSubscribe(Subscribe("s", {{0}}));
+  ASSERT_TRUE(sub.ok()) << sub.status().ToString();
+  auto region = push::ShmRegion::Open(sub->region_path);
+  ASSERT_TRUE(region.ok()) << region.status().ToString();
+  TestConsumer r(region->get(), 0);
+  r.ReadUntil(10);
+  EXPECT_EQ(r.total(), 10u);
+
+  for (int bad : {-1, 20}) {
+    push::PushOptions options;
+    options.dir = dir_;
+    options.nice = bad;
+    push::PushManager manager(options, store_.get());
+    Status s = manager.Start();
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(s.message().find("--push-nice"), std::string::npos) << s.message();
+  }
 }
 
 TEST_F(PushServerTest, StatsCountOneSubscribe) {

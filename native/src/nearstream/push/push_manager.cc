@@ -1,9 +1,12 @@
 #include "nearstream/push/push_manager.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <unordered_set>
@@ -111,6 +114,10 @@ Status PushManager::Start() {
   if (options_.threads < 1) return Invalid("--push-threads must be at least 1");
   if (options_.linger_us > kMaxPushLingerUs) {
     return Invalid("--push-linger-us must be at most " + std::to_string(kMaxPushLingerUs));
+  }
+  if (options_.nice < 0 || options_.nice > kMaxPushNice) {
+    // Negative values need CAP_SYS_NICE and would let delivery starve appends.
+    return Invalid("--push-nice must be 0 to " + std::to_string(kMaxPushNice));
   }
   if (started_) return Status::Ok();
   started_ = true;
@@ -397,6 +404,10 @@ void PushManager::ApplyUpdate(Subscription* sub) {
 }
 
 void PushManager::ThreadLoop(Thread* t) {
+  if (options_.nice != 0 && setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), options_.nice)) {
+    NS_LOG(kWarning) << "push thread " << t->index << ": cannot set nice " << options_.nice << ": "
+                     << std::strerror(errno);
+  }
   std::vector<std::shared_ptr<Subscription>> subs;
   uint64_t last_heartbeat = 0;
   while (!stopping_.load(std::memory_order_acquire)) {

@@ -47,9 +47,15 @@ struct PushOptions {
   // waking its consumers and being woken by every append, which on a small machine takes the CPU
   // the producers need. 0 = publish at once. Bounds the latency it adds to tailing reads.
   uint32_t linger_us = 1000;
+  // The push threads' nice value (0 = as the rest of the broker, up to 19). Delivery can wait
+  // (its data is stored; consumers catch up) while appends hold producers' bounded buffers: on a
+  // broker whose cores are all busy, a positive value lets appends go first and push threads take
+  // the CPU the workers leave. Pull has no such knob: its fetches run on the append workers.
+  int nice = 0;
 };
 
 inline constexpr uint32_t kMaxPushLingerUs = 1'000'000;
+inline constexpr int kMaxPushNice = 19;
 
 // Geometry bounds of a PushSubscribe (INVALID_ARGUMENT outside them).
 inline constexpr uint32_t kMinSlotsPerRing = 2;

@@ -3,7 +3,9 @@ package io.nearstream.flink.source.reader;
 import io.nearstream.client.NearstreamClient;
 import io.nearstream.client.Position;
 import io.nearstream.client.PushSplitStart;
+import io.nearstream.client.StatusCode;
 import io.nearstream.client.StreamletMetadata;
+import io.nearstream.flink.source.BrokerErrors;
 import io.nearstream.flink.source.NearstreamSourceOptions;
 import io.nearstream.flink.source.metrics.NearstreamSourceReaderMetrics;
 import io.nearstream.flink.source.reader.PushSubscriptionRegistry.Attachment;
@@ -78,7 +80,9 @@ import org.slf4j.LoggerFactory;
  * <p>Failures: a closed region, a changed broker epoch, a broker heartbeat older than the consumer
  * timeout, or a ring taken back by the broker fail the fetch with an {@link IOException} (Flink
  * restores from its checkpoint) - unless the group moved to a new subscription meanwhile, which the
- * reader then follows. {@link #wakeUp()} is honoured within {@value #AWAIT_MS} ms.
+ * reader then follows. A split whose position retention removed before it was pushed fails with
+ * {@code POSITION_OUT_OF_RANGE}, as in pull mode (see {@link #failIfPositionsWereRemoved}). {@link
+ * #wakeUp()} is honoured within {@value #AWAIT_MS} ms.
  *
  * <p>Runs on the split fetcher thread; only {@link #wakeUp()} is called from other threads.
  */
@@ -207,14 +211,49 @@ public class PushSplitReader implements SplitReader<RecordRun, NearstreamSplit> 
         if (!alive()) {
             return records.build(); // follows the group's new subscription on the next fetch
         }
-        if (wakeUp.consume() || !ring.await(AWAIT_MS * 1_000_000L)) {
+        if (wakeUp.consume()) {
             return records.build();
         }
+        ring.await(AWAIT_MS * 1_000_000L);
+        // Read before looking at the ring: a push pass that began after this heartbeat has
+        // published whatever it had read (see failIfPositionsWereRemoved).
+        long heartbeat = region.brokerHeartbeatNanos();
         long position = ring.tryNext();
         if (position >= 0) {
             return readSlot(position);
         }
+        failIfPositionsWereRemoved(heartbeat);
         return records.build();
+    }
+
+    /**
+     * A split whose position retention removed before the broker pushed it would wait forever: the
+     * broker cannot read it (it logs that and drops the split from its passes). It is failed with
+     * {@code POSITION_OUT_OF_RANGE}, as a pull fetch of that position is, once all of these hold: a
+     * Metadata answer (the pending refresh) put the streamlet's head beyond the split's position;
+     * the split has not moved since; the broker began a push pass after that Metadata was asked
+     * ({@code heartbeatBeforeLooking}, read before the ring was found empty) - a pass that had read
+     * the chunk before it was removed publishes it before the next pass begins - and the ring is
+     * empty now. Requires the pending refresh (on by default).
+     */
+    private void failIfPositionsWereRemoved(long heartbeatBeforeLooking) {
+        for (PushCursor s : splits.values()) {
+            BeyondHead b = s.beyondHead;
+            if (b != null
+                    && b.position().equals(s.position)
+                    && heartbeatBeforeLooking - b.askedAtNanos() > 0) {
+                metrics.fetchFailed();
+                throw (RuntimeException)
+                        BrokerErrors.classify(
+                                "Push of stream '" + stream + "' streamlet " + s.streamlet,
+                                StatusCode.POSITION_OUT_OF_RANGE,
+                                "position "
+                                        + b.position()
+                                        + " is before the streamlet's head "
+                                        + b.head()
+                                        + " (the reader fell behind retention)");
+            }
+        }
     }
 
     /**
@@ -241,13 +280,14 @@ public class PushSplitReader implements SplitReader<RecordRun, NearstreamSplit> 
                                     }
                                 });
             }
+            long askedAt = System.nanoTime();
             client.metadata(stream)
                     .orTimeout(rpcTimeoutMs, TimeUnit.MILLISECONDS)
                     .whenComplete(
                             (streamlets, error) -> {
                                 try {
                                     if (streamlets != null) {
-                                        updatePending(streamlets);
+                                        updatePending(streamlets, askedAt);
                                     } else {
                                         LOG.debug("Tails of stream {} unknown", stream, error);
                                     }
@@ -261,11 +301,20 @@ public class PushSplitReader implements SplitReader<RecordRun, NearstreamSplit> 
         }
     }
 
-    private void updatePending(List<StreamletMetadata> streamlets) {
+    private void updatePending(List<StreamletMetadata> streamlets, long askedAt) {
         for (StreamletMetadata m : streamlets) {
             PushCursor s = pendingSplits.get(m.streamlet());
             if (s == null) {
                 continue;
+            }
+            Position next = s.next;
+            if (!next.isEarliest() && m.head().compareTo(next) > 0) {
+                BeyondHead seen = s.beyondHead;
+                if (seen == null || !seen.position().equals(next)) {
+                    s.beyondHead = new BeyondHead(next, m.head(), askedAt);
+                }
+            } else {
+                s.beyondHead = null;
             }
             synchronized (s) {
                 if (!s.removed) { // a split removed meanwhile must not come back in the gauges
@@ -629,10 +678,16 @@ public class PushSplitReader implements SplitReader<RecordRun, NearstreamSplit> 
         return views;
     }
 
+    /** A Metadata answer, asked at {@code askedAtNanos}, had the head beyond the position. */
+    private record BeyondHead(Position position, Position head, long askedAtNanos) {}
+
     /** Push-specific state of a split: its position is also what a re-subscribe starts from. */
     private final class PushCursor extends SplitCursor {
         /** {@link #position} for the pending-metrics refresh, which runs on another thread. */
         volatile Position next;
+
+        /** Set by the pending refresh while the head is beyond {@link #next}; else null. */
+        @Nullable volatile BeyondHead beyondHead;
 
         /** Guarded by this: set when the split leaves, so its pending gauge is not re-added. */
         boolean removed;

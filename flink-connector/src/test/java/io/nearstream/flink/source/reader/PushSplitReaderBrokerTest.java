@@ -1,9 +1,13 @@
 package io.nearstream.flink.source.reader;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.nearstream.client.Durability;
 import io.nearstream.client.NettyNearstreamClient;
 import io.nearstream.client.Position;
+import io.nearstream.client.StreamConfig;
+import io.nearstream.flink.source.NearstreamException;
 import io.nearstream.flink.source.NearstreamSourceOptions;
 import io.nearstream.flink.source.metrics.NearstreamSourceReaderMetrics;
 import io.nearstream.flink.source.reader.PushSubscriptionRegistry.Key;
@@ -57,8 +61,13 @@ class PushSplitReaderBrokerTest {
                             BROKER.client(), stream, s, records(s), PER_CHUNK, 1_000);
             splits.add(new NearstreamSplit(stream, s, chunks.get(0), 0, null));
         }
+        startReader(stream, splits, 4);
+        return splits;
+    }
+
+    private void startReader(String stream, List<NearstreamSplit> splits, int slotsPerRing) {
         Configuration config = new Configuration();
-        config.set(NearstreamSourceOptions.PUSH_SLOTS_PER_RING, 4);
+        config.set(NearstreamSourceOptions.PUSH_SLOTS_PER_RING, slotsPerRing);
         // The broker's smallest slot: with 100-byte records each streamlet fills about 8 slots.
         config.set(NearstreamSourceOptions.PUSH_SLOT_BYTES, 64 * 1024);
         config.set(NearstreamSourceOptions.PUSH_PENDING_REFRESH_INTERVAL, Duration.ofMillis(50));
@@ -75,7 +84,6 @@ class PushSplitReaderBrokerTest {
                         new Key(BROKER.address(), stream, "test"),
                         0);
         reader.handleSplitsChanges(new SplitsAddition<>(splits));
-        return splits;
     }
 
     private static List<String> records(int streamlet) {
@@ -154,6 +162,46 @@ class PushSplitReaderBrokerTest {
                 () -> emitted(splits.get(0)).size() >= all && emitted(splits.get(1)).size() >= all);
         awaitMetric("no pending bytes", () -> metrics.pendingBytes() == 0);
         assertThat(metrics.pendingRecords()).isZero();
+    }
+
+    /**
+     * A reader that holds its slots (a backpressured task) while retention removes the position its
+     * split continues from: once it reads again it gets the slots it had, then fails with
+     * POSITION_OUT_OF_RANGE as a pull fetch would - never waits forever on a split the broker can
+     * no longer push.
+     */
+    @Test
+    void aSplitLeftBehindByRetentionFailsWithPositionOutOfRange() throws Exception {
+        String stream = "behind";
+        // 64 KiB segments, 256 KiB kept: what the reader does not take within 4 segments is gone.
+        BROKER.createStream(
+                new StreamConfig(stream, 1, 64 * 1024, 0, 0, Durability.NONE, 256 * 1024, -1));
+        List<Position> chunks =
+                NearstreamTestData.append(
+                        BROKER.client(), stream, 0, records(0).subList(0, 1_000), PER_CHUNK, 1_000);
+        NearstreamSplit split = new NearstreamSplit(stream, 0, chunks.get(0), 0, null);
+        startReader(stream, List.of(split), 2);
+
+        // Take the first slot and keep it: the broker fills the other one, then the ring is full.
+        RecordsWithSplitIds<RecordRun> held = reader.fetch();
+        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        while (held.nextSplit() == null) {
+            assertThat(System.nanoTime()).isLessThan(deadline);
+            held.recycle();
+            held = reader.fetch();
+        }
+        // 2 MB more: retention drops the segments after the two slots' worth the ring holds.
+        for (int round = 0; round < 4; round++) {
+            NearstreamTestData.append(BROKER.client(), stream, 0, records(0), PER_CHUNK, 1_000);
+        }
+        Position kept = BROKER.client().metadata(stream).join().get(0).head();
+        assertThat(kept.compareTo(chunks.get(chunks.size() - 1))).isPositive();
+        held.recycle();
+
+        assertThatThrownBy(() -> readUntil("a failure", () -> false))
+                .isInstanceOf(NearstreamException.class)
+                .hasMessageContaining("POSITION_OUT_OF_RANGE")
+                .hasMessageContaining("fell behind retention");
     }
 
     private static void awaitMetric(String what, BooleanSupplier condition) throws Exception {
