@@ -106,7 +106,10 @@ def measure(args, workdir, mode, rate):
                  "--campaigns", table, "--seed", SEED, "--events", rate * args.duration_s,
                  "--rate", rate, "--producers", args.producers, "--views-file", views_file,
                  "--batch-bytes", parse_size(args.batch_bytes)],
-                timeout=args.duration_s * 10 + 120)
+                timeout=args.duration_s * 10 + 120,
+                # Each event's send future lives until its chunk is acknowledged: a large young
+                # generation copies them less often (1.58 -> 1.77 M events/s alone, 22 % less CPU).
+                heap="3g", jvm_args=["-Xmn2g"])
             end_ms = time.time() * 1000
             time.sleep(args.drain_s)
             broker_cpu, job_cpu = broker.cpu() - cpu0, job.cpu() - job_cpu0
@@ -135,6 +138,7 @@ def measure(args, workdir, mode, rate):
                 latency_first_third_ms=first if first is not None else -1,
                 latency_last_third_ms=last if last is not None else -1,
                 job_cpu_s_per_s=job_cpu / seconds, broker_cpu_s_per_s=broker_cpu / seconds,
+                producer_cpu_s_per_s=produced["process_cpu_s"] / seconds,
                 kept_up=kept_up)
 
 
@@ -161,7 +165,7 @@ def run(args, out_dir, workdir):
                "fired_windows_exact", "views_missing", "latency_p50_ms", "latency_p99_ms",
                "event_time_latency_p50_ms", "event_time_latency_p99_ms", "latency_first_third_ms",
                "latency_last_third_ms",
-               "job_cpu_s_per_s", "broker_cpu_s_per_s", "kept_up"]
+               "job_cpu_s_per_s", "broker_cpu_s_per_s", "producer_cpu_s_per_s", "kept_up"]
     res = Results(out_dir, "ysb", columns)
     for rate in rates:
         for mode in modes:
@@ -175,7 +179,7 @@ def run(args, out_dir, workdir):
              "latency: a window result's emission minus its window end; event-time latency: "
              "emission minus the largest event time in the window (the air-dataflow paper's). "
              "CPU s/s: the job JVM's and the broker's CPU seconds from the producer's start to "
-             "the end of the drain, over that time.",
+             "the end of the drain, and the producer JVM's over its whole life, over that time.",
              "offered: the producer reached 95 % of the rate. "
              "kept_up: offered, job_eps >= 95 % of producer_eps, every "
              "fired window exact, and the median latency of the last third of the windows "

@@ -8,11 +8,12 @@ from . import paths
 from .processes import Process
 
 
-def run(workdir, name, main_class, args, timeout, heap="1g"):
+def run(workdir, name, main_class, args, timeout, heap="1g", jvm_args=()):
     """Runs `main_class args`; returns the last line of its output that parses as JSON (or None
-    when there is none), failing with the log tail on a non-zero exit."""
-    argv = [paths.java(), f"-Xmx{heap}", "-XX:+UseParallelGC", "-cp", paths.benchmarks_jar(),
-            main_class, *map(str, args)]
+    when there is none) with the process's CPU seconds added as `process_cpu_s`, failing with the
+    log tail on a non-zero exit."""
+    argv = [paths.java(), f"-Xmx{heap}", "-XX:+UseParallelGC", *jvm_args, "-cp",
+            paths.benchmarks_jar(), main_class, *map(str, args)]
     p = Process(name, argv, os.path.join(workdir, f"{name}.log"))
     rc = p.wait(timeout)
     out = p.output()
@@ -21,7 +22,10 @@ def run(workdir, name, main_class, args, timeout, heap="1g"):
     p.stop()
     for line in reversed(out.splitlines()):
         if line.startswith("{"):
-            return json.loads(line)
+            result = json.loads(line)
+            if isinstance(result, dict):
+                result["process_cpu_s"] = p.cpu()
+            return result
     return None
 
 

@@ -11,6 +11,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
@@ -89,6 +90,75 @@ class ProducerConsumerITCase {
             assertThat(p.recordsToSkip()).isZero();
             assertThat(p.chunk()).isGreaterThan(futures.get(total - 4).join().chunk());
         }
+    }
+
+    /**
+     * The callback form: each record's callback reports the position it was stored at (the record
+     * found there is that record), and a record the broker refuses reports the refusal.
+     */
+    @Test
+    void callbacksReportEachRecordsPositionOrWhyItWasNotStored() throws Exception {
+        int total = 20_000;
+        BROKER.createStream("pc.callbacks", 2);
+        RecordPosition[] stored = new RecordPosition[total];
+        AtomicInteger calls = new AtomicInteger();
+        List<Exception> errors = new java.util.concurrent.CopyOnWriteArrayList<>();
+        NearstreamProducerConfig config =
+                NearstreamProducerConfig.builder(BROKER.address(), "pc.callbacks")
+                        .batchSizeBytes(4 * 1024)
+                        .build();
+        try (NearstreamProducer producer = new NearstreamProducer(config)) {
+            for (int i = 0; i < total; i++) {
+                int n = i;
+                producer.send(
+                        record(n),
+                        (pos, error) -> {
+                            if (error != null) {
+                                errors.add(error);
+                            }
+                            stored[n] = pos;
+                            calls.incrementAndGet();
+                        });
+            }
+            producer.flush();
+        }
+        assertThat(errors).isEmpty();
+        assertThat(calls.get()).isEqualTo(total); // once each
+        Map<RecordPosition, Long> found = new java.util.HashMap<>();
+        try (NearstreamPullConsumer c =
+                NearstreamPullConsumer.builder(BROKER.client(), "pc.callbacks").build()) {
+            c.assign(Map.of(0, StartingPosition.earliest(), 1, StartingPosition.earliest()));
+            for (int polls = 0; found.size() < total && polls < 200; polls++) {
+                for (NearstreamRecord r : c.poll(Duration.ofMillis(200))) {
+                    found.put(
+                            new RecordPosition(r.streamlet(), r.chunk(), r.index()),
+                            number(r.value()));
+                }
+            }
+        }
+        assertThat(found).hasSize(total);
+        for (int i = 0; i < total; i++) {
+            assertThat(found.get(stored[i])).as("record %d at %s", i, stored[i]).isEqualTo(i);
+        }
+
+        BROKER.createStream("pc.callbacks-gone", 1);
+        CompletableFuture<Exception> refused = new CompletableFuture<>();
+        try (NearstreamProducer producer =
+                new NearstreamProducer(
+                        NearstreamProducerConfig.builder(BROKER.address(), "pc.callbacks-gone")
+                                .deliveryTimeout(Duration.ofSeconds(10))
+                                .build())) {
+            BROKER.client().deleteStream("pc.callbacks-gone").join();
+            producer.send(record(1), (pos, error) -> refused.complete(error));
+            CompletableFuture<Exception> noStreamlet = new CompletableFuture<>();
+            producer.sendTo(5, record(2), (pos, error) -> noStreamlet.complete(error));
+            assertThat(noStreamlet).isDone(); // at once, on the caller's thread
+            assertThat(noStreamlet.join()).hasMessageContaining("streamlet 5");
+            producer.flush();
+        }
+        assertThat(refused.get(30, TimeUnit.SECONDS))
+                .isInstanceOf(NearstreamClientException.class)
+                .hasMessageContaining("STREAM_NOT_FOUND");
     }
 
     @Test

@@ -112,11 +112,12 @@ public final class CorpusProducer {
     public static Result produce(EventSink sink, List<byte[]> records, int repeat)
             throws Exception {
         AtomicReference<Throwable> failure = new AtomicReference<>();
+        java.util.function.Consumer<Throwable> onFailure = e -> failure.compareAndSet(null, e);
         long bytes = 0;
         long start = System.nanoTime();
         for (int r = 0; r < repeat && failure.get() == null; r++) {
             for (byte[] record : records) {
-                sink.send(record, e -> failure.compareAndSet(null, e));
+                sink.send(record, onFailure);
                 bytes += record.length;
             }
         }

@@ -2,6 +2,7 @@ package io.nearstream.benchmarks.workloads;
 
 import io.nearstream.client.NearstreamProducer;
 import io.nearstream.client.NearstreamProducerConfig;
+import io.nearstream.client.SendCallback;
 import java.util.Properties;
 import java.util.function.Consumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
@@ -24,19 +25,28 @@ public interface EventSink extends AutoCloseable {
     @Override
     void close() throws Exception;
 
-    /** A Nearstream producer of its own (its own producer id). */
+    /**
+     * A Nearstream producer of its own (its own producer id), sending with a callback: no future
+     * per record, and one callback for as long as the caller passes the same failure handler.
+     */
     static EventSink nearstream(NearstreamProducerConfig config) {
         NearstreamProducer producer = new NearstreamProducer(config);
         return new EventSink() {
+            private Consumer<Throwable> handler;
+            private SendCallback callback;
+
             @Override
             public void send(byte[] value, Consumer<Throwable> onFailure) {
-                producer.send(value)
-                        .whenComplete(
-                                (pos, e) -> {
-                                    if (e != null) {
-                                        onFailure.accept(e);
-                                    }
-                                });
+                if (onFailure != handler) {
+                    handler = onFailure;
+                    callback =
+                            (pos, e) -> {
+                                if (e != null) {
+                                    onFailure.accept(e);
+                                }
+                            };
+                }
+                producer.send(value, callback);
             }
 
             @Override

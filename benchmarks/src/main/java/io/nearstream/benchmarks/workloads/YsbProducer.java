@@ -18,6 +18,7 @@ import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.Consumer;
 import java.util.function.Supplier;
 
 /**
@@ -178,6 +179,7 @@ public final class YsbProducer {
             Thread worker =
                     new Thread(
                             () -> {
+                                Consumer<Throwable> onFailure = e -> failure.compareAndSet(null, e);
                                 try (EventSink producer = sinks.get()) {
                                     YsbEventGenerator generator =
                                             new YsbEventGenerator(
@@ -194,7 +196,7 @@ public final class YsbProducer {
                                                     YsbPipeline.windowEnd(now), 1L, Long::sum);
                                         }
                                         bytes[index] += event.length;
-                                        producer.send(event, e -> failure.compareAndSet(null, e));
+                                        producer.send(event, onFailure);
                                     }
                                     producer.flush();
                                 } catch (Throwable e) {
