@@ -14,9 +14,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -24,6 +22,7 @@
 #include "nearstream/broker/server.h"
 #include "nearstream/broker/test_broker_process.h"
 #include "nearstream/broker/test_records.h"
+#include "nearstream/broker/test_threads.h"
 #include "nearstream/net/client.h"
 #include "nearstream/push/slot_ring.h"
 #include "nearstream/storage/chunk.h"
@@ -470,19 +469,8 @@ TEST_F(PushServerTest, ATailingThreadLingersBeforeTheNextSlot) {
 
 // The nice value of the thread named `name` in this process, or -100 when there is none.
 int NiceOfThread(const std::string& name) {
-  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
-    std::ifstream comm(task.path() / "comm");
-    std::string n;
-    std::getline(comm, n);
-    if (n != name) continue;
-    std::ifstream stat(task.path() / "stat");
-    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-    // Fields after the command's closing parenthesis; nice is the 19th field of the line.
-    std::istringstream rest(text.substr(text.rfind(')') + 2));
-    std::string field;
-    for (int i = 3; i <= 19 && rest >> field; ++i) {
-    }
-    return std::stoi(field);
+  for (const auto& [n, task] : testing::ThreadsOfThisProcess()) {
+    if (n == name) return testing::NiceOf(task);
   }
   return -100;
 }

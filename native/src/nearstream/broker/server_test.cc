@@ -3,7 +3,6 @@
 #include "nearstream/broker/server.h"
 
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -11,12 +10,12 @@
 
 #include <atomic>
 #include <chrono>
-#include <fstream>
 #include <map>
 #include <set>
 #include <thread>
 
 #include "nearstream/broker/test_records.h"
+#include "nearstream/broker/test_threads.h"
 #include "nearstream/net/client.h"
 #include "nearstream/storage/chunk.h"
 
@@ -129,16 +128,7 @@ TEST_F(ServerTest, CreateAppendFetchRoundTrip) {
 // Operators read threads by name (top -H, perf, /proc): every broker thread carries its role.
 TEST_F(ServerTest, EveryBrokerThreadIsNamedByItsRole) {
   std::multiset<std::string> names;
-  DIR* dir = opendir("/proc/self/task");
-  ASSERT_NE(dir, nullptr);
-  while (dirent* entry = readdir(dir)) {
-    if (entry->d_name[0] == '.') continue;
-    std::ifstream comm(std::string("/proc/self/task/") + entry->d_name + "/comm");
-    std::string name;
-    std::getline(comm, name);
-    names.insert(name);
-  }
-  closedir(dir);
+  for (const auto& [name, task] : testing::ThreadsOfThisProcess()) names.insert(name);
   for (const char* role :
        {"ns-dispatch", "ns-worker-0", "ns-worker-1", "ns-maintenance", "ns-metrics", "ns-push-0"}) {
     EXPECT_EQ(names.count(role), 1u) << role;
