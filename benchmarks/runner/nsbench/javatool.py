@@ -12,7 +12,9 @@ def run(workdir, name, main_class, args, timeout, heap="1g", jvm_args=()):
     """Runs `main_class args`; returns the last line of its output that parses as JSON (or None
     when there is none) with the process's CPU seconds added as `process_cpu_s`, failing with the
     log tail on a non-zero exit."""
-    argv = [paths.java(), f"-Xmx{heap}", "-XX:+UseParallelGC", *jvm_args, "-cp",
+    # Heap committed and touched at start, as the jobs' (flinkjob.py).
+    argv = [paths.java(), f"-Xmx{heap}", f"-Xms{heap}", "-XX:+AlwaysPreTouch",
+            "-XX:+UseParallelGC", *jvm_args, "-cp",
             paths.benchmarks_jar(), main_class, *map(str, args)]
     p = Process(name, argv, os.path.join(workdir, f"{name}.log"))
     rc = p.wait(timeout)

@@ -6,12 +6,13 @@ import java.util.List;
 import java.util.SplittableRandom;
 
 /**
- * Makes YSB ad events as JSON, as the benchmark's original generator does: {@code user_id}, {@code
- * page_id} random UUIDs, {@code ad_id} one of the campaigns' ads, {@code ad_type} one of five,
+ * Makes YSB ad events as JSON, as the benchmark's original generator does in its real-time mode:
+ * {@code user_id} and {@code page_id} each one of {@value #USERS_AND_PAGES} random UUIDs drawn when
+ * the generator is made, {@code ad_id} one of the campaigns' ads, {@code ad_type} one of five,
  * {@code event_type} {@code view}, {@code click} or {@code purchase} with equal odds, {@code
  * event_time} the given epoch milliseconds (a string, as in YSB), {@code ip_address} a fixed
- * address. About 240 bytes per event. Deterministic for a seed and a sequence of event times. Not
- * thread-safe: one per producer thread.
+ * address; every pick uniform. About 240 bytes per event. Deterministic for a seed and a sequence
+ * of event times. Not thread-safe: one per producer thread.
  *
  * <p>Writes the JSON as bytes into one reused buffer (the ads, types and field names encoded once),
  * so an event costs one array of its exact size: the producer, not the job, limited the rates the
@@ -23,6 +24,9 @@ public final class YsbEventGenerator {
     static final String[] AD_TYPES = {"banner", "modal", "sponsored-search", "mail", "mobile"};
     static final String[] EVENT_TYPES = {"view", "click", "purchase"};
     private static final int VIEW = 0; // index of "view" in EVENT_TYPES
+
+    /** How many user ids and how many page ids events pick from (YSB's {@code make-ids 100}). */
+    static final int USERS_AND_PAGES = 100;
 
     private static final byte[] USER_ID = ascii("{\"user_id\":\"");
     private static final byte[] PAGE_ID = ascii("\",\"page_id\":\"");
@@ -40,6 +44,8 @@ public final class YsbEventGenerator {
     private final List<String> ads;
     private final byte[][] adBytes;
     private final SplittableRandom random;
+    private final byte[][] userIds;
+    private final byte[][] pageIds;
     private final byte[] buffer;
     private int length;
     private int lastAd;
@@ -63,6 +69,8 @@ public final class YsbEventGenerator {
             longestAd = Math.max(longestAd, adBytes[i].length);
         }
         this.random = new SplittableRandom(seed);
+        this.userIds = uuids(random, USERS_AND_PAGES);
+        this.pageIds = uuids(random, USERS_AND_PAGES);
         this.buffer =
                 new byte
                         [USER_ID.length
@@ -94,9 +102,9 @@ public final class YsbEventGenerator {
         lastEventType = random.nextInt(EVENT_TYPES.length);
         length = 0;
         put(USER_ID);
-        putUuid(random.nextLong(), random.nextLong());
+        put(userIds[random.nextInt(USERS_AND_PAGES)]);
         put(PAGE_ID);
-        putUuid(random.nextLong(), random.nextLong());
+        put(pageIds[random.nextInt(USERS_AND_PAGES)]);
         put(AD_ID);
         put(adBytes[lastAd]);
         put(AD_TYPE);
@@ -129,25 +137,34 @@ public final class YsbEventGenerator {
         length += bytes.length;
     }
 
-    /** UUID text form (8-4-4-4-12 hex digits) without allocating a UUID. */
-    private void putUuid(long hi, long lo) {
-        putHex(hi >>> 32, 8);
-        buffer[length++] = '-';
-        putHex(hi >>> 16, 4);
-        buffer[length++] = '-';
-        putHex(hi, 4);
-        buffer[length++] = '-';
-        putHex(lo >>> 48, 4);
-        buffer[length++] = '-';
-        putHex(lo, 12);
+    /** {@code n} random UUIDs in text form (8-4-4-4-12 lowercase hex digits), as ASCII. */
+    private static byte[][] uuids(SplittableRandom random, int n) {
+        byte[][] out = new byte[n][];
+        for (int i = 0; i < n; i++) {
+            long hi = random.nextLong();
+            long lo = random.nextLong();
+            byte[] text = new byte[UUID_CHARS];
+            int at = 0;
+            at = putHex(text, at, hi >>> 32, 8);
+            text[at++] = '-';
+            at = putHex(text, at, hi >>> 16, 4);
+            text[at++] = '-';
+            at = putHex(text, at, hi, 4);
+            text[at++] = '-';
+            at = putHex(text, at, lo >>> 48, 4);
+            text[at++] = '-';
+            putHex(text, at, lo, 12);
+            out[i] = text;
+        }
+        return out;
     }
 
-    private void putHex(long value, int digits) {
+    private static int putHex(byte[] into, int at, long value, int digits) {
         for (int i = digits - 1; i >= 0; i--) {
-            buffer[length + i] = HEX[(int) value & 0xF];
+            into[at + i] = HEX[(int) value & 0xF];
             value >>>= 4;
         }
-        length += digits;
+        return at + digits;
     }
 
     private void putDigits(long value) {

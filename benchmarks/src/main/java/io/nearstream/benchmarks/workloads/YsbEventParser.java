@@ -1,5 +1,8 @@
 package io.nearstream.benchmarks.workloads;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 
 /**
@@ -19,6 +22,16 @@ public final class YsbEventParser {
     private static final byte[] EVENT_TYPE = ascii("event_type");
     private static final byte[] EVENT_TIME = ascii("event_time");
     private static final byte[] VIEW = ascii("view");
+
+    // Eight bytes at a time: a byte's high bit in these masks marks a quote, a backslash or a
+    // control character (the classic "has a zero byte" trick; the lowest marked byte is exact).
+    private static final VarHandle LONGS =
+            MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
+    private static final long ONES = 0x0101010101010101L;
+    private static final long HIGHS = 0x8080808080808080L;
+    private static final long QUOTES = ONES * '"';
+    private static final long BACKSLASHES = ONES * '\\';
+    private static final long SPACES = ONES * ' ';
 
     private byte[] json;
     private int pos;
@@ -103,6 +116,14 @@ public final class YsbEventParser {
         return text(adStart, adEnd, adEscaped);
     }
 
+    /**
+     * The campaign index {@code table} gives the last event's {@code ad_id}, or -1 when the ad is
+     * not in it; looked up in place, with no string built unless the id has escapes.
+     */
+    public int campaignIndexOfAd(AdCampaignTable table) {
+        return adEscaped ? table.campaignIndex(adId()) : table.campaignIndex(json, adStart, adEnd);
+    }
+
     /** The last event's {@code event_time}, epoch milliseconds. */
     public long eventTime() {
         return eventTime;
@@ -160,9 +181,21 @@ public final class YsbEventParser {
     /** Skips a string starting at pos (the opening quote); returns whether it had escapes. */
     private boolean string() {
         expect('"');
-        // Fast path, the whole string of a YSB event: plain bytes up to the closing quote.
+        // Fast path, the whole string of a YSB event: plain bytes up to the closing quote, eight
+        // at a time to the first byte that may end the fast path, then one at a time.
         byte[] j = json;
         int p = pos;
+        while (p + Long.BYTES <= j.length) {
+            long w = (long) LONGS.get(j, p);
+            long q = w ^ QUOTES;
+            long b = w ^ BACKSLASHES;
+            long marked = ((q - ONES) & ~q | (b - ONES) & ~b | (w - SPACES) & ~w) & HIGHS;
+            if (marked != 0) {
+                p += Long.numberOfTrailingZeros(marked) >>> 3;
+                break;
+            }
+            p += Long.BYTES;
+        }
         while (p < j.length) {
             byte b = j[p];
             if (b == '"') {

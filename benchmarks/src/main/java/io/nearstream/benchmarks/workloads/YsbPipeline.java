@@ -1,13 +1,10 @@
 package io.nearstream.benchmarks.workloads;
 
 import java.time.Duration;
-import java.util.HashMap;
 import java.util.Map;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.common.functions.AggregateFunction;
 import org.apache.flink.api.common.functions.FlatMapFunction;
-import org.apache.flink.api.common.functions.OpenContext;
-import org.apache.flink.api.common.functions.RichMapFunction;
 import org.apache.flink.api.java.tuple.Tuple2;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.functions.windowing.ProcessWindowFunction;
@@ -20,19 +17,20 @@ import org.apache.flink.util.Collector;
  *
  * <pre>
  * parse JSON -> filter event_type == "view" -> project (ad_id, event_time)
- *   -> join ad_id -> campaign_id (static table) -> event-time watermarks
+ *   -> join ad_id -> campaign (static table) -> event-time watermarks
  *   -> keyBy campaign -> 10 s tumbling event-time window -> count
  *   -> (campaign, window end, count, max event time, emission time)
  * </pre>
  *
- * Parse, filter and project are one operator (the parser reads only the three fields needed). The
- * join table ({@link YsbCampaigns}, 1000 entries) travels with the join function and is turned into
- * a hash map in {@code open()}; an ad missing from it fails the job, since it means the job was
- * given another producer's table. Event time is the event's {@code event_time}; watermarks trail
- * the largest event time seen by {@code maxOutOfOrderness} (events of several streamlets interleave
- * on one source task), and events later than that are dropped by the window, which the count check
- * against the producer's views reveals. A window result's latency is the wall clock at emission
- * minus the window end ({@link CampaignWindowCount#latencyMs()}), so it includes the
+ * Parse, filter, project and join are one operator: the parser reads only the three fields needed
+ * and the join looks the ad id's bytes up in the table where they lie ({@link AdCampaignTable}), so
+ * a view costs no string; the campaign travels to the window as the table's index and becomes its
+ * id again when the window fires. An ad missing from the table fails the job, since it means the
+ * job was given another producer's table. Event time is the event's {@code event_time}; watermarks
+ * trail the largest event time seen by {@code maxOutOfOrderness} (events of several streamlets
+ * interleave on one source task), and events later than that are dropped by the window, which the
+ * count check against the producer's views reveals. A window result's latency is the wall clock at
+ * emission minus the window end ({@link CampaignWindowCount#latencyMs()}), so it includes the
  * out-of-orderness bound and Flink's watermark interval (200 ms by default).
  *
  * <pre>{@code
@@ -59,79 +57,58 @@ public final class YsbPipeline {
             DataStream<byte[]> events,
             Map<String, String> adToCampaign,
             Duration maxOutOfOrderness) {
-        if (adToCampaign.isEmpty()) {
-            throw new IllegalArgumentException("empty ad -> campaign table");
-        }
-        return events.flatMap(new ParseFilterProject())
-                .name("parse, filter view, project")
-                .map(new CampaignJoin(adToCampaign))
-                .name("join ad -> campaign")
+        AdCampaignTable table = new AdCampaignTable(adToCampaign);
+        return events.flatMap(new ParseFilterProjectJoin(table))
+                .name("parse, filter view, project, join ad -> campaign")
                 .assignTimestampsAndWatermarks(
-                        WatermarkStrategy.<Tuple2<String, Long>>forBoundedOutOfOrderness(
+                        WatermarkStrategy.<Tuple2<Integer, Long>>forBoundedOutOfOrderness(
                                         maxOutOfOrderness)
                                 .withTimestampAssigner((e, recordTs) -> e.f1)
                                 .withIdleness(Duration.ofSeconds(5)))
                 .name("event-time watermarks")
                 .keyBy(e -> e.f0)
                 .window(TumblingEventTimeWindows.of(WINDOW))
-                .aggregate(new CountViews(), new EmitWindow())
+                .aggregate(new CountViews(), new EmitWindow(table))
                 .name("10 s window count per campaign");
     }
 
-    /** JSON event -> (ad_id, event_time) for views; other event types are dropped. */
-    static final class ParseFilterProject implements FlatMapFunction<byte[], Tuple2<String, Long>> {
+    /** JSON event -> (campaign index, event_time) for views; other event types are dropped. */
+    static final class ParseFilterProjectJoin
+            implements FlatMapFunction<byte[], Tuple2<Integer, Long>> {
         private static final long serialVersionUID = 1L;
+        private final AdCampaignTable table;
         private transient YsbEventParser parser;
 
+        ParseFilterProjectJoin(AdCampaignTable table) {
+            this.table = table;
+        }
+
         @Override
-        public void flatMap(byte[] event, Collector<Tuple2<String, Long>> out) {
+        public void flatMap(byte[] event, Collector<Tuple2<Integer, Long>> out) {
             if (parser == null) {
                 parser = new YsbEventParser();
             }
             parser.parse(event);
-            if (parser.isView()) {
-                out.collect(Tuple2.of(parser.adId(), parser.eventTime()));
+            if (!parser.isView()) {
+                return;
             }
-        }
-    }
-
-    /** (ad_id, event_time) -> (campaign_id, event_time) through the static table. */
-    static final class CampaignJoin
-            extends RichMapFunction<Tuple2<String, Long>, Tuple2<String, Long>> {
-        private static final long serialVersionUID = 1L;
-        private final HashMap<String, String> table;
-        private transient Map<String, String> lookup;
-
-        CampaignJoin(Map<String, String> adToCampaign) {
-            this.table = new HashMap<>(adToCampaign);
-        }
-
-        @Override
-        public void open(OpenContext openContext) {
-            // A private copy sized for its content: the serialized map's layout is not ours.
-            lookup = new HashMap<>(table);
-        }
-
-        @Override
-        public Tuple2<String, Long> map(Tuple2<String, Long> view) {
-            String campaign = lookup.get(view.f0);
-            if (campaign == null) {
+            int campaign = parser.campaignIndexOfAd(table);
+            if (campaign < 0) {
                 throw new IllegalArgumentException(
                         "ad "
-                                + view.f0
+                                + parser.adId()
                                 + " is not in the ad -> campaign table ("
-                                + lookup.size()
+                                + table.size()
                                 + " ads): was the job given the table of the producer that made"
                                 + " these events?");
             }
-            view.f0 = campaign;
-            return view;
+            out.collect(Tuple2.of(campaign, parser.eventTime()));
         }
     }
 
     /** Counts a window's events and keeps the largest event time: (count, max event time). */
     static final class CountViews
-            implements AggregateFunction<Tuple2<String, Long>, long[], long[]> {
+            implements AggregateFunction<Tuple2<Integer, Long>, long[], long[]> {
         private static final long serialVersionUID = 1L;
 
         @Override
@@ -140,7 +117,7 @@ public final class YsbPipeline {
         }
 
         @Override
-        public long[] add(Tuple2<String, Long> event, long[] acc) {
+        public long[] add(Tuple2<Integer, Long> event, long[] acc) {
             acc[0]++;
             acc[1] = Math.max(acc[1], event.f1);
             return acc;
@@ -157,21 +134,26 @@ public final class YsbPipeline {
         }
     }
 
-    /** Stamps the window result with its end and the wall clock. */
+    /** Names the window's campaign and stamps the result with its end and the wall clock. */
     static final class EmitWindow
-            extends ProcessWindowFunction<long[], CampaignWindowCount, String, TimeWindow> {
+            extends ProcessWindowFunction<long[], CampaignWindowCount, Integer, TimeWindow> {
         private static final long serialVersionUID = 1L;
+        private final AdCampaignTable table;
+
+        EmitWindow(AdCampaignTable table) {
+            this.table = table;
+        }
 
         @Override
         public void process(
-                String campaign,
+                Integer campaign,
                 Context context,
                 Iterable<long[]> results,
                 Collector<CampaignWindowCount> out) {
             long[] r = results.iterator().next();
             out.collect(
                     new CampaignWindowCount(
-                            campaign,
+                            table.campaign(campaign),
                             context.window().getEnd(),
                             r[0],
                             r[1],

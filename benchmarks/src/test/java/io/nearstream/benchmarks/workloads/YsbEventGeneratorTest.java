@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -27,6 +28,8 @@ class YsbEventGeneratorTest {
         YsbEventGenerator generator = new YsbEventGenerator(campaigns.ads(), 3);
         Map<String, Integer> types = new HashMap<>();
         Set<String> adTypes = Set.of(YsbEventGenerator.AD_TYPES);
+        Set<String> users = new HashSet<>();
+        Set<String> pages = new HashSet<>();
         for (int i = 0; i < 3_000; i++) {
             // Event times of every length up to now's, and 0.
             long time = i == 0 ? 0 : 1_700_000_000_000L / (1L << (i % 40));
@@ -34,6 +37,8 @@ class YsbEventGeneratorTest {
             assertThat(event.size()).isEqualTo(7);
             assertThat(event.get("user_id").asText()).matches(UUID);
             assertThat(event.get("page_id").asText()).matches(UUID);
+            users.add(event.get("user_id").asText());
+            pages.add(event.get("page_id").asText());
             assertThat(event.get("ad_id").asText()).isEqualTo(generator.lastAdId());
             assertThat(campaigns.adToCampaign()).containsKey(generator.lastAdId());
             assertThat(adTypes).contains(event.get("ad_type").asText());
@@ -47,6 +52,12 @@ class YsbEventGeneratorTest {
         // Three types with equal odds: each near a third of 3000.
         assertThat(types.keySet()).containsExactlyInAnyOrder("view", "click", "purchase");
         assertThat(types.values()).allSatisfy(n -> assertThat(n).isBetween(850, 1150));
+        // YSB's real-time generator: users and pages are two pools of 100 ids, picked uniformly
+        // (3000 picks miss one of 100 with odds ~1e-11).
+        assertThat(users).hasSize(YsbEventGenerator.USERS_AND_PAGES);
+        assertThat(pages)
+                .hasSize(YsbEventGenerator.USERS_AND_PAGES)
+                .doesNotContainAnyElementsOf(users);
     }
 
     @Test

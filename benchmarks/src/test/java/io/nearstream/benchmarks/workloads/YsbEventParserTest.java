@@ -48,6 +48,55 @@ class YsbEventParserTest {
     }
 
     @Test
+    void findsTheEndOfAStringWhereverItFallsInTheEightByteScan() {
+        // Strings are scanned eight bytes at a time: put a quote, an escape and a control
+        // character at every offset in and across those words, and after non-ASCII bytes.
+        for (int len = 0; len < 24; len++) {
+            String body = "\u00e9abcdefghijklmnopqrstuvwxyz".substring(0, len + 1);
+            for (int shift = 0; shift < 8; shift++) {
+                String pad = " ".repeat(shift);
+                parse(
+                        pad
+                                + "{\"ad_id\":\""
+                                + body
+                                + "\",\"event_type\":\"view\",\"event_time\":1}");
+                assertThat(parser.adId()).isEqualTo(body);
+                assertThat(parser.isView()).isTrue();
+                parse(
+                        pad
+                                + "{\"ad_id\":\""
+                                + body
+                                + "\\\"q\",\"event_type\":\"x\",\"event_time\":1}");
+                assertThat(parser.adId()).isEqualTo(body + "\"q");
+                String control = pad + "{\"ad_id\":\"" + body + "\u0001\",\"event_type\":\"x\"}";
+                assertThatThrownBy(() -> parse(control))
+                        .hasMessageContaining("control character in a string");
+                String unterminated = pad + "{\"ad_id\":\"" + body;
+                assertThatThrownBy(() -> parse(unterminated))
+                        .hasMessageContaining("unexpected end");
+            }
+        }
+    }
+
+    @Test
+    void looksTheAdUpInTheCampaignTableWithoutAString() {
+        YsbCampaigns campaigns = YsbCampaigns.generate(1);
+        AdCampaignTable table = new AdCampaignTable(campaigns.adToCampaign());
+        YsbEventGenerator generator = new YsbEventGenerator(campaigns.ads(), 2);
+        for (int i = 0; i < 1_000; i++) {
+            parser.parse(generator.next(1_700_000_000_000L + i));
+            int index = parser.campaignIndexOfAd(table);
+            assertThat(table.campaign(index))
+                    .isEqualTo(campaigns.adToCampaign().get(generator.lastAdId()));
+        }
+        AdCampaignTable escaped = new AdCampaignTable(java.util.Map.of("a\"b", "c1", "ab", "c2"));
+        parse("{\"ad_id\":\"a\\\"b\",\"event_type\":\"view\",\"event_time\":1}");
+        assertThat(escaped.campaign(parser.campaignIndexOfAd(escaped))).isEqualTo("c1");
+        parse("{\"ad_id\":\"abc\",\"event_type\":\"view\",\"event_time\":1}");
+        assertThat(parser.campaignIndexOfAd(escaped)).isEqualTo(-1);
+    }
+
+    @Test
     void explainsMalformedEvents() {
         assertThatThrownBy(() -> parse("{\"ad_id\":\"x\",\"event_type\":\"view\"}"))
                 .hasMessageContaining("lacks event_time");
