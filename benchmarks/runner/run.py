@@ -50,7 +50,8 @@ def main():
     args = parser.parse_args()
     args.command = "benchmarks/runner/run.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     from nsbench import paths
-    out = args.out or os.path.join(paths.ROOT, "docs", "results", args.experiment)
+    # Absolute: the plots are drawn by a subprocess that runs in the runner's directory.
+    out = os.path.abspath(args.out or os.path.join(paths.ROOT, "docs", "results", args.experiment))
     with tempfile.TemporaryDirectory(prefix=f"nsbench-{args.experiment}-") as workdir:
         EXPERIMENTS[args.experiment].run(args, out, workdir)
     print(f"results in {out}")
