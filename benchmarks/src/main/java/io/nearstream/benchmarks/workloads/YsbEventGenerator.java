@@ -47,6 +47,10 @@ public final class YsbEventGenerator {
     private final byte[][] userIds;
     private final byte[][] pageIds;
     private final byte[] buffer;
+    // The last event time's digits: producers stamp runs of events with one clock reading.
+    private final byte[] timeDigits = new byte[MAX_LONG_DIGITS];
+    private int timeDigitCount;
+    private long digitsOfTime = -1;
     private int length;
     private int lastAd;
     private int lastEventType;
@@ -168,15 +172,21 @@ public final class YsbEventGenerator {
     }
 
     private void putDigits(long value) {
-        int digits = 1;
-        for (long v = value / 10; v != 0; v /= 10) {
-            digits++;
+        if (value != digitsOfTime) {
+            int digits = 1;
+            for (long v = value / 10; v != 0; v /= 10) {
+                digits++;
+            }
+            long v = value;
+            for (int i = digits - 1; i >= 0; i--) {
+                timeDigits[i] = (byte) ('0' + v % 10);
+                v /= 10;
+            }
+            timeDigitCount = digits;
+            digitsOfTime = value;
         }
-        for (int i = length + digits - 1; i >= length; i--) {
-            buffer[i] = (byte) ('0' + value % 10);
-            value /= 10;
-        }
-        length += digits;
+        System.arraycopy(timeDigits, 0, buffer, length, timeDigitCount);
+        length += timeDigitCount;
     }
 
     private static int longest(byte[][] values) {

@@ -188,24 +188,19 @@ public final class YsbProducer {
                                     YsbEventGenerator generator =
                                             new YsbEventGenerator(
                                                     campaigns.ads(), seed + 1 + index);
-                                    long now = 0;
-                                    for (long i = 0; i < share && failure.get() == null; i++) {
-                                        if (i % PACING_BATCH == 0) {
-                                            if (ratePerThread > 0) {
-                                                pace(start, i, ratePerThread);
-                                            }
-                                            now = System.currentTimeMillis();
-                                        }
-                                        byte[] event = generator.next(now);
-                                        if (generator.lastIsView()) {
-                                            views[index]++;
-                                            myWindowViews.merge(
-                                                    YsbPipeline.windowEnd(now), 1L, Long::sum);
-                                        }
-                                        bytes[index] += event.length;
-                                        producer.send(event, onFailure);
-                                    }
+                                    long[] counted =
+                                            produceShare(
+                                                    producer,
+                                                    generator,
+                                                    share,
+                                                    start,
+                                                    ratePerThread,
+                                                    myWindowViews,
+                                                    failure,
+                                                    onFailure);
                                     producer.flush();
+                                    views[index] = counted[0];
+                                    bytes[index] = counted[1];
                                 } catch (Throwable e) {
                                     failure.compareAndSet(null, e);
                                 }
@@ -238,6 +233,55 @@ public final class YsbProducer {
                 seconds,
                 rate,
                 Collections.unmodifiableSortedMap(perWindow));
+    }
+
+    /**
+     * One thread's events: returns {views, bytes}. Counts are kept in locals and views per window
+     * in a running count, merged when the window changes: the two threads' counters used to share
+     * cache lines and a boxed map update per view.
+     */
+    private static long[] produceShare(
+            EventSink producer,
+            YsbEventGenerator generator,
+            long share,
+            long startNanos,
+            double ratePerThread,
+            Map<Long, Long> windowViews,
+            AtomicReference<Throwable> failure,
+            Consumer<Throwable> onFailure)
+            throws Exception {
+        long views = 0;
+        long bytes = 0;
+        long now = 0;
+        long window = Long.MIN_VALUE;
+        long viewsInWindow = 0;
+        for (long i = 0; i < share && failure.get() == null; i++) {
+            if (i % PACING_BATCH == 0) {
+                if (ratePerThread > 0) {
+                    pace(startNanos, i, ratePerThread);
+                }
+                now = System.currentTimeMillis();
+            }
+            byte[] event = generator.next(now);
+            if (generator.lastIsView()) {
+                views++;
+                long end = YsbPipeline.windowEnd(now);
+                if (end != window) {
+                    if (viewsInWindow > 0) {
+                        windowViews.merge(window, viewsInWindow, Long::sum);
+                    }
+                    window = end;
+                    viewsInWindow = 0;
+                }
+                viewsInWindow++;
+            }
+            bytes += event.length;
+            producer.send(event, onFailure);
+        }
+        if (viewsInWindow > 0) {
+            windowViews.merge(window, viewsInWindow, Long::sum);
+        }
+        return new long[] {views, bytes};
     }
 
     /** Sleeps until event {@code sent} is due at {@code ratePerSecond} from {@code startNanos}. */
