@@ -19,10 +19,12 @@ def _median_in_window(samples, start_ms, end_ms):
 
 def measure(workdir, consumer, workload, producers, chunk_size, streamlets, parallelism,
             fetch_bytes, workers, duration_s, record_size=100, retention="512M",
-            push_slot_bytes=None, broker_cpus=None, client_cpus=None, broker_extra=()):
+            push_slot_bytes=None, broker_cpus=None, client_cpus=None, consumer_cpus=None,
+            broker_extra=()):
     """consumer: 'cpp-pull', 'pull' or 'push'. broker_cpus / client_cpus: CPU numbers the broker /
-    the producers and consumers are pinned to (None: not pinned); broker_extra: more nearstreamd
-    flags. Returns a dict of figures."""
+    the producers and consumers are pinned to (None: not pinned); consumer_cpus: the Flink job's
+    own CPUs instead of client_cpus (the C++ consumers share the producers' process, so they stay
+    on client_cpus); broker_extra: more nearstreamd flags. Returns a dict of figures."""
     with Broker(workdir, workers=workers, cpus=broker_cpus, extra=broker_extra) as broker:
         broker.create_stream("bench", streamlets, retention_bytes=retention)
         cpu0 = broker.cpu()
@@ -39,7 +41,8 @@ def measure(workdir, consumer, workload, producers, chunk_size, streamlets, para
             extra += ["--push-slot-bytes", str(push_slot_bytes)]
         job = flinkjob.start(workdir, workload, consumer, "bench", parallelism, broker=broker,
                              duration_s=duration_s + JOB_START_TIMEOUT_S, extra=extra,
-                             name=f"job-{workload}-{consumer}", cpus=client_cpus)
+                             name=f"job-{workload}-{consumer}",
+                             cpus=consumer_cpus if consumer_cpus else client_cpus)
         _wait_for_line(job, "SOURCE RUNNING", JOB_START_TIMEOUT_S)
         job_cpu0 = job.cpu()
         cpu0 = broker.cpu()

@@ -45,6 +45,11 @@ def add_arguments_for(preset):
                        help="CPUs the broker is pinned to, e.g. 0 or 0-3 (default: not pinned)")
         p.add_argument("--client-cpus", default=d.get("client_cpus", ""),
                        help="CPUs the producers and consumers are pinned to (default: not pinned)")
+        p.add_argument("--consumer-cpus", default="",
+                       help="CPUs the Flink consumer job is pinned to instead of --client-cpus, "
+                            "e.g. 8-15 on a node where producers and consumers get their own "
+                            "cores, as the paper's separate client nodes (C++ consumers share "
+                            "the producers' process and stay on --client-cpus)")
         p.add_argument("--push-nice", type=int, default=0,
                        help="broker --push-nice: 1-19 let appends go first on a busy broker")
     return add
@@ -78,6 +83,7 @@ def run_preset(preset, args, out_dir, workdir):
                                   "consumer_rps", "broker_cpu_s_per_m", "consumer_cpu_s_per_m",
                                   "producer_cpu_s_per_m"])
     broker_cpus, client_cpus = cpu_list(args.broker_cpus), cpu_list(args.client_cpus)
+    consumer_cpus = cpu_list(args.consumer_cpus)
     for np_, nc, ns, workers, record_bytes in settings:
         for cs in size_list(args.chunk_sizes):
             for rep in range(args.repeat):
@@ -86,6 +92,7 @@ def run_preset(preset, args, out_dir, workdir):
                                            _fetch_bytes(args.fetch, cs), workers,
                                            args.duration_s, record_size=record_bytes,
                                            broker_cpus=broker_cpus, client_cpus=client_cpus,
+                                           consumer_cpus=consumer_cpus,
                                            broker_extra=["--push-nice", str(args.push_nice)])
                     m = max(r["consumed"], 1) / 1e6
                     res.add(setting=_label(np_, nc, ns, workers, record_bytes), producers=np_,
@@ -106,7 +113,9 @@ def run_preset(preset, args, out_dir, workdir):
              "the producers' process); producers' CPU seconds per million records produced (the "
              "nearstream-perf process, C++ consumers included for cpp-pull).",
              f"CPU pinning: broker {args.broker_cpus or 'not pinned'}, producers and consumers "
-             f"{args.client_cpus or 'not pinned'}; broker --push-nice {args.push_nice}."]
+             f"{args.client_cpus or 'not pinned'}"
+             + (f" (Flink consumers {args.consumer_cpus})" if args.consumer_cpus else "")
+             + f"; broker --push-nice {args.push_nice}."]
     notes += _ratios(res)
     res.markdown(f"{d['fig']} - {preset}", args.command, notes)
     base = f"{out_dir}/{name}"
