@@ -51,5 +51,7 @@ int main(int argc, char** argv) {
     const double three = Throughput(nearstream::Crc32c, data, chunk, total, &sink);
     std::printf("%zu,%.1f,%.1f,%.2f\n", chunk, one, three, three / one);
   }
-  return sink == 0x5eed ? 3 : 0;  // keeps the checksums from being optimized away
+  // Printing what the checksums add up to keeps the compiler from dropping them.
+  std::fprintf(stderr, "xor of all checksums: %08x\n", sink);
+  return 0;
 }
