@@ -127,31 +127,38 @@ bool CpuHasSse42() {
 }
 #endif
 
+// The register update, inverted in and out: `hardware` where the CPU has SSE4.2, the table
+// otherwise.
+using RegisterUpdate = uint32_t (*)(const uint8_t*, size_t, uint32_t);
+
+uint32_t Checksum(const void* data, size_t n, uint32_t crc, RegisterUpdate hardware) {
+#if defined(__x86_64__)
+  static const bool hw = CpuHasSse42();
+  const RegisterUpdate update = hw ? hardware : SoftwareCrc;
+#else
+  const RegisterUpdate update = SoftwareCrc;
+  (void)hardware;
+#endif
+  return ~update(static_cast<const uint8_t*>(data), n, ~crc);
+}
+
+#if defined(__x86_64__)
+constexpr RegisterUpdate kThreeChains = HardwareCrc;
+constexpr RegisterUpdate kOneChain = SingleChainCrc;
+#else
+constexpr RegisterUpdate kThreeChains = SoftwareCrc;
+constexpr RegisterUpdate kOneChain = SoftwareCrc;
+#endif
+
 }  // namespace
 
 uint32_t Crc32c(const void* data, size_t n, uint32_t crc) {
-  const auto* p = static_cast<const uint8_t*>(data);
-  crc = ~crc;
-#if defined(__x86_64__)
-  static const bool hw = CpuHasSse42();
-  crc = hw ? HardwareCrc(p, n, crc) : SoftwareCrc(p, n, crc);
-#else
-  crc = SoftwareCrc(p, n, crc);
-#endif
-  return ~crc;
+  return Checksum(data, n, crc, kThreeChains);
 }
 
 namespace internal {
 uint32_t Crc32cOneChain(const void* data, size_t n, uint32_t crc) {
-  const auto* p = static_cast<const uint8_t*>(data);
-  crc = ~crc;
-#if defined(__x86_64__)
-  static const bool hw = CpuHasSse42();
-  crc = hw ? SingleChainCrc(p, n, crc) : SoftwareCrc(p, n, crc);
-#else
-  crc = SoftwareCrc(p, n, crc);
-#endif
-  return ~crc;
+  return Checksum(data, n, crc, kOneChain);
 }
 }  // namespace internal
 
