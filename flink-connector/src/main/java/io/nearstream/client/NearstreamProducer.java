@@ -10,6 +10,9 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
+import javax.annotation.Nullable;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Sends records to a stream, Kafka-producer style: records are batched per streamlet into chunks
@@ -44,6 +47,8 @@ import java.util.concurrent.locks.ReentrantLock;
  * <p>Thread-safe.
  */
 public final class NearstreamProducer implements AutoCloseable {
+
+    private static final Logger LOG = LoggerFactory.getLogger(NearstreamProducer.class);
 
     private final NearstreamProducerConfig config;
     private final NearstreamClient client;
@@ -241,29 +246,31 @@ public final class NearstreamProducer implements AutoCloseable {
     }
 
     /** Completes a record's future or runs its callback; a callback that throws is ignored. */
-    @SuppressWarnings("unchecked")
     private static void reportStored(Object completion, RecordPosition position) {
-        if (completion instanceof CompletableFuture<?> f) {
-            ((CompletableFuture<RecordPosition>) f).complete(position);
-        } else {
-            try {
-                ((SendCallback) completion).onCompletion(position, null);
-            } catch (RuntimeException e) {
-                // A user callback threw; the other records' callbacks must still run.
-            }
-        }
+        report(completion, position, null);
     }
 
     /** Fails a record's future or runs its callback with the error. */
     private static void reportFailed(Object completion, Exception error) {
+        report(completion, null, error);
+    }
+
+    @SuppressWarnings("unchecked")
+    private static void report(
+            Object completion, @Nullable RecordPosition position, @Nullable Exception error) {
         if (completion instanceof CompletableFuture<?> f) {
-            f.completeExceptionally(error);
-        } else {
-            try {
-                ((SendCallback) completion).onCompletion(null, error);
-            } catch (RuntimeException e) {
-                // As in reportStored().
+            if (error == null) {
+                ((CompletableFuture<RecordPosition>) f).complete(position);
+            } else {
+                f.completeExceptionally(error);
             }
+            return;
+        }
+        try {
+            ((SendCallback) completion).onCompletion(position, error);
+        } catch (RuntimeException e) {
+            // The other records' callbacks must still run; say so, as Kafka's producer does.
+            LOG.error("A SendCallback threw; the other records' callbacks still run", e);
         }
     }
 

@@ -94,7 +94,8 @@ class ProducerConsumerITCase {
 
     /**
      * The callback form: each record's callback reports the position it was stored at (the record
-     * found there is that record), and a record the broker refuses reports the refusal.
+     * found there is that record), also when other callbacks throw, and a record the broker refuses
+     * reports the refusal.
      */
     @Test
     void callbacksReportEachRecordsPositionOrWhyItWasNotStored() throws Exception {
@@ -118,6 +119,9 @@ class ProducerConsumerITCase {
                             }
                             stored[n] = pos;
                             calls.incrementAndGet();
+                            if (n % 7 == 0) { // must not keep the other callbacks from running
+                                throw new IllegalStateException("user callback " + n + " threw");
+                            }
                         });
             }
             producer.flush();
