@@ -30,8 +30,3 @@ def run(workdir, name, main_class, args, timeout, heap="1g", jvm_args=()):
             return result
     return None
 
-
-def start(workdir, name, main_class, args, heap="1g"):
-    argv = [paths.java(), f"-Xmx{heap}", "-XX:+UseParallelGC", "-cp", paths.benchmarks_jar(),
-            main_class, *map(str, args)]
-    return Process(name, argv, os.path.join(workdir, f"{name}.log"))
