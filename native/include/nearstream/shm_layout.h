@@ -34,7 +34,7 @@
  *   region header (4096 B; each hot word alone on its 64-byte cache line)
  *   offset size  field                 writer
  *   0      8     magic                 broker, last, release store ("NSPUSH01")
- *   8      4     layout_version        broker (1)
+ *   8      4     layout_version        broker (2)
  *   12     4     header_bytes          broker (4096)
  *   16     4     ring_count            broker
  *   20     4     slots_per_ring        broker (N)
@@ -72,7 +72,7 @@
  *   24     4+4   offsets_offset/length (int32, row_count + 1 entries)
  *   32     4+4   data_offset/length
  *   40     4+4   chunk_map_offset/length (chunk_count * 40 bytes)
- *   48     4     flags                 (0)
+ *   48     4     flags                 0 = an Arrow batch; else a marker slot (below)
  *   52     4     payload_length        bytes of the payload in use
  *
  *   chunk map entry (40 B)
@@ -101,7 +101,8 @@ extern "C" {
 
 /* "NSPUSH01" read as a little-endian u64. */
 #define NS_SHM_MAGIC UINT64_C(0x313048535550534E)
-#define NS_SHM_LAYOUT_VERSION 1u
+/* 2: descriptor flags mark slots that carry a chunk map entry but no rows. */
+#define NS_SHM_LAYOUT_VERSION 2u
 #define NS_SHM_HEADER_BYTES 4096u
 #define NS_SHM_RING_HEADER_BYTES 256u
 #define NS_SHM_DESCRIPTOR_BYTES 128u
@@ -122,7 +123,14 @@ extern "C" {
 #define NS_SHM_RING_ACTIVE 1u
 #define NS_SHM_RING_RECLAIMED 2u
 
-/* descriptor flags: none defined yet, must be 0. */
+/* Descriptor flags. 0: the slot is an Arrow batch of whole chunks. A marker slot has one flag
+ * set, row_count 0 and exactly one chunk map entry, and stands in its split's order like a chunk:
+ * FETCH_CHUNK: the entry is a chunk too large for this region's slots; the consumer reads it with
+ *   a Fetch of (streamlet, group, segment, byte_position) and goes on with the next slot.
+ * DAMAGED: the entry is a damaged range (byte_position, chunk_bytes = its length, record_count
+ *   0) that recovery found in a segment; the consumer fails, or skips it when told to. */
+#define NS_SHM_SLOT_FETCH_CHUNK 1u
+#define NS_SHM_SLOT_DAMAGED 2u
 
 typedef struct ns_shm_region_header {
   /* cache line 0: written once by the broker before magic is published */

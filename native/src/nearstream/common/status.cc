@@ -23,6 +23,7 @@ const char* StatusCodeName(StatusCode code) {
     case StatusCode::kShuttingDown: return "SHUTTING_DOWN";
     case StatusCode::kInternal: return "INTERNAL";
     case StatusCode::kIoError: return "IO_ERROR";
+    case StatusCode::kDataLoss: return "DATA_LOSS";
   }
   return "UNKNOWN_STATUS";
 }

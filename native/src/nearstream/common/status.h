@@ -28,7 +28,8 @@ enum class StatusCode : uint16_t {
   kStorageError = 13,        // write/fsync failed (disk full...); nothing was acknowledged
   kShuttingDown = 14,
   kInternal = 15,
-  kIoError = 16,  // local I/O failure (client side, files); never sent by the broker
+  kIoError = 16,   // local I/O failure (client side, files); never sent by the broker
+  kDataLoss = 17,  // a read reached stored bytes that recovery found damaged (docs/broker.md)
 };
 
 const char* StatusCodeName(StatusCode code);

@@ -138,4 +138,13 @@ Result<SlotFill> WriteArrowSlot(std::span<const SlotChunk> chunks, uint8_t* payl
   return SlotFill{n, l};
 }
 
+SlotLayout WriteMarkerSlot(uint32_t flags, const ns_shm_chunk_map_entry& entry, uint8_t* payload) {
+  SlotLayout l = ComputeArrowSlotLayout(0, 0, 1);
+  l.flags = flags;
+  // An empty batch (offsets[0] = 0), so a reader that loads it as Arrow finds zero rows.
+  std::memset(payload, 0, l.chunk_map_offset);
+  std::memcpy(payload + l.chunk_map_offset, &entry, sizeof entry);
+  return l;
+}
+
 }  // namespace nearstream::push

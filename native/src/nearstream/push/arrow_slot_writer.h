@@ -44,4 +44,8 @@ struct SlotFill {
 Result<SlotFill> WriteArrowSlot(std::span<const SlotChunk> chunks, uint8_t* payload,
                                 uint32_t slot_bytes);
 
+// Writes a marker slot (docs/shm-layout.md, "Slot descriptor"): no rows, the one chunk map entry
+// `entry`, `flags` one of NS_SHM_SLOT_FETCH_CHUNK or NS_SHM_SLOT_DAMAGED. Fits any slot.
+SlotLayout WriteMarkerSlot(uint32_t flags, const ns_shm_chunk_map_entry& entry, uint8_t* payload);
+
 }  // namespace nearstream::push

@@ -445,7 +445,10 @@ bool PushManager::ServeOnce(Thread* t, std::vector<std::shared_ptr<Subscription>
     // Before reading: an append after this load makes Sleep's check see a new generation.
     sub->seen_generation = sub->stream->append_generation();
     for (Ring& ring : sub->rings) {
-      if (ring.producer->ConsumerStale(now_ns, sub->timeout_ns)) {
+      // A ring nobody attached to since its activation (e.g. its reader finished its splits)
+      // is left alone: reclaiming it again would free nothing and log every timeout.
+      if (ring.producer->ConsumerStale(now_ns, sub->timeout_ns) &&
+          ring.producer->ConsumerSeenSinceActivation()) {
         ring.producer->Reclaim();
         ring.producer->Activate(ring.subtask, now_ns);
         ring.full = false;
@@ -502,6 +505,21 @@ bool PushManager::FillRing(Thread* t, Subscription* sub, Ring* ring, bool* small
             off += h->total_size();
           }
         });
+    if (!read.ok() && read.status().code() == StatusCode::kDataLoss) {
+      // A damaged range goes to the reader as a marker slot of its own: when this split comes
+      // first in a pass (the round-robin start moves every pass).
+      if (!t->chunks.empty()) continue;
+      std::optional<storage::DamagedRange> damage = split.s->DamageAt(split.pos);
+      if (damage.has_value()) {
+        ring->next = (ring->next + 1) % n;
+        PublishMarker(sub, ring, payload, NS_SHM_SLOT_DAMAGED, split.streamlet, damage->from,
+                      damage->length, 0, 0);
+        split.pos = damage->next();
+        damaged_ranges_.fetch_add(1, std::memory_order_relaxed);
+        NS_LOG(kWarning) << "push subscription " << sub->id << ": " << read.status().message();
+        return true;
+      }
+    }
     if (!read.ok() || corrupt) {
       split.failed = true;
       NS_LOG(kWarning) << "push subscription " << sub->id << ": streamlet " << split.streamlet
@@ -526,6 +544,19 @@ bool PushManager::FillRing(Thread* t, Subscription* sub, Ring* ring, bool* small
   if (t->chunks.empty()) return false;
 
   Result<SlotFill> fill = WriteArrowSlot(t->chunks, payload, slot_bytes);
+  if (!fill.ok() && fill.status().code() == StatusCode::kChunkTooLarge) {
+    // The first chunk alone does not fit an empty slot: the reader fetches it by its position
+    // (a marker slot in its place keeps the split's order); the rest waits for the next pass.
+    const SlotChunk& big = t->chunks.front();
+    Split& split = ring->splits[t->chunk_split.front()];
+    PublishMarker(sub, ring, payload, NS_SHM_SLOT_FETCH_CHUNK, big.streamlet, big.position,
+                  big.header.total_size(), big.header.record_count, big.header.first_timestamp_ms);
+    split.pos = Position{big.position.group, big.position.segment,
+                         big.position.offset + big.header.total_size()};
+    chunks_by_fetch_.fetch_add(1, std::memory_order_relaxed);
+    t->pins.clear();
+    return true;
+  }
   if (!fill.ok()) {
     Split& split = ring->splits[t->chunk_split.front()];
     split.failed = true;
@@ -554,6 +585,23 @@ bool PushManager::FillRing(Thread* t, Subscription* sub, Ring* ring, bool* small
   bytes_.fetch_add(chunk_bytes, std::memory_order_relaxed);
   t->pins.clear();
   return true;
+}
+
+void PushManager::PublishMarker(Subscription* sub, Ring* ring, uint8_t* payload, uint32_t flags,
+                                uint32_t streamlet, const Position& at, uint32_t bytes,
+                                uint32_t records, int64_t first_timestamp_ms) {
+  ns_shm_chunk_map_entry e;
+  std::memset(&e, 0, sizeof e);
+  e.streamlet = streamlet;
+  e.record_count = records;
+  e.group = at.group;
+  e.segment = at.segment;
+  e.byte_position = at.offset;
+  e.chunk_bytes = bytes;
+  e.first_timestamp_ms = first_timestamp_ms;
+  Status s = ring->producer->Publish(WriteMarkerSlot(flags, e, payload));
+  if (!s.ok()) NS_LOG(kWarning) << "push subscription " << sub->id << ": " << s.ToString();
+  slots_published_.fetch_add(1, std::memory_order_relaxed);
 }
 
 void PushManager::Sleep(Thread* t, std::vector<std::shared_ptr<Subscription>>& subs) {
@@ -620,6 +668,8 @@ void PushManager::CollectMetrics(std::vector<std::pair<std::string, uint64_t>>* 
   add("nearstream_push_records_total", records_.load(std::memory_order_relaxed));
   add("nearstream_push_bytes_total", bytes_.load(std::memory_order_relaxed));
   add("nearstream_push_rings_reclaimed_total", rings_reclaimed_.load(std::memory_order_relaxed));
+  add("nearstream_push_chunks_by_fetch_total", chunks_by_fetch_.load(std::memory_order_relaxed));
+  add("nearstream_push_damaged_ranges_total", damaged_ranges_.load(std::memory_order_relaxed));
   for (const auto& t : threads_) {
     add("nearstream_push_thread_busy_ns_total{thread=\"push-" + std::to_string(t->index) + "\"}",
         t->busy_ns.load(std::memory_order_relaxed));

@@ -110,6 +110,10 @@ class PushManager {
   // published carries less than half its bytes.
   bool FillRing(Thread* t, Subscription* sub, Ring* ring, bool* small);
   void Sleep(Thread* t, std::vector<std::shared_ptr<Subscription>>& subs);
+  // Publishes a marker slot (NS_SHM_SLOT_*) whose one chunk map entry is the given range.
+  void PublishMarker(Subscription* sub, Ring* ring, uint8_t* payload, uint32_t flags,
+                     uint32_t streamlet, const storage::Position& at, uint32_t bytes,
+                     uint32_t records, int64_t first_timestamp_ms);
   void ApplyUpdate(Subscription* sub);
   // Validates rings against the stream; fills the resolved splits of each ring.
   Status ResolveRings(storage::Stream* stream, const std::vector<net::PushRing>& rings,
@@ -135,6 +139,8 @@ class PushManager {
   std::atomic<uint64_t> records_{0};
   std::atomic<uint64_t> bytes_{0};
   std::atomic<uint64_t> rings_reclaimed_{0};
+  std::atomic<uint64_t> chunks_by_fetch_{0};  // FETCH_CHUNK markers published
+  std::atomic<uint64_t> damaged_ranges_{0};   // DAMAGED markers published
   std::atomic<uint64_t> sleeps_{0};
   std::atomic<uint64_t> lingers_{0};
 };

@@ -189,7 +189,9 @@ TEST(ShmLayoutTest, StructSizesAndConstants) {
   // "NSPUSH01" in memory order.
   uint64_t magic = NS_SHM_MAGIC;
   EXPECT_EQ(std::string(reinterpret_cast<const char*>(&magic), 8), "NSPUSH01");
-  EXPECT_EQ(NS_SHM_LAYOUT_VERSION, 1u);
+  EXPECT_EQ(NS_SHM_LAYOUT_VERSION, 2u);
+  EXPECT_EQ(NS_SHM_SLOT_FETCH_CHUNK, 1u);
+  EXPECT_EQ(NS_SHM_SLOT_DAMAGED, 2u);
 }
 
 TEST(ShmLayoutTest, HotWordsSitAloneOnTheirCacheLines) {

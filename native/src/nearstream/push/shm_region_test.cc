@@ -162,7 +162,9 @@ TEST(ShmRegionTest, OpenRejectsWhatIsNotAValidRegion) {
   h->magic = 0;
   expect_rejected(StatusCode::kInvalidArgument);
   h->magic = NS_SHM_MAGIC;
-  h->layout_version = 2;
+  h->layout_version = NS_SHM_LAYOUT_VERSION + 1;
+  expect_rejected(StatusCode::kUnsupportedVersion);
+  h->layout_version = 1;  // before marker slots: a consumer must not read these as batches
   expect_rejected(StatusCode::kUnsupportedVersion);
   h->layout_version = NS_SHM_LAYOUT_VERSION;
   h->ring_count = 4;  // region_bytes and the file size no longer agree

@@ -34,6 +34,7 @@ void RingProducer::Activate(uint32_t subtask_index, uint64_t now_ns) {
   Word(r->released).store(0, std::memory_order_relaxed);
   Word(r->consumer_heartbeat_ns).store(now_ns, std::memory_order_relaxed);
   published_ = 0;
+  activated_ns_ = now_ns;
   Word(r->state).store(NS_SHM_RING_ACTIVE, std::memory_order_release);
 }
 
@@ -79,7 +80,7 @@ Status RingProducer::Publish(const SlotLayout& l) {
   d->data_length = l.data_length;
   d->chunk_map_offset = l.chunk_map_offset;
   d->chunk_map_length = l.chunk_map_length;
-  d->flags = 0;
+  d->flags = l.flags;
   d->payload_length = l.payload_length;
   Word(d->sequence).store(position_ + 1, std::memory_order_release);
   ++position_;
@@ -93,6 +94,11 @@ bool RingProducer::ConsumerStale(uint64_t now_ns, uint64_t max_age_ns) const {
   const uint64_t hb =
       Word(region_->ring(ring_)->consumer_heartbeat_ns).load(std::memory_order_relaxed);
   return now_ns > hb && now_ns - hb > max_age_ns;
+}
+
+bool RingProducer::ConsumerSeenSinceActivation() const {
+  return Word(region_->ring(ring_)->consumer_heartbeat_ns).load(std::memory_order_relaxed) !=
+         activated_ns_;
 }
 
 // ---- RingConsumer ----

@@ -39,6 +39,7 @@ struct SlotLayout {
   uint32_t chunk_map_offset = 0;
   uint32_t chunk_map_length = 0;
   uint32_t payload_length = 0;  // bytes of the payload in use
+  uint32_t flags = 0;           // NS_SHM_SLOT_*: 0 for a batch, else a marker slot
 
   bool operator==(const SlotLayout&) const = default;
 };
@@ -73,6 +74,9 @@ class RingProducer {
 
   // True when the consumer's heartbeat is older than `max_age_ns` (an activation counts as one).
   bool ConsumerStale(uint64_t now_ns, uint64_t max_age_ns) const;
+  // False until a consumer stores a heartbeat after the last Activate(): a ring nobody attached
+  // to holds nothing to take back (its published slots wait for whoever attaches).
+  bool ConsumerSeenSinceActivation() const;
 
   uint64_t position() const { return position_; }
   uint32_t ring() const { return ring_; }
@@ -84,6 +88,7 @@ class RingProducer {
   const uint32_t slots_;
   uint64_t position_;
   uint64_t published_ = 0;
+  uint64_t activated_ns_ = 0;  // the heartbeat Activate() stored
   bool claimed_ = false;
 };
 

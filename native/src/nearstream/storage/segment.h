@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "nearstream/common/byte_io.h"
@@ -53,8 +54,34 @@ class Segment {
     size_t k = offset / kIndexStride;
     if (offset > end || k >= index_.size() || index_[k] > offset) return false;
     uint32_t p = index_[k];
-    while (p < offset) p += 48 + LoadLe32(data() + p + 8);  // 48 = chunk header size
+    while (p < offset) p += StepAt(p);
     return p == offset;
+  }
+
+  // Byte ranges that recovery found damaged (a chunk failing its CRC, or bytes that no longer
+  // parse as chunks), ascending and disjoint. Set once, before the recovered segment is shared;
+  // immutable after that, so readers need no lock. A range starts where a chunk should start and
+  // ends at the next intact chunk or at committed().
+  struct DamagedBytes {
+    uint32_t offset = 0;
+    uint32_t length = 0;
+    std::string reason;
+  };
+  void SetDamaged(std::vector<DamagedBytes> ranges) { damaged_ = std::move(ranges); }
+  const std::vector<DamagedBytes>& damaged() const { return damaged_; }
+  // The damaged range starting at `offset`, or null.
+  const DamagedBytes* DamagedAt(uint32_t offset) const {
+    if (damaged_.empty()) return nullptr;
+    for (const DamagedBytes& d : damaged_) {
+      if (d.offset == offset) return &d;
+    }
+    return nullptr;
+  }
+  // Bytes from `offset` (a chunk or damaged-range start) to the next such start: walks over a
+  // damaged range without trusting the length field it may hold.
+  uint32_t StepAt(uint32_t offset) const {
+    if (const DamagedBytes* d = DamagedAt(offset)) return d->length;
+    return 48 + LoadLe32(data() + offset + 8);  // 48 = chunk header size
   }
 
   // Newest first-record timestamp of the chunks in this segment (streamlet lock held), so a
@@ -81,6 +108,7 @@ class Segment {
   int64_t last_append_ms_;
   std::unique_ptr<WritableFile> file_;
   std::vector<uint32_t> index_;
+  std::vector<DamagedBytes> damaged_;
   int64_t max_timestamp_ms_ = INT64_MIN;
 };
 

@@ -4,6 +4,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 
 #include "nearstream/common/log.h"
 
@@ -190,12 +191,7 @@ Result<ReadOutcome> Streamlet::Read(const Position& from, uint32_t max_bytes,
       }
       cur = Position{groups_.front()->id, groups_.front()->segments.front()->id(), 0};
     }
-    const Group* g = FindGroupLocked(cur.group);
-    if (g != nullptr) {
-      for (const auto& s : g->segments) {
-        if (s->id() == cur.segment) seg = s;
-      }
-    }
+    seg = FindSegmentLocked(cur);
     // A client-supplied offset must start a chunk (checked against the segment's chunk index),
     // or the walk below would take record bytes for chunk lengths.
     if (seg == nullptr || !seg->IsChunkStart(cur.offset)) {
@@ -214,7 +210,9 @@ Result<ReadOutcome> Streamlet::Read(const Position& from, uint32_t max_bytes,
     const uint8_t* data = seg->data();
     uint32_t end = cur.offset;
     bool budget_spent = false;
+    const Segment::DamagedBytes* damaged = nullptr;
     while (end < committed) {
+      if ((damaged = seg->DamagedAt(end)) != nullptr) break;
       uint32_t chunk_size = kChunkHeaderSize + LoadLe32(data + end + 8);
       NS_CHECK(committed - end >= chunk_size);  // starts at a chunk; segments hold whole chunks
       uint32_t taken = out.bytes + (end - cur.offset);
@@ -232,6 +230,12 @@ Result<ReadOutcome> Streamlet::Read(const Position& from, uint32_t max_bytes,
       out.bytes += end - cur.offset;
       cur.offset = end;
     }
+    if (damaged != nullptr) {
+      // What came before the damage is served; a read that starts at it fails, so no reader
+      // passes it without being told (the caller may then skip to DamageAt(..).next()).
+      if (out.bytes == 0) return DataLoss(cur, *damaged);
+      break;
+    }
     if (budget_spent || !sealed || cur.offset < committed) break;
     std::lock_guard<std::mutex> lock(mu_);
     uint64_t next_group = 0;
@@ -244,15 +248,59 @@ Result<ReadOutcome> Streamlet::Read(const Position& from, uint32_t max_bytes,
   return out;
 }
 
+std::shared_ptr<Segment> Streamlet::FindSegmentLocked(const Position& at) const {
+  const Group* g = FindGroupLocked(at.group);
+  if (g == nullptr) return nullptr;
+  for (const auto& s : g->segments) {
+    if (s->id() == at.segment) return s;
+  }
+  return nullptr;
+}
+
+Status Streamlet::DataLoss(const Position& at, const Segment::DamagedBytes& d) const {
+  const Position next{at.group, at.segment, at.offset + d.length};
+  return Status(StatusCode::kDataLoss,
+                "stream '" + config_->name + "' streamlet " + std::to_string(id_) + ": " +
+                    std::to_string(d.length) + " bytes from " + at.ToString() + " to " +
+                    next.ToString() + " were found damaged when the broker recovered (" + d.reason +
+                    "); the records there are lost, reading on from " + next.ToString() +
+                    " skips them");
+}
+
+std::optional<DamagedRange> Streamlet::DamageAt(const Position& at) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  Position from = at;
+  if (at.is_earliest() && !groups_.empty() && !groups_.front()->segments.empty()) {
+    from = Position{groups_.front()->id, groups_.front()->segments.front()->id(), 0};
+  }
+  std::shared_ptr<Segment> seg = FindSegmentLocked(from);
+  const Segment::DamagedBytes* d = seg == nullptr ? nullptr : seg->DamagedAt(from.offset);
+  if (d == nullptr) return std::nullopt;
+  return DamagedRange{from, d->length, d->reason};
+}
+
+std::vector<DamagedRange> Streamlet::Damaged() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<DamagedRange> out;
+  for (const auto& g : groups_) {
+    for (const auto& s : g->segments) {
+      for (const auto& d : s->damaged()) {
+        out.push_back(DamagedRange{Position{g->id, s->id(), d.offset}, d.length, d.reason});
+      }
+    }
+  }
+  return out;
+}
+
 Position Streamlet::LookupTimestamp(int64_t timestamp_ms) const {
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& g : groups_) {
     for (const auto& s : g->segments) {
       if (s->max_timestamp_ms() < timestamp_ms) continue;
       const uint32_t committed = s->committed();
-      for (uint32_t off = 0; off < committed;
-           off += kChunkHeaderSize + LoadLe32(s->data() + off + 8)) {
-        if (static_cast<int64_t>(LoadLe64(s->data() + off + 32)) >= timestamp_ms) {
+      for (uint32_t off = 0; off < committed; off += s->StepAt(off)) {
+        if (s->DamagedAt(off) == nullptr &&
+            static_cast<int64_t>(LoadLe64(s->data() + off + 32)) >= timestamp_ms) {
           return Position{g->id, s->id(), off};
         }
       }
@@ -379,38 +427,75 @@ Status Streamlet::Recover(int64_t now_ms) {
     return std::tie(a.group, a.segment) < std::tie(b.group, b.segment);
   });
   std::lock_guard<std::mutex> lock(mu_);
-  for (const auto& f : files) RETURN_IF_ERROR(RecoverFile(f.name, f.group, f.segment, now_ms));
+  for (size_t i = 0; i < files.size(); ++i) {
+    const bool group_tail = i + 1 == files.size() || files[i + 1].group != files[i].group;
+    RETURN_IF_ERROR(
+        RecoverFile(files[i].name, files[i].group, files[i].segment, group_tail, now_ms));
+  }
   for (auto& g : groups_) g->closed = true;
   return Status::Ok();
 }
 
 Status Streamlet::RecoverFile(const std::string& name, uint64_t group, uint64_t segment,
-                              int64_t now_ms) {
+                              bool group_tail, int64_t now_ms) {
   const std::string path = dir_ + "/" + name;
   ASSIGN_OR_RETURN(Bytes data, env_->ReadFile(path));
-  uint32_t valid = 0;
-  std::string why;
+  const uint32_t size = static_cast<uint32_t>(data.size());
+  uint32_t off = 0;
   std::vector<std::pair<ChunkHeader, uint32_t>> chunks;
-  while (valid < data.size()) {
-    auto h = DecodeChunkHeader(data.data() + valid, data.size() - valid);
-    if (h.ok()) h = ValidateChunk(data.data() + valid, h->total_size());
-    if (!h.ok()) {
-      why = h.status().message();
+  std::vector<Segment::DamagedBytes> damaged;
+  std::string unparsable;  // why the bytes from `off` on do not parse as chunks
+  bool truncated = false;  // the file ends inside a chunk, or is all zeros from `off` on
+  while (off < size) {
+    // The header alone first (its own CRC covers the lengths), then whether the file holds
+    // the whole chunk: an intact header of a chunk the file ends inside is a truncation.
+    auto h = size - off < kChunkHeaderSize
+                 ? DecodeChunkHeader(data.data() + off, size - off)
+                 : DecodeChunkHeader(data.data() + off, std::numeric_limits<uint32_t>::max());
+    if (!h.ok() || h->total_size() > size - off) {
+      unparsable =
+          h.ok() ? "the file ends inside a chunk of " + std::to_string(h->total_size()) + " bytes"
+                 : h.status().message();
+      truncated = size - off < kChunkHeaderSize || h.ok() ||
+                  std::all_of(data.begin() + off, data.end(), [](uint8_t b) { return b == 0; });
       break;
     }
-    chunks.emplace_back(*h, valid);
-    valid += h->total_size();
+    // The header checked out (its own CRC covers the lengths), so even when the payload fails
+    // its checks the next chunk's start is known and recovery goes on from there.
+    auto valid = ValidateChunk(data.data() + off, h->total_size());
+    if (valid.ok()) {
+      chunks.emplace_back(*h, off);
+    } else {
+      damaged.push_back({off, h->total_size(), valid.status().message()});
+    }
+    off += h->total_size();
   }
   next_group_id_ = std::max(next_group_id_, group + 1);
   next_segment_id_ = std::max(next_segment_id_, segment + 1);
-  if (valid < data.size()) {
-    NS_LOG(kWarning) << "recovery: cutting " << (data.size() - valid) << " bytes off " << path
-                     << " at offset " << valid << " (" << why << ")";
+  uint32_t keep = size;
+  // Under `async` a power loss may lose the unsynced end of any segment written since the last
+  // flush (a later one's pages may have reached the disk): a truncated end is torn there too.
+  const bool torn = group_tail || (truncated && config_->durability == Durability::kAsync);
+  if (off < size && torn) {
+    // A torn tail: cut as an append that never completed (under `sync` it was never
+    // acknowledged; under `async` it was not yet flushed).
+    NS_LOG(kWarning) << "recovery: cutting " << (size - off) << " bytes off " << path
+                     << " at offset " << off << " (" << unparsable << ")";
     ASSIGN_OR_RETURN(auto file, env_->OpenAppendable(path));
-    RETURN_IF_ERROR(file->Truncate(valid));
+    RETURN_IF_ERROR(file->Truncate(off));
     RETURN_IF_ERROR(file->Sync());
+    keep = off;
+  } else if (off < size) {
+    // A later segment of the group was written after this one was complete, and nothing says
+    // these bytes were never written: they were whole once. Damage, not a torn append.
+    damaged.push_back({off, size - off, unparsable});
   }
-  if (valid == 0) return env_->RemoveFile(path);
+  for (const auto& d : damaged) {
+    NS_LOG(kError) << "recovery: " << path << " bytes [" << d.offset << ", " << d.offset + d.length
+                   << ") are damaged (" << d.reason << "); readers that reach them get DATA_LOSS";
+  }
+  if (keep == 0) return env_->RemoveFile(path);
+  const uint32_t valid = keep;
 
   // Age retention goes on from the file's last write, not from the restart.
   auto mtime = env_->ModifiedTimeMs(path);
@@ -418,10 +503,17 @@ Status Streamlet::RecoverFile(const std::string& name, uint64_t group, uint64_t 
                    Segment::Create(segment, std::max(valid, config_->segment_bytes),
                                    mtime.ok() ? std::min(*mtime, now_ms) : now_ms));
   std::memcpy(seg->mutable_data(), data.data(), valid);
+  // Damaged ranges start where a chunk would: index them so positions there and after are valid.
+  size_t next_damaged = 0;
   for (const auto& [h, offset] : chunks) {
+    while (next_damaged < damaged.size() && damaged[next_damaged].offset < offset) {
+      seg->IndexChunk(damaged[next_damaged++].offset);
+    }
     seg->IndexChunk(offset);
     seg->NoteTimestamp(h.first_timestamp_ms);
   }
+  while (next_damaged < damaged.size()) seg->IndexChunk(damaged[next_damaged++].offset);
+  seg->SetDamaged(std::move(damaged));
   seg->Publish(valid);
   seg->Seal();
   Group* g = groups_.empty() || groups_.back()->id != group ? NewGroupFromRecovery(group, now_ms)

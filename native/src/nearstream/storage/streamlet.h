@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -37,6 +38,15 @@ struct ReadOutcome {
   // The segments the blocks handed to the sink point into; holding them keeps that memory
   // valid after the read (e.g. until a response spliced from it has been written).
   std::vector<std::shared_ptr<const Segment>> segments;
+};
+
+// Stored bytes that recovery found damaged: `length` bytes from `from` (one segment) hold no
+// chunk a reader can be given. `next` is the first position after them.
+struct DamagedRange {
+  Position from;
+  uint32_t length = 0;
+  std::string reason;
+  Position next() const { return Position{from.group, from.segment, from.offset + length}; }
 };
 
 struct GroupInfo {
@@ -67,16 +77,26 @@ class Streamlet {
 
   uint32_t id() const { return id_; }
 
-  // Loads segment files from dir, verifying every chunk; a torn or corrupt tail is cut off the
-  // file. Recovered groups are closed; appends open new ones. Rebuilds producer sequences.
+  // Loads segment files from dir, verifying every chunk. A torn tail (bytes that do not parse at
+  // the end of a group's last segment: an append that never completed) is cut off the file.
+  // Anything else that fails its checks (a chunk whose CRC fails, or unparsable bytes inside a
+  // segment that a later one of its group follows) is kept on disk and recorded as a damaged
+  // range: reads stop there with kDataLoss (docs/broker.md, "Damaged data"). Recovered groups
+  // are closed; appends open new ones. Rebuilds producer sequences.
   Status Recover(int64_t now_ms);
 
   // Appends one chunk already checked by ValidateChunk. Either the whole chunk is appended (and,
   // under `sync`, fsync'd) or nothing is and an error is returned.
   Result<AppendOutcome> Append(const uint8_t* chunk, const ChunkHeader& header, int64_t now_ms);
 
-  // Hands whole chunks from `from` on to `sink`, up to `max_bytes` (at least one chunk).
+  // Hands whole chunks from `from` on to `sink`, up to `max_bytes` (at least one chunk). Stops
+  // before a damaged range; a read that starts at one fails with kDataLoss (see DamageAt).
   Result<ReadOutcome> Read(const Position& from, uint32_t max_bytes, const BlockSink& sink) const;
+
+  // The damaged range that starts at `at`, if any (what a kDataLoss read ran into).
+  std::optional<DamagedRange> DamageAt(const Position& at) const;
+  // Every damaged range still retained, in read order.
+  std::vector<DamagedRange> Damaged() const;
 
   // The first chunk in read order whose first-record timestamp is >= `timestamp_ms`, or the
   // tail when there is none (what a consumer starting "from time T" should read from).
@@ -115,7 +135,11 @@ class Streamlet {
   Group* FindGroupLocked(uint64_t id) const;
   Position TailLocked() const;
   std::string SegmentPath(uint64_t group, uint64_t segment) const;
-  Status RecoverFile(const std::string& name, uint64_t group, uint64_t segment, int64_t now_ms);
+  // `group_tail`: the file is the last of its group, the only place a torn append can be.
+  Status RecoverFile(const std::string& name, uint64_t group, uint64_t segment, bool group_tail,
+                     int64_t now_ms);
+  std::shared_ptr<Segment> FindSegmentLocked(const Position& at) const;
+  Status DataLoss(const Position& at, const Segment::DamagedBytes& d) const;
   // Finds the segment after `seg` in read order, or null when there is none yet.
   std::shared_ptr<Segment> SuccessorLocked(uint64_t group_id, uint64_t segment_id,
                                            uint64_t* next_group) const;

@@ -785,12 +785,49 @@ TEST_F(StreamletTest, RecoveryCutsHalfWrittenChunk) {
   }
 }
 
-TEST_F(StreamletTest, RecoveryCutsFromACorruptChunkOn) {
+// Reads everything from the earliest position like ReadAll, but steps over damaged ranges: each
+// kDataLoss read is checked against DamageAt and recorded in `damage`.
+std::vector<ReadChunk> ReadSkippingDamage(const Streamlet& s, std::vector<DamagedRange>* damage) {
+  std::vector<ReadChunk> out;
+  Position from;
+  for (int i = 0; i < 1000; ++i) {
+    auto r = ReadOnce(s, from, kBig, &out);
+    if (!r.ok()) {
+      EXPECT_EQ(r.status().code(), StatusCode::kDataLoss) << r.status().ToString();
+      std::optional<DamagedRange> d = s.DamageAt(from);
+      if (!d.has_value()) {
+        ADD_FAILURE() << "kDataLoss at " << from.ToString() << " but no damaged range there";
+        break;
+      }
+      EXPECT_NE(r.status().message().find(d->from.ToString()), std::string::npos)
+          << r.status().message();
+      EXPECT_NE(r.status().message().find(d->next().ToString()), std::string::npos)
+          << r.status().message();
+      damage->push_back(*d);
+      from = d->next();
+      continue;
+    }
+    from = r->next;
+    if (r->bytes == 0) break;
+  }
+  return out;
+}
+
+// A bit flipped in a sealed segment that a later segment of its group follows was not torn by a
+// crash: the bytes were whole when the next segment began. Recovery keeps the file as it is and
+// records the damage; reads stop there with kDataLoss instead of skipping acknowledged chunks.
+TEST_F(StreamletTest, RecoveryReportsDamageInAMiddleSegment) {
   struct Case {
-    uint64_t offset;  // the flipped byte
-    size_t kept;      // chunks before it
+    uint64_t offset;     // the flipped byte
+    uint32_t from;       // where the damaged range starts
+    uint32_t length;     // and its length
+    std::string reason;  // part of the reason given
+    size_t lost;         // chunks in it
   };
-  for (Case c : {Case{2100, 2}, Case{1020, 1}, Case{3999, 3}, Case{3, 0}}) {
+  for (const Case& c : {Case{2100, 2000, 1000, "payload CRC", 1},  // the payload: that chunk
+                        Case{3999, 3000, 1000, "payload CRC", 1},
+                        Case{1020, 1000, 3000, "header", 3},  // a header: the rest of the segment
+                        Case{3, 0, 4000, "magic", 4}}) {
     SCOPED_TRACE("byte " + std::to_string(c.offset));
     std::filesystem::remove_all(dir_);
     {
@@ -799,15 +836,92 @@ TEST_F(StreamletTest, RecoveryCutsFromACorruptChunkOn) {
     }
     FlipByte(Seg(1, 1), c.offset);
     auto s = Durable(Durability::kSync);
-    std::vector<ReadChunk> got = ReadAll(*s);
-    // Segment 1 is cut at the corrupt chunk; segment 2 (chunk 4) is intact and kept.
-    ASSERT_EQ(got.size(), c.kept + 1);
-    for (size_t i = 0; i < c.kept; ++i) EXPECT_EQ(got[i].bytes, MakeChunk(0, i));
+    EXPECT_EQ(DiskSize(Seg(1, 1)), 4 * kChunkBytes);  // nothing is cut off the file
+
+    std::vector<DamagedRange> all = s->Damaged();
+    ASSERT_EQ(all.size(), 1u);
+    EXPECT_EQ(all[0].from, (Position{1, 1, c.from}));
+    EXPECT_EQ(all[0].length, c.length);
+    EXPECT_NE(all[0].reason.find(c.reason), std::string::npos) << all[0].reason;
+
+    std::vector<DamagedRange> met;
+    std::vector<ReadChunk> got = ReadSkippingDamage(*s, &met);
+    ASSERT_EQ(met.size(), 1u);
+    EXPECT_EQ(met[0].from, all[0].from);
+    ASSERT_EQ(got.size(), 5 - c.lost);
+    size_t g = 0;
+    for (uint64_t i = 0; i < 5; ++i) {
+      const uint32_t at = static_cast<uint32_t>(i % 4 * kChunkBytes);
+      if (i < 4 && at >= c.from && at < c.from + c.length) continue;  // in the damaged range
+      EXPECT_EQ(got[g++].bytes, MakeChunk(0, i)) << "chunk " << i;
+    }
     EXPECT_EQ(got.back().at, (Position{1, 2, 0}));
-    if (c.kept == 0) {
-      EXPECT_FALSE(std::filesystem::exists(Seg(1, 1)));  // nothing valid left: removed
+    // A read that stops right before the damage serves what comes before it.
+    if (c.from > 0) {
+      std::vector<ReadChunk> before;
+      auto r = ReadOnce(*s, Position{1, 1, 0}, kBig, &before);
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      EXPECT_EQ(r->next, (Position{1, 1, c.from}));
+      EXPECT_EQ(before.size(), c.from / kChunkBytes);
+    }
+    // Positions at and after the damaged range stay valid; inside it they are not.
+    EXPECT_EQ(s->Read(Position{1, 1, c.from}, kBig, [](auto&&...) {}).status().code(),
+              StatusCode::kDataLoss);
+    if (c.length > 1) {
+      EXPECT_EQ(s->Read(Position{1, 1, c.from + 1}, kBig, [](auto&&...) {}).status().code(),
+                StatusCode::kPositionOutOfRange);
+    }
+    // The producer state comes from the intact chunks: the next sequence is new.
+    auto r = AppendChunk(*s, MakeChunk(0, 5));
+    ASSERT_TRUE(r.ok());
+    EXPECT_FALSE(r->duplicate);
+    // The damage is still there after another restart.
+    s.reset();
+    s = Durable(Durability::kSync);
+    EXPECT_EQ(s->Damaged().size(), 1u);
+  }
+}
+
+// Bytes that do not parse at the end of a group's last segment are a torn append (the crash hit
+// it mid-write): cut off the file, as before, and not reported.
+TEST_F(StreamletTest, RecoveryCutsAGarbledEndOfAGroupsLastSegment) {
+  {
+    auto s = Durable(Durability::kSync);
+    for (uint64_t i = 0; i < 3; ++i) ASSERT_TRUE(AppendChunk(*s, MakeChunk(0, i)).ok());
+  }
+  FlipByte(Seg(1, 1), 2003);  // the header of the last chunk
+  auto s = Durable(Durability::kSync);
+  EXPECT_TRUE(s->Damaged().empty());
+  EXPECT_EQ(ReadAll(*s).size(), 2u);
+  EXPECT_EQ(DiskSize(Seg(1, 1)), 2000u);
+}
+
+// Under `async` a power loss can keep a later segment's pages and lose an earlier one's unsynced
+// end, so a truncated middle segment is torn, not damaged; under `sync` every acknowledged chunk
+// was on disk, so the same truncation is damage.
+TEST_F(StreamletTest, TruncatedMiddleSegmentIsTornUnderAsyncAndDamageUnderSync) {
+  for (Durability d : {Durability::kAsync, Durability::kSync}) {
+    SCOPED_TRACE(d == Durability::kAsync ? "async" : "sync");
+    std::filesystem::remove_all(dir_);
+    {
+      auto s = Durable(d);
+      for (uint64_t i = 0; i < 5; ++i) ASSERT_TRUE(AppendChunk(*s, MakeChunk(0, i)).ok());
+      ASSERT_TRUE(s->SyncDirty().ok());
+    }
+    std::filesystem::resize_file(Seg(1, 1), 2500);
+    auto s = Durable(d);
+    if (d == Durability::kAsync) {
+      EXPECT_TRUE(s->Damaged().empty());
+      EXPECT_EQ(ReadAll(*s).size(), 3u);  // chunks 0, 1 and 4
+      EXPECT_EQ(DiskSize(Seg(1, 1)), 2000u);
     } else {
-      EXPECT_EQ(DiskSize(Seg(1, 1)), c.kept * kChunkBytes);
+      ASSERT_EQ(s->Damaged().size(), 1u);
+      EXPECT_EQ(s->Damaged()[0].from, (Position{1, 1, 2000}));
+      EXPECT_EQ(s->Damaged()[0].length, 500u);
+      std::vector<DamagedRange> met;
+      EXPECT_EQ(ReadSkippingDamage(*s, &met).size(), 3u);
+      EXPECT_EQ(met.size(), 1u);
+      EXPECT_EQ(DiskSize(Seg(1, 1)), 2500u);
     }
   }
 }
