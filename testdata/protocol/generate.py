@@ -159,6 +159,7 @@ STATUS = {
     "STREAMLET_NOT_FOUND": 7,
     "OUT_OF_ORDER_SEQUENCE": 11,
     "POSITION_OUT_OF_RANGE": 12,
+    "DATA_LOSS": 17,
 }
 
 
@@ -526,6 +527,23 @@ def build():
     ]}
     resp("fetch_response.bin", "Fetch", rid, "OK", "", m,
          enc_fetch_response(m, [[f1, f2 + f3], []]))
+
+    # Fetch reaching a damaged range: streamlet 3 is served up to it (next = its start);
+    # streamlet 258 starts at one and gets DATA_LOSS with next = where the range ends.
+    rid = 0x7A7B7C7D7E7F7071
+    m = {"results": [
+        {"streamlet": 3, "status": 0, "message": "", "next": pos(1, 1, len(f1)),
+         "tail": pos(1, 3, 96), "blocks": [
+            {"at": pos(1, 1, 0), "size": len(f1), "chunks": [fd1]},
+        ]},
+        {"streamlet": 258, "status": STATUS["DATA_LOSS"],
+         "message": "stream 'golden.stream-1_x' streamlet 258: 1000 bytes from 1:2:2000 to "
+                    "1:2:3000 were found damaged when the broker recovered (chunk payload CRC "
+                    "mismatch); the records there are lost, reading on from 1:2:3000 skips them",
+         "next": pos(1, 2, 3000), "tail": EARLIEST, "blocks": []},
+    ]}
+    resp("fetch_response_data_loss.bin", "Fetch", rid, "OK", "", m,
+         enc_fetch_response(m, [[f1], []]))
 
     # Stats
     rid = 0x8182838485868788

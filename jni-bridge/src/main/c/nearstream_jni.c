@@ -264,6 +264,9 @@ static const jlong kLayout[] = {
     NS_OFF(ns_shm_chunk_map_entry, byte_position),
     NS_OFF(ns_shm_chunk_map_entry, chunk_bytes),
     NS_OFF(ns_shm_chunk_map_entry, first_timestamp_ms),
+    // descriptor flags (layout version 2)
+    NS_SHM_SLOT_FETCH_CHUNK,
+    NS_SHM_SLOT_DAMAGED,
 };
 #undef NS_OFF
 

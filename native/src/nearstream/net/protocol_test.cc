@@ -247,6 +247,7 @@ const std::set<std::string> kGoldenFiles = {
     "append_response.bin",
     "fetch_request.bin",
     "fetch_response.bin",
+    "fetch_response_data_loss.bin",
     "stats_request.bin",
     "stats_response.bin",
     "lookup_timestamp_request.bin",
@@ -597,6 +598,34 @@ TEST(ProtocolGoldenTest, FetchResponse) {
   ExpectSameBytes(again, f.bytes, "fetch_response.bin");
 }
 
+// DATA_LOSS (17): the entry's `next` is where the damaged range ends, not the requested position.
+TEST(ProtocolGoldenTest, FetchResponseDataLoss) {
+  GoldenFrame f;
+  ASSERT_NO_FATAL_FAILURE(LoadFrame("fetch_response_data_loss.bin", &f));
+  constexpr uint64_t kId = 0x7A7B7C7D7E7F7071ull;
+  ExpectOkResponse(f, Opcode::kFetch, kId);
+  auto m = DecodeFetchResponse(f.body(), f.body_size());
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  ASSERT_EQ(m->results.size(), 2u);
+  const FetchResult& a = m->results[0];
+  EXPECT_EQ(a.status, static_cast<uint16_t>(StatusCode::kOk));
+  EXPECT_POSITION(a.next, 1, 1, 64);  // the damaged range's start
+  ASSERT_EQ(a.blocks.size(), 1u);
+  ExpectChunk(a.blocks[0].data, a.blocks[0].size, kProducer, 1, 1700000001000, {"r1-a", "r1-b"});
+  const FetchResult& b = m->results[1];
+  EXPECT_EQ(b.streamlet, 258u);
+  EXPECT_EQ(b.status, 17u);
+  EXPECT_EQ(b.status, static_cast<uint16_t>(StatusCode::kDataLoss));
+  EXPECT_EQ(StatusCodeName(StatusCode::kDataLoss), std::string("DATA_LOSS"));
+  EXPECT_NE(b.message.find("1:2:2000 to 1:2:3000"), std::string::npos) << b.message;
+  EXPECT_POSITION(b.next, 1, 2, 3000);
+  EXPECT_TRUE(b.tail.is_earliest());
+  EXPECT_TRUE(b.blocks.empty());
+  Bytes again = EncodeResponse(Opcode::kFetch, kId, Status::Ok(),
+                               [&](ByteWriter& w) { EncodeFetchResponse(w, *m); });
+  ExpectSameBytes(again, f.bytes, "fetch_response_data_loss.bin");
+}
+
 TEST(ProtocolGoldenTest, StatsResponse) {
   GoldenFrame f;
   ASSERT_NO_FATAL_FAILURE(LoadFrame("stats_response.bin", &f));
@@ -816,6 +845,7 @@ std::vector<DecoderCase> AllDecoders() {
       {"append_response.bin", d(DecodeAppendResponse)},
       {"fetch_request.bin", d(DecodeFetchRequest)},
       {"fetch_response.bin", d(DecodeFetchResponse)},
+      {"fetch_response_data_loss.bin", d(DecodeFetchResponse)},
       {"stats_response.bin", d(DecodeStatsResponse)},
       {"lookup_timestamp_request.bin", d(DecodeLookupTimestampRequest)},
       {"lookup_timestamp_response.bin", d(DecodeLookupTimestampResponse)},

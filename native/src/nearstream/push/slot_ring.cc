@@ -147,6 +147,7 @@ std::optional<RingConsumer::Slot> RingConsumer::TryNext() {
   out.layout.chunk_map_offset = d->chunk_map_offset;
   out.layout.chunk_map_length = d->chunk_map_length;
   out.layout.payload_length = d->payload_length;
+  out.layout.flags = d->flags;
   out.payload = region_->payload(ring_, slot);
   ++position_;
   return out;

@@ -22,7 +22,12 @@ public enum StatusCode {
     SHUTTING_DOWN(14, true),
     INTERNAL(15, false),
     /** Local transport failure (connection lost, timeout); never sent by the broker. */
-    IO_ERROR(16, true);
+    IO_ERROR(16, true),
+    /**
+     * A read reached stored bytes that the broker's recovery found damaged; a fetch result's {@code
+     * next} is where they end (a reader told to skip them goes on there).
+     */
+    DATA_LOSS(17, false);
 
     private final int code;
     private final boolean retriable;

@@ -50,7 +50,7 @@ package io.nearstream.jni;
  *                                       24   4+4  offsets offset/length (int32, rows+1)
  *   chunk map entry (40 B)              32   4+4  data offset/length
  *   0    4    streamlet                 40   4+4  chunk_map offset/length (count * 40)
- *   4    4    record_count              48   4    flags (0)
+ *   4    4    record_count              48   4    flags (SLOT_*)
  *   8    8    group                     52   4    payload_length
  *   16   8    segment
  *   24   4    byte_position
@@ -69,7 +69,17 @@ public final class ShmLayout {
     /** "NSPUSH01" read as a little-endian u64. */
     public static final long MAGIC = 0x313048535550534EL;
 
-    public static final int LAYOUT_VERSION = 1;
+    public static final int LAYOUT_VERSION = 2;
+
+    /**
+     * Descriptor flags: 0 = an Arrow batch of whole chunks. A marker slot has no rows and one chunk
+     * map entry. {@code SLOT_FETCH_CHUNK}: the entry is a chunk too large for the region's slots,
+     * to be read with a Fetch of its position. {@code SLOT_DAMAGED}: the entry is a damaged range
+     * recovery found (byte position, chunk bytes = its length, no records).
+     */
+    public static final int SLOT_FETCH_CHUNK = 1;
+
+    public static final int SLOT_DAMAGED = 2;
     public static final int HEADER_BYTES = 4096;
     public static final int RING_HEADER_BYTES = 256;
     public static final int DESCRIPTOR_BYTES = 128;

@@ -251,6 +251,11 @@ public final class SlotRing {
         return ring.getInt(descriptorOffset(position) + DESC_ROW_COUNT);
     }
 
+    /** The slot's descriptor flags: 0 for a batch, else {@code ShmLayout.SLOT_*} (a marker). */
+    public int flags(long position) {
+        return ring.getInt(descriptorOffset(position) + DESC_FLAGS);
+    }
+
     public int chunkCount(long position) {
         return ring.getInt(descriptorOffset(position) + DESC_CHUNK_COUNT);
     }

@@ -89,6 +89,8 @@ class ShmLayoutTest {
         m.put("chunk.byte_position", (long) CHUNK_BYTE_POSITION);
         m.put("chunk.chunk_bytes", (long) CHUNK_CHUNK_BYTES);
         m.put("chunk.first_timestamp_ms", (long) CHUNK_FIRST_TIMESTAMP_MS);
+        m.put("NS_SHM_SLOT_FETCH_CHUNK", (long) SLOT_FETCH_CHUNK);
+        m.put("NS_SHM_SLOT_DAMAGED", (long) SLOT_DAMAGED);
 
         // Geometry samples: {slots_per_ring, slot_bytes, ring_count}, as kGeometry in C.
         int[][] samples = {{8, 1 << 20, 1}, {8, 1 << 20, 2}, {1, 64, 3}, {100, 4160, 7}};

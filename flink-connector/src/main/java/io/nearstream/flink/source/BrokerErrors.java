@@ -65,6 +65,13 @@ public final class BrokerErrors {
                     " (the position was removed by retention or never existed; restart the job"
                             + " from other starting positions)";
         }
+        if (status == StatusCode.DATA_LOSS) {
+            text +=
+                    " (set '"
+                            + NearstreamSourceOptions.SKIP_DAMAGED_DATA.key()
+                            + "' to true to skip damaged ranges, counted in the"
+                            + " numDamagedRangesSkipped metric)";
+        }
         return new NearstreamException(text, status, null);
     }
 

@@ -149,6 +149,15 @@ public class NearstreamSourceBuilder<T> {
      * How often an unbounded source looks for the stream's streamlets, so that a stream created
      * after the job started is read (default 10 s). Zero or negative: discover once at start.
      */
+    /**
+     * Whether readers step over ranges the broker found damaged (status {@code DATA_LOSS}),
+     * counting them in {@code numDamagedRangesSkipped}, instead of failing the job (the default).
+     */
+    public NearstreamSourceBuilder<T> setSkipDamagedData(boolean skip) {
+        config.set(NearstreamSourceOptions.SKIP_DAMAGED_DATA, skip);
+        return this;
+    }
+
     public NearstreamSourceBuilder<T> setStreamletDiscoveryIntervalMs(long ms) {
         config.set(NearstreamSourceOptions.STREAMLET_DISCOVERY_INTERVAL, Duration.ofMillis(ms));
         return this;

@@ -111,4 +111,16 @@ public final class NearstreamSourceOptions {
                                     + " fetcher thread) to update pendingBytes and pendingRecords;"
                                     + " 0 turns it off. Pull mode takes the tails from its fetch"
                                     + " responses instead.");
+
+    public static final ConfigOption<Boolean> SKIP_DAMAGED_DATA =
+            key("nearstream.source.skip-damaged-data")
+                    .booleanType()
+                    .defaultValue(false)
+                    .withDescription(
+                            "What a reader does when it reaches stored bytes that the broker's"
+                                    + " recovery found damaged (status DATA_LOSS, in pull and push"
+                                    + " mode alike): false (the default) fails the job with a"
+                                    + " message naming the stream, streamlet and positions; true"
+                                    + " logs it, counts it in numDamagedRangesSkipped and goes on"
+                                    + " after the damaged range (its records are lost).");
 }

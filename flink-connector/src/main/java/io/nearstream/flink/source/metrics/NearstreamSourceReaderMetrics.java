@@ -20,7 +20,10 @@ import org.apache.flink.runtime.metrics.DescriptiveStatisticsHistogram;
  * pendingRecords}, {@code currentFetchEventTimeLag} (the time of the latest fetch minus the
  * timestamp of the newest chunk it returned; -1 before any data). Nearstream-specific ones under
  * the {@code nearstream} group: {@code fetchRequests}, {@code fetchErrors}, {@code emptyFetches}
- * (counters) and {@code bytesPerFetch} (histogram over the last 1024 fetches).
+ * (counters), {@code bytesPerFetch} (histogram over the last 1024 fetches), {@code
+ * numDamagedRangesSkipped} and {@code damagedBytesSkipped} (counters of damaged ranges stepped over
+ * with {@code nearstream.source.skip-damaged-data}) and {@code pushChunksFetched} (chunks too large
+ * for a push slot, read by fetch).
  *
  * <p>Pending data is an estimate: Nearstream has no record offsets, so the distance from a reader's
  * position to the streamlet's tail is computed in bytes from positions (segment ids grow
@@ -44,6 +47,9 @@ public final class NearstreamSourceReaderMetrics {
     public static final String PUSH_SPIN_WAKEUPS = "pushSpinWakeups";
     public static final String PUSH_FUTEX_SLEEPS = "pushFutexSleeps";
     public static final String PUSH_WAIT_TIME_MS = "pushWaitTimeMs";
+    public static final String DAMAGED_RANGES_SKIPPED = "numDamagedRangesSkipped";
+    public static final String DAMAGED_BYTES_SKIPPED = "damagedBytesSkipped";
+    public static final String PUSH_CHUNKS_FETCHED = "pushChunksFetched";
 
     /** Used until the stream's real segment size is known (the broker's default). */
     private static final long DEFAULT_SEGMENT_BYTES = 8L * 1024 * 1024;
@@ -52,6 +58,9 @@ public final class NearstreamSourceReaderMetrics {
     private final Counter fetchRequests;
     private final Counter fetchErrors;
     private final Counter emptyFetches;
+    private final Counter damagedRangesSkipped;
+    private final Counter damagedBytesSkipped;
+    private final Counter pushChunksFetched;
     private final Histogram bytesPerFetch;
     private final MetricGroup nearstreamGroup;
 
@@ -74,6 +83,9 @@ public final class NearstreamSourceReaderMetrics {
         this.fetchRequests = group.counter(FETCH_REQUESTS);
         this.fetchErrors = group.counter(FETCH_ERRORS);
         this.emptyFetches = group.counter(EMPTY_FETCHES);
+        this.damagedRangesSkipped = group.counter(DAMAGED_RANGES_SKIPPED);
+        this.damagedBytesSkipped = group.counter(DAMAGED_BYTES_SKIPPED);
+        this.pushChunksFetched = group.counter(PUSH_CHUNKS_FETCHED);
         this.bytesPerFetch =
                 group.histogram(BYTES_PER_FETCH, new DescriptiveStatisticsHistogram(1024));
     }
@@ -119,6 +131,17 @@ public final class NearstreamSourceReaderMetrics {
 
     public void fetchFailed() {
         fetchErrors.inc();
+    }
+
+    /** A damaged range of {@code bytes} was stepped over (skip-damaged-data). */
+    public void damagedRangeSkipped(long bytes) {
+        damagedRangesSkipped.inc();
+        damagedBytesSkipped.inc(bytes);
+    }
+
+    /** A chunk too large for a push slot was read by fetch. */
+    public void pushChunkFetched() {
+        pushChunksFetched.inc();
     }
 
     /**

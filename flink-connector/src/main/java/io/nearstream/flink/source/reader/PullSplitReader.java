@@ -7,6 +7,7 @@ import io.nearstream.client.FetchResponse;
 import io.nearstream.client.NearstreamClient;
 import io.nearstream.client.NearstreamClientException;
 import io.nearstream.client.Position;
+import io.nearstream.client.StatusCode;
 import io.nearstream.client.StreamletFetch;
 import io.nearstream.flink.source.BrokerErrors;
 import io.nearstream.flink.source.NearstreamSourceOptions;
@@ -74,6 +75,7 @@ public class PullSplitReader implements SplitReader<RecordRun, NearstreamSplit> 
     private final Map<Integer, PullCursor> streamlets = new LinkedHashMap<>();
 
     private final ChunkCursor cursor = new ChunkCursor();
+    private final DamagedData damagedData;
     private final WakeUpSignal wakeUp = new WakeUpSignal();
     private int consecutiveFailures;
     private boolean segmentSizeRequested;
@@ -93,6 +95,7 @@ public class PullSplitReader implements SplitReader<RecordRun, NearstreamSplit> 
         this.requestTimeoutMs = config.get(NearstreamSourceOptions.REQUEST_TIMEOUT).toMillis();
         this.maxRetries = config.get(NearstreamSourceOptions.FETCH_RETRIES);
         this.retryBackoffMs = config.get(NearstreamSourceOptions.FETCH_RETRY_BACKOFF).toMillis();
+        this.damagedData = new DamagedData(stream, config, metrics);
     }
 
     @Override
@@ -148,6 +151,16 @@ public class PullSplitReader implements SplitReader<RecordRun, NearstreamSplit> 
             PullCursor s = streamlets.get(result.streamlet());
             if (s == null) {
                 continue; // removed meanwhile; cannot happen on the fetcher thread, but be safe
+            }
+            if (result.status() == StatusCode.DATA_LOSS) {
+                // Throws unless skipping; the broker's `next` is the end of the damaged range.
+                s.position =
+                        damagedData.reached(
+                                s.streamlet, s.position, result.next(), result.message());
+                if (s.finished()) {
+                    finish(s, records);
+                }
+                continue;
             }
             if (!result.ok()) {
                 Exception e =

@@ -122,6 +122,8 @@ public class PushSplitReader implements SplitReader<RecordRun, NearstreamSplit> 
     private final Map<Integer, PushCursor> pendingSplits = new ConcurrentHashMap<>();
 
     private final SlotViewPool views = new SlotViewPool();
+    private final DamagedData damagedData;
+    private final OversizeChunkFetcher oversizeChunks;
     private final WakeUpSignal wakeUp = new WakeUpSignal();
 
     @Nullable private Member member;
@@ -175,6 +177,8 @@ public class PushSplitReader implements SplitReader<RecordRun, NearstreamSplit> 
                 HEARTBEATS.scheduleAtFixedRate(
                         this::heartbeat, period, period, TimeUnit.MILLISECONDS);
         this.rpcTimeoutMs = config.get(NearstreamSourceOptions.REQUEST_TIMEOUT).toMillis();
+        this.damagedData = new DamagedData(stream, config, metrics);
+        this.oversizeChunks = new OversizeChunkFetcher(client, stream, rpcTimeoutMs);
         long refreshMs =
                 config.get(NearstreamSourceOptions.PUSH_PENDING_REFRESH_INTERVAL).toMillis();
         this.pendingRefresh =
@@ -436,6 +440,10 @@ public class PushSplitReader implements SplitReader<RecordRun, NearstreamSplit> 
      * Flink in a {@link PushSlotRecords}; a slot with nothing to emit is released at once.
      */
     private RecordsWithSplitIds<RecordRun> readSlot(long position) throws IOException {
+        int flags = ring.flags(position);
+        if (flags != 0) {
+            return readMarker(position, flags);
+        }
         long bytes = 0;
         boolean splitsFinished = false;
         PushSlotRecords.Builder batch = new PushSlotRecords.Builder();
@@ -518,6 +526,98 @@ public class PushSplitReader implements SplitReader<RecordRun, NearstreamSplit> 
         RecordsBySplits.Builder<RecordRun> finishedOnly = new RecordsBySplits.Builder<>();
         batch.finishedSplits().forEach(finishedOnly::addFinishedSplit);
         return finishedOnly.build();
+    }
+
+    /**
+     * A marker slot (docs/shm-layout.md): no rows, one chunk map entry that stands in its split's
+     * order like a chunk. {@code SLOT_FETCH_CHUNK}: a chunk too large for this region's slots, read
+     * here with one Fetch RPC (the broker keeps it in its segment); {@code SLOT_DAMAGED}: a range
+     * the broker's recovery found damaged, which fails the job unless told to skip it. The slot
+     * goes back to the broker at once: nothing of it is handed to Flink.
+     */
+    private RecordsWithSplitIds<RecordRun> readMarker(long position, int flags) throws IOException {
+        RecordsBySplits.Builder<RecordRun> out = new RecordsBySplits.Builder<>();
+        boolean splitsFinished = false;
+        try {
+            if (ring.chunkCount(position) != 1 || ring.rowCount(position) != 0) {
+                throw new IOException(
+                        "slot "
+                                + position
+                                + " of ring "
+                                + ring.index()
+                                + " is a marker (flags "
+                                + flags
+                                + ") with "
+                                + ring.chunkCount(position)
+                                + " chunk map entries and "
+                                + ring.rowCount(position)
+                                + " rows, not 1 and 0");
+            }
+            int streamlet = ring.chunkStreamlet(position, 0);
+            int bytes = ring.chunkBytes(position, 0);
+            Position at =
+                    new Position(
+                            ring.chunkGroup(position, 0),
+                            ring.chunkSegment(position, 0),
+                            ring.chunkBytePosition(position, 0));
+            Position end = new Position(at.group(), at.segment(), at.offset() + bytes);
+            PushCursor s = splits.get(streamlet);
+            if (s == null || s.paused || at.compareTo(s.position) < 0) {
+                return out.build(); // as for a chunk: not ours, paused, or read before
+            }
+            if (s.stopsAt(at)) {
+                finish(s, out::addFinishedSplit);
+                splitsFinished = true;
+                return out.build();
+            }
+            if (flags == ShmLayout.SLOT_DAMAGED) {
+                s.advance(
+                        damagedData.reached(
+                                streamlet,
+                                at,
+                                end,
+                                bytes
+                                        + " bytes from "
+                                        + at
+                                        + " to "
+                                        + end
+                                        + " were found damaged when the broker recovered; the"
+                                        + " records there are lost"));
+            } else if (flags == ShmLayout.SLOT_FETCH_CHUNK) {
+                List<RecordRun> runs = oversizeChunks.read(streamlet, at, bytes, s);
+                metrics.pushChunkFetched();
+                long records = 0;
+                for (RecordRun run : runs) {
+                    records += run.size();
+                }
+                if (!runs.isEmpty()) {
+                    out.addAll(s.splitId, runs);
+                }
+                metrics.fetchCompleted(bytes, records);
+                bytesConsumed += bytes;
+                s.advance(end);
+            } else {
+                throw new IOException(
+                        "slot "
+                                + position
+                                + " of ring "
+                                + ring.index()
+                                + " has unknown flags "
+                                + flags
+                                + " (a newer broker?)");
+            }
+            if (s.finished()) {
+                finish(s, out::addFinishedSplit);
+                splitsFinished = true;
+            }
+            return out.build();
+        } finally {
+            slotsConsumed++;
+            ring.release(position);
+            if (splitsFinished) {
+                member.splitsChanged();
+            }
+        }
     }
 
     /** Splits whose position is at or beyond their stopping position finish without data. */

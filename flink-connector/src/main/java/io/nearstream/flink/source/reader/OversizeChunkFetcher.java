@@ -1,0 +1,111 @@
+package io.nearstream.flink.source.reader;
+
+import io.nearstream.client.ChunkBlock;
+import io.nearstream.client.ChunkCursor;
+import io.nearstream.client.FetchEntry;
+import io.nearstream.client.FetchResponse;
+import io.nearstream.client.NearstreamClient;
+import io.nearstream.client.NearstreamClientException;
+import io.nearstream.client.Position;
+import io.nearstream.client.StreamletFetch;
+import io.nearstream.flink.source.BrokerErrors;
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.apache.flink.annotation.Internal;
+
+/**
+ * Reads, with one Fetch RPC, a chunk the broker could not push because it does not fit one of the
+ * region's slots (a {@code SLOT_FETCH_CHUNK} marker stands in its place in the ring). The broker
+ * keeps the chunk in its segment, so nothing is lost and the split's order holds: the push reader
+ * emits these records before the next slot's. Rare by design (a chunk larger than a slot), so a
+ * blocking call on the fetcher thread is fine; a larger {@code push.slot-bytes} avoids it.
+ */
+@Internal
+final class OversizeChunkFetcher {
+
+    private final NearstreamClient client;
+    private final String stream;
+    private final long timeoutMs;
+    private final ChunkCursor cursor = new ChunkCursor();
+
+    OversizeChunkFetcher(NearstreamClient client, String stream, long timeoutMs) {
+        this.client = client;
+        this.stream = stream;
+        this.timeoutMs = timeoutMs;
+    }
+
+    /**
+     * The records of the chunk of {@code bytes} bytes at {@code at}, as one run (none when the
+     * split had emitted all of them before a restore).
+     */
+    List<RecordRun> read(int streamlet, Position at, int bytes, SplitCursor split)
+            throws IOException {
+        String what =
+                "Fetch of the "
+                        + bytes
+                        + "-byte chunk at "
+                        + at
+                        + " of streamlet "
+                        + streamlet
+                        + " of stream '"
+                        + stream
+                        + "' (larger than a push slot)";
+        FetchResponse response;
+        try {
+            response =
+                    client.fetch(stream, 0, List.of(new FetchEntry(streamlet, at, bytes)))
+                            .get(timeoutMs, TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IOException(what + " was interrupted", e);
+        } catch (Exception e) {
+            Exception classified = BrokerErrors.classify(what, e);
+            if (classified instanceof IOException) {
+                throw (IOException) classified;
+            }
+            throw (RuntimeException) classified;
+        }
+        try {
+            StreamletFetch result = response.results().get(0);
+            if (!result.ok()) {
+                Exception e = BrokerErrors.classify(what, result.status(), result.message());
+                if (e instanceof IOException) {
+                    throw (IOException) e;
+                }
+                throw (RuntimeException) e;
+            }
+            List<RecordRun> runs = new ArrayList<>(1);
+            for (ChunkBlock block : result.blocks()) {
+                cursor.reset(block);
+                while (cursor.nextChunk()) {
+                    if (!cursor.position().equals(at) || cursor.header().totalSize() != bytes) {
+                        throw new IOException(
+                                what
+                                        + " returned a chunk of "
+                                        + cursor.header().totalSize()
+                                        + " bytes at "
+                                        + cursor.position());
+                    }
+                    long timestamp = cursor.header().firstTimestampMs();
+                    int skipped = cursor.skipRecords(split.takeRecordsToSkip(at));
+                    byte[][] values = new byte[cursor.recordCount() - skipped][];
+                    int n = 0;
+                    while (cursor.nextRecord()) {
+                        values[n++] = cursor.copyRecord();
+                    }
+                    if (n > 0) {
+                        runs.add(new RecordRun.OnHeap(streamlet, at, timestamp, skipped, values));
+                    }
+                    return runs;
+                }
+            }
+            throw new IOException(what + " returned no chunk");
+        } catch (NearstreamClientException e) {
+            throw (RuntimeException) BrokerErrors.classify(what, e); // CRC or framing: fatal
+        } finally {
+            response.close();
+        }
+    }
+}
