@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "nearstream/broker/damage_metrics.h"
 #include "nearstream/net/client.h"
 #include "nearstream/storage/chunk.h"
 #include "nearstream/storage/position.h"
@@ -186,6 +187,18 @@ Status Describe(Client& client, const std::string& name) {
   std::printf("durability: %s\n", storage::DurabilityName(c.durability));
   std::printf("retention_bytes: %lld\n", static_cast<long long>(c.retention_bytes));
   std::printf("retention_ms: %lld\n", static_cast<long long>(c.retention_ms));
+  // Ranges the broker's recovery found damaged: readers that reach them get DATA_LOSS.
+  ASSIGN_OR_RETURN(net::StatsResponse stats, client.Stats());
+  std::vector<broker::DamagedRangeSeries> damaged;
+  for (const auto& [series, value] : stats.values) {
+    auto d = broker::ParseDamagedRangeSeries(series, value);
+    if (d.has_value() && d->stream == name) damaged.push_back(std::move(*d));
+  }
+  std::printf("damaged_ranges: %zu\n", damaged.size());
+  for (const auto& d : damaged) {
+    std::printf("  streamlet %u: %u bytes from %s to %s (readers get DATA_LOSS)\n", d.streamlet,
+                d.range.length, d.range.from.ToString().c_str(), d.range.next().ToString().c_str());
+  }
   return Status::Ok();
 }
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -13,6 +14,7 @@
 
 #include "nearstream/broker/test_broker_process.h"
 #include "nearstream/net/client.h"
+#include "nearstream/storage/chunk.h"
 
 namespace nearstream::broker::testing {
 namespace {
@@ -183,6 +185,53 @@ TEST_F(ToolsLoopbackTest, CliReportsBrokerErrorsAndBadUsage) {
   r = Cli({"produce", "--help"});
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.out.find("--batch-records"), std::string::npos);
+}
+
+// `describe` lists the ranges the broker's recovery found damaged (from its Stats).
+TEST_F(ToolsLoopbackTest, CliDescribeListsDamagedRanges) {
+  ProcessResult r =
+      Cli({"create", "d", "--streamlets", "2", "--segment-bytes", "4096", "--durability", "sync"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  r = Cli({"describe", "d"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_NE(r.out.find("damaged_ranges: 0\n"), std::string::npos) << r.out;
+
+  // Chunks of ~1 KB to streamlet 1: four 4 KiB segments, so segment 2 is a middle one.
+  auto client = net::Client::Connect(broker_->address());
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  std::vector<storage::Position> at;
+  for (int i = 0; i < 12; ++i) {
+    storage::ChunkBuilder b;
+    b.Add(std::string(1000, static_cast<char>('a' + i)));
+    Bytes chunk = b.Finish(0, 0, i);
+    net::AppendRequest req;
+    req.stream = "d";
+    req.entries.push_back({1, chunk.data(), static_cast<uint32_t>(chunk.size())});
+    auto a = client->Append(req);
+    ASSERT_TRUE(a.ok() && a->results.at(0).status == 0);
+    at.push_back(a->results.at(0).position);
+  }
+  ASSERT_EQ(at[4].segment, 2u);
+  ASSERT_GT(at[11].segment, 2u);
+  broker_->Kill();
+  char name[64];
+  std::snprintf(name, sizeof name, "%020llu-%020llu.seg",
+                static_cast<unsigned long long>(at[4].group), 2ull);
+  const std::string path = broker_->data_dir() + "/streams/d/1/" + name;
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    ASSERT_TRUE(f.is_open()) << path;
+    f.seekp(at[4].offset + 500);
+    f.put('!');
+  }
+  ASSERT_TRUE(broker_->Restart().ok());
+  r = Cli({"describe", "d"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_NE(r.out.find("damaged_ranges: 1\n"), std::string::npos) << r.out;
+  const std::string line = "  streamlet 1: " + std::to_string(at[5].offset - at[4].offset) +
+                           " bytes from " + at[4].ToString() + " to " + at[5].ToString() +
+                           " (readers get DATA_LOSS)\n";
+  EXPECT_NE(r.out.find(line), std::string::npos) << r.out;
 }
 
 TEST_F(ToolsLoopbackTest, PerfProducersAndConsumerAgreeOnEveryRecord) {
