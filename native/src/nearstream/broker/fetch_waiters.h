@@ -1,12 +1,19 @@
 // Long-poll fetches that found nothing wait here instead of occupying a worker (with --workers 1
-// a blocked worker would stall the broker). An append to the stream, the deadline, or the
-// stream's deletion sends the request back to its worker's queue.
+// a blocked worker would stall the broker). An append to one of the fetch's streamlets, the
+// deadline, or the stream's deletion sends the request back to its worker's queue.
+//
+// A parked fetch is indexed under each (stream, streamlet) it reads, so an append wakes the
+// fetches of the streamlets it appended to and nothing else, in time proportional to the number
+// woken (not to the number parked).
 #pragma once
 
 #include <atomic>
 #include <functional>
+#include <list>
 #include <memory>
 #include <mutex>
+#include <span>
+#include <unordered_map>
 #include <vector>
 
 #include "nearstream/broker/request.h"
@@ -20,15 +27,27 @@ class FetchWaiters {
   using RequeueFn = std::function<void(Request)>;
   explicit FetchWaiters(RequeueFn requeue) : requeue_(std::move(requeue)) {}
 
-  // Parks `req` until `stream` sees an append after generation `seen`. Returns false (and leaves
-  // `req` untouched) when an append already happened, so the caller retries at once.
-  bool Park(Request& req, std::shared_ptr<storage::Stream> stream, uint64_t seen);
+  // A streamlet a fetch reads and its Stream::streamlet_generation() read before reading it.
+  struct Watched {
+    uint32_t streamlet;
+    uint64_t generation;
+  };
+
+  // Parks `req` until one of the `watched` streamlets of `stream` sees an append (or the stream
+  // is deleted, or the deadline passes). Returns false (and leaves `req` untouched) when that
+  // already happened — a watched generation moved on, or the stream is deleted — so the caller
+  // retries at once. Streamlets out of range are ignored; duplicates are watched once.
+  bool Park(Request& req, std::shared_ptr<storage::Stream> stream, std::vector<Watched> watched);
 
   // Sends `req` straight back to its worker's queue.
   void Requeue(Request req) { requeue_(std::move(req)); }
 
-  // Called after appends to `stream`: re-queues its waiters. Cheap when nobody waits.
-  void Wake(const storage::Stream* stream);
+  // Called after appends to `streamlets` of `stream` (after Stream::NoteAppended(id) for each):
+  // re-queues the fetches parked on any of them. Cheap when nobody waits.
+  void Wake(const storage::Stream* stream, std::span<const uint32_t> streamlets);
+  // Called after `stream` was deleted: re-queues every fetch parked on it (they answer
+  // STREAM_NOT_FOUND). Not counted in woken_total().
+  void WakeAll(const storage::Stream* stream);
 
   // Re-queues (with wait_over set) every waiter whose deadline passed or whose connection closed.
   void ExpireDue(int64_t now_ms);
@@ -37,18 +56,50 @@ class FetchWaiters {
   size_t size();
 
   uint64_t expired_total() const { return expired_.load(std::memory_order_relaxed); }
+  // Parked fetches re-queued by Wake (appends), since the start.
+  uint64_t woken_total() const { return woken_.load(std::memory_order_relaxed); }
 
  private:
-  struct Parked {
+  struct Key {
+    const storage::Stream* stream;
+    uint32_t streamlet;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const {
+      return std::hash<const void*>()(k.stream) ^
+             (static_cast<size_t>(k.streamlet) * 0x9E3779B97F4A7C15ull);
+    }
+  };
+  // Where a waiter sits in the index: the bucket of `key`, at `pos`.
+  struct Slot {
+    Key key;
+    size_t pos;
+  };
+  struct Waiter {
     Request req;
     std::shared_ptr<storage::Stream> stream;
+    std::vector<Slot> slots;  // one per watched streamlet
   };
+  using WaiterList = std::list<Waiter>;
+  // A bucket entry: the waiter and which of its slots points back here.
+  struct Entry {
+    WaiterList::iterator waiter;
+    uint32_t slot;
+  };
+
+  // Unlinks `it` from the index and the list (O(its streamlets)); returns its request.
+  Request RemoveLocked(WaiterList::iterator it);
 
   RequeueFn requeue_;
   std::mutex mu_;
-  std::vector<Parked> parked_;  // GUARDED_BY(mu_)
+  WaiterList waiters_;                                          // GUARDED_BY(mu_)
+  std::unordered_map<Key, std::vector<Entry>, KeyHash> index_;  // GUARDED_BY(mu_); no empty buckets
+  // waiters_.size(), plus one while Park checks the generations (see Park). Written under mu_,
+  // read without it by Wake's fast path.
   std::atomic<size_t> count_{0};
   std::atomic<uint64_t> expired_{0};
+  std::atomic<uint64_t> woken_{0};
 };
 
 }  // namespace nearstream::broker

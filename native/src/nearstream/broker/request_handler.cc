@@ -128,7 +128,7 @@ void RequestHandler::DeleteStream(const Request& req, Bytes* out) {
   auto stream = store_->Find(m->name);
   Status s = store_->Delete(m->name);
   if (!s.ok()) return Error(req, s, out);
-  waiters_->Wake(stream.get());  // parked fetches answer STREAM_NOT_FOUND now
+  waiters_->WakeAll(stream.get());  // parked fetches answer STREAM_NOT_FOUND now
   Respond(req, out, [](ByteWriter&) {});
 }
 
@@ -233,8 +233,17 @@ void RequestHandler::Append(const Request& req, Bytes* out) {
     r.results.push_back(std::move(res));
   }
   if (appended) {
-    stream->NoteAppended();
-    waiters_->Wake(stream.get());
+    // Each streamlet appended to (a chunk stored, not a duplicate): bump its generation (and the
+    // stream's) before Wake, which re-queues only the fetches parked on those streamlets. A
+    // streamlet listed twice is harmless (the second lookup finds nobody); runs are merged.
+    std::vector<uint32_t> woken;
+    for (const auto& res : r.results) {
+      if (res.status != 0 || res.duplicate) continue;
+      if (!woken.empty() && woken.back() == res.streamlet) continue;
+      woken.push_back(res.streamlet);
+      stream->NoteAppended(res.streamlet);
+    }
+    waiters_->Wake(stream.get(), woken);
     if (push_ != nullptr) push_->NotifyAppend(stream.get());
   }
   metrics_->append_chunks.Add(chunks);
@@ -261,8 +270,15 @@ bool RequestHandler::Fetch(Request& req, net::OutFrame* response) {
     metrics_->fetch_requests.Add(1);
     req.deadline_ms = NowMs() + std::min(m->max_wait_ms, options_.max_wait_ms);
   }
-  // Read the generation first: an append racing with this read makes Park() refuse.
-  const uint64_t generation = stream->append_generation();
+  // Read the entries' streamlet generations first: an append to one of them racing with the
+  // reads below makes Park() refuse.
+  std::vector<FetchWaiters::Watched> watched;
+  watched.reserve(m->entries.size());
+  for (const auto& e : m->entries) {
+    if (e.streamlet < stream->streamlet_count()) {
+      watched.push_back({e.streamlet, stream->streamlet_generation(e.streamlet)});
+    }
+  }
 
   response->Clear();
   size_t start =
@@ -316,10 +332,13 @@ bool RequestHandler::Fetch(Request& req, net::OutFrame* response) {
       fr.streamlet = e.streamlet;
       fr.status = static_cast<uint16_t>(read.status().code());
       fr.message = read.status().message();
+      // DATA_LOSS names where the damaged range ends: a reader told to skip it goes on there.
+      std::optional<storage::DamagedRange> damage;
+      if (read.status().code() == StatusCode::kDataLoss) damage = s->DamageAt(e.position);
       w.U32(fr.streamlet);
       w.U16(fr.status);
       w.Str(fr.message);
-      net::EncodePosition(w, e.position);
+      net::EncodePosition(w, damage ? damage->next() : e.position);
       net::EncodePosition(w, Position{});
       w.U32(0);
     }
@@ -328,7 +347,7 @@ bool RequestHandler::Fetch(Request& req, net::OutFrame* response) {
     metrics_->fetch_parked.Add(1);
     // Either parked, or something was appended meanwhile and the request goes to the back of
     // its worker's queue to read again (no recursion, and other requests get their turn).
-    if (!waiters_->Park(req, stream, generation)) waiters_->Requeue(std::move(req));
+    if (!waiters_->Park(req, stream, std::move(watched))) waiters_->Requeue(std::move(req));
     return false;
   }
   StoreLe32(out->data() + start,

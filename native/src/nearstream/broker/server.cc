@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <chrono>
 
+#include "nearstream/broker/damage_metrics.h"
 #include "nearstream/common/log.h"
 #include "nearstream/common/thread_name.h"
 #include "nearstream/net/socket_util.h"
@@ -304,6 +305,7 @@ MetricValues Server::CollectMetrics() {
   add("nearstream_fetch_bytes_total", metrics_.fetch_bytes.Get());
   add("nearstream_fetch_parked_total", metrics_.fetch_parked.Get());
   add("nearstream_fetch_waiting", waiters_.size());
+  add("nearstream_fetch_wakeups_total", waiters_.woken_total());
   add("nearstream_async_flush_failures_total", metrics_.async_flush_failures.Get());
   add("nearstream_streams", store_->List().size());
   add("nearstream_stored_bytes", store_->total_bytes());
@@ -315,6 +317,7 @@ MetricValues Server::CollectMetrics() {
     add("nearstream_queue_depth" + label, queues_[i]->depth());
   }
   push_->CollectMetrics(&v);
+  CollectDamageMetrics(*store_, &v);
   return v;
 }
 

@@ -482,5 +482,86 @@ TEST_F(ServerTest, ManyProducersAndConsumersWithOneWorker) {
   EXPECT_EQ(workers, 1);  // --workers 1 is honoured
 }
 
+// Appends wake only the long polls of the streamlets appended to: many polls parked on other
+// streamlets are not re-queued (nearstream_fetch_wakeups_total, nearstream_fetch_parked_total),
+// while a poll on the appended streamlet is answered at once with the data. Deleting the stream
+// still answers every parked poll.
+TEST_F(ServerTest, AppendWakesOnlyThePollsOfItsStreamlet) {
+  Client admin = Connect();
+  constexpr uint32_t kStreamlets = 9;
+  constexpr int kParked = 200, kAppends = 20;
+  CreateStream(admin, "wk", kStreamlets);
+  auto metrics = [&admin] {
+    auto stats = admin.Stats();
+    EXPECT_TRUE(stats.ok()) << stats.status().ToString();
+    return std::map<std::string, uint64_t>(stats->values.begin(), stats->values.end());
+  };
+  auto wait_for_waiting = [&](uint64_t n) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (metrics()["nearstream_fetch_waiting"] != n) {
+      ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "waiting for " << n << " polls";
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  };
+  auto send_poll = [](Client& c, uint32_t streamlet) {
+    net::FetchRequest req;
+    req.stream = "wk";
+    req.max_wait_ms = 30000;
+    req.entries.push_back({streamlet, Position{}, 1 << 20});
+    Bytes body;
+    ByteWriter w(&body);
+    net::EncodeFetchRequest(w, req);
+    auto id = c.Send(net::Opcode::kFetch, body);
+    EXPECT_TRUE(id.ok()) << id.status().ToString();
+  };
+
+  // kParked polls on streamlets 1..8 (pipelined on one connection), then one on streamlet 0.
+  Client pollers = Connect();
+  for (int i = 0; i < kParked; ++i) send_poll(pollers, 1 + static_cast<uint32_t>(i) % 8);
+  wait_for_waiting(kParked);
+  Client reader = Connect();
+  send_poll(reader, 0);
+  wait_for_waiting(kParked + 1);
+
+  auto before = metrics();
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < kAppends; ++i) {
+    Bytes chunk = MakeChunk({"v" + std::to_string(i)}, 0, 0);
+    auto r = admin.Append(OneChunk("wk", 0, chunk));
+    ASSERT_TRUE(r.ok() && r->results[0].status == 0);
+  }
+  auto answer = reader.Receive(5000);
+  const auto waited = std::chrono::steady_clock::now() - start;
+  ASSERT_TRUE(answer.ok()) << answer.status().ToString();
+  ASSERT_TRUE(answer->status.ok()) << answer->status.ToString();
+  auto fetched = net::DecodeFetchResponse(answer->body.data(), answer->body.size());
+  ASSERT_TRUE(fetched.ok());
+  ASSERT_EQ(fetched->results.size(), 1u);
+  EXPECT_FALSE(fetched->results[0].blocks.empty());
+  EXPECT_LT(waited, std::chrono::milliseconds(3000));
+
+  wait_for_waiting(kParked);  // the streamlet-0 poll was answered, the others still wait
+  auto after = metrics();
+  const uint64_t wakeups =
+      after["nearstream_fetch_wakeups_total"] - before["nearstream_fetch_wakeups_total"];
+  const uint64_t parks =
+      after["nearstream_fetch_parked_total"] - before["nearstream_fetch_parked_total"];
+  // Only the streamlet-0 poll was woken (once: it found the data). Waking every poll of the
+  // stream would be about kParked per append, each one parking again.
+  EXPECT_EQ(wakeups, 1u);
+  EXPECT_LE(parks, 1u);
+  EXPECT_LT(static_cast<double>(wakeups) / kAppends, 0.1);
+
+  // Deleting the stream answers every parked poll, STREAM_NOT_FOUND, and wakes nothing by append.
+  ASSERT_TRUE(admin.DeleteStream("wk").ok());
+  for (int i = 0; i < kParked; ++i) {
+    auto r = pollers.Receive(5000);
+    ASSERT_TRUE(r.ok()) << i << ": " << r.status().ToString();
+    EXPECT_EQ(r->status.code(), StatusCode::kStreamNotFound);
+  }
+  wait_for_waiting(0);
+  EXPECT_EQ(metrics()["nearstream_fetch_wakeups_total"], after["nearstream_fetch_wakeups_total"]);
+}
+
 }  // namespace
 }  // namespace nearstream::broker

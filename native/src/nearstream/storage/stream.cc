@@ -2,12 +2,21 @@
 
 namespace nearstream::storage {
 
-Stream::Stream(StreamConfig config, Env* env, const std::string& dir) : config_(std::move(config)) {
+Stream::Stream(StreamConfig config, Env* env, const std::string& dir)
+    : config_(std::move(config)),
+      streamlet_generations_(new std::atomic<uint64_t>[config_.streamlets]()) {
   streamlets_.reserve(config_.streamlets);
   for (uint32_t i = 0; i < config_.streamlets; ++i) {
     std::string sdir = dir.empty() ? std::string() : dir + "/" + std::to_string(i);
     streamlets_.push_back(std::make_unique<Streamlet>(i, &config_, env, sdir));
   }
+}
+
+void Stream::NoteAppended() {
+  for (uint32_t i = 0; i < streamlet_count(); ++i) {
+    streamlet_generations_[i].fetch_add(1, std::memory_order_seq_cst);
+  }
+  generation_.fetch_add(1, std::memory_order_seq_cst);
 }
 
 }  // namespace nearstream::storage

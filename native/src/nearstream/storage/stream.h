@@ -1,5 +1,6 @@
-// A stream: its configuration and a fixed set of streamlets, plus a counter that long-polling
-// fetches watch to learn that something was appended.
+// A stream: its configuration and a fixed set of streamlets, plus counters (one per streamlet,
+// one for the stream) that long-polling fetches and push threads watch to learn that something
+// was appended.
 #pragma once
 
 #include <atomic>
@@ -22,11 +23,28 @@ class Stream {
     return id < streamlets_.size() ? streamlets_[id].get() : nullptr;
   }
 
-  // Bumped after every successful append; long-poll fetches and push threads compare it. Both
-  // seq_cst (free on x86): a push thread going to sleep stores a flag and then loads this, the
-  // append path bumps this and then loads the flag (PushManager::NotifyAppend).
+  // Bumped after every successful append; push threads compare it. Both seq_cst (free on
+  // x86): a push thread going to sleep stores a flag and then loads this, the append path bumps
+  // this and then loads the flag (PushManager::NotifyAppend).
   uint64_t append_generation() const { return generation_.load(std::memory_order_seq_cst); }
-  void NoteAppended() { generation_.fetch_add(1, std::memory_order_seq_cst); }
+  // Per streamlet, bumped by appends to that streamlet only: a long-poll fetch compares the
+  // generations of its own streamlets, so appends elsewhere neither wake it nor make it retry.
+  // `id` must be < streamlet_count(). seq_cst like the stream-wide one (FetchWaiters relies on
+  // it: an append bumps this and then loads the waiter count, a parking fetch stores the count
+  // and then, under the same mutex, loads this).
+  uint64_t streamlet_generation(uint32_t id) const {
+    return streamlet_generations_[id].load(std::memory_order_seq_cst);
+  }
+
+  // After an append to streamlet `id` (< streamlet_count()): bumps its generation, then the
+  // stream-wide one.
+  void NoteAppended(uint32_t id) {
+    streamlet_generations_[id].fetch_add(1, std::memory_order_seq_cst);
+    generation_.fetch_add(1, std::memory_order_seq_cst);
+  }
+  // Something that concerns every streamlet (the stream's deletion, maintenance closing idle
+  // groups): bumps every streamlet's generation and the stream-wide one.
+  void NoteAppended();
 
   // Set once the stream has been deleted; handlers holding a reference stop using it.
   bool deleted() const { return deleted_.load(std::memory_order_acquire); }
@@ -36,6 +54,7 @@ class Stream {
   const StreamConfig config_;
   std::vector<std::unique_ptr<Streamlet>> streamlets_;
   std::atomic<uint64_t> generation_{0};
+  std::unique_ptr<std::atomic<uint64_t>[]> streamlet_generations_;  // streamlet_count() of them
   std::atomic<bool> deleted_{false};
 };
 
