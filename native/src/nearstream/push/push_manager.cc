@@ -40,7 +40,7 @@ struct PushManager::Split {
   uint32_t streamlet = 0;
   storage::Streamlet* s = nullptr;
   Position pos;
-  bool failed = false;   // a read error or a chunk larger than a slot: the split is not served
+  bool failed = false;   // a read error or a corrupt chunk header: the split is not served
   bool restart = false;  // queued update: start at pos even if the split is being pushed
 };
 

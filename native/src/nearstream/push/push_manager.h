@@ -16,7 +16,9 @@
 // load (no syscall). The thread refreshes broker_heartbeat_ns every 50 ms and reclaims a ring
 // whose consumer heartbeat is older than the subscription's consumer timeout: the ring is
 // re-activated at once for a new consumer and restarts from its splits' current push positions
-// (slots published to the dead consumer are not pushed again; the data stays in the segments).
+// (slots published to the dead consumer are not pushed again; the data stays in the segments);
+// a ring nobody attached to since is not reclaimed again. A chunk too large for a slot and a
+// damaged range (kDataLoss) go out as marker slots (docs/shm-layout.md) in their split's order.
 #pragma once
 
 #include <atomic>
