@@ -28,6 +28,12 @@ import subprocess
 import sys
 import tempfile
 import threading
+
+# CRC32C from the repository's independent Python implementation of docs/protocol.md (the
+# generator of the golden test vectors), rather than a second copy here.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "testdata", "protocol"))
+from generate import crc32c  # noqa: E402
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -59,26 +65,6 @@ def parse_args():
 
 
 # ---- wire protocol -----------------------------------------------------------------------------
-
-def _crc32c_table():
-    table = []
-    for i in range(256):
-        c = i
-        for _ in range(8):
-            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
-        table.append(c)
-    return table
-
-
-_CRC_TABLE = _crc32c_table()
-
-
-def crc32c(data):
-    c = 0xFFFFFFFF
-    for b in data:
-        c = _CRC_TABLE[(c ^ b) & 0xFF] ^ (c >> 8)
-    return c ^ 0xFFFFFFFF
-
 
 def make_chunk(records, producer=0, sequence=0, timestamp_ms=1000):
     payload = b"".join(struct.pack("<I", len(r)) + r for r in records)
