@@ -64,10 +64,14 @@ class ShmRegionTest {
 
     @Test
     void rejectsWrongVersionAndGeometry(@TempDir Path tmp) throws Exception {
-        try (TestRegion broker = TestRegion.create(tmp.resolve("v"), 1, 2, 64, 0)) {
-            broker.buf.putInt(REGION_LAYOUT_VERSION, 2);
-            assertThatThrownBy(() -> ShmRegion.map(broker.path))
-                    .hasMessageContaining("layout version 2");
+        // A newer layout, and layout 1, which had no marker slots (this reader would take a
+        // marker for an empty batch and skip the chunk it stands for).
+        for (int version : new int[] {LAYOUT_VERSION + 1, 1}) {
+            try (TestRegion broker = TestRegion.create(tmp.resolve("v" + version), 1, 2, 64, 0)) {
+                broker.buf.putInt(REGION_LAYOUT_VERSION, version);
+                assertThatThrownBy(() -> ShmRegion.map(broker.path))
+                        .hasMessageContaining("layout version " + version);
+            }
         }
         try (TestRegion broker = TestRegion.create(tmp.resolve("g"), 1, 2, 64, 0)) {
             broker.buf.putLong(REGION_RING_STRIDE, 12345);

@@ -10,7 +10,6 @@ import io.nearstream.client.Position;
 import io.nearstream.client.StreamletFetch;
 import io.nearstream.flink.source.BrokerErrors;
 import java.io.IOException;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.apache.flink.annotation.Internal;
@@ -76,7 +75,6 @@ final class OversizeChunkFetcher {
                 }
                 throw (RuntimeException) e;
             }
-            List<RecordRun> runs = new ArrayList<>(1);
             for (ChunkBlock block : result.blocks()) {
                 cursor.reset(block);
                 while (cursor.nextChunk()) {
@@ -88,17 +86,9 @@ final class OversizeChunkFetcher {
                                         + " bytes at "
                                         + cursor.position());
                     }
-                    long timestamp = cursor.header().firstTimestampMs();
-                    int skipped = cursor.skipRecords(split.takeRecordsToSkip(at));
-                    byte[][] values = new byte[cursor.recordCount() - skipped][];
-                    int n = 0;
-                    while (cursor.nextRecord()) {
-                        values[n++] = cursor.copyRecord();
-                    }
-                    if (n > 0) {
-                        runs.add(new RecordRun.OnHeap(streamlet, at, timestamp, skipped, values));
-                    }
-                    return runs;
+                    RecordRun run =
+                            RecordRun.copyChunk(cursor, streamlet, split.takeRecordsToSkip(at));
+                    return run != null ? List.of(run) : List.of();
                 }
             }
             throw new IOException(what + " returned no chunk");

@@ -192,17 +192,11 @@ public class PullSplitReader implements SplitReader<RecordRun, NearstreamSplit> 
                         }
                         int size = cursor.header().totalSize();
                         long timestamp = cursor.header().firstTimestampMs();
-                        int skipped = cursor.skipRecords(s.takeRecordsToSkip(at));
-                        byte[][] values = new byte[cursor.recordCount() - skipped][];
-                        int n = 0;
-                        while (cursor.nextRecord()) {
-                            values[n++] = cursor.copyRecord();
-                        }
-                        if (n > 0) {
-                            out.add(
-                                    new RecordRun.OnHeap(
-                                            s.streamlet, at, timestamp, skipped, values));
-                            count += n;
+                        RecordRun run =
+                                RecordRun.copyChunk(cursor, s.streamlet, s.takeRecordsToSkip(at));
+                        if (run != null) {
+                            out.add(run);
+                            count += run.size();
                         }
                         bytes += size;
                         lastChunkTimestamp = timestamp;

@@ -1,7 +1,9 @@
 package io.nearstream.flink.source.reader;
 
+import io.nearstream.client.ChunkCursor;
 import io.nearstream.client.NearstreamRecord;
 import io.nearstream.client.Position;
+import javax.annotation.Nullable;
 import org.apache.flink.annotation.Internal;
 
 /**
@@ -77,6 +79,23 @@ public abstract class RecordRun {
     }
 
     /** A run whose values are already on the heap (pull mode copies them on the fetcher thread). */
+    /**
+     * Copies the records of {@code cursor}'s current chunk, after the first {@code skip}, into a
+     * run of their own; null when none are left. Leaves the cursor at the chunk's end.
+     */
+    @Nullable
+    static RecordRun copyChunk(ChunkCursor cursor, int streamlet, int skip) {
+        Position at = cursor.position();
+        long timestamp = cursor.header().firstTimestampMs();
+        int skipped = cursor.skipRecords(skip);
+        byte[][] values = new byte[cursor.recordCount() - skipped][];
+        int n = 0;
+        while (cursor.nextRecord()) {
+            values[n++] = cursor.copyRecord();
+        }
+        return n > 0 ? new OnHeap(streamlet, at, timestamp, skipped, values) : null;
+    }
+
     static final class OnHeap extends RecordRun {
         private final byte[][] values;
 
