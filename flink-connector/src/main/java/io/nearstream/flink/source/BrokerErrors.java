@@ -39,27 +39,41 @@ public final class BrokerErrors {
         return status != null && status.isRetriable();
     }
 
-    /** Whether an entry status of an otherwise OK response may succeed when asked again. */
-    public static boolean isRetriable(StatusCode status) {
-        return status.isRetriable();
-    }
-
-    /** The exception that {@code SplitReader.fetch()} and the enumerator throw for {@code t}. */
-    public static Exception classify(String what, Throwable t) {
+    /**
+     * The failure of {@code what}, classified: a fatal one is thrown here as a {@link
+     * NearstreamException}; a retriable one is returned as an {@link IOException}, which the caller
+     * throws (or retries). Use as {@code throw BrokerErrors.failure(what, t);}.
+     */
+    public static IOException failure(String what, Throwable t) {
         Throwable cause = unwrap(t);
         StatusCode status = statusOf(cause);
         if (status != null && status.isRetriable()) {
             return new IOException(what + " failed (retriable " + status + ")", cause);
         }
-        return new NearstreamException(what + " failed: " + cause.getMessage(), status, cause);
+        throw fatal(what, cause);
     }
 
-    /** The exception for a failed entry (one streamlet) of an OK response. */
-    public static Exception classify(String what, StatusCode status, String message) {
-        String text = what + " failed with " + status + (message.isEmpty() ? "" : ": " + message);
+    /** The same for a failed entry (one streamlet) of an OK response. */
+    public static IOException failure(String what, StatusCode status, String message) {
         if (status.isRetriable()) {
-            return new IOException(text);
+            return new IOException(text(what, status, message));
         }
+        throw fatal(what, status, message);
+    }
+
+    /** A failure that retrying cannot mend, e.g. from the enumerator's threads. */
+    public static NearstreamException fatal(String what, Throwable t) {
+        Throwable cause = unwrap(t);
+        if (cause instanceof NearstreamException) {
+            return (NearstreamException) cause;
+        }
+        return new NearstreamException(
+                what + " failed: " + cause.getMessage(), statusOf(cause), cause);
+    }
+
+    /** A failed entry whose status the caller knows is fatal (e.g. DATA_LOSS). */
+    public static NearstreamException fatal(String what, StatusCode status, String message) {
+        String text = text(what, status, message);
         if (status == StatusCode.POSITION_OUT_OF_RANGE) {
             text +=
                     " (the position was removed by retention or never existed; restart the job"
@@ -73,6 +87,10 @@ public final class BrokerErrors {
                             + " numDamagedRangesSkipped metric)";
         }
         return new NearstreamException(text, status, null);
+    }
+
+    private static String text(String what, StatusCode status, String message) {
+        return what + " failed with " + status + (message.isEmpty() ? "" : ": " + message);
     }
 
     /** The cause inside the wrappers of {@code CompletableFuture}. */

@@ -49,7 +49,6 @@ public class NearstreamSourceBuilder<T> {
 
     private String[] brokers;
     private String stream;
-    private ReadMode readMode = ReadMode.PULL;
     private NearstreamStartingPositions startingPositions = NearstreamStartingPositions.earliest();
     @Nullable private NearstreamStoppingPositions stoppingPositions;
     private NearstreamRecordDeserializationSchema<T> deserializer;
@@ -73,9 +72,12 @@ public class NearstreamSourceBuilder<T> {
         return this;
     }
 
-    /** How readers get data: {@link ReadMode#PULL} (the default), {@code PUSH} or {@code AUTO}. */
+    /**
+     * How readers get data: {@link ReadMode#PULL} (the default), {@code PUSH} or {@code AUTO}; the
+     * same as {@code setProperty("nearstream.source.read-mode", ...)}.
+     */
     public NearstreamSourceBuilder<T> setReadMode(ReadMode readMode) {
-        this.readMode = checkNotNull(readMode, "readMode");
+        config.set(NearstreamSourceOptions.READ_MODE, checkNotNull(readMode, "readMode"));
         return this;
     }
 
@@ -263,7 +265,7 @@ public class NearstreamSourceBuilder<T> {
         return new NearstreamSource<>(
                 broker,
                 stream,
-                readMode,
+                option(NearstreamSourceOptions.READ_MODE),
                 startingPositions,
                 stoppingPositions,
                 deserializer,

@@ -16,6 +16,15 @@ public final class NearstreamSourceOptions {
 
     private NearstreamSourceOptions() {}
 
+    public static final ConfigOption<ReadMode> READ_MODE =
+            key("nearstream.source.read-mode")
+                    .enumType(ReadMode.class)
+                    .defaultValue(ReadMode.PULL)
+                    .withDescription(
+                            "How readers get data: PULL (fetch RPCs over TCP), PUSH (the broker"
+                                    + " fills shared-memory slots on its host) or AUTO (push for"
+                                    + " readers on the broker's host, pull for the others).");
+
     public static final ConfigOption<Integer> FETCH_MAX_BYTES_PER_STREAMLET =
             key("nearstream.source.fetch.max-bytes-per-streamlet")
                     .intType()

@@ -127,7 +127,7 @@ public final class NearstreamStartingPositions implements Serializable {
                         client.lookupTimestamps(stream, asked)
                                 .get(timeoutMs, TimeUnit.MILLISECONDS)) {
                     if (lookup.status() != StatusCode.OK) {
-                        throw BrokerErrors.classify(
+                        throw BrokerErrors.failure(
                                 "Looking up timestamp "
                                         + timestampMs
                                         + " in streamlet "

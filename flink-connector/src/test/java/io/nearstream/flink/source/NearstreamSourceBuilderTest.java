@@ -196,6 +196,25 @@ class NearstreamSourceBuilderTest {
     }
 
     @Test
+    void theReadModeIsAnOptionLikeAnyOther() {
+        // As a table factory or a job configuration sets it: by key, as a string.
+        NearstreamSource<String> push =
+                valid().setProperty("nearstream.source.read-mode", "PUSH").build();
+        assertThat(push.readMode()).isEqualTo(ReadMode.PUSH);
+        assertThat(push.configuration().get(NearstreamSourceOptions.READ_MODE))
+                .isEqualTo(ReadMode.PUSH);
+        assertThat(valid().setReadMode(ReadMode.AUTO).build().configuration().toMap())
+                .containsEntry("nearstream.source.read-mode", "AUTO");
+        assertThatThrownBy(
+                        () ->
+                                valid().setProperty("nearstream.source.read-mode", "SIDEWAYS")
+                                        .build())
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("nearstream.source.read-mode")
+                .hasMessageContaining("SIDEWAYS");
+    }
+
+    @Test
     void explainsWrongPushSettings() {
         assertThatThrownBy(() -> valid().setPushSlots(1, 1 << 20).build())
                 .hasMessageContaining("Push slots per ring must be from 2 to 1024");

@@ -12,6 +12,7 @@ import io.nearstream.flink.source.NearstreamStoppingPositions;
 import io.nearstream.flink.source.event.PushPeersEvent;
 import io.nearstream.flink.source.event.ReaderStartedEvent;
 import io.nearstream.flink.source.split.NearstreamSplit;
+import java.io.IOException;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
@@ -470,13 +471,10 @@ public class NearstreamSourceEnumerator
     }
 
     private static RuntimeException asRuntime(String what, Throwable error) {
-        Throwable cause = BrokerErrors.unwrap(error);
-        if (cause instanceof NearstreamException) {
-            return (NearstreamException) cause;
+        if (!BrokerErrors.isRetriable(error)) {
+            return BrokerErrors.fatal(what, error);
         }
-        Exception classified = BrokerErrors.classify(what, cause);
-        return classified instanceof RuntimeException
-                ? (RuntimeException) classified
-                : new FlinkRuntimeException(classified.getMessage(), classified);
+        IOException retriable = BrokerErrors.failure(what, error);
+        return new FlinkRuntimeException(retriable.getMessage(), retriable);
     }
 }

@@ -42,11 +42,10 @@ final class DamagedData {
                         : 0;
         if (!skip) {
             metrics.fetchFailed();
-            throw (RuntimeException)
-                    BrokerErrors.classify(
-                            "Reading streamlet " + streamlet + " of stream '" + stream + "'",
-                            StatusCode.DATA_LOSS,
-                            why);
+            throw BrokerErrors.fatal(
+                    "Reading streamlet " + streamlet + " of stream '" + stream + "'",
+                    StatusCode.DATA_LOSS,
+                    why);
         }
         LOG.warn(
                 "Skipping {} damaged bytes of stream '{}' streamlet {} from {} to {}: {}",

@@ -60,20 +60,12 @@ final class OversizeChunkFetcher {
             Thread.currentThread().interrupt();
             throw new IOException(what + " was interrupted", e);
         } catch (Exception e) {
-            Exception classified = BrokerErrors.classify(what, e);
-            if (classified instanceof IOException) {
-                throw (IOException) classified;
-            }
-            throw (RuntimeException) classified;
+            throw BrokerErrors.failure(what, e);
         }
         try {
             StreamletFetch result = response.results().get(0);
             if (!result.ok()) {
-                Exception e = BrokerErrors.classify(what, result.status(), result.message());
-                if (e instanceof IOException) {
-                    throw (IOException) e;
-                }
-                throw (RuntimeException) e;
+                throw BrokerErrors.failure(what, result.status(), result.message());
             }
             for (ChunkBlock block : result.blocks()) {
                 cursor.reset(block);
@@ -93,7 +85,7 @@ final class OversizeChunkFetcher {
             }
             throw new IOException(what + " returned no chunk");
         } catch (NearstreamClientException e) {
-            throw (RuntimeException) BrokerErrors.classify(what, e); // CRC or framing: fatal
+            throw BrokerErrors.fatal(what, e); // CRC or framing: the same bytes fail the same way
         } finally {
             response.close();
         }

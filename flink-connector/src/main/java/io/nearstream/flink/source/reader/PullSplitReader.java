@@ -146,7 +146,7 @@ public class PullSplitReader implements SplitReader<RecordRun, NearstreamSplit> 
         long bytes = 0;
         long lastChunkTimestamp = Long.MIN_VALUE;
         long count = 0;
-        Exception entryFailure = null;
+        IOException entryFailure = null;
         for (StreamletFetch result : response.results()) {
             PullCursor s = streamlets.get(result.streamlet());
             if (s == null) {
@@ -163,8 +163,9 @@ public class PullSplitReader implements SplitReader<RecordRun, NearstreamSplit> 
                 continue;
             }
             if (!result.ok()) {
-                Exception e =
-                        BrokerErrors.classify(
+                // A fatal status throws here; a retriable one is retried after the batch.
+                IOException e =
+                        BrokerErrors.failure(
                                 "Fetch of streamlet "
                                         + s.streamlet
                                         + " of stream '"
@@ -173,7 +174,7 @@ public class PullSplitReader implements SplitReader<RecordRun, NearstreamSplit> 
                                         + s.position,
                                 result.status(),
                                 result.message());
-                if (entryFailure == null || !(e instanceof IOException)) {
+                if (entryFailure == null) {
                     entryFailure = e;
                 }
                 continue;
@@ -205,15 +206,14 @@ public class PullSplitReader implements SplitReader<RecordRun, NearstreamSplit> 
                 }
             } catch (NearstreamClientException e) {
                 // A chunk that fails its CRC or framing: the same bytes fail the same way.
-                throw (RuntimeException)
-                        BrokerErrors.classify(
-                                "Reading the chunks of streamlet "
-                                        + s.streamlet
-                                        + " of stream '"
-                                        + stream
-                                        + "' after "
-                                        + s.position,
-                                e);
+                throw BrokerErrors.fatal(
+                        "Reading the chunks of streamlet "
+                                + s.streamlet
+                                + " of stream '"
+                                + stream
+                                + "' after "
+                                + s.position,
+                        e);
             }
             if (!out.isEmpty()) {
                 records.addAll(s.splitId, out);
@@ -231,10 +231,8 @@ public class PullSplitReader implements SplitReader<RecordRun, NearstreamSplit> 
         if (lastChunkTimestamp != Long.MIN_VALUE) {
             metrics.updateFetchEventTimeLag(System.currentTimeMillis() - lastChunkTimestamp);
         }
-        if (entryFailure instanceof IOException) {
+        if (entryFailure != null) {
             handleFailure("Fetch from stream '" + stream + "'", entryFailure);
-        } else if (entryFailure != null) {
-            throw (RuntimeException) entryFailure;
         } else {
             consecutiveFailures = 0;
         }
@@ -270,10 +268,9 @@ public class PullSplitReader implements SplitReader<RecordRun, NearstreamSplit> 
      */
     private void handleFailure(String what, Exception e) throws IOException {
         metrics.fetchFailed();
-        Exception classified = e instanceof IOException ? e : BrokerErrors.classify(what, e);
-        if (!(classified instanceof IOException)) {
-            throw (RuntimeException) classified;
-        }
+        // A fatal failure throws here.
+        IOException classified =
+                e instanceof IOException ? (IOException) e : BrokerErrors.failure(what, e);
         consecutiveFailures++;
         if (consecutiveFailures > maxRetries) {
             throw new IOException(

@@ -247,15 +247,14 @@ public class PushSplitReader implements SplitReader<RecordRun, NearstreamSplit> 
                     && b.position().equals(s.position)
                     && heartbeatBeforeLooking - b.askedAtNanos() > 0) {
                 metrics.fetchFailed();
-                throw (RuntimeException)
-                        BrokerErrors.classify(
-                                "Push of stream '" + stream + "' streamlet " + s.streamlet,
-                                StatusCode.POSITION_OUT_OF_RANGE,
-                                "position "
-                                        + b.position()
-                                        + " is before the streamlet's head "
-                                        + b.head()
-                                        + " (the reader fell behind retention)");
+                throw BrokerErrors.fatal(
+                        "Push of stream '" + stream + "' streamlet " + s.streamlet,
+                        StatusCode.POSITION_OUT_OF_RANGE,
+                        "position "
+                                + b.position()
+                                + " is before the streamlet's head "
+                                + b.head()
+                                + " (the reader fell behind retention)");
             }
         }
     }
