@@ -17,7 +17,7 @@ import org.slf4j.LoggerFactory;
  * with {@link NearstreamSourceOptions#SKIP_DAMAGED_DATA}, log it, count it and go on after it.
  */
 @Internal
-final class DamagedData {
+public final class DamagedData {
 
     private static final Logger LOG = LoggerFactory.getLogger(DamagedData.class);
 
@@ -25,7 +25,7 @@ final class DamagedData {
     private final boolean skip;
     private final NearstreamSourceReaderMetrics metrics;
 
-    DamagedData(String stream, Configuration config, NearstreamSourceReaderMetrics metrics) {
+    public DamagedData(String stream, Configuration config, NearstreamSourceReaderMetrics metrics) {
         this.stream = stream;
         this.skip = config.get(NearstreamSourceOptions.SKIP_DAMAGED_DATA);
         this.metrics = metrics;
@@ -35,7 +35,7 @@ final class DamagedData {
      * The split of {@code streamlet} stands at {@code from}, where a damaged range starts that ends
      * at {@code next}. Throws unless told to skip; returns where the split goes on.
      */
-    Position reached(int streamlet, Position from, Position next, String why) {
+    public Position reached(int streamlet, Position from, Position next, String why) {
         long bytes =
                 next.group() == from.group() && next.segment() == from.segment()
                         ? next.offset() - from.offset()

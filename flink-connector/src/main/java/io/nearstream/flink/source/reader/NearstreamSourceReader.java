@@ -2,6 +2,7 @@ package io.nearstream.flink.source.reader;
 
 import io.nearstream.flink.source.event.PushPeersEvent;
 import io.nearstream.flink.source.event.ReaderStartedEvent;
+import io.nearstream.flink.source.reader.push.PushSubscriptionRegistry;
 import io.nearstream.flink.source.split.NearstreamSplit;
 import io.nearstream.flink.source.split.NearstreamSplitState;
 import java.util.List;

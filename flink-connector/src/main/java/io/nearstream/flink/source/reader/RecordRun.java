@@ -84,7 +84,7 @@ public abstract class RecordRun {
      * run of their own; null when none are left. Leaves the cursor at the chunk's end.
      */
     @Nullable
-    static RecordRun copyChunk(ChunkCursor cursor, int streamlet, int skip) {
+    public static RecordRun copyChunk(ChunkCursor cursor, int streamlet, int skip) {
         Position at = cursor.position();
         long timestamp = cursor.header().firstTimestampMs();
         int skipped = cursor.skipRecords(skip);

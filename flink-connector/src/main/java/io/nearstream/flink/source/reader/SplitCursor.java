@@ -11,15 +11,15 @@ import org.apache.flink.annotation.Internal;
  * it already emitted before the restore, and the stopping position of a bounded split.
  */
 @Internal
-class SplitCursor {
-    final String splitId;
-    final int streamlet;
-    @Nullable final Position stop;
+public class SplitCursor {
+    public final String splitId;
+    public final int streamlet;
+    @Nullable public final Position stop;
     private final Position resumePosition;
     private int recordsToSkip;
-    Position position;
+    public Position position;
 
-    SplitCursor(NearstreamSplit split) {
+    public SplitCursor(NearstreamSplit split) {
         this.splitId = split.splitId();
         this.streamlet = split.streamlet();
         this.stop = split.stoppingPosition().orElse(null);
@@ -29,12 +29,12 @@ class SplitCursor {
     }
 
     /** Whether the chunk at {@code at} lies at or beyond the split's stopping position. */
-    boolean stopsAt(Position at) {
+    public boolean stopsAt(Position at) {
         return stop != null && at.compareTo(stop) >= 0;
     }
 
     /** Whether the split has read everything up to its stopping position. */
-    boolean finished() {
+    public boolean finished() {
         return stopsAt(position);
     }
 
@@ -42,7 +42,7 @@ class SplitCursor {
      * The records to skip at the start of the chunk at {@code at}: only the chunk the split resumed
      * at had records emitted already, and only the first chunk read can be that one.
      */
-    int takeRecordsToSkip(Position at) {
+    public int takeRecordsToSkip(Position at) {
         if (recordsToSkip == 0) {
             return 0;
         }

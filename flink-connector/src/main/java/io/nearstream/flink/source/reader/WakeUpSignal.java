@@ -14,12 +14,12 @@ import org.apache.flink.annotation.Internal;
  * while the fetcher is not waiting is remembered for its next wait.
  */
 @Internal
-final class WakeUpSignal {
+public final class WakeUpSignal {
     private final AtomicBoolean requested = new AtomicBoolean();
     @Nullable private volatile CompletableFuture<Void> waker;
 
     /** Any thread. */
-    void wakeUp() {
+    public void wakeUp() {
         requested.set(true);
         CompletableFuture<Void> w = waker;
         if (w != null) {
@@ -28,7 +28,7 @@ final class WakeUpSignal {
     }
 
     /** Consumes a pending wake-up; true when there was one. Fetcher thread. */
-    boolean consume() {
+    public boolean consume() {
         return requested.getAndSet(false);
     }
 
@@ -36,7 +36,7 @@ final class WakeUpSignal {
      * Starts a wait: the returned future completes on {@link #wakeUp()}, at once when one is
      * pending. End the wait with {@link #disarm()}. Fetcher thread.
      */
-    CompletableFuture<Void> arm() {
+    public CompletableFuture<Void> arm() {
         CompletableFuture<Void> w = new CompletableFuture<>();
         waker = w;
         if (consume()) {
@@ -45,12 +45,12 @@ final class WakeUpSignal {
         return w;
     }
 
-    void disarm() {
+    public void disarm() {
         waker = null;
     }
 
     /** Sleeps up to {@code ms} unless woken up; the wake-up is consumed. Fetcher thread. */
-    void sleep(long ms) {
+    public void sleep(long ms) {
         CompletableFuture<Void> w = arm();
         try {
             w.get(ms, TimeUnit.MILLISECONDS);

@@ -7,6 +7,7 @@ import io.nearstream.client.Position;
 import io.nearstream.flink.source.NearstreamSourceOptions;
 import io.nearstream.flink.source.metrics.NearstreamSourceReaderMetrics;
 import io.nearstream.flink.source.reader.deserializer.NearstreamRecordDeserializationSchema;
+import io.nearstream.flink.source.reader.push.PushSubscriptionRegistry;
 import io.nearstream.flink.source.split.NearstreamSplit;
 import io.nearstream.flink.source.testutils.FakeNearstreamClient;
 import java.nio.charset.StandardCharsets;

@@ -1,6 +1,7 @@
-package io.nearstream.flink.source.reader;
+package io.nearstream.flink.source.reader.push;
 
 import io.nearstream.client.Position;
+import io.nearstream.flink.source.reader.RecordRun;
 import io.nearstream.jni.ArrowSlotView;
 import java.lang.ref.Cleaner;
 import java.util.ArrayList;

@@ -1,4 +1,4 @@
-package io.nearstream.flink.source.reader;
+package io.nearstream.flink.source.reader.push;
 
 import io.nearstream.client.ChunkBlock;
 import io.nearstream.client.ChunkCursor;
@@ -9,6 +9,8 @@ import io.nearstream.client.NearstreamClientException;
 import io.nearstream.client.Position;
 import io.nearstream.client.StreamletFetch;
 import io.nearstream.flink.source.BrokerErrors;
+import io.nearstream.flink.source.reader.RecordRun;
+import io.nearstream.flink.source.reader.SplitCursor;
 import java.io.IOException;
 import java.util.List;
 import java.util.concurrent.TimeUnit;

@@ -1,4 +1,4 @@
-package io.nearstream.flink.source.reader;
+package io.nearstream.flink.source.reader.push;
 
 import io.nearstream.client.NearstreamClient;
 import io.nearstream.client.Position;
@@ -8,10 +8,14 @@ import io.nearstream.client.StreamletMetadata;
 import io.nearstream.flink.source.BrokerErrors;
 import io.nearstream.flink.source.NearstreamSourceOptions;
 import io.nearstream.flink.source.metrics.NearstreamSourceReaderMetrics;
-import io.nearstream.flink.source.reader.PushSubscriptionRegistry.Attachment;
-import io.nearstream.flink.source.reader.PushSubscriptionRegistry.Geometry;
-import io.nearstream.flink.source.reader.PushSubscriptionRegistry.Key;
-import io.nearstream.flink.source.reader.PushSubscriptionRegistry.Member;
+import io.nearstream.flink.source.reader.DamagedData;
+import io.nearstream.flink.source.reader.RecordRun;
+import io.nearstream.flink.source.reader.SplitCursor;
+import io.nearstream.flink.source.reader.WakeUpSignal;
+import io.nearstream.flink.source.reader.push.PushSubscriptionRegistry.Attachment;
+import io.nearstream.flink.source.reader.push.PushSubscriptionRegistry.Geometry;
+import io.nearstream.flink.source.reader.push.PushSubscriptionRegistry.Key;
+import io.nearstream.flink.source.reader.push.PushSubscriptionRegistry.Member;
 import io.nearstream.flink.source.split.NearstreamSplit;
 import io.nearstream.jni.ArrowSlotView;
 import io.nearstream.jni.ShmLayout;

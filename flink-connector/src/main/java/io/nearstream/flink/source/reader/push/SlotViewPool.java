@@ -1,4 +1,4 @@
-package io.nearstream.flink.source.reader;
+package io.nearstream.flink.source.reader.push;
 
 import io.nearstream.jni.ArrowSlotView;
 import java.lang.ref.Cleaner;

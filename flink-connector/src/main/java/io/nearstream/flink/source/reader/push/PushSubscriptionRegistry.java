@@ -1,4 +1,4 @@
-package io.nearstream.flink.source.reader;
+package io.nearstream.flink.source.reader.push;
 
 import io.nearstream.client.NearstreamClient;
 import io.nearstream.client.PushRingSpec;
@@ -80,8 +80,9 @@ public final class PushSubscriptionRegistry {
     private final long peerWaitNanos;
     private long generations;
 
+    /** A registry of its own (tests; production readers share {@link #INSTANCE}). */
     @VisibleForTesting
-    PushSubscriptionRegistry() {
+    public PushSubscriptionRegistry() {
         this(PEER_WAIT_MS);
     }
 

@@ -1,14 +1,14 @@
-package io.nearstream.flink.source.reader;
+package io.nearstream.flink.source.reader.push;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.nearstream.client.Position;
 import io.nearstream.client.PushRingSpec;
 import io.nearstream.client.PushSplitStart;
-import io.nearstream.flink.source.reader.PushSubscriptionRegistry.Attachment;
-import io.nearstream.flink.source.reader.PushSubscriptionRegistry.Geometry;
-import io.nearstream.flink.source.reader.PushSubscriptionRegistry.Key;
-import io.nearstream.flink.source.reader.PushSubscriptionRegistry.Member;
+import io.nearstream.flink.source.reader.push.PushSubscriptionRegistry.Attachment;
+import io.nearstream.flink.source.reader.push.PushSubscriptionRegistry.Geometry;
+import io.nearstream.flink.source.reader.push.PushSubscriptionRegistry.Key;
+import io.nearstream.flink.source.reader.push.PushSubscriptionRegistry.Member;
 import io.nearstream.flink.source.testutils.FakeNearstreamClient;
 import java.util.List;
 import java.util.Map;

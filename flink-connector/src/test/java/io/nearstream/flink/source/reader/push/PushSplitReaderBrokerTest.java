@@ -1,4 +1,4 @@
-package io.nearstream.flink.source.reader;
+package io.nearstream.flink.source.reader.push;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -10,7 +10,8 @@ import io.nearstream.client.StreamConfig;
 import io.nearstream.flink.source.NearstreamException;
 import io.nearstream.flink.source.NearstreamSourceOptions;
 import io.nearstream.flink.source.metrics.NearstreamSourceReaderMetrics;
-import io.nearstream.flink.source.reader.PushSubscriptionRegistry.Key;
+import io.nearstream.flink.source.reader.RecordRun;
+import io.nearstream.flink.source.reader.push.PushSubscriptionRegistry.Key;
 import io.nearstream.flink.source.split.NearstreamSplit;
 import io.nearstream.flink.source.testutils.NearstreamTestData;
 import io.nearstream.testing.NearstreamBrokerExtension;
