@@ -3,26 +3,19 @@ package io.nearstream.flink.source.reader.push;
 import io.nearstream.client.NearstreamClient;
 import io.nearstream.client.Position;
 import io.nearstream.client.PushSplitStart;
-import io.nearstream.client.StatusCode;
-import io.nearstream.client.StreamletMetadata;
-import io.nearstream.flink.source.BrokerErrors;
 import io.nearstream.flink.source.NearstreamSourceOptions;
 import io.nearstream.flink.source.metrics.NearstreamSourceReaderMetrics;
 import io.nearstream.flink.source.reader.DamagedData;
 import io.nearstream.flink.source.reader.RecordRun;
-import io.nearstream.flink.source.reader.SplitCursor;
 import io.nearstream.flink.source.reader.WakeUpSignal;
-import io.nearstream.flink.source.reader.push.PushSubscriptionRegistry.Attachment;
 import io.nearstream.flink.source.reader.push.PushSubscriptionRegistry.Geometry;
 import io.nearstream.flink.source.reader.push.PushSubscriptionRegistry.Key;
 import io.nearstream.flink.source.reader.push.PushSubscriptionRegistry.Member;
 import io.nearstream.flink.source.split.NearstreamSplit;
 import io.nearstream.jni.ArrowSlotView;
 import io.nearstream.jni.ShmLayout;
-import io.nearstream.jni.ShmRegion;
 import io.nearstream.jni.SlotRing;
 import java.io.IOException;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
@@ -31,12 +24,10 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
+import java.util.function.ToLongFunction;
 import javax.annotation.Nullable;
 import org.apache.flink.annotation.Internal;
 import org.apache.flink.annotation.VisibleForTesting;
@@ -76,16 +67,11 @@ import org.slf4j.LoggerFactory;
  * ({@code PushUpdate}) and drops its chunks that still arrive, without advancing it; resuming puts
  * it back at the position it stopped at, from which the broker pushes again.
  *
- * <p>{@code pendingBytes}/{@code pendingRecords}: the streamlets' tails are refreshed with an
- * asynchronous Metadata RPC every {@link NearstreamSourceOptions#PUSH_PENDING_REFRESH_INTERVAL}
- * from the heartbeat scheduler and compared with the splits' positions, as pull mode does with the
- * tails its fetch responses carry.
- *
- * <p>Failures: a closed region, a changed broker epoch, a broker heartbeat older than the consumer
- * timeout, or a ring taken back by the broker fail the fetch with an {@link IOException} (Flink
- * restores from its checkpoint) - unless the group moved to a new subscription meanwhile, which the
- * reader then follows. A split whose position retention removed before it was pushed fails with
- * {@code POSITION_OUT_OF_RANGE}, as in pull mode (see {@link #failIfPositionsWereRemoved}). {@link
+ * <p>The concerns around the slots live apart: {@link RingSession} (attach, liveness, heartbeat,
+ * detach), {@link PushPending} (pending metrics from periodic Metadata, and the retention loss they
+ * reveal), marker slots through {@link DamagedData} and {@link OversizeChunkFetcher}. The ring
+ * heartbeat and the pending refresh run on the group's scheduler ({@link
+ * PushSubscriptionRegistry.Member#schedule}), which ends with the group, i.e. with the job. {@link
  * #wakeUp()} is honoured within {@value #AWAIT_MS} ms.
  *
  * <p>Runs on the split fetcher thread; only {@link #wakeUp()} is called from other threads.
@@ -98,15 +84,6 @@ public class PushSplitReader implements SplitReader<RecordRun, NearstreamSplit> 
     /** Longest single wait on the ring, so wakeUp() and liveness checks run. */
     static final long AWAIT_MS = 50;
 
-    /** Heartbeats the rings of all push readers of this JVM while their fetchers are blocked. */
-    private static final ScheduledExecutorService HEARTBEATS =
-            Executors.newSingleThreadScheduledExecutor(
-                    r -> {
-                        Thread t = new Thread(r, "nearstream-push-heartbeat");
-                        t.setDaemon(true);
-                        return t;
-                    });
-
     private final NearstreamClient client;
     private final String stream;
     private final NearstreamSourceReaderMetrics metrics;
@@ -115,6 +92,8 @@ public class PushSplitReader implements SplitReader<RecordRun, NearstreamSplit> 
     private final int subtaskIndex;
     private final Geometry geometry;
     private final long staleAfterNanos;
+    private final long heartbeatPeriodMs;
+    private final long pendingRefreshMs;
 
     /** Assigned splits by streamlet, in assignment order. */
     private final Map<Integer, PushCursor> splits = new LinkedHashMap<>();
@@ -122,31 +101,17 @@ public class PushSplitReader implements SplitReader<RecordRun, NearstreamSplit> 
     /** Where each split continues; read by other members when they re-subscribe the group. */
     private final Map<Integer, PushSplitStart> positions = new ConcurrentHashMap<>();
 
-    /** Splits by streamlet for the pending-metrics refresh (any thread). */
-    private final Map<Integer, PushCursor> pendingSplits = new ConcurrentHashMap<>();
-
     private final SlotViewPool views = new SlotViewPool();
+    private final PushPending pending;
     private final DamagedData damagedData;
     private final OversizeChunkFetcher oversizeChunks;
     private final WakeUpSignal wakeUp = new WakeUpSignal();
 
+    /** Set when the reader joins its group with its first splits. */
     @Nullable private Member member;
-    @Nullable private Attachment attached;
-    @Nullable private ShmRegion region;
 
-    /**
-     * The attached ring. Written by the fetcher thread under {@link #ringLock}, which the heartbeat
-     * thread holds while it writes into the ring, so the region is never unmapped under it.
-     */
-    @Nullable private volatile SlotRing ring;
-
-    private final Object ringLock = new Object();
-    private final ScheduledFuture<?> heartbeats;
-    @Nullable private final ScheduledFuture<?> pendingRefresh;
-    private final AtomicBoolean tailsRequested = new AtomicBoolean();
-    private final long rpcTimeoutMs;
-    private volatile boolean segmentSizeKnown;
-    private long waitingForRingSince;
+    @Nullable private RingSession session;
+    private final List<ScheduledFuture<?>> scheduled = new ArrayList<>(2);
 
     // Statistics (fetcher thread; read by tests and gauges).
     private volatile long slotsConsumed;
@@ -174,28 +139,24 @@ public class PushSplitReader implements SplitReader<RecordRun, NearstreamSplit> 
                         (int) timeoutMs,
                         config.get(NearstreamSourceOptions.REQUEST_TIMEOUT).toMillis());
         this.staleAfterNanos = TimeUnit.MILLISECONDS.toNanos(timeoutMs);
-        // The fetcher thread blocks while Flink's element queue is full (backpressure); the ring
-        // is heartbeated from here too, so the broker does not reclaim it meanwhile.
-        long period = Math.max(10, timeoutMs / 4);
-        this.heartbeats =
-                HEARTBEATS.scheduleAtFixedRate(
-                        this::heartbeat, period, period, TimeUnit.MILLISECONDS);
-        this.rpcTimeoutMs = config.get(NearstreamSourceOptions.REQUEST_TIMEOUT).toMillis();
+        this.heartbeatPeriodMs = Math.max(10, timeoutMs / 4);
+        this.pendingRefreshMs =
+                config.get(NearstreamSourceOptions.PUSH_PENDING_REFRESH_INTERVAL).toMillis();
+        long rpcTimeoutMs = config.get(NearstreamSourceOptions.REQUEST_TIMEOUT).toMillis();
+        this.pending = new PushPending(client, stream, metrics, rpcTimeoutMs);
         this.damagedData = new DamagedData(stream, config, metrics);
         this.oversizeChunks = new OversizeChunkFetcher(client, stream, rpcTimeoutMs);
-        long refreshMs =
-                config.get(NearstreamSourceOptions.PUSH_PENDING_REFRESH_INTERVAL).toMillis();
-        this.pendingRefresh =
-                refreshMs > 0
-                        ? HEARTBEATS.scheduleWithFixedDelay(
-                                this::refreshPending, 0, refreshMs, TimeUnit.MILLISECONDS)
-                        : null;
         metrics.registerPushGauges(
                 () -> slotsConsumed,
                 () -> bytesConsumed,
                 () -> ringStat(SlotRing::spinWakeups),
                 () -> ringStat(SlotRing::futexSleeps),
                 () -> TimeUnit.NANOSECONDS.toMillis(ringStat(SlotRing::waitNanos)));
+    }
+
+    private long ringStat(ToLongFunction<SlotRing> stat) {
+        RingSession s = session;
+        return s != null ? s.stat(stat) : 0;
     }
 
     @Override
@@ -211,12 +172,13 @@ public class PushSplitReader implements SplitReader<RecordRun, NearstreamSplit> 
         if (failure != null) {
             throw new IOException(failure.getMessage(), failure);
         }
-        if (!attach()) {
+        if (!session.attach()) {
             wakeUp.sleep(10);
             return records.build();
         }
+        SlotRing ring = session.ring();
         ring.heartbeat();
-        if (!alive()) {
+        if (!session.alive()) {
             return records.build(); // follows the group's new subscription on the next fetch
         }
         if (wakeUp.consume()) {
@@ -224,228 +186,25 @@ public class PushSplitReader implements SplitReader<RecordRun, NearstreamSplit> 
         }
         ring.await(AWAIT_MS * 1_000_000L);
         // Read before looking at the ring: a push pass that began after this heartbeat has
-        // published whatever it had read (see failIfPositionsWereRemoved).
-        long heartbeat = region.brokerHeartbeatNanos();
+        // published whatever it had read (see PushPending#failIfPositionsWereRemoved).
+        long heartbeat = session.region().brokerHeartbeatNanos();
         long position = ring.tryNext();
         if (position >= 0) {
-            return readSlot(position);
+            return readSlot(ring, position);
         }
-        failIfPositionsWereRemoved(heartbeat);
+        pending.failIfPositionsWereRemoved(splits.values(), heartbeat);
         return records.build();
-    }
-
-    /**
-     * A split whose position retention removed before the broker pushed it would wait forever: the
-     * broker cannot read it (it logs that and drops the split from its passes). It is failed with
-     * {@code POSITION_OUT_OF_RANGE}, as a pull fetch of that position is, once all of these hold: a
-     * Metadata answer (the pending refresh) put the streamlet's head beyond the split's position;
-     * the split has not moved since; the broker began a push pass after that Metadata was asked
-     * ({@code heartbeatBeforeLooking}, read before the ring was found empty) - a pass that had read
-     * the chunk before it was removed publishes it before the next pass begins - and the ring is
-     * empty now. Requires the pending refresh (on by default).
-     */
-    private void failIfPositionsWereRemoved(long heartbeatBeforeLooking) {
-        for (PushCursor s : splits.values()) {
-            BeyondHead b = s.beyondHead;
-            if (b != null
-                    && b.position().equals(s.position)
-                    && heartbeatBeforeLooking - b.askedAtNanos() > 0) {
-                metrics.fetchFailed();
-                throw BrokerErrors.fatal(
-                        "Push of stream '" + stream + "' streamlet " + s.streamlet,
-                        StatusCode.POSITION_OUT_OF_RANGE,
-                        "position "
-                                + b.position()
-                                + " is before the streamlet's head "
-                                + b.head()
-                                + " (the reader fell behind retention)");
-            }
-        }
-    }
-
-    /**
-     * Asks the streamlets' tails without waiting (heartbeat thread) and, when they come, updates
-     * the pending metrics from each split's position at that moment. One request at a time.
-     */
-    private void refreshPending() {
-        if (pendingSplits.isEmpty() || !tailsRequested.compareAndSet(false, true)) {
-            return;
-        }
-        try {
-            if (!segmentSizeKnown) {
-                client.describeStream(stream)
-                        .orTimeout(rpcTimeoutMs, TimeUnit.MILLISECONDS)
-                        .whenComplete(
-                                (config, error) -> {
-                                    if (config != null) {
-                                        segmentSizeKnown = true;
-                                        metrics.setSegmentBytes(
-                                                Integer.toUnsignedLong(config.segmentBytes()));
-                                    } else {
-                                        // Metrics only: the fetch path reports broker errors.
-                                        LOG.debug("Segment size of {} unknown", stream, error);
-                                    }
-                                });
-            }
-            long askedAt = System.nanoTime();
-            client.metadata(stream)
-                    .orTimeout(rpcTimeoutMs, TimeUnit.MILLISECONDS)
-                    .whenComplete(
-                            (streamlets, error) -> {
-                                try {
-                                    if (streamlets != null) {
-                                        updatePending(streamlets, askedAt);
-                                    } else {
-                                        LOG.debug("Tails of stream {} unknown", stream, error);
-                                    }
-                                } finally {
-                                    tailsRequested.set(false);
-                                }
-                            });
-        } catch (RuntimeException e) {
-            tailsRequested.set(false); // e.g. the client is closed; the next period tries again
-            LOG.debug("Cannot ask the tails of stream {}", stream, e);
-        }
-    }
-
-    private void updatePending(List<StreamletMetadata> streamlets, long askedAt) {
-        for (StreamletMetadata m : streamlets) {
-            PushCursor s = pendingSplits.get(m.streamlet());
-            if (s == null) {
-                continue;
-            }
-            Position next = s.next;
-            if (!next.isEarliest() && m.head().compareTo(next) > 0) {
-                BeyondHead seen = s.beyondHead;
-                if (seen == null || !seen.position().equals(next)) {
-                    s.beyondHead = new BeyondHead(next, m.head(), askedAt);
-                }
-            } else {
-                s.beyondHead = null;
-            }
-            synchronized (s) {
-                if (!s.removed) { // a split removed meanwhile must not come back in the gauges
-                    metrics.updatePending(s.splitId, s.next, m.tail());
-                }
-            }
-        }
-    }
-
-    /** A statistic of the attached ring (counted since it was attached), 0 when none is. */
-    private long ringStat(java.util.function.ToLongFunction<SlotRing> stat) {
-        SlotRing r = ring;
-        return r != null ? stat.applyAsLong(r) : 0;
-    }
-
-    private void heartbeat() {
-        synchronized (ringLock) {
-            SlotRing r = ring;
-            if (r != null) {
-                r.heartbeat();
-            }
-        }
-    }
-
-    /** Attaches to the ring of the group's current subscription; false while there is none yet. */
-    private boolean attach() throws IOException {
-        Attachment a = member.attachment();
-        if (a == null) {
-            return false;
-        }
-        if (attached != null && a.generation() == attached.generation()) {
-            return true;
-        }
-        try {
-            return attach(a);
-        } catch (IOException | RuntimeException e) {
-            if (member.attachment() != a) {
-                // The group moved on while we attached (the region may be unlinked already).
-                LOG.debug("Push subscription {} replaced while attaching", a, e);
-                detach();
-                return false;
-            }
-            throw e;
-        }
-    }
-
-    private boolean attach(Attachment a) throws IOException {
-        if (region == null || !region.path().equals(Path.of(a.regionPath()))) {
-            detach();
-            region = ShmRegion.map(Path.of(a.regionPath()));
-            waitingForRingSince = System.nanoTime();
-        }
-        if (region.brokerEpoch() != a.brokerEpoch()) {
-            throw new IOException(
-                    "push region "
-                            + a.regionPath()
-                            + " has broker epoch "
-                            + region.brokerEpoch()
-                            + ", the subscription was made with "
-                            + a.brokerEpoch());
-        }
-        SlotRing r = region.ring(a.ringIndex());
-        if (r.state() != ShmLayout.RING_ACTIVE) {
-            if (System.nanoTime() - waitingForRingSince > staleAfterNanos) {
-                throw new IOException(
-                        "ring " + a.ringIndex() + " of " + a.regionPath() + " never became active");
-            }
-            return false;
-        }
-        if (r.subtaskIndex() != subtaskIndex) {
-            throw new IOException(
-                    "ring "
-                            + a.ringIndex()
-                            + " of "
-                            + a.regionPath()
-                            + " belongs to subtask "
-                            + r.subtaskIndex()
-                            + ", not "
-                            + subtaskIndex);
-        }
-        synchronized (ringLock) {
-            ring = r.attach();
-        }
-        attached = a;
-        LOG.info("Subtask {} reads ring {} of {}", subtaskIndex, a.ringIndex(), a.regionPath());
-        return true;
-    }
-
-    /**
-     * Fails when the broker is gone or took the ring back, unless the group has moved to a new
-     * subscription (then detaches and returns false).
-     */
-    private boolean alive() throws IOException {
-        IOException problem = null;
-        try {
-            region.checkBrokerAlive(staleAfterNanos);
-            if (ring.detached()) {
-                problem =
-                        new IOException(
-                                "ring " + ring.index() + " of " + region.path() + " was reclaimed");
-            }
-        } catch (IOException e) {
-            problem = e;
-        }
-        if (problem == null) {
-            return true;
-        }
-        Attachment now = member.attachment();
-        if (now != null && now.generation() != attached.generation()) {
-            detach();
-            return false;
-        }
-        metrics.fetchFailed();
-        throw problem;
     }
 
     /**
      * Decides which rows of the slot each split emits (one step per chunk) and hands the slot to
      * Flink in a {@link PushSlotRecords}; a slot with nothing to emit is released at once.
      */
-    private RecordsWithSplitIds<RecordRun> readSlot(long position) throws IOException {
+    private RecordsWithSplitIds<RecordRun> readSlot(SlotRing ring, long position)
+            throws IOException {
         int flags = ring.flags(position);
         if (flags != 0) {
-            return readMarker(position, flags);
+            return readMarker(ring, position, flags);
         }
         long bytes = 0;
         boolean splitsFinished = false;
@@ -504,7 +263,7 @@ public class PushSplitReader implements SplitReader<RecordRun, NearstreamSplit> 
                                     recordCount - skip));
                 }
                 bytes += chunkBytes;
-                s.advance(new Position(at.group(), at.segment(), at.offset() + chunkBytes));
+                advance(s, new Position(at.group(), at.segment(), at.offset() + chunkBytes));
                 if (s.finished()) {
                     finish(s, batch::addFinishedSplit);
                     splitsFinished = true;
@@ -538,7 +297,8 @@ public class PushSplitReader implements SplitReader<RecordRun, NearstreamSplit> 
      * the broker's recovery found damaged, which fails the job unless told to skip it. The slot
      * goes back to the broker at once: nothing of it is handed to Flink.
      */
-    private RecordsWithSplitIds<RecordRun> readMarker(long position, int flags) throws IOException {
+    private RecordsWithSplitIds<RecordRun> readMarker(SlotRing ring, long position, int flags)
+            throws IOException {
         RecordsBySplits.Builder<RecordRun> out = new RecordsBySplits.Builder<>();
         boolean splitsFinished = false;
         try {
@@ -574,7 +334,8 @@ public class PushSplitReader implements SplitReader<RecordRun, NearstreamSplit> 
                 return out.build();
             }
             if (flags == ShmLayout.SLOT_DAMAGED) {
-                s.advance(
+                advance(
+                        s,
                         damagedData.reached(
                                 streamlet,
                                 at,
@@ -598,7 +359,7 @@ public class PushSplitReader implements SplitReader<RecordRun, NearstreamSplit> 
                 }
                 metrics.fetchCompleted(bytes, records);
                 bytesConsumed += bytes;
-                s.advance(end);
+                advance(s, end);
             } else {
                 throw new IOException(
                         "slot "
@@ -657,7 +418,7 @@ public class PushSplitReader implements SplitReader<RecordRun, NearstreamSplit> 
                 PushCursor s = new PushCursor(split);
                 splits.put(split.streamlet(), s);
                 positions.put(s.streamlet, new PushSplitStart(s.streamlet, s.position));
-                pendingSplits.put(s.streamlet, s);
+                pending.add(s);
                 LOG.info("Reading split {} (push)", split);
             }
         } else if (splitsChanges instanceof SplitsRemoval) {
@@ -672,9 +433,32 @@ public class PushSplitReader implements SplitReader<RecordRun, NearstreamSplit> 
                     "Unsupported splits change " + splitsChanges.getClass().getName());
         }
         if (member == null) {
-            member = registry.join(key, subtaskIndex, client, geometry, this::currentPositions);
+            join();
         } else {
             member.splitsChanged();
+        }
+    }
+
+    /**
+     * Joins the group with the first splits; from then on the group's scheduler heartbeats the ring
+     * (the fetcher thread blocks while Flink's element queue is full, and the broker must not
+     * reclaim the ring meanwhile) and refreshes the pending metrics.
+     */
+    private void join() {
+        member = registry.join(key, subtaskIndex, client, geometry, this::currentPositions);
+        RingSession s = new RingSession(member, subtaskIndex, staleAfterNanos, metrics);
+        session = s;
+        scheduled.add(member.schedule(s::heartbeat, heartbeatPeriodMs, heartbeatPeriodMs));
+        if (pendingRefreshMs > 0) {
+            scheduled.add(member.schedule(pending::refresh, 0, pendingRefreshMs));
+        }
+    }
+
+    /** Moves a split on; a paused split's position is not offered to a re-subscribe. */
+    private void advance(PushCursor s, Position next) {
+        s.advance(next);
+        if (!s.paused) {
+            positions.put(s.streamlet, new PushSplitStart(s.streamlet, next));
         }
     }
 
@@ -682,11 +466,7 @@ public class PushSplitReader implements SplitReader<RecordRun, NearstreamSplit> 
     private void remove(PushCursor s) {
         splits.remove(s.streamlet);
         positions.remove(s.streamlet);
-        pendingSplits.remove(s.streamlet);
-        synchronized (s) {
-            s.removed = true;
-            metrics.removeSplit(s.splitId);
-        }
+        pending.remove(s);
     }
 
     /**
@@ -730,18 +510,6 @@ public class PushSplitReader implements SplitReader<RecordRun, NearstreamSplit> 
         wakeUp.wakeUp();
     }
 
-    /** Stops reading the ring; batches of its slots still held release them when recycled. */
-    private void detach() {
-        attached = null;
-        synchronized (ringLock) {
-            ring = null;
-            if (region != null) {
-                region.close();
-                region = null;
-            }
-        }
-    }
-
     @Override
     public void close() throws Exception {
         boolean closeClient = true;
@@ -751,11 +519,10 @@ public class PushSplitReader implements SplitReader<RecordRun, NearstreamSplit> 
                 closeClient = member.leave();
             }
         } finally {
-            heartbeats.cancel(false);
-            if (pendingRefresh != null) {
-                pendingRefresh.cancel(false);
+            scheduled.forEach(f -> f.cancel(false));
+            if (session != null) {
+                session.detach();
             }
-            detach();
             views.close(); // outstanding batches keep their view (and mapping) until recycled
             if (closeClient) {
                 client.close();
@@ -779,36 +546,5 @@ public class PushSplitReader implements SplitReader<RecordRun, NearstreamSplit> 
     @VisibleForTesting
     SlotViewPool slotViews() {
         return views;
-    }
-
-    /** A Metadata answer, asked at {@code askedAtNanos}, had the head beyond the position. */
-    private record BeyondHead(Position position, Position head, long askedAtNanos) {}
-
-    /** Push-specific state of a split: its position is also what a re-subscribe starts from. */
-    private final class PushCursor extends SplitCursor {
-        /** {@link #position} for the pending-metrics refresh, which runs on another thread. */
-        volatile Position next;
-
-        /** Set by the pending refresh while the head is beyond {@link #next}; else null. */
-        @Nullable volatile BeyondHead beyondHead;
-
-        /** Guarded by this: set when the split leaves, so its pending gauge is not re-added. */
-        boolean removed;
-
-        /** Paused by watermark alignment (fetcher thread). */
-        boolean paused;
-
-        PushCursor(NearstreamSplit split) {
-            super(split);
-            this.next = position;
-        }
-
-        void advance(Position next) {
-            position = next;
-            this.next = next;
-            if (!paused) {
-                positions.put(streamlet, new PushSplitStart(streamlet, next));
-            }
-        }
     }
 }

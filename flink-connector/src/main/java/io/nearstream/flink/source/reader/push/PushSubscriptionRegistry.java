@@ -11,6 +11,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.UUID;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 import javax.annotation.Nullable;
@@ -230,6 +233,19 @@ public final class PushSubscriptionRegistry {
             }
         }
 
+        /**
+         * Runs {@code task} every {@code periodMs} (after {@code initialDelayMs}) on the group's
+         * scheduler thread, until the returned future is cancelled or the group ends (its last
+         * member left). A task must not block: it shares the thread with the group's others.
+         */
+        public ScheduledFuture<?> schedule(Runnable task, long initialDelayMs, long periodMs) {
+            synchronized (group) {
+                return group.scheduler()
+                        .scheduleWithFixedDelay(
+                                task, initialDelayMs, periodMs, TimeUnit.MILLISECONDS);
+            }
+        }
+
         /** The member's splits changed: the leader updates the subscription. */
         public void splitsChanged() {
             synchronized (group) {
@@ -293,6 +309,9 @@ public final class PushSubscriptionRegistry {
         /** When the first member joined (System.nanoTime()), 0 before. */
         long waitingSinceNanos;
 
+        /** The members' periodic work (ring heartbeats, tail refreshes); ends with the group. */
+        @Nullable ScheduledExecutorService scheduler;
+
         Group(Key key) {
             this.key = key;
         }
@@ -335,8 +354,25 @@ public final class PushSubscriptionRegistry {
             return rings;
         }
 
+        ScheduledExecutorService scheduler() {
+            if (scheduler == null) {
+                scheduler =
+                        Executors.newSingleThreadScheduledExecutor(
+                                r -> {
+                                    Thread t = new Thread(r, "nearstream-push-" + key.stream());
+                                    t.setDaemon(true);
+                                    return t;
+                                });
+            }
+            return scheduler;
+        }
+
         void reconcile(boolean splitsChanged) {
             if (members.isEmpty()) {
+                if (scheduler != null) {
+                    scheduler.shutdownNow();
+                    scheduler = null;
+                }
                 closeSubscription();
                 synchronized (groups) {
                     groups.remove(key, this);

@@ -13,6 +13,9 @@ import io.nearstream.flink.source.testutils.FakeNearstreamClient;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
 
 /** The JVM-local push election, against fake brokers (one fake connection per reader). */
@@ -65,6 +68,45 @@ class PushSubscriptionRegistryTest {
         assertThat(a1.regionPath()).isEqualTo(a0.regionPath());
         assertThat(a0.ringIndex()).isZero();
         assertThat(a1.ringIndex()).isEqualTo(1);
+    }
+
+    /** The readers' periodic work runs on one thread per group, which ends with the group. */
+    @Test
+    void theGroupsSchedulerRunsUntilItsLastMemberLeaves() throws Exception {
+        Key key = new Key("127.0.0.1:7420", "sched-" + System.nanoTime(), "source-1");
+        Reader r0 = new Reader(0);
+        Reader r1 = new Reader(1);
+        r0.join(registry, key, 0);
+        r1.join(registry, key, 1);
+        CountDownLatch ran0 = new CountDownLatch(3);
+        CountDownLatch ran1 = new CountDownLatch(3);
+        AtomicReference<String> thread = new AtomicReference<>();
+        r0.member.schedule(
+                () -> {
+                    thread.set(Thread.currentThread().getName());
+                    ran0.countDown();
+                },
+                0,
+                5);
+        r1.member.schedule(ran1::countDown, 0, 5);
+        assertThat(ran0.await(10, TimeUnit.SECONDS)).isTrue();
+        assertThat(ran1.await(10, TimeUnit.SECONDS)).isTrue();
+        assertThat(thread.get()).isEqualTo("nearstream-push-" + key.stream());
+        assertThat(schedulerThreads(key)).isEqualTo(1);
+
+        r1.member.leave();
+        assertThat(schedulerThreads(key)).isEqualTo(1); // r0 still reads
+        r0.member.leave();
+        for (int i = 0; i < 500 && schedulerThreads(key) > 0; i++) {
+            Thread.sleep(10);
+        }
+        assertThat(schedulerThreads(key)).as("the group ended: its thread is gone").isZero();
+    }
+
+    private static long schedulerThreads(Key key) {
+        return Thread.getAllStackTraces().keySet().stream()
+                .filter(t -> t.getName().equals("nearstream-push-" + key.stream()) && t.isAlive())
+                .count();
     }
 
     @Test
