@@ -29,10 +29,12 @@ import org.slf4j.LoggerFactory;
  * 0 chunks are not deduplicated and a retry may store a chunk twice.
  *
  * <p>{@code send()} blocks only when {@code buffer.memory} is full. Futures complete, and {@link
- * SendCallback}s run, on the client's I/O thread: they must not block. The callback form costs no
- * future per record: for producers of millions of records a second that only watch for failures
- * (one callback instance for all sends), the futures and their completion were a fifth of the
- * producer's CPU.
+ * SendCallback}s run, on the client's I/O thread when the broker answers, on the sender thread for
+ * a chunk given up there (delivery timeout, or the producer closing), and on the caller's thread
+ * for a record that cannot be sent at all: they must not block. A callback that throws is logged at
+ * error level, and the other records' callbacks still run. The callback form costs no future per
+ * record: for producers of millions of records a second that only watch for failures (one callback
+ * instance for all sends), the futures and their completion were a fifth of the producer's CPU.
  *
  * <pre>{@code
  * NearstreamProducerConfig config =
@@ -245,7 +247,7 @@ public final class NearstreamProducer implements AutoCloseable {
         }
     }
 
-    /** Completes a record's future or runs its callback; a callback that throws is ignored. */
+    /** Completes a record's future or runs its callback; a callback that throws is logged. */
     private static void reportStored(Object completion, RecordPosition position) {
         report(completion, position, null);
     }
@@ -725,7 +727,8 @@ public final class NearstreamProducer implements AutoCloseable {
             try {
                 r.run();
             } catch (RuntimeException e) {
-                // A user callback threw; it must not stop the sender.
+                // report() has logged any callback that threw; nothing else here is expected to
+                // throw, and whatever does must not stop the sender (or the I/O thread).
             }
         }
         completions.clear();

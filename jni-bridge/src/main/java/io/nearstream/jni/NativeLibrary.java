@@ -22,12 +22,14 @@ import java.util.List;
  *
  * When both fail the {@link UnsatisfiedLinkError} says what was tried and why.
  *
- * <p><b>One class loader per JNI library.</b> The JVM binds a native library to the first class
- * loader that loads it; the same library loaded again from another class loader fails ("already
- * loaded in another classloader"), and each Flink job gets its own user-code class loader. Put the
- * jar of this module on Flink's <em>parent-first</em> class path ({@code lib/} of the distribution,
- * or list {@code io.nearstream.jni} in {@code classloader.parent-first-patterns.additional}) so
- * every job and every restart shares one loaded copy.
+ * <p><b>One class loader per loaded library.</b> The JVM binds a native library file to the class
+ * loader that loaded it and refuses to load the same path from a second one ("already loaded in
+ * another classloader"). The copy from the jar is extracted to a fresh path each time, so a second
+ * class loader (each Flink job, and a restarted job, gets its own user-code class loader) loads a
+ * second copy, kept until that class loader is collected; the {@value #LIBRARY_PROPERTY} path is
+ * fixed and loads in one class loader only. Put the jar of this module on Flink's
+ * <em>parent-first</em> class path ({@code lib/} of the distribution) so every job and every
+ * restart shares one loaded copy: docs/flink-connector.md, "Where the jars go".
  */
 public final class NativeLibrary {
     /** System property: absolute path of a {@code libnearstream_jni.so} to load instead. */
