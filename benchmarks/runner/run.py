@@ -1,5 +1,8 @@
 #!/usr/bin/env python3
-"""Runs one experiment of the papers' pull-vs-push evaluation and writes CSV, Markdown and PNG.
+"""Runs one experiment of the pull-vs-push evaluation and writes CSV, Markdown and PNG: the figures
+of Marcu and Bouvry, "Colocating Real-time Storage and Processing: An Analysis of Pull-based versus
+Push-based Streaming" (Figs. 3-9), and the Yahoo Streaming Benchmark as AIR (Venugopal et al.)
+runs it.
 
   benchmarks/runner/run.py EXPERIMENT [--out DIR] [experiment flags]
   benchmarks/runner/run.py EXPERIMENT --help

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Broker throughput and CPU cost, measured side by side in one run (issue: native broker).
+"""Broker throughput and CPU cost, measured side by side in one run.
 
 For each chunk size it starts a fresh nearstreamd and runs nearstream-perf three times:
   1. produce + consume concurrently  -> aggregate append and fetch throughput (median rec/s);
@@ -35,8 +35,9 @@ def parse_args():
     p.add_argument("--inflight", type=int, default=4)
     p.add_argument("--duration-s", type=int, default=8)
     p.add_argument("--fetch-factor", type=int, default=32,
-                   help="consumer max bytes per streamlet = factor x chunk size (KerA's papers "
-                        "size consumer requests 16x the producer batch)")
+                   help="consumer max bytes per streamlet = factor x chunk size (KerA "
+                        "(Marcu et al., ICDCS 2018) sizes consumer requests 16x the producer "
+                        "batch)")
     p.add_argument("--retention-bytes", default="768M", help="per streamlet, bounds broker memory")
     p.add_argument("--cost-duration-s", type=int, default=3,
                    help="produce-only phase; everything it appends stays in broker memory")

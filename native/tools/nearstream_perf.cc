@@ -1,6 +1,8 @@
-// nearstream-perf: the papers' load generator. Np producer threads append chunks of fixed-size
-// records (one chunk per streamlet of the producer's share in each request, up to K requests in
-// flight); Nc pull consumer threads fetch their streamlets with long polls and count records.
+// nearstream-perf: the load generator of the experiments of the pull-vs-push co-location paper
+// (Marcu and Bouvry, "Colocating Real-time Storage and Processing"). Np producer threads append
+// chunks of fixed-size records (one chunk per streamlet of the producer's share in each request,
+// up to K requests in flight); Nc pull consumer threads fetch their streamlets with long polls and
+// count records.
 // Every second it prints producer and consumer throughput; at the end the median of the
 // per-second figures and a machine-readable RESULT line.
 //
@@ -64,8 +66,8 @@ constexpr char kUsage[] =
     "  --inflight K       append requests in flight per producer (default 1 = synchronous)\n"
     "  --fetch-bytes B    max bytes per streamlet per fetch (default 1M)\n"
     "  --fetch-wait-ms W  long-poll wait of a fetch (default 100)\n"
-    "  --all-streamlets   every producer writes to every streamlet (the papers' request of\n"
-    "                     one chunk per streamlet); default: streamlets shared out\n"
+    "  --all-streamlets   every producer writes to every streamlet (KerA's request of one\n"
+    "                     chunk per streamlet); default: streamlets shared out\n"
     "  --records N        consume only: stop after N records\n"
     "  --verify           consumers check every chunk of this run (CRC, records, producer\n"
     "                     sequence without gap or duplicate) and read until they have seen\n"

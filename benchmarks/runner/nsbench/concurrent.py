@@ -1,4 +1,5 @@
-"""One measurement point of the papers' consumer experiments: producers (nearstream-perf) and
+"""One measurement point of the consumer experiments (Figs. 4-8 of the pull-vs-push co-location
+paper, Marcu and Bouvry): producers (nearstream-perf) and
 consumers running at the same time against one broker, consumers being a Flink job (pull or push
 source) or nearstream-perf's C++ pull consumers. Throughput figures are medians of per-second
 samples taken while both ran; CPU seconds are read from /proc for broker, producers and job."""

@@ -1,4 +1,5 @@
-"""Figs. 4-8: producers and consumers at the same time on one broker; consumers are Flink jobs
+"""Figs. 4-8 of the pull-vs-push co-location paper (Marcu and Bouvry, "Colocating Real-time Storage
+and Processing"): producers and consumers at the same time on one broker; consumers are Flink jobs
 with the pull or the push source (and, for Fig. 7-8, nearstream-perf's C++ pull consumers),
 iterating and counting (Fig. 4, 8) or filtering (Fig. 5-7) records (100 bytes unless
 --record-sizes says otherwise), swept over the producer chunk size and any list given for Np, Nc,
@@ -11,7 +12,7 @@ from . import concurrent, plots
 from .results import Results
 from .sizes import cpu_list, int_list, size_list
 
-# Paper figure -> defaults scaled to a 2-core machine (all overridable by flags).
+# Figure of the co-location paper -> defaults scaled to a 2-core machine (all overridable by flags).
 PRESETS = {
     "count": dict(fig="Fig. 4", workload="count", consumers="pull,push", chunk_sizes="16K,64K,128K",
                   streamlets=4, workers=2, fetch="128K"),

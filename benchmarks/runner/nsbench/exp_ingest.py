@@ -1,4 +1,5 @@
-"""Fig. 3: ingestion - aggregate producer throughput while sweeping producers and chunk size
+"""Fig. 3 of the pull-vs-push co-location paper (Marcu and Bouvry): ingestion - aggregate producer
+throughput while sweeping producers and chunk size
 (100-byte records, one stream, no consumers)."""
 from . import perf, plots
 from .broker import Broker

@@ -1,4 +1,5 @@
-"""Fig. 9: streaming word count and windowed word count (5 s windows sliding every 1 s, event
+"""Fig. 9 of the pull-vs-push co-location paper (Marcu and Bouvry): streaming word count and
+windowed word count (5 s windows sliding every 1 s, event
 time) over the Shakespeare corpus (scripts/fetch-corpus.sh), produced R times into one fresh
 broker (and, with mode kafka, into a Kafka topic of as many partitions); the bounded jobs then
 read the same records in every mode at every parallelism, one after the other. Every run's counts must be identical and equal to scripts/wordcount_reference.py x R

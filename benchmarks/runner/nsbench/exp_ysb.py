@@ -3,8 +3,8 @@ while the YSB job (10 s tumbling event-time windows of views per campaign) reads
 rate and source mode. A run kept up when the job processed at least 95 % of the events/s the
 producer sent, the producer reached 95 % of the asked rate, every fired window holds exactly the
 views made for it, and the window latency did not grow over the run. The sustainable throughput
-of a mode is the highest rate it kept up at (the air-dataflow paper, section 5.2: raise the rate
-until latency rises or windows go missing)."""
+of a mode is the highest rate it kept up at (as AIR, Venugopal et al., section 5.2, measures it:
+raise the rate until latency rises or windows go missing)."""
 import csv
 import glob
 import os
@@ -181,7 +181,7 @@ def run(args, out_dir, workdir):
              f" the job gets {args.drain_s} s more to fire its windows. Fresh broker per point.",
              "job_eps: mean of the job's per-second event counts while the producer ran. "
              "latency: a window result's emission minus its window end; event-time latency: "
-             "emission minus the largest event time in the window (the air-dataflow paper's). "
+             "emission minus the largest event time in the window (AIR's, Venugopal et al.). "
              "CPU s/s: the job JVM's and the broker's CPU seconds from the producer's start to "
              "the end of the drain, and the producer JVM's over its whole life, over that time.",
              "offered: the producer reached 95 % of the rate. "

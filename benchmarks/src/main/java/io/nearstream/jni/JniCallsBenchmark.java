@@ -24,8 +24,8 @@ import org.openjdk.jmh.annotations.TearDown;
  * wait).
  *
  * <p>It lives in {@code io.nearstream.jni} because {@link Natives} is package-private on purpose
- * (STYLE.md, "JNI bridge"); the futex word is a private 64-byte Arrow buffer, so no other process
- * or thread ever waits on it.
+ * (only the bridge's own classes call native code); the futex word is a private 64-byte Arrow
+ * buffer, so no other process or thread ever waits on it.
  */
 @BenchmarkMode(Mode.AverageTime)
 @OutputTimeUnit(NANOSECONDS)

@@ -17,7 +17,8 @@ import org.slf4j.LoggerFactory;
 /**
  * Sends records to a stream, Kafka-producer style: records are batched per streamlet into chunks
  * ({@code batch.size}, {@code linger.ms}), one append request carries the ready chunks of several
- * streamlets (the papers' producer request), and a background sender thread keeps up to {@code
+ * streamlets (the producer request of KerA (Marcu et al.) and of the pull-vs-push co-location paper
+ * (Marcu and Bouvry): one chunk per streamlet), and a background sender thread keeps up to {@code
  * max.in.flight.requests} requests on the wire.
  *
  * <p><b>Ordering and idempotence.</b> Each chunk carries the producer id and a per-streamlet

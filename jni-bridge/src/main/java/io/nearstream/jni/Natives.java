@@ -7,10 +7,10 @@ import java.nio.ByteBuffer;
  * cannot do itself. Everything else (reading and writing control words, wrapping slots as Arrow
  * buffers) happens in Java on a direct {@link ByteBuffer} over the mapping.
  *
- * <p>Rules (see STYLE.md, "JNI bridge"): {@code static native} methods only, no overloading,
- * primitive {@code long} addresses and lengths; the C side never reads or writes Java fields; every
- * failure becomes a {@link NativeException} carrying {@code errno}. {@code javac -h} generates the
- * C header {@code io_nearstream_jni_Natives.h} from this class during the build.
+ * <p>Rules of this bridge: one package-private class, {@code static native} methods only, no
+ * overloading, primitive {@code long} addresses and lengths; the C side never reads or writes Java
+ * fields; every failure becomes a {@link NativeException} carrying {@code errno}. {@code javac -h}
+ * generates the C header {@code io_nearstream_jni_Natives.h} from this class during the build.
  */
 final class Natives {
     /** {@link #futexWait}: woken by a {@link #futexWake} (or spuriously; the caller re-checks). */

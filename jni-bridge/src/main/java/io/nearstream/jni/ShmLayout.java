@@ -2,8 +2,8 @@ package io.nearstream.jni;
 
 /**
  * The Java mirror of {@code native/include/nearstream/shm_layout.h}, the layout of a push region
- * (DESIGN.md, "Push path"). The C header is the single definition; {@code ShmLayoutTest} compares
- * every constant here with the {@code offsetof}/{@code sizeof} value the C compiler computes for it
+ * (docs/shm-layout.md). The C header is the single definition; {@code ShmLayoutTest} compares every
+ * constant here with the {@code offsetof}/{@code sizeof} value the C compiler computes for it
  * ({@link Natives#offsetsOfLayout()}), so the two cannot drift apart silently. All integers are
  * little-endian; offsets of a region header field are from the start of the mapping, of a ring
  * header field from the ring's start, of a descriptor field from the descriptor's start.

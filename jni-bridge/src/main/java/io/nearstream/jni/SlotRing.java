@@ -9,13 +9,13 @@ import java.nio.ByteBuffer;
 /**
  * The consumer side of one single-producer/single-consumer ring of a {@link ShmRegion}.
  *
- * <p>Slot protocol (DESIGN.md, "Push path"): slot {@code i} serves the positions {@code p} with
- * {@code p mod N == i} (as the broker's {@code RingProducer}); its 64-bit sequence word holds
- * {@code p} while it is free for position {@code p}, {@code p + 1} once the broker has published it
- * (release store after the payload), and the consumer hands it back by storing {@code p + N}
- * (release). While data flows neither side makes a system call: {@link #tryNext()} is one acquire
- * load, {@link #release} a release store plus two atomic adds, and a futex wake only when the
- * broker sleeps.
+ * <p>Slot protocol (docs/shm-layout.md, "Slot protocol"): slot {@code i} serves the positions
+ * {@code p} with {@code p mod N == i} (as the broker's {@code RingProducer}); its 64-bit sequence
+ * word holds {@code p} while it is free for position {@code p}, {@code p + 1} once the broker has
+ * published it (release store after the payload), and the consumer hands it back by storing {@code
+ * p + N} (release). While data flows neither side makes a system call: {@link #tryNext()} is one
+ * acquire load, {@link #release} a release store plus two atomic adds, and a futex wake only when
+ * the broker sleeps.
  *
  * <p>Threading: {@link #tryNext()}, {@link #await} and {@link #heartbeat()} belong to one consumer
  * thread; {@link #release} may be called from any thread (Arrow buffers are released wherever their

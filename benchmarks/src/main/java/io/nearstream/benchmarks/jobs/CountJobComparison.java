@@ -18,13 +18,13 @@ import java.util.function.ToDoubleFunction;
 import javax.annotation.Nullable;
 
 /**
- * The iterate-and-count job in pull and in push mode, side by side in one run (issue 4's target:
- * push at least 2× pull's records/s and fewer broker CPU seconds per million records, at source
- * parallelism 1 and 2): starts {@code nearstreamd} with {@code --workers W}, pre-loads N records,
- * starts one MiniCluster, runs one untimed pull and push job to warm the JVM, then for each
- * parallelism R repetitions of a pull and a push job (the order alternates between repetitions)
- * over the whole stream. Writes every run to {@code OUT/count-job-pull-vs-push.csv} and the medians
- * with push/pull ratios to {@code OUT/count-job-pull-vs-push.md}.
+ * The iterate-and-count job in pull and in push mode, side by side in one run (the target: push at
+ * least 2× pull's records/s and fewer broker CPU seconds per million records, at source parallelism
+ * 1 and 2): starts {@code nearstreamd} with {@code --workers W}, pre-loads N records, starts one
+ * MiniCluster, runs one untimed pull and push job to warm the JVM, then for each parallelism R
+ * repetitions of a pull and a push job (the order alternates between repetitions) over the whole
+ * stream. Writes every run to {@code OUT/count-job-pull-vs-push.csv} and the medians with push/pull
+ * ratios to {@code OUT/count-job-pull-vs-push.md}.
  *
  * <pre>{@code
  * java -Xmx2g --add-opens=java.base/java.lang=ALL-UNNAMED --add-opens=java.base/java.util=ALL-UNNAMED \
@@ -39,7 +39,7 @@ import javax.annotation.Nullable;
  * {@code --repetitions} (3), {@code --workload} (count; {@code filter} also works), {@code
  * --fetch-bytes}, {@code --push-slots}, {@code --push-slot-bytes} (as {@link JobRunner}), {@code
  * --modes} (pull,push; add {@code kafka} to also run the job on Flink's Kafka source against a
- * local Kafka node holding the same records, issue 5's iterate-and-count target), {@code --out}
+ * local Kafka node holding the same records, against the Kafka target below), {@code --out}
  * (target/job-results). Every job must read exactly N records, or the run fails.
  */
 public final class CountJobComparison {
@@ -272,9 +272,7 @@ public final class CountJobComparison {
         boolean withKafka = runs.stream().anyMatch(m -> m.mode() == SourceMode.KAFKA);
         b.append("# Count job: pull vs push")
                 .append(withKafka ? " vs Flink's Kafka source" : "")
-                .append(" (issue 4, \"Performance\"")
-                .append(withKafka ? "; issue 5, iterate-and-count target" : "")
-                .append(")\n\n");
+                .append("\n\n");
         b.append("Written by `CountJobComparison`; rerun with (from the repository root, after\n");
         b.append("`mvn -B -pl benchmarks -am package -DskipTests -DskipSanitizers`):\n\n");
         b.append("```sh\n")
@@ -329,8 +327,8 @@ public final class CountJobComparison {
     }
 
     /**
-     * Push against Flink's Kafka source (issue 5's target: at least 5x the records/s and 5x fewer
-     * CPU seconds per million records, the job's and the broker's together).
+     * Push against Flink's Kafka source (the target: at least 5x the records/s and 5x fewer CPU
+     * seconds per million records, the job's and the broker's together).
      */
     private static void appendKafkaTable(
             StringBuilder b, List<JobMeasurement> runs, List<Integer> parallelisms) {

@@ -8,9 +8,10 @@ import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
 import org.apache.flink.util.Collector;
 
 /**
- * Iterate and count (Listing 1 of the pull-vs-push paper): a flat-map after the source visits every
- * record and counts it (and its bytes), emitting nothing; a discarding sink ends the job. The
- * result is the count, which must equal the records in the stream.
+ * Iterate and count (Listing 1 of the pull-vs-push co-location paper, Marcu and Bouvry, "Colocating
+ * Real-time Storage and Processing"): a flat-map after the source visits every record and counts it
+ * (and its bytes), emitting nothing; a discarding sink ends the job. The result is the count, which
+ * must equal the records in the stream.
  */
 public final class CountWorkload implements Workload {
 
@@ -30,7 +31,7 @@ public final class CountWorkload implements Workload {
                 .name("discard");
     }
 
-    /** Counts every record (the paper's RTLogger, minus its per-second log line). */
+    /** Counts every record (that paper's RTLogger, minus its per-second log line). */
     static final class CountRecords extends RichFlatMapFunction<byte[], Long> {
         private static final long serialVersionUID = 1L;
         private final RecordMeter meter = new RecordMeter();

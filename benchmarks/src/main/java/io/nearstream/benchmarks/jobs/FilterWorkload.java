@@ -7,7 +7,7 @@ import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
 
 /**
- * Iterate, count and filter (Listing 1 of the pull-vs-push paper, its
+ * Iterate, count and filter (Listing 1 of the pull-vs-push co-location paper, Marcu and Bouvry, its
  * "RichFilterThroughputLogger"): a filter after the source reads each record's bytes as a string
  * and keeps the records that contain {@link JobOptions#filterPattern()}; it counts records in and
  * records kept, and a discarding sink ends the job. The result is the number kept, which is the

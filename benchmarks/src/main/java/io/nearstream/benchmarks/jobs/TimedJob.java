@@ -10,11 +10,12 @@ import org.apache.flink.runtime.jobgraph.JobGraph;
 import org.apache.flink.runtime.minicluster.MiniCluster;
 
 /**
- * A job that reads on (unbounded source) while producers write, as in the papers' Figs. 4-8: it
- * runs for a given time and prints, once a second, the records its workload saw in that second -
- * {@code SAMPLE <epoch ms> <records>} - so the benchmark runner can take the median over the
- * seconds when its producers ran. {@code SOURCE RUNNING} marks the moment every task runs (the
- * runner starts its producers then); {@code RESULT {json}} ends a run that was not cancelled.
+ * A job that reads on (unbounded source) while producers write, as in Figs. 4-8 of the pull-vs-push
+ * co-location paper (Marcu and Bouvry): it runs for a given time and prints, once a second, the
+ * records its workload saw in that second - {@code SAMPLE <epoch ms> <records>} - so the benchmark
+ * runner can take the median over the seconds when its producers ran. {@code SOURCE RUNNING} marks
+ * the moment every task runs (the runner starts its producers then); {@code RESULT {json}} ends a
+ * run that was not cancelled.
  */
 final class TimedJob {
 

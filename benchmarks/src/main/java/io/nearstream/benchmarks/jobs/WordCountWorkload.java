@@ -7,11 +7,11 @@ import org.apache.flink.api.java.tuple.Tuple2;
 import org.apache.flink.streaming.api.datastream.DataStream;
 
 /**
- * Streaming word count over text records ({@link WordCountPipeline#wordCounts}, the paper's Listing
- * 2): records in are text records, records out are the running counts, one per word occurrence (so
- * the output is the number of words). Each word's total goes to {@code word-counts-<subtask>.tsv}
- * files in {@code --output-dir} ({@link WordCountFileSink#maxPerWord}), to compare with {@code
- * scripts/wordcount_reference.py}.
+ * Streaming word count over text records ({@link WordCountPipeline#wordCounts}, Listing 2 of the
+ * pull-vs-push co-location paper, Marcu and Bouvry): records in are text records, records out are
+ * the running counts, one per word occurrence (so the output is the number of words). Each word's
+ * total goes to {@code word-counts-<subtask>.tsv} files in {@code --output-dir} ({@link
+ * WordCountFileSink#maxPerWord}), to compare with {@code scripts/wordcount_reference.py}.
  */
 public final class WordCountWorkload implements Workload {
 

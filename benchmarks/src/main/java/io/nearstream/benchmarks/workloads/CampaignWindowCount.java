@@ -41,8 +41,8 @@ public class CampaignWindowCount {
     }
 
     /**
-     * The AIR paper's event-time latency of a windowed event: emission time minus the largest event
-     * time in the window.
+     * The event-time latency of AIR (Venugopal et al.) for a windowed event: emission time minus
+     * the largest event time in the window.
      */
     public long eventTimeLatencyMs() {
         return emittedAt - maxEventTime;

@@ -15,8 +15,9 @@ import java.util.List;
  * whitespace (the rare case where a record exceeds the target). The pieces concatenated give the
  * text back byte for byte.
  *
- * <p>The paper's producers read Wikipedia "in chunks with records of 2 KiB", hence the default
- * {@value #DEFAULT_RECORD_BYTES}; 100 matches the synthetic workloads' record size.
+ * <p>The producers of the pull-vs-push co-location paper (Marcu and Bouvry) read Wikipedia in
+ * chunks of 2 KiB records, hence the default {@value #DEFAULT_RECORD_BYTES}; 100 matches the
+ * synthetic workloads' record size.
  */
 public final class TextRecords {
 

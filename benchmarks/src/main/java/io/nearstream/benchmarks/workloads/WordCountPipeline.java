@@ -11,7 +11,8 @@ import org.apache.flink.streaming.api.windowing.windows.TimeWindow;
 import org.apache.flink.util.Collector;
 
 /**
- * The paper's Wikipedia workloads (Listing 2) over text records, whatever source delivers them:
+ * The Wikipedia workloads of the pull-vs-push co-location paper (Marcu and Bouvry, Listing 2) over
+ * text records, whatever source delivers them:
  *
  * <ul>
  *   <li>{@link #wordCounts}: streaming word count, {@code flatMap(Tokenizer) -> keyBy(word) ->

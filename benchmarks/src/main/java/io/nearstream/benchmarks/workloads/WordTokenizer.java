@@ -7,12 +7,13 @@ import org.apache.flink.api.java.tuple.Tuple2;
 import org.apache.flink.util.Collector;
 
 /**
- * The word-count tokenizer (Listing 2's {@code Tokenizer}): a word is a maximal run of ASCII
- * letters and digits {@code [A-Za-z0-9]}, lowercased; every other byte separates words. It works on
- * the record's UTF-8 bytes without decoding them: ASCII letters and digits are single bytes in
- * UTF-8 and every byte of a multi-byte character is {@code >= 0x80}, so a non-ASCII character is a
- * separator, just as it is for {@code scripts/wordcount_reference.py}. Apostrophes separate too
- * ({@code don't} is {@code don} and {@code t}), as in Flink's WordCount example.
+ * The word-count tokenizer (the {@code Tokenizer} of Listing 2 of the pull-vs-push co-location
+ * paper, Marcu and Bouvry): a word is a maximal run of ASCII letters and digits {@code
+ * [A-Za-z0-9]}, lowercased; every other byte separates words. It works on the record's UTF-8 bytes
+ * without decoding them: ASCII letters and digits are single bytes in UTF-8 and every byte of a
+ * multi-byte character is {@code >= 0x80}, so a non-ASCII character is a separator, just as it is
+ * for {@code scripts/wordcount_reference.py}. Apostrophes separate too ({@code don't} is {@code
+ * don} and {@code t}), as in Flink's WordCount example.
  *
  * <p>Emits {@code (word, 1)} per word.
  */

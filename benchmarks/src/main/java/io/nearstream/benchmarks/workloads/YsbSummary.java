@@ -18,8 +18,8 @@ import javax.annotation.Nullable;
 /**
  * What a YSB run achieved, from its window results: windows and view events counted, the rate of
  * counted views over the event time the windows span, and the window latency (YSB's: emission minus
- * window end; and the AIR paper's event-time latency: emission minus the window's largest event
- * time) at p50, p99 and max, nearest-rank.
+ * window end; and the event-time latency of AIR (Venugopal et al.): emission minus the window's
+ * largest event time) at p50, p99 and max, nearest-rank.
  *
  * <p>Given the views the producers made per window ({@link YsbProducer}'s {@code --views-file}),
  * {@code complete} says whether every one was counted, and {@code fired_windows_exact} whether
