@@ -6,11 +6,13 @@ runs it.
 
   benchmarks/runner/run.py EXPERIMENT [--out DIR] [experiment flags]
   benchmarks/runner/run.py EXPERIMENT --help
+  benchmarks/runner/run.py plot [DIR ...]    redraw the PNGs from the CSVs (default: docs/results)
 
 Every process it starts (brokers, producers, Flink jobs, Kafka) and every /dev/shm region they
 create is removed when it ends, also on Ctrl-C. Build first: mvn -B package -DskipTests.
 """
 import argparse
+import functools
 import os
 import shlex
 import sys
@@ -33,6 +35,31 @@ class _Preset:
         return exp_consume.run_preset(self.name, args, out, workdir)
 
 
+# A result CSV's file name -> the function that draws its figures from it (csv_path, out_dir).
+DRAWERS = {
+    "fig3-ingest.csv": exp_ingest.draw,
+    "kafka-count.csv": exp_kafka_count.draw,
+    "wordcount.csv": exp_wordcount.draw,
+    "ysb.csv": exp_ysb.draw,
+    **{f"{name}.csv": functools.partial(exp_consume.draw, name) for name in exp_consume.PRESETS},
+}
+
+
+def plot(dirs):
+    """Redraws the figures of every result directory in `dirs` (and their subdirectories) from
+    the CSVs found there, without running anything."""
+    drawn = 0
+    for top in dirs:
+        for d, _, files in sorted(os.walk(os.path.abspath(top))):
+            for name in sorted(files):
+                if name in DRAWERS:
+                    print(f"plot {os.path.join(d, name)}")
+                    DRAWERS[name](os.path.join(d, name), d)
+                    drawn += 1
+    if drawn == 0:
+        raise SystemExit(f"no result CSV found under {', '.join(dirs)}")
+
+
 EXPERIMENTS = {
     "ingest": exp_ingest,
     "kafka-count": exp_kafka_count,
@@ -46,13 +73,19 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="experiment", required=True)
+    p = sub.add_parser("plot", help="redraw the PNGs of result directories from their CSVs",
+                       description=plot.__doc__)
+    p.add_argument("dirs", nargs="*", help="result directories (default docs/results)")
     for name, module in EXPERIMENTS.items():
         p = sub.add_parser(name, help=module.__doc__.splitlines()[0], description=module.__doc__)
         p.add_argument("--out", default=None, help="results directory (default docs/results/<experiment>)")
         module.add_arguments(p)
     args = parser.parse_args()
-    args.command = "benchmarks/runner/run.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     from nsbench import paths
+    if args.experiment == "plot":
+        plot(args.dirs or [os.path.join(paths.ROOT, "docs", "results")])
+        return
+    args.command = "benchmarks/runner/run.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     # Absolute: the plots are drawn by a subprocess that runs in the runner's directory.
     out = os.path.abspath(args.out or os.path.join(paths.ROOT, "docs", "results", args.experiment))
     with tempfile.TemporaryDirectory(prefix=f"nsbench-{args.experiment}-") as workdir:

@@ -6,6 +6,7 @@ iterating and counting (Fig. 4, 8) or filtering (Fig. 5-7) records (100 bytes un
 Ns, broker workers or record size (every combination). Each point starts a fresh broker; modes run one after the other at the same
 point, so their ratio is measured side by side."""
 import itertools
+import os
 import statistics
 
 from . import concurrent, plots
@@ -23,6 +24,12 @@ PRESETS = {
     "small-chunks": dict(fig="Fig. 8", workload="count", consumers="cpp-pull,pull,push",
                          chunk_sizes="1K,2K,4K", streamlets=4, workers=2, fetch="8x"),
 }
+
+
+PLOTS_NOTE = ("Plots: [{n}-consumers.png]({n}-consumers.png) (records/s the consumers read) "
+              "and [{n}-producers.png]({n}-producers.png) (records/s the producers wrote beside "
+              "each kind of consumer), over the chunk size; lines join the medians of the "
+              "repetitions, dots are the single runs.")
 
 
 def add_arguments_for(preset):
@@ -118,16 +125,25 @@ def run_preset(preset, args, out_dir, workdir):
              + (f" (Flink consumers {args.consumer_cpus})" if args.consumer_cpus else "")
              + f"; broker --push-nice {args.push_nice}."]
     notes += _ratios(res)
+    notes += ["", PLOTS_NOTE.format(n=name)]
     res.markdown(f"{d['fig']} - {preset}", args.command, notes)
-    base = f"{out_dir}/{name}"
-    panels = "setting" if len(settings) > 1 else None
-    plots.line_plot(res.csv_path, base + "-consumers.png", "chunk_kib", "consumer_rps", "consumer",
-                    f"{d['fig']} consumers ({args.workload})", xlabel="producer chunk size (KiB)",
-                    ylabel="records/s", logx=True, panels=panels)
-    plots.line_plot(res.csv_path, base + "-producers.png", "chunk_kib", "producer_rps", "consumer",
-                    f"{d['fig']} producers, by concurrent consumer", xlabel="producer chunk size (KiB)",
-                    ylabel="records/s", logx=True, panels=panels)
+    draw(preset, res.csv_path, out_dir, args.workload)
     return res
+
+
+def draw(preset, csv_path, out_dir, workload=None):
+    """The two figures of a preset from its CSV: consumers' and producers' records/s over the
+    chunk size, one line per consumer kind, one panel per setting when several were swept."""
+    d = PRESETS[preset]
+    base = os.path.join(out_dir, preset)
+    plots.line_plot(csv_path, base + "-consumers.png", "chunk_kib", "consumer_rps", "consumer",
+                    f"{d['fig']}: consumers ({workload or d['workload']} job, producers writing)",
+                    xlabel="producer chunk size (KiB)", ylabel="records/s consumed (millions)",
+                    logx=True, yscale=1e6, labels=plots.MODE_LABELS, panels="setting")
+    plots.line_plot(csv_path, base + "-producers.png", "chunk_kib", "producer_rps", "consumer",
+                    f"{d['fig']}: producers, by the consumers reading beside them",
+                    xlabel="producer chunk size (KiB)", ylabel="records/s produced (millions)",
+                    logx=True, yscale=1e6, labels=plots.PRODUCER_LABELS, panels="setting")
 
 
 def _ratios(res):

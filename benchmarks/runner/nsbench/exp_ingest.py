@@ -1,6 +1,8 @@
 """Fig. 3 of the pull-vs-push co-location paper (Marcu and Bouvry): ingestion - aggregate producer
 throughput while sweeping producers and chunk size
 (100-byte records, one stream, no consumers)."""
+import csv
+
 from . import perf, plots
 from .broker import Broker
 from .results import Results
@@ -36,7 +38,16 @@ def run(args, out_dir, workdir):
                  ["Aggregate producer throughput (median records/s per second of the run), "
                   f"{args.record_size}-byte records, {args.streamlets} streamlets, broker "
                   f"--workers {args.workers}."])
-    plots.line_plot(res.csv_path, f"{out_dir}/fig3-ingest.png", "chunk_kib", "producer_rps",
-                    "producers", "Fig. 3 ingestion: producers x chunk size",
-                    xlabel="chunk size (KiB)", ylabel="records/s", logx=True)
+    draw(res.csv_path, out_dir)
     return res
+
+
+def draw(csv_path, out_dir):
+    """Producers' records/s over the chunk size, one line per producer count."""
+    with open(csv_path) as f:
+        counts = {r["producers"] for r in csv.DictReader(f)}
+    labels = {n: f"{n} producer{'s' if n != '1' else ''}" for n in counts}
+    plots.line_plot(csv_path, f"{out_dir}/fig3-ingest.png", "chunk_kib", "producer_rps",
+                    "producers", "Fig. 3: ingestion, producers x chunk size",
+                    xlabel="chunk size (KiB)", ylabel="records/s appended (millions)", logx=True,
+                    yscale=1e6, labels=labels)

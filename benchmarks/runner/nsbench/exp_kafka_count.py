@@ -12,6 +12,10 @@ from .sizes import int_list, parse_size
 TOPIC = "bench"
 
 
+PLOT_NOTE = ("Plot: [kafka-count.png](kafka-count.png), records/s over the source parallelism; "
+             "lines join the medians of the repetitions, dots are the single runs.")
+
+
 def add_arguments(p):
     p.add_argument("--records", type=int, default=10_000_000, help="records pre-loaded (100 B)")
     p.add_argument("--parallelism", default="1,2", help="source parallelism values")
@@ -66,12 +70,19 @@ def run(args, out_dir, workdir):
              "CPU s/M: the job's JVM while the job ran, and the broker's process (nearstreamd or "
              "the Kafka node's JVM) over the same time."]
     notes += _ratios(res)
+    notes += ["", PLOT_NOTE]
     res.markdown("Iterate-and-count: Nearstream pull and push vs Flink's Kafka source",
                  args.command, notes)
-    plots.line_plot(res.csv_path, f"{out_dir}/kafka-count.png", "parallelism", "records_per_s",
-                    "mode", "Iterate-and-count: records/s by source", xlabel="source parallelism",
-                    ylabel="records/s")
+    draw(res.csv_path, out_dir)
     return res
+
+
+def draw(csv_path, out_dir):
+    """The job's records/s over the source parallelism, one line per source."""
+    plots.line_plot(csv_path, f"{out_dir}/kafka-count.png", "parallelism", "records_per_s",
+                    "mode", "Iterate-and-count: records/s by source (a fresh JVM per job)",
+                    xlabel="source parallelism", ylabel="records/s (millions)", yscale=1e6,
+                    labels=plots.MODE_LABELS)
 
 
 def _ratios(res):

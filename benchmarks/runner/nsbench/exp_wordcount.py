@@ -19,6 +19,10 @@ WINDOWS_PER_WORD = 5
 STREAM = "text"
 
 
+PLOT_NOTE = ("Plot: [wordcount.png](wordcount.png), words/s over the job parallelism, one panel "
+             "per workload (each with its own scale).")
+
+
 def add_arguments(p):
     p.add_argument("--modes", default="pull,push",
                    help="source modes, in run order (pull, push, kafka)")
@@ -143,10 +147,19 @@ def run(args, out_dir, workdir):
              "counts_ok: the job's per-word totals (window counts summed, / 5) equal "
              "scripts/wordcount_reference.py x R." +
              (" FAILED: " + ", ".join(failures) if failures else " All runs agree.")]
+    notes += ["", PLOT_NOTE]
     res.markdown("Fig. 9 - word count and windowed word count", args.command, notes)
-    plots.line_plot(res.csv_path, os.path.join(out_dir, "wordcount.png"), "parallelism",
-                    "words_per_s", "mode", "Fig. 9 word count", xlabel="job parallelism",
-                    ylabel="words/s", panels="workload")
+    draw(res.csv_path, out_dir)
     if failures:
         raise SystemExit(f"counts differ from the reference: {failures}")
     return res
+
+
+def draw(csv_path, out_dir):
+    """Words/s over the job parallelism, one line per source, one panel per workload (each with
+    its own scale, both from 0)."""
+    plots.line_plot(csv_path, os.path.join(out_dir, "wordcount.png"), "parallelism",
+                    "words_per_s", "mode", "Fig. 9: word count and windowed word count",
+                    xlabel="job parallelism", ylabel="words/s (millions)", yscale=1e6,
+                    labels=plots.MODE_LABELS, panels="workload",
+                    panel_labels=plots.WORKLOAD_LABELS, sharey=False)
