@@ -9,12 +9,11 @@
 ARG FLINK_IMAGE=flink:2.2.1-scala_2.12-java17
 FROM ${FLINK_IMAGE}
 
-# Why lib/ and not the job jar (docs/flink-connector.md, "Where the jars go"): the JNI library,
-# the push readers' heartbeat thread and their push registry exist once per class loader and are
-# meant to exist once per TaskManager JVM. In /opt/flink/lib the connector, the JNI bridge, Arrow
-# and Netty are loaded once per JVM by the application class loader and shared by all jobs. (The
-# compose file also lists these packages in classloader.parent-first-patterns.additional, so
-# copies inside a fat job jar are ignored.)
+# Why lib/ and not the job jar (docs/flink-connector.md, "Where the jars go"): the JNI library and
+# the push registry exist once per class loader, and Flink gives every job its own. In
+# /opt/flink/lib the connector, the JNI bridge, Arrow and Netty are loaded once per JVM by the
+# application class loader and shared by all jobs. (The compose file also lists these packages in
+# classloader.parent-first-patterns.additional, so copies inside a fat job jar are ignored.)
 #
 # docker/stage-jars.sh puts there: flink-connector-nearstream, nearstream-jni-bridge and their
 # runtime dependencies that Flink's lib/ lacks (Netty, Arrow and what Arrow needs).
