@@ -19,6 +19,7 @@
 #include "nearstream/push/slot_ring.h"
 #include "nearstream/push/stale_regions.h"
 #include "nearstream/push/update_fold.h"
+#include "nearstream/shm_layout.h"
 #include "nearstream/storage/chunk.h"
 
 namespace nearstream::push {
@@ -195,19 +196,26 @@ Result<Subscribed> PushManager::Subscribe(uint64_t conn_id, const SubscriptionSp
   g.ring_count = static_cast<uint32_t>(spec.rings.size());
   g.slots_per_ring = spec.slots_per_ring;
   g.slot_bytes = spec.slot_bytes;
-  if (g.slots_per_ring < kMinSlotsPerRing || g.slots_per_ring > kMaxSlotsPerRing) {
-    return Invalid("slots_per_ring must be in 2..1024, not " + std::to_string(g.slots_per_ring));
+  if (g.slots_per_ring < NS_SHM_MIN_SLOTS_PER_RING ||
+      g.slots_per_ring > NS_SHM_MAX_SLOTS_PER_RING) {
+    return Invalid("slots_per_ring must be in " + std::to_string(NS_SHM_MIN_SLOTS_PER_RING) + ".." +
+                   std::to_string(NS_SHM_MAX_SLOTS_PER_RING) + ", not " +
+                   std::to_string(g.slots_per_ring));
   }
-  if (g.slot_bytes < kMinSlotBytes || g.slot_bytes > kMaxSlotBytes || g.slot_bytes % 64 != 0) {
-    return Invalid("slot_bytes must be a multiple of 64 in 64 KiB..64 MiB, not " +
+  if (g.slot_bytes < NS_SHM_MIN_SLOT_BYTES || g.slot_bytes > NS_SHM_MAX_PUSH_SLOT_BYTES ||
+      g.slot_bytes % NS_SHM_BUFFER_ALIGNMENT != 0) {
+    return Invalid("slot_bytes must be a multiple of " + std::to_string(NS_SHM_BUFFER_ALIGNMENT) +
+                   " in " + std::to_string(NS_SHM_MIN_SLOT_BYTES >> 10) + " KiB.." +
+                   std::to_string(NS_SHM_MAX_PUSH_SLOT_BYTES >> 20) + " MiB, not " +
                    std::to_string(g.slot_bytes));
   }
-  if (spec.rings.empty() || spec.rings.size() > kMaxRings) {
-    return Invalid("ring_count must be in 1..1024, not " + std::to_string(spec.rings.size()));
+  if (spec.rings.empty() || spec.rings.size() > NS_SHM_MAX_RINGS) {
+    return Invalid("ring_count must be in 1.." + std::to_string(NS_SHM_MAX_RINGS) + ", not " +
+                   std::to_string(spec.rings.size()));
   }
-  if (g.region_bytes() > kMaxRegionBytes) {
+  if (g.region_bytes() > NS_SHM_MAX_REGION_BYTES) {
     return Invalid("the region would take " + std::to_string(g.region_bytes()) +
-                   " bytes, more than 16 GiB");
+                   " bytes, more than " + std::to_string(NS_SHM_MAX_REGION_BYTES >> 30) + " GiB");
   }
   std::shared_ptr<storage::Stream> stream = store_->Find(spec.stream);
   if (stream == nullptr || stream->deleted()) {

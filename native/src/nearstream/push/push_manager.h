@@ -59,13 +59,9 @@ struct PushOptions {
 inline constexpr uint32_t kMaxPushLingerUs = 1'000'000;
 inline constexpr int kMaxPushNice = 19;
 
-// Geometry bounds of a PushSubscribe (INVALID_ARGUMENT outside them).
-inline constexpr uint32_t kMinSlotsPerRing = 2;
-inline constexpr uint32_t kMaxSlotsPerRing = 1024;
-inline constexpr uint32_t kMinSlotBytes = 64u << 10;
-inline constexpr uint32_t kMaxSlotBytes = 64u << 20;
-inline constexpr uint32_t kMaxRings = 1024;
-inline constexpr uint64_t kMaxRegionBytes = 16ull << 30;
+// The geometry bounds of a subscription (INVALID_ARGUMENT outside them) are the
+// NS_SHM_MIN_SLOTS_PER_RING ... NS_SHM_MAX_REGION_BYTES macros of shm_layout.h, shared with the
+// JNI library and the Java client.
 
 class PushManager {
  public:
