@@ -114,6 +114,17 @@ extern "C" {
 /* slot_bytes is a multiple of 64 and below 2^31 (int32 Arrow offsets). */
 #define NS_SHM_MAX_SLOT_BYTES (1u << 30)
 
+/* Geometry bounds of a push subscription: the broker refuses a PushSubscribe outside them with
+ * INVALID_ARGUMENT, and clients check them before asking. slot_bytes is also a multiple of
+ * NS_SHM_BUFFER_ALIGNMENT. (NS_SHM_MAX_SLOT_BYTES above is the layout's own limit, which any
+ * mapper checks; these are the broker's narrower policy.) */
+#define NS_SHM_MIN_SLOTS_PER_RING 2u
+#define NS_SHM_MAX_SLOTS_PER_RING 1024u
+#define NS_SHM_MIN_SLOT_BYTES (64u << 10)
+#define NS_SHM_MAX_PUSH_SLOT_BYTES (64u << 20)
+#define NS_SHM_MAX_RINGS 1024u
+#define NS_SHM_MAX_REGION_BYTES (UINT64_C(16) << 30)
+
 /* region_state */
 #define NS_SHM_REGION_OPEN 1u
 #define NS_SHM_REGION_CLOSED 2u
@@ -214,6 +225,11 @@ NS_SHM_STATIC_ASSERT(sizeof(ns_shm_ring_header) == NS_SHM_RING_HEADER_BYTES, "ri
 NS_SHM_STATIC_ASSERT(sizeof(ns_shm_slot_descriptor) == NS_SHM_DESCRIPTOR_BYTES, "descriptor size");
 NS_SHM_STATIC_ASSERT(sizeof(ns_shm_chunk_map_entry) == NS_SHM_CHUNK_MAP_ENTRY_BYTES,
                      "chunk map entry size");
+
+/* ---- push geometry bounds ---- */
+NS_SHM_STATIC_ASSERT(NS_SHM_MAX_PUSH_SLOT_BYTES <= NS_SHM_MAX_SLOT_BYTES, "push slot bound");
+NS_SHM_STATIC_ASSERT(NS_SHM_MIN_SLOT_BYTES % NS_SHM_BUFFER_ALIGNMENT == 0, "min slot bytes");
+NS_SHM_STATIC_ASSERT(NS_SHM_MIN_SLOTS_PER_RING <= NS_SHM_MAX_SLOTS_PER_RING, "slots per ring");
 
 /* ---- region header offsets ---- */
 NS_SHM_STATIC_ASSERT(offsetof(ns_shm_region_header, magic) == 0, "magic");

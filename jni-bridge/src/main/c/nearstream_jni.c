@@ -267,6 +267,13 @@ static const jlong kLayout[] = {
     // descriptor flags (layout version 2)
     NS_SHM_SLOT_FETCH_CHUNK,
     NS_SHM_SLOT_DAMAGED,
+    // push geometry bounds
+    NS_SHM_MIN_SLOTS_PER_RING,
+    NS_SHM_MAX_SLOTS_PER_RING,
+    NS_SHM_MIN_SLOT_BYTES,
+    NS_SHM_MAX_PUSH_SLOT_BYTES,
+    NS_SHM_MAX_RINGS,
+    (jlong)NS_SHM_MAX_REGION_BYTES,
 };
 #undef NS_OFF
 

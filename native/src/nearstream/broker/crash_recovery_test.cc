@@ -7,10 +7,10 @@
 #include <set>
 #include <thread>
 
-#include "nearstream/broker/test_broker_process.h"
-#include "nearstream/broker/test_records.h"
 #include "nearstream/net/client.h"
 #include "nearstream/storage/chunk.h"
+#include "nearstream/testing/test_broker_process.h"
+#include "nearstream/testing/test_records.h"
 
 namespace nearstream::broker {
 namespace {

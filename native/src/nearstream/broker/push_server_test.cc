@@ -20,12 +20,12 @@
 #include <vector>
 
 #include "nearstream/broker/server.h"
-#include "nearstream/broker/test_broker_process.h"
-#include "nearstream/broker/test_records.h"
-#include "nearstream/broker/test_threads.h"
 #include "nearstream/net/client.h"
 #include "nearstream/push/slot_ring.h"
 #include "nearstream/storage/chunk.h"
+#include "nearstream/testing/test_broker_process.h"
+#include "nearstream/testing/test_records.h"
+#include "nearstream/testing/test_threads.h"
 
 namespace nearstream::broker {
 namespace {

@@ -382,24 +382,57 @@ namespace {
 
 Status NoPush() { return Status(StatusCode::kInternal, "push subscriptions are not enabled"); }
 
+// Wire messages <-> the push module's subscription spec (push/subscription_spec.h).
+std::vector<push::RingSpec> ToRingSpecs(const std::vector<net::PushRing>& rings) {
+  std::vector<push::RingSpec> out;
+  out.reserve(rings.size());
+  for (const net::PushRing& r : rings) {
+    push::RingSpec spec;
+    spec.subtask_index = r.subtask_index;
+    spec.splits.reserve(r.splits.size());
+    for (const net::PushSplit& s : r.splits) spec.splits.push_back({s.streamlet, s.start});
+    out.push_back(std::move(spec));
+  }
+  return out;
+}
+
+push::SubscriptionSpec ToSubscriptionSpec(const net::PushSubscribeRequest& m) {
+  push::SubscriptionSpec spec;
+  spec.stream = m.stream;
+  spec.slots_per_ring = m.slots_per_ring;
+  spec.slot_bytes = m.slot_bytes;
+  spec.consumer_timeout_ms = m.consumer_timeout_ms;
+  spec.rings = ToRingSpecs(m.rings);
+  return spec;
+}
+
+net::PushSubscribeResponse ToWire(const push::Subscribed& s) {
+  net::PushSubscribeResponse r;
+  r.subscription_id = s.id;
+  r.broker_epoch = s.broker_epoch;
+  r.region_path = s.region_path;
+  r.region_bytes = s.region_bytes;
+  return r;
+}
+
 }  // namespace
 
 void RequestHandler::PushSubscribe(const Request& req, Bytes* out) {
   auto m = net::DecodePushSubscribeRequest(req.frame.body.data(), req.frame.body.size());
   if (!m.ok()) return Error(req, m.status(), out);
   if (push_ == nullptr) return Error(req, NoPush(), out);
-  auto r = push_->Subscribe(req.conn->id(), *m);
+  auto r = push_->Subscribe(req.conn->id(), ToSubscriptionSpec(*m));
   if (!r.ok()) return Error(req, r.status(), out);
   // The connection may have closed while the region was made: its subscriptions end with it.
   if (req.conn->closed()) push_->ConnectionClosed(req.conn->id());
-  Respond(req, out, [&](ByteWriter& w) { net::EncodePushSubscribeResponse(w, *r); });
+  Respond(req, out, [&](ByteWriter& w) { net::EncodePushSubscribeResponse(w, ToWire(*r)); });
 }
 
 void RequestHandler::PushUpdate(const Request& req, Bytes* out) {
   auto m = net::DecodePushUpdateRequest(req.frame.body.data(), req.frame.body.size());
   if (!m.ok()) return Error(req, m.status(), out);
   if (push_ == nullptr) return Error(req, NoPush(), out);
-  Status s = push_->Update(req.conn->id(), *m);
+  Status s = push_->Update(req.conn->id(), m->subscription_id, ToRingSpecs(m->rings));
   if (!s.ok()) return Error(req, s, out);
   Respond(req, out, [](ByteWriter&) {});
 }

@@ -14,10 +14,10 @@
 #include <set>
 #include <thread>
 
-#include "nearstream/broker/test_records.h"
-#include "nearstream/broker/test_threads.h"
 #include "nearstream/net/client.h"
 #include "nearstream/storage/chunk.h"
+#include "nearstream/testing/test_records.h"
+#include "nearstream/testing/test_threads.h"
 
 namespace nearstream::broker {
 namespace {

@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "nearstream/broker/test_broker_process.h"
 #include "nearstream/net/client.h"
 #include "nearstream/storage/chunk.h"
+#include "nearstream/testing/test_broker_process.h"
 
-namespace nearstream::broker::testing {
+namespace nearstream::testing {
 namespace {
 
 std::vector<std::string> Lines(const std::string& text) {
@@ -286,4 +286,4 @@ TEST(TestBrokerTest, StopsAndCleansUpItsDataDirectory) {
 }
 
 }  // namespace
-}  // namespace nearstream::broker::testing
+}  // namespace nearstream::testing

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "nearstream/broker/test_broker_process.h"
+#include "nearstream/testing/test_broker_process.h"
 
 namespace nearstream::push {
 namespace {
@@ -230,7 +230,7 @@ TEST(ArrowSlotWriterTest, FramingThatDisagreesWithTheHeaderIsCorrupt) {
 
 // The writer and the ring together: what the broker publishes is what a consumer reads.
 TEST(ArrowSlotWriterTest, PublishedThroughARing) {
-  broker::testing::TempDir dir;
+  nearstream::testing::TempDir dir;
   ASSERT_TRUE(dir.ok());
   {
     ShmRegion::CreateOptions o;

@@ -19,6 +19,7 @@
 #include "nearstream/push/slot_ring.h"
 #include "nearstream/push/stale_regions.h"
 #include "nearstream/push/update_fold.h"
+#include "nearstream/shm_layout.h"
 #include "nearstream/storage/chunk.h"
 
 namespace nearstream::push {
@@ -157,13 +158,13 @@ size_t PushManager::subscriptions() const {
 
 // ---- requests (worker threads) ------------------------------------------------------------------
 
-Status PushManager::ResolveRings(storage::Stream* stream, const std::vector<net::PushRing>& rings,
+Status PushManager::ResolveRings(storage::Stream* stream, const std::vector<RingSpec>& rings,
                                  std::vector<std::vector<Split>>* out) const {
   std::unordered_set<uint32_t> seen;
   out->clear();
   for (size_t i = 0; i < rings.size(); ++i) {
     std::vector<Split> splits;
-    for (const net::PushSplit& ps : rings[i].splits) {
+    for (const SplitStart& ps : rings[i].splits) {
       storage::Streamlet* s = stream->streamlet(ps.streamlet);
       if (s == nullptr) {
         return Status(StatusCode::kStreamletNotFound,
@@ -186,36 +187,42 @@ Status PushManager::ResolveRings(storage::Stream* stream, const std::vector<net:
   return Status::Ok();
 }
 
-Result<net::PushSubscribeResponse> PushManager::Subscribe(
-    uint64_t conn_id, const net::PushSubscribeRequest& request) {
+Result<Subscribed> PushManager::Subscribe(uint64_t conn_id, const SubscriptionSpec& spec) {
   subscribe_requests_.fetch_add(1, std::memory_order_relaxed);
   if (stopping_.load(std::memory_order_acquire)) {
     return Status(StatusCode::kShuttingDown, "the broker is shutting down");
   }
   RegionGeometry g;
-  g.ring_count = static_cast<uint32_t>(request.rings.size());
-  g.slots_per_ring = request.slots_per_ring;
-  g.slot_bytes = request.slot_bytes;
-  if (g.slots_per_ring < kMinSlotsPerRing || g.slots_per_ring > kMaxSlotsPerRing) {
-    return Invalid("slots_per_ring must be in 2..1024, not " + std::to_string(g.slots_per_ring));
+  g.ring_count = static_cast<uint32_t>(spec.rings.size());
+  g.slots_per_ring = spec.slots_per_ring;
+  g.slot_bytes = spec.slot_bytes;
+  if (g.slots_per_ring < NS_SHM_MIN_SLOTS_PER_RING ||
+      g.slots_per_ring > NS_SHM_MAX_SLOTS_PER_RING) {
+    return Invalid("slots_per_ring must be in " + std::to_string(NS_SHM_MIN_SLOTS_PER_RING) + ".." +
+                   std::to_string(NS_SHM_MAX_SLOTS_PER_RING) + ", not " +
+                   std::to_string(g.slots_per_ring));
   }
-  if (g.slot_bytes < kMinSlotBytes || g.slot_bytes > kMaxSlotBytes || g.slot_bytes % 64 != 0) {
-    return Invalid("slot_bytes must be a multiple of 64 in 64 KiB..64 MiB, not " +
+  if (g.slot_bytes < NS_SHM_MIN_SLOT_BYTES || g.slot_bytes > NS_SHM_MAX_PUSH_SLOT_BYTES ||
+      g.slot_bytes % NS_SHM_BUFFER_ALIGNMENT != 0) {
+    return Invalid("slot_bytes must be a multiple of " + std::to_string(NS_SHM_BUFFER_ALIGNMENT) +
+                   " in " + std::to_string(NS_SHM_MIN_SLOT_BYTES >> 10) + " KiB.." +
+                   std::to_string(NS_SHM_MAX_PUSH_SLOT_BYTES >> 20) + " MiB, not " +
                    std::to_string(g.slot_bytes));
   }
-  if (request.rings.empty() || request.rings.size() > kMaxRings) {
-    return Invalid("ring_count must be in 1..1024, not " + std::to_string(request.rings.size()));
+  if (spec.rings.empty() || spec.rings.size() > NS_SHM_MAX_RINGS) {
+    return Invalid("ring_count must be in 1.." + std::to_string(NS_SHM_MAX_RINGS) + ", not " +
+                   std::to_string(spec.rings.size()));
   }
-  if (g.region_bytes() > kMaxRegionBytes) {
+  if (g.region_bytes() > NS_SHM_MAX_REGION_BYTES) {
     return Invalid("the region would take " + std::to_string(g.region_bytes()) +
-                   " bytes, more than 16 GiB");
+                   " bytes, more than " + std::to_string(NS_SHM_MAX_REGION_BYTES >> 30) + " GiB");
   }
-  std::shared_ptr<storage::Stream> stream = store_->Find(request.stream);
+  std::shared_ptr<storage::Stream> stream = store_->Find(spec.stream);
   if (stream == nullptr || stream->deleted()) {
-    return Status(StatusCode::kStreamNotFound, "stream '" + request.stream + "' does not exist");
+    return Status(StatusCode::kStreamNotFound, "stream '" + spec.stream + "' does not exist");
   }
   std::vector<std::vector<Split>> splits;
-  RETURN_IF_ERROR(ResolveRings(stream.get(), request.rings, &splits));
+  RETURN_IF_ERROR(ResolveRings(stream.get(), spec.rings, &splits));
 
   auto sub = std::make_shared<Subscription>();
   {
@@ -224,8 +231,8 @@ Result<net::PushSubscribeResponse> PushManager::Subscribe(
   }
   sub->conn_id = conn_id;
   sub->stream = stream;
-  sub->timeout_ns = uint64_t{request.consumer_timeout_ms == 0 ? options_.default_consumer_timeout_ms
-                                                              : request.consumer_timeout_ms} *
+  sub->timeout_ns = uint64_t{spec.consumer_timeout_ms == 0 ? options_.default_consumer_timeout_ms
+                                                           : spec.consumer_timeout_ms} *
                     1'000'000;
   ShmRegion::CreateOptions co;
   co.dir = options_.dir;
@@ -244,12 +251,12 @@ Result<net::PushSubscribeResponse> PushManager::Subscribe(
   for (uint32_t i = 0; i < g.ring_count; ++i) {
     Ring& ring = sub->rings[i];
     ring.producer = std::make_unique<RingProducer>(sub->region.get(), i);
-    ring.subtask = request.rings[i].subtask_index;
+    ring.subtask = spec.rings[i].subtask_index;
     ring.splits = std::move(splits[i]);
     ring.producer->Activate(ring.subtask, now);
   }
-  net::PushSubscribeResponse response;
-  response.subscription_id = sub->id;
+  Subscribed response;
+  response.id = sub->id;
   response.broker_epoch = options_.broker_epoch;
   response.region_path = sub->region->path();
   response.region_bytes = sub->region->size();
@@ -269,23 +276,24 @@ Result<net::PushSubscribeResponse> PushManager::Subscribe(
   return response;
 }
 
-Status PushManager::Update(uint64_t conn_id, const net::PushUpdateRequest& request) {
+Status PushManager::Update(uint64_t conn_id, uint64_t subscription_id,
+                           const std::vector<RingSpec>& rings) {
   std::shared_ptr<Subscription> sub;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = subs_.find(request.subscription_id);
+    auto it = subs_.find(subscription_id);
     if (it != subs_.end() && it->second->conn_id == conn_id) sub = it->second;
   }
   if (sub == nullptr) {
-    return Invalid("no push subscription " + std::to_string(request.subscription_id) +
+    return Invalid("no push subscription " + std::to_string(subscription_id) +
                    " on this connection");
   }
-  if (request.rings.size() != sub->region->geometry().ring_count) {
+  if (rings.size() != sub->region->geometry().ring_count) {
     return Invalid("the subscription has " + std::to_string(sub->region->geometry().ring_count) +
-                   " rings, the update names " + std::to_string(request.rings.size()));
+                   " rings, the update names " + std::to_string(rings.size()));
   }
   std::vector<std::vector<Split>> splits;
-  RETURN_IF_ERROR(ResolveRings(sub->stream.get(), request.rings, &splits));
+  RETURN_IF_ERROR(ResolveRings(sub->stream.get(), rings, &splits));
   Thread* t = ThreadOf(sub->id);
   {
     std::lock_guard<std::mutex> lock(t->mu);
@@ -293,7 +301,7 @@ Status PushManager::Update(uint64_t conn_id, const net::PushUpdateRequest& reque
     sub->has_pending = true;
     sub->pending = std::move(splits);
     sub->pending_subtasks.clear();
-    for (const auto& r : request.rings) sub->pending_subtasks.push_back(r.subtask_index);
+    for (const auto& r : rings) sub->pending_subtasks.push_back(r.subtask_index);
   }
   Kick(t);
   return Status::Ok();

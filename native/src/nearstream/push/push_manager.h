@@ -32,8 +32,8 @@
 #include <vector>
 
 #include "nearstream/common/status.h"
-#include "nearstream/net/protocol.h"
 #include "nearstream/push/shm_region.h"
+#include "nearstream/push/subscription_spec.h"
 #include "nearstream/storage/stream_store.h"
 
 namespace nearstream::push {
@@ -59,13 +59,9 @@ struct PushOptions {
 inline constexpr uint32_t kMaxPushLingerUs = 1'000'000;
 inline constexpr int kMaxPushNice = 19;
 
-// Geometry bounds of a PushSubscribe (INVALID_ARGUMENT outside them).
-inline constexpr uint32_t kMinSlotsPerRing = 2;
-inline constexpr uint32_t kMaxSlotsPerRing = 1024;
-inline constexpr uint32_t kMinSlotBytes = 64u << 10;
-inline constexpr uint32_t kMaxSlotBytes = 64u << 20;
-inline constexpr uint32_t kMaxRings = 1024;
-inline constexpr uint64_t kMaxRegionBytes = 16ull << 30;
+// The geometry bounds of a subscription (INVALID_ARGUMENT outside them) are the
+// NS_SHM_MIN_SLOTS_PER_RING ... NS_SHM_MAX_REGION_BYTES macros of shm_layout.h, shared with the
+// JNI library and the Java client.
 
 class PushManager {
  public:
@@ -80,9 +76,10 @@ class PushManager {
   void Stop();
 
   // The subscription belongs to connection `conn_id`.
-  Result<net::PushSubscribeResponse> Subscribe(uint64_t conn_id,
-                                               const net::PushSubscribeRequest& request);
-  Status Update(uint64_t conn_id, const net::PushUpdateRequest& request);
+  Result<Subscribed> Subscribe(uint64_t conn_id, const SubscriptionSpec& spec);
+  // Replaces the splits of every ring (`rings` has one entry per ring of the subscription): a
+  // split that stays keeps its push position, a new one starts at its start.
+  Status Update(uint64_t conn_id, uint64_t subscription_id, const std::vector<RingSpec>& rings);
   Status Close(uint64_t conn_id, uint64_t subscription_id);
   // Ends every subscription of a closed connection.
   void ConnectionClosed(uint64_t conn_id);
@@ -118,7 +115,7 @@ class PushManager {
                      uint32_t records, int64_t first_timestamp_ms);
   void ApplyUpdate(Subscription* sub);
   // Validates rings against the stream; fills the resolved splits of each ring.
-  Status ResolveRings(storage::Stream* stream, const std::vector<net::PushRing>& rings,
+  Status ResolveRings(storage::Stream* stream, const std::vector<RingSpec>& rings,
                       std::vector<std::vector<Split>>* out) const;
   void Kick(Thread* t);
   void EndSubscription(const std::shared_ptr<Subscription>& sub);

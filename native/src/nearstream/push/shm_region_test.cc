@@ -9,12 +9,12 @@
 #include <filesystem>
 #include <string>
 
-#include "nearstream/broker/test_broker_process.h"
+#include "nearstream/testing/test_broker_process.h"
 
 namespace nearstream::push {
 namespace {
 
-using broker::testing::TempDir;
+using nearstream::testing::TempDir;
 
 bool DirIsEmpty(const std::string& dir) { return std::filesystem::is_empty(dir); }
 

@@ -11,13 +11,13 @@
 #include <thread>
 #include <vector>
 
-#include "nearstream/broker/test_broker_process.h"
 #include "nearstream/push/futex.h"
+#include "nearstream/testing/test_broker_process.h"
 
 namespace nearstream::push {
 namespace {
 
-using broker::testing::TempDir;
+using nearstream::testing::TempDir;
 using namespace std::chrono_literals;
 
 #if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)

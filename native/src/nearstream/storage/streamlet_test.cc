@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "nearstream/storage/chunk.h"
-#include "nearstream/storage/fault_injection_env.h"
+#include "nearstream/testing/fault_injection_env.h"
 
 namespace nearstream::storage {
 

@@ -89,6 +89,19 @@ public final class ShmLayout {
     public static final int BUFFER_ALIGNMENT = 64;
     public static final int MAX_SLOT_BYTES = 1 << 30;
 
+    /**
+     * Geometry bounds of a push subscription: the broker refuses a PushSubscribe outside them with
+     * INVALID_ARGUMENT. Slot bytes are also a multiple of {@link #BUFFER_ALIGNMENT}. {@link
+     * #MAX_SLOT_BYTES} is the layout's own, wider limit.
+     */
+    public static final int MIN_SLOTS_PER_RING = 2;
+
+    public static final int MAX_SLOTS_PER_RING = 1024;
+    public static final int MIN_SLOT_BYTES = 64 << 10;
+    public static final int MAX_PUSH_SLOT_BYTES = 64 << 20;
+    public static final int MAX_RINGS = 1024;
+    public static final long MAX_REGION_BYTES = 16L << 30;
+
     public static final int REGION_OPEN = 1;
     public static final int REGION_CLOSED = 2;
 

@@ -91,6 +91,12 @@ class ShmLayoutTest {
         m.put("chunk.first_timestamp_ms", (long) CHUNK_FIRST_TIMESTAMP_MS);
         m.put("NS_SHM_SLOT_FETCH_CHUNK", (long) SLOT_FETCH_CHUNK);
         m.put("NS_SHM_SLOT_DAMAGED", (long) SLOT_DAMAGED);
+        m.put("NS_SHM_MIN_SLOTS_PER_RING", (long) MIN_SLOTS_PER_RING);
+        m.put("NS_SHM_MAX_SLOTS_PER_RING", (long) MAX_SLOTS_PER_RING);
+        m.put("NS_SHM_MIN_SLOT_BYTES", (long) MIN_SLOT_BYTES);
+        m.put("NS_SHM_MAX_PUSH_SLOT_BYTES", (long) MAX_PUSH_SLOT_BYTES);
+        m.put("NS_SHM_MAX_RINGS", (long) MAX_RINGS);
+        m.put("NS_SHM_MAX_REGION_BYTES", MAX_REGION_BYTES);
 
         // Geometry samples: {slots_per_ring, slot_bytes, ring_count}, as kGeometry in C.
         int[][] samples = {{8, 1 << 20, 1}, {8, 1 << 20, 2}, {1, 64, 3}, {100, 4160, 7}};

@@ -5,6 +5,7 @@ import static org.apache.flink.util.Preconditions.checkNotNull;
 import static org.apache.flink.util.Preconditions.checkState;
 
 import io.nearstream.flink.source.reader.deserializer.NearstreamRecordDeserializationSchema;
+import io.nearstream.jni.ShmLayout;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.UUID;
@@ -219,13 +220,20 @@ public class NearstreamSourceBuilder<T> {
         // The broker's bounds (docs/protocol.md, PushSubscribe): checked here so a job fails at
         // build time instead of restarting forever on INVALID_ARGUMENT.
         checkArgument(
-                slots >= 2 && slots <= 1024,
-                "Push slots per ring must be from 2 to 1024, got %s",
+                slots >= ShmLayout.MIN_SLOTS_PER_RING && slots <= ShmLayout.MAX_SLOTS_PER_RING,
+                "Push slots per ring must be from %s to %s, got %s",
+                ShmLayout.MIN_SLOTS_PER_RING,
+                ShmLayout.MAX_SLOTS_PER_RING,
                 slots);
         int slotBytes = option(NearstreamSourceOptions.PUSH_SLOT_BYTES);
         checkArgument(
-                slotBytes >= (64 << 10) && slotBytes <= (64 << 20) && slotBytes % 64 == 0,
-                "Push slot bytes must be a multiple of 64 from 64 KiB to 64 MiB, got %s",
+                slotBytes >= ShmLayout.MIN_SLOT_BYTES
+                        && slotBytes <= ShmLayout.MAX_PUSH_SLOT_BYTES
+                        && slotBytes % ShmLayout.BUFFER_ALIGNMENT == 0,
+                "Push slot bytes must be a multiple of %s from %s KiB to %s MiB, got %s",
+                ShmLayout.BUFFER_ALIGNMENT,
+                ShmLayout.MIN_SLOT_BYTES >> 10,
+                ShmLayout.MAX_PUSH_SLOT_BYTES >> 20,
                 slotBytes);
         long consumerTimeoutMs = option(NearstreamSourceOptions.PUSH_CONSUMER_TIMEOUT).toMillis();
         checkArgument(

@@ -7,9 +7,9 @@
 //     ASSERT_TRUE(broker.ok()) << broker.status().ToString();
 //     RunProcess({NEARSTREAM_CLI_PATH, "--broker", (*broker)->address(), "list"});
 //
-// Header-only on purpose: the library globs every non-test .cc under src/, and this code belongs
-// to test binaries only. Children get PR_SET_PDEATHSIG(SIGKILL), so even a crashing test leaves
-// no broker behind. Not thread-safe; use from the test's main thread.
+// Header-only: it uses NEARSTREAMD_PATH, which only the test binary defines; like everything in
+// testing/ it belongs to test binaries only. Children get PR_SET_PDEATHSIG(SIGKILL), so even a
+// crashing test leaves no broker behind. Not thread-safe; use from the test's main thread.
 #pragma once
 
 #include <fcntl.h>
@@ -34,7 +34,7 @@
 
 #include "nearstream/common/status.h"
 
-namespace nearstream::broker::testing {
+namespace nearstream::testing {
 
 // A fresh directory under $TMPDIR (or /tmp), removed with its contents on destruction. Its name
 // carries the creating process id (PREFIX-PID-XXXXXX), so SweepStale() can remove what a test
@@ -362,4 +362,4 @@ class TestBroker {
   uint16_t port_ = 0;
 };
 
-}  // namespace nearstream::broker::testing
+}  // namespace nearstream::testing

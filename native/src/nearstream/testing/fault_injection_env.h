@@ -10,6 +10,9 @@
 //
 // Threading: every method may be called from any thread; one mutex guards all state (and is held
 // across the calls into the wrapped Env, which keeps the bookkeeping exact; fine for tests).
+//
+// In testing/ (the nearstream_testing library, linked by the tests only, never by nearstreamd);
+// the class stays in namespace storage, whose Env it implements.
 #pragma once
 
 #include <cstdint>

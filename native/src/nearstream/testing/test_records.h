@@ -1,5 +1,5 @@
-// Test support: reading records back through the real Fetch RPC. Header-only so it stays out of
-// the library (which globs every non-test .cc).
+// Test support: reading records back through the real Fetch RPC (testing/: linked by the tests
+// only).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -10,7 +10,7 @@
 #include "nearstream/net/client.h"
 #include "nearstream/storage/chunk.h"
 
-namespace nearstream::broker::testing {
+namespace nearstream::testing {
 
 // Appends the records of every chunk of `block` to `out`, validating each chunk (a corrupt one
 // fails the test). Returns false on a corrupt chunk.
@@ -53,4 +53,4 @@ inline std::vector<std::string> ReadAllRecords(net::Client& c, const std::string
   }
 }
 
-}  // namespace nearstream::broker::testing
+}  // namespace nearstream::testing

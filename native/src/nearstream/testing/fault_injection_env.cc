@@ -1,4 +1,4 @@
-#include "nearstream/storage/fault_injection_env.h"
+#include "nearstream/testing/fault_injection_env.h"
 
 #include <algorithm>
 #include <cerrno>

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-namespace nearstream::broker::testing {
+namespace nearstream::testing {
 
 // (name, /proc/self/task/<tid>) of every thread of this process.
 inline std::vector<std::pair<std::string, std::filesystem::path>> ThreadsOfThisProcess() {
@@ -33,4 +33,4 @@ inline int NiceOf(const std::filesystem::path& task) {
   return std::stoi(field);
 }
 
-}  // namespace nearstream::broker::testing
+}  // namespace nearstream::testing
