@@ -1,4 +1,4 @@
-package io.nearstream.benchmarks;
+package io.nearstream.process;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
