@@ -3,17 +3,13 @@ package io.nearstream.testing;
 import io.nearstream.client.NearstreamClient;
 import io.nearstream.client.NettyNearstreamClient;
 import io.nearstream.client.StreamConfig;
+import io.nearstream.process.BrokerProcess;
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.Paths;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.extension.AfterAllCallback;
 import org.junit.jupiter.api.extension.AfterEachCallback;
 import org.junit.jupiter.api.extension.BeforeAllCallback;
@@ -39,24 +35,27 @@ import org.junit.jupiter.api.extension.ExtensionContext;
  *
  * <p>As a static field the broker lives for the test class (one broker for all its tests); as an
  * instance field it is started and stopped around each test. The callbacks do not use their {@link
- * ExtensionContext}; other harnesses call {@link #start()} and {@link #close()} directly. The
- * binary comes from the system property {@code nearstream.broker.binary} (set by the pom). A JVM
+ * ExtensionContext}; other harnesses call {@link #start()} and {@link #close()} directly.
+ *
+ * <p>The process itself is {@link BrokerProcess} ({@code nearstream-broker-process}), the one
+ * implementation in the repository of "start nearstreamd and wait until it listens", which the
+ * benchmark runner uses too; this class adds the test lifecycle, a data directory that survives
+ * {@link #restart()}, and a shared client. The binary is found as {@link BrokerProcess#binary()}
+ * says: the system property {@code nearstream.broker.binary} (set by the poms) first. A JVM
  * shutdown hook kills the broker if the test JVM dies before teardown.
  */
 public final class NearstreamBrokerExtension
         implements BeforeAllCallback, AfterAllCallback, BeforeEachCallback, AfterEachCallback {
 
     /** System property naming the broker binary. */
-    public static final String BINARY_PROPERTY = "nearstream.broker.binary";
+    public static final String BINARY_PROPERTY = BrokerProcess.BINARY_PROPERTY;
 
-    private static final long START_TIMEOUT_MS = 20_000;
+    private static final int WORKERS = 2;
 
     private final List<String> extraArgs;
     private Path tempDir;
     private Path dataDir;
-    private Path logFile;
-    private volatile Process process;
-    private Thread shutdownHook;
+    private BrokerProcess process;
     private int port;
     private NearstreamClient client;
     private boolean startedPerTest;
@@ -118,8 +117,8 @@ public final class NearstreamBrokerExtension
      * nearstream-push-<pid>-<subscription>}, docs/shm-layout.md) and changes on {@link #restart()}.
      */
     public synchronized long pid() {
-        Process p = process;
-        if (p == null) {
+        BrokerProcess p = process;
+        if (p == null || !p.isAlive()) {
             throw new IllegalStateException("the broker is not running");
         }
         return p.pid();
@@ -169,15 +168,9 @@ public final class NearstreamBrokerExtension
         kill();
     }
 
-    /** The broker's stdout and stderr so far. */
-    public String log() {
-        try {
-            return logFile != null && Files.exists(logFile)
-                    ? Files.readString(logFile, StandardCharsets.UTF_8)
-                    : "";
-        } catch (IOException e) {
-            return "(cannot read broker log: " + e + ")";
-        }
+    /** The broker's stdout and stderr so far, of every start since {@link #start()}. */
+    public synchronized String log() {
+        return process != null ? process.log() : "";
     }
 
     /** Starts the broker; for harnesses that manage the lifecycle themselves. */
@@ -186,102 +179,28 @@ public final class NearstreamBrokerExtension
             return; // already running (e.g. beforeAll called twice)
         }
         tempDir = Files.createTempDirectory("nearstreamd-");
-        dataDir = tempDir.resolve("data");
-        Files.createDirectories(dataDir);
-        logFile = tempDir.resolve("broker.log");
-        launch(0);
+        dataDir = Files.createDirectories(tempDir.resolve("data"));
+        try {
+            launch(0);
+        } catch (IOException | RuntimeException e) {
+            close();
+            throw e;
+        }
     }
 
     private void launch(int listenPort) throws IOException {
-        String binary = System.getProperty(BINARY_PROPERTY);
-        if (binary == null || !Files.isExecutable(Paths.get(binary))) {
-            throw new IllegalStateException(
-                    "nearstreamd not found at "
-                            + binary
-                            + " (system property "
-                            + BINARY_PROPERTY
-                            + "); build the native module first: mvn -pl native compile");
-        }
-        Path portFile = tempDir.resolve("port");
-        Files.deleteIfExists(portFile);
-        List<String> cmd = new ArrayList<>();
-        cmd.add(binary);
-        cmd.add("--listen");
-        cmd.add("127.0.0.1:" + listenPort);
-        cmd.add("--port-file");
-        cmd.add(portFile.toString());
-        cmd.add("--data-dir");
-        cmd.add(dataDir.toString());
-        cmd.add("--workers");
-        cmd.add("2");
-        cmd.addAll(extraArgs);
-        ProcessBuilder pb = new ProcessBuilder(cmd);
-        pb.redirectErrorStream(true);
-        pb.redirectOutput(ProcessBuilder.Redirect.appendTo(logFile.toFile()));
-        process = pb.start();
-        if (shutdownHook == null) {
-            // No lock here: the hook must work even when a test thread is stuck holding one.
-            shutdownHook =
-                    new Thread(
-                            () -> {
-                                Process p = process;
-                                if (p != null) {
-                                    p.destroyForcibly();
-                                }
-                            },
-                            "nearstreamd-killer");
-            Runtime.getRuntime().addShutdownHook(shutdownHook);
-        }
-        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(START_TIMEOUT_MS);
-        while (true) {
-            if (Files.exists(portFile)) {
-                String text = Files.readString(portFile, StandardCharsets.US_ASCII).trim();
-                if (!text.isEmpty()) {
-                    port = Integer.parseInt(text);
-                    return;
-                }
-            }
-            if (!process.isAlive()) {
-                throw new IllegalStateException(
-                        "nearstreamd exited with status "
-                                + process.exitValue()
-                                + " before listening; its log:\n"
-                                + log());
-            }
-            if (System.nanoTime() > deadline) {
-                destroyQuietly();
-                throw new IllegalStateException(
-                        "nearstreamd did not write its port file within "
-                                + START_TIMEOUT_MS
-                                + " ms; its log:\n"
-                                + log());
-            }
-            try {
-                Thread.sleep(10);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                destroyQuietly();
-                throw new IllegalStateException("interrupted while starting nearstreamd", e);
-            }
-        }
+        List<String> args = new ArrayList<>();
+        args.add("--data-dir");
+        args.add(dataDir.toString());
+        args.addAll(extraArgs);
+        process = BrokerProcess.start(tempDir, listenPort, WORKERS, args);
+        port = process.port();
     }
 
     private void kill() {
-        destroyQuietly();
-    }
-
-    private synchronized void destroyQuietly() {
-        Process p = process;
-        if (p == null) {
-            return;
+        if (process != null) {
+            process.kill();
         }
-        p.destroyForcibly();
-        try {
-            p.waitFor(10, TimeUnit.SECONDS);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
-        process = null;
     }
 
     /** Kills the broker and removes its files; idempotent. */
@@ -292,38 +211,12 @@ public final class NearstreamBrokerExtension
                 client = null;
             }
         } finally {
-            destroyQuietly();
-            if (shutdownHook != null) {
-                try {
-                    Runtime.getRuntime().removeShutdownHook(shutdownHook);
-                } catch (IllegalStateException ignored) {
-                    // The JVM is shutting down; the hook runs anyway.
-                }
-                shutdownHook = null;
-            }
-            deleteRecursively(tempDir);
+            kill();
+            process = null;
+            BrokerProcess.deleteRecursively(tempDir);
             tempDir = null;
             dataDir = null;
             port = 0;
-        }
-    }
-
-    private static void deleteRecursively(Path dir) {
-        if (dir == null || !Files.exists(dir)) {
-            return;
-        }
-        try (Stream<Path> paths = Files.walk(dir)) {
-            paths.sorted(Comparator.reverseOrder())
-                    .forEach(
-                            p -> {
-                                try {
-                                    Files.deleteIfExists(p);
-                                } catch (IOException e) {
-                                    throw new UncheckedIOException(e);
-                                }
-                            });
-        } catch (IOException | UncheckedIOException e) {
-            // Best effort: a leftover temp dir must not fail the test run.
         }
     }
 }
