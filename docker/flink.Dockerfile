@@ -15,8 +15,9 @@ FROM ${FLINK_IMAGE}
 # application class loader and shared by all jobs. (The compose file also lists these packages in
 # classloader.parent-first-patterns.additional, so copies inside a fat job jar are ignored.)
 #
-# docker/stage-jars.sh puts there: flink-connector-nearstream, nearstream-jni-bridge and their
-# runtime dependencies that Flink's lib/ lacks (Netty, Arrow and what Arrow needs).
+# docker/stage-jars.sh puts there: flink-connector-nearstream, nearstream-client (the Java client
+# the connector reads through), nearstream-jni-bridge and their runtime dependencies that Flink's
+# lib/ lacks (Netty, Arrow and what Arrow needs).
 COPY --chown=flink:flink docker/target/flink-lib/ /opt/flink/lib/
 
 # The benchmark jobs (io.nearstream.benchmarks.jobs.JobRunner), submitted by the compose file's

@@ -108,7 +108,7 @@ def check(config, files):
     flink_df = files[FLINK_DOCKERFILE]
     if not re.search(r"^COPY\b.*\sdocker/target/flink-lib/\s+/opt/flink/lib/\s*$", flink_df, re.M):
         problems.append(f"{FLINK_DOCKERFILE}: must copy docker/target/flink-lib/ to lib/")
-    for jar in ("flink-connector-nearstream", "nearstream-jni-bridge"):
+    for jar in ("flink-connector-nearstream", "nearstream-client", "nearstream-jni-bridge"):
         if not re.search(rf"\b{jar}\b", files[STAGE_SCRIPT]):
             problems.append(f"{STAGE_SCRIPT}: must stage {jar} into flink-lib/")
     if not re.search(r"^COPY\b.*\sdocker/target/nearstream-benchmarks\.jar\s+/opt/nearstream/\s*$",

@@ -10,6 +10,7 @@ import io.nearstream.client.Position;
 import io.nearstream.client.StreamConfig;
 import io.nearstream.client.StreamletMetadata;
 import io.nearstream.flink.source.split.NearstreamSplit;
+import io.nearstream.process.BrokerProcess;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;

@@ -11,6 +11,7 @@ import io.nearstream.jni.ArrowSlotView;
 import io.nearstream.jni.ShmLayout;
 import io.nearstream.jni.ShmRegion;
 import io.nearstream.jni.SlotRing;
+import io.nearstream.process.BrokerProcess;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.nio.ByteOrder;

@@ -1,9 +1,9 @@
 package io.nearstream.benchmarks.jobs;
 
-import io.nearstream.benchmarks.BrokerProcess;
 import io.nearstream.benchmarks.PreloadedStream;
 import io.nearstream.benchmarks.kafka.KafkaBroker;
 import io.nearstream.benchmarks.kafka.KafkaPreload;
+import io.nearstream.process.BrokerProcess;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;

@@ -1,10 +1,10 @@
 package io.nearstream.benchmarks.jobs;
 
 import com.sun.management.OperatingSystemMXBean;
-import io.nearstream.benchmarks.BrokerProcess;
 import io.nearstream.benchmarks.PreloadedStream;
 import io.nearstream.client.NearstreamClient;
 import io.nearstream.client.NettyNearstreamClient;
+import io.nearstream.process.BrokerProcess;
 import java.lang.management.ManagementFactory;
 import java.util.HashMap;
 import java.util.Map;

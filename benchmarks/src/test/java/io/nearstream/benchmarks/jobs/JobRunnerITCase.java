@@ -3,8 +3,8 @@ package io.nearstream.benchmarks.jobs;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.nearstream.benchmarks.BrokerProcess;
 import io.nearstream.benchmarks.PreloadedStream;
+import io.nearstream.process.BrokerProcess;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;

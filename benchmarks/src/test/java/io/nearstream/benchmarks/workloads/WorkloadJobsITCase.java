@@ -3,7 +3,6 @@ package io.nearstream.benchmarks.workloads;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.nearstream.benchmarks.BrokerProcess;
 import io.nearstream.benchmarks.jobs.JobMeasurement;
 import io.nearstream.benchmarks.jobs.JobOptions;
 import io.nearstream.benchmarks.jobs.JobRunner;
@@ -15,6 +14,7 @@ import io.nearstream.benchmarks.jobs.YsbWorkload;
 import io.nearstream.client.NearstreamClient;
 import io.nearstream.client.NearstreamProducerConfig;
 import io.nearstream.client.NettyNearstreamClient;
+import io.nearstream.process.BrokerProcess;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;

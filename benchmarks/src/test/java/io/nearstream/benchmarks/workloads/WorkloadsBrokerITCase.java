@@ -2,7 +2,6 @@ package io.nearstream.benchmarks.workloads;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.nearstream.benchmarks.BrokerProcess;
 import io.nearstream.client.NearstreamClient;
 import io.nearstream.client.NearstreamProducerConfig;
 import io.nearstream.client.NettyNearstreamClient;
@@ -10,6 +9,7 @@ import io.nearstream.flink.source.NearstreamSource;
 import io.nearstream.flink.source.NearstreamStoppingPositions;
 import io.nearstream.flink.source.ReadMode;
 import io.nearstream.flink.source.reader.deserializer.NearstreamRecordDeserializationSchema;
+import io.nearstream.process.BrokerProcess;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;

@@ -96,7 +96,8 @@ class ProtocolCodecTest {
     }
 
     static void decodeRequestFully(byte[] frame) {
-        ProtocolCodec.DecodedRequest d = ProtocolCodec.decodeRequest(Unpooled.wrappedBuffer(frame));
+        ProtocolTestCodec.DecodedRequest d =
+                ProtocolTestCodec.decodeRequest(Unpooled.wrappedBuffer(frame));
         if (d.request() instanceof AppendRequest a) {
             for (AppendEntry e : a.entries()) {
                 Chunks.validate(ByteBufUtil.getBytes(e.chunk()));
@@ -257,7 +258,7 @@ class ProtocolCodecTest {
     @Test
     void nonOkResponseMustNotCarryABody() {
         ByteBuf frame =
-                ProtocolCodec.encodeResponse(
+                ProtocolTestCodec.encodeResponse(
                         ALLOC, 4, 9, StatusCode.STREAM_NOT_FOUND.code(), "gone", null);
         frame.writeByte(0);
         frame.setIntLE(0, frame.readableBytes() - 4);
@@ -271,11 +272,11 @@ class ProtocolCodecTest {
         assertThatThrownBy(() -> ProtocolCodec.decodeResponse(request.duplicate()))
                 .isInstanceOf(NearstreamProtocolException.class)
                 .hasMessageContaining("request frame");
-        ByteBuf response = ProtocolCodec.encodeResponse(ALLOC, 4, 5, 0, "", b -> {});
-        assertThatThrownBy(() -> ProtocolCodec.decodeRequest(response))
+        ByteBuf response = ProtocolTestCodec.encodeResponse(ALLOC, 4, 5, 0, "", b -> {});
+        assertThatThrownBy(() -> ProtocolTestCodec.decodeRequest(response))
                 .isInstanceOf(NearstreamProtocolException.class);
         request.setShortLE(6, 99);
-        assertThatThrownBy(() -> ProtocolCodec.decodeRequest(request))
+        assertThatThrownBy(() -> ProtocolTestCodec.decodeRequest(request))
                 .isInstanceOf(NearstreamProtocolException.class)
                 .satisfies(
                         e ->

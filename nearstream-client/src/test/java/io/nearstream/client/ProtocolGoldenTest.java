@@ -5,7 +5,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.nearstream.client.ProtocolCodec.AppendEntry;
 import io.nearstream.client.ProtocolCodec.AppendRequest;
 import io.nearstream.client.ProtocolCodec.CreateStreamRequest;
-import io.nearstream.client.ProtocolCodec.DecodedRequest;
 import io.nearstream.client.ProtocolCodec.DeleteStreamRequest;
 import io.nearstream.client.ProtocolCodec.DescribeStreamRequest;
 import io.nearstream.client.ProtocolCodec.FetchRequest;
@@ -22,6 +21,7 @@ import io.nearstream.client.ProtocolCodec.Request;
 import io.nearstream.client.ProtocolCodec.ResponseFrame;
 import io.nearstream.client.ProtocolCodec.StatsRequest;
 import io.nearstream.client.ProtocolCodec.TimestampQuery;
+import io.nearstream.client.ProtocolTestCodec.DecodedRequest;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
 import io.netty.buffer.Unpooled;
@@ -119,7 +119,7 @@ class ProtocolGoldenTest {
     }
 
     private static void checkRequest(byte[] bytes, Map<String, Object> expected) {
-        DecodedRequest decoded = ProtocolCodec.decodeRequest(Unpooled.wrappedBuffer(bytes));
+        DecodedRequest decoded = ProtocolTestCodec.decodeRequest(Unpooled.wrappedBuffer(bytes));
         FrameHeader h = decoded.header();
         assertThat(frameJson(h)).isEqualTo(expected.get("frame"));
         assertThat(u(h.length() - ProtocolCodec.HEADER_BYTES))
@@ -157,7 +157,7 @@ class ProtocolGoldenTest {
                         body.put("broker_epoch", u64(v.brokerEpoch()));
                         body.put("max_frame_bytes", BigInteger.valueOf(v.maxFrameBytes()));
                         body.put("broker_version", v.brokerVersion());
-                        writer = out -> ProtocolCodec.writeHandshakeResponse(out, v);
+                        writer = out -> ProtocolTestCodec.writeHandshakeResponse(out, v);
                         break;
                     }
                 case CREATE_STREAM:
@@ -176,28 +176,28 @@ class ProtocolGoldenTest {
                     {
                         List<String> v = ProtocolCodec.decodeListStreamsResponse(in);
                         body.put("names", new ArrayList<Object>(v));
-                        writer = out -> ProtocolCodec.writeListStreamsResponse(out, v);
+                        writer = out -> ProtocolTestCodec.writeListStreamsResponse(out, v);
                         break;
                     }
                 case METADATA:
                     {
                         List<StreamletMetadata> v = ProtocolCodec.decodeMetadataResponse(in);
                         body.put("streamlets", list(v, ProtocolGoldenTest::streamletJson));
-                        writer = out -> ProtocolCodec.writeMetadataResponse(out, v);
+                        writer = out -> ProtocolTestCodec.writeMetadataResponse(out, v);
                         break;
                     }
                 case APPEND:
                     {
                         List<AppendResult> v = ProtocolCodec.decodeAppendResponse(in);
                         body.put("results", list(v, ProtocolGoldenTest::appendResultJson));
-                        writer = out -> ProtocolCodec.writeAppendResponse(out, v);
+                        writer = out -> ProtocolTestCodec.writeAppendResponse(out, v);
                         break;
                     }
                 case FETCH:
                     {
                         List<StreamletFetch> v = ProtocolCodec.decodeFetchResponse(in);
                         body.put("results", list(v, ProtocolGoldenTest::fetchResultJson));
-                        writer = out -> ProtocolCodec.writeFetchResponse(out, v);
+                        writer = out -> ProtocolTestCodec.writeFetchResponse(out, v);
                         break;
                     }
                 case STATS:
@@ -208,14 +208,14 @@ class ProtocolGoldenTest {
                                 (name, value) ->
                                         values.add(obj("name", name, "value", u64(value))));
                         body.put("values", values);
-                        writer = out -> ProtocolCodec.writeStatsResponse(out, v);
+                        writer = out -> ProtocolTestCodec.writeStatsResponse(out, v);
                         break;
                     }
                 case LOOKUP_TIMESTAMP:
                     {
                         List<TimestampLookup> v = ProtocolCodec.decodeLookupTimestampResponse(in);
                         body.put("results", list(v, ProtocolGoldenTest::lookupResultJson));
-                        writer = out -> ProtocolCodec.writeLookupTimestampResponse(out, v);
+                        writer = out -> ProtocolTestCodec.writeLookupTimestampResponse(out, v);
                         break;
                     }
                 case PUSH_SUBSCRIBE:
@@ -225,7 +225,7 @@ class ProtocolGoldenTest {
                         body.put("broker_epoch", u64(v.brokerEpoch()));
                         body.put("region_path", v.regionPath());
                         body.put("region_bytes", u64(v.regionBytes()));
-                        writer = out -> ProtocolCodec.writePushSubscribeResponse(out, v);
+                        writer = out -> ProtocolTestCodec.writePushSubscribeResponse(out, v);
                         break;
                     }
                 case PUSH_UPDATE:
@@ -240,7 +240,7 @@ class ProtocolGoldenTest {
         assertThat(body).isEqualTo(expected.get("body"));
 
         ByteBuf encoded =
-                ProtocolCodec.encodeResponse(
+                ProtocolTestCodec.encodeResponse(
                         ALLOC, h.opcode(), h.requestId(), r.status(), r.message(), writer);
         try {
             assertThat(ByteBufUtil.getBytes(encoded)).isEqualTo(bytes);

@@ -47,7 +47,7 @@ final class FakeBroker implements AutoCloseable {
         void respond(FrameHeader h, int status, String message, Consumer<ByteBuf> body)
                 throws IOException {
             ByteBuf frame =
-                    ProtocolCodec.encodeResponse(
+                    ProtocolTestCodec.encodeResponse(
                             UnpooledByteBufAllocator.DEFAULT,
                             h.opcode(),
                             h.requestId(),

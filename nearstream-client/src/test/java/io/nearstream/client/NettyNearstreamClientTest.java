@@ -22,7 +22,7 @@ import org.junit.jupiter.api.Test;
 class NettyNearstreamClientTest {
 
     private static String describedName(ByteBuf frame) {
-        ProtocolCodec.DecodedRequest d = ProtocolCodec.decodeRequest(frame.duplicate());
+        ProtocolTestCodec.DecodedRequest d = ProtocolTestCodec.decodeRequest(frame.duplicate());
         return ((ProtocolCodec.DescribeStreamRequest) d.request()).name();
     }
 
@@ -137,7 +137,7 @@ class NettyNearstreamClientTest {
                                                 0,
                                                 "",
                                                 out ->
-                                                        ProtocolCodec.writeListStreamsResponse(
+                                                        ProtocolTestCodec.writeListStreamsResponse(
                                                                 out, List.of("n".repeat(5000)))));
                 NettyNearstreamClient client =
                         NettyNearstreamClient.connect(

@@ -3,12 +3,12 @@ package io.nearstream.client;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.nearstream.client.ProtocolCodec.DecodedRequest;
 import io.nearstream.client.ProtocolCodec.PushCloseRequest;
 import io.nearstream.client.ProtocolCodec.PushSubscribeRequest;
 import io.nearstream.client.ProtocolCodec.PushUpdateRequest;
 import io.nearstream.client.ProtocolCodec.Request;
 import io.nearstream.client.ProtocolCodec.ResponseFrame;
+import io.nearstream.client.ProtocolTestCodec.DecodedRequest;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
 import io.netty.buffer.Unpooled;
@@ -57,7 +57,8 @@ class PushCodecTest {
                         new PushUpdateRequest(-2L, RINGS),
                         new PushUpdateRequest(3, List.of()),
                         new PushCloseRequest(42))) {
-            DecodedRequest d = ProtocolCodec.decodeRequest(Unpooled.wrappedBuffer(encode(r, 9)));
+            DecodedRequest d =
+                    ProtocolTestCodec.decodeRequest(Unpooled.wrappedBuffer(encode(r, 9)));
             assertThat(d.request()).isEqualTo(r);
             assertThat(d.header().opcode()).isEqualTo(r.opcode().code());
         }
@@ -70,13 +71,13 @@ class PushCodecTest {
     void pushSubscribeResponseRoundTrips() {
         PushSubscription s = new PushSubscription(-1L, 77, "/dev/shm/nearstream-push-1", 9 << 20);
         ByteBuf frame =
-                ProtocolCodec.encodeResponse(
+                ProtocolTestCodec.encodeResponse(
                         ALLOC,
                         Opcode.PUSH_SUBSCRIBE.code(),
                         5,
                         0,
                         "",
-                        out -> ProtocolCodec.writePushSubscribeResponse(out, s));
+                        out -> ProtocolTestCodec.writePushSubscribeResponse(out, s));
         ResponseFrame r = ProtocolCodec.decodeResponse(frame);
         assertThat(ProtocolCodec.decodePushSubscribeResponse(r.body())).isEqualTo(s);
         frame.release();
@@ -87,7 +88,7 @@ class PushCodecTest {
         byte[] bytes = encode(new PushUpdateRequest(1, RINGS), 1);
         ByteBuf cut = Unpooled.wrappedBuffer(bytes, 0, bytes.length - 4);
         cut.setIntLE(0, cut.readableBytes() - 4);
-        assertThatThrownBy(() -> ProtocolCodec.decodeRequest(cut))
+        assertThatThrownBy(() -> ProtocolTestCodec.decodeRequest(cut))
                 .isInstanceOf(NearstreamProtocolException.class);
     }
 

@@ -1,0 +1,300 @@
+package io.nearstream.client;
+
+import static io.nearstream.client.ProtocolCodec.APPEND_ENTRY_BYTES;
+import static io.nearstream.client.ProtocolCodec.VERSION;
+import static io.nearstream.client.ProtocolCodec.beginFrame;
+import static io.nearstream.client.ProtocolCodec.endFrame;
+import static io.nearstream.client.ProtocolCodec.readHeader;
+import static io.nearstream.client.ProtocolCodec.readStreamConfig;
+import static io.nearstream.client.ProtocolCodec.writePosition;
+import static io.nearstream.client.ProtocolCodec.writeStr;
+
+import io.nearstream.client.ProtocolCodec.AppendEntry;
+import io.nearstream.client.ProtocolCodec.AppendRequest;
+import io.nearstream.client.ProtocolCodec.CreateStreamRequest;
+import io.nearstream.client.ProtocolCodec.DeleteStreamRequest;
+import io.nearstream.client.ProtocolCodec.DescribeStreamRequest;
+import io.nearstream.client.ProtocolCodec.FetchRequest;
+import io.nearstream.client.ProtocolCodec.FrameHeader;
+import io.nearstream.client.ProtocolCodec.HandshakeRequest;
+import io.nearstream.client.ProtocolCodec.HandshakeResponse;
+import io.nearstream.client.ProtocolCodec.ListStreamsRequest;
+import io.nearstream.client.ProtocolCodec.LookupTimestampRequest;
+import io.nearstream.client.ProtocolCodec.MetadataRequest;
+import io.nearstream.client.ProtocolCodec.PushCloseRequest;
+import io.nearstream.client.ProtocolCodec.PushSubscribeRequest;
+import io.nearstream.client.ProtocolCodec.PushUpdateRequest;
+import io.nearstream.client.ProtocolCodec.Request;
+import io.nearstream.client.ProtocolCodec.StatsRequest;
+import io.nearstream.client.ProtocolCodec.TimestampQuery;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Consumer;
+
+/**
+ * The broker's half of protocol version 1, for tests: decodes request frames and encodes response
+ * frames, byte for byte as docs/protocol.md defines them. The client's half (encode requests,
+ * decode responses) is {@link ProtocolCodec}, which ships in the client jar; this half is only for
+ * the golden tests ({@code ProtocolGoldenTest}) and test brokers ({@code FakeBroker}), so it lives
+ * in the test sources, in the same package for {@link ProtocolCodec}'s package-private pieces.
+ * Decoders check every length and count against the bytes that remain and throw {@link
+ * NearstreamProtocolException}, as {@link ProtocolCodec}'s do.
+ */
+final class ProtocolTestCodec {
+
+    private static final int FETCH_ENTRY_BYTES = 4 + Position.WIRE_BYTES + 4;
+    private static final int LOOKUP_QUERY_BYTES = 4 + 8;
+
+    private ProtocolTestCodec() {}
+
+    // ---- requests ---------------------------------------------------------------------------
+
+    /** A decoded request frame. */
+    record DecodedRequest(FrameHeader header, Request request) {}
+
+    /**
+     * Decodes a complete request frame (the broker's side; used by tests and test brokers). Append
+     * chunks are slices of {@code frame}, valid while it is.
+     */
+    static DecodedRequest decodeRequest(ByteBuf frame) {
+        FrameHeader h = readHeader(frame);
+        if (h.isResponse()) {
+            throw NearstreamProtocolException.malformed(
+                    "a response frame where a request was expected");
+        }
+        if (h.version() != VERSION) {
+            throw new NearstreamProtocolException(
+                    StatusCode.UNSUPPORTED_VERSION, "frame version " + h.version());
+        }
+        Opcode op = h.knownOpcode();
+        if (op == null) {
+            throw new NearstreamProtocolException(
+                    StatusCode.UNKNOWN_OPCODE, "unknown opcode " + h.opcode());
+        }
+        WireReader in = new WireReader(frame, op.wireName() + " request");
+        Request request;
+        switch (op) {
+            case HANDSHAKE:
+                request =
+                        new HandshakeRequest(
+                                in.u16("min_version"),
+                                in.u16("max_version"),
+                                in.str("client_name"));
+                break;
+            case CREATE_STREAM:
+                request = new CreateStreamRequest(readStreamConfig(in));
+                break;
+            case DELETE_STREAM:
+                request = new DeleteStreamRequest(in.str("name"));
+                break;
+            case DESCRIBE_STREAM:
+                request = new DescribeStreamRequest(in.str("name"));
+                break;
+            case LIST_STREAMS:
+                request = new ListStreamsRequest();
+                break;
+            case METADATA:
+                {
+                    String stream = in.str("stream");
+                    int[] streamlets = new int[in.count("count", 4)];
+                    for (int i = 0; i < streamlets.length; i++) {
+                        streamlets[i] = in.u32("streamlets");
+                    }
+                    request = new MetadataRequest(stream, streamlets);
+                    break;
+                }
+            case APPEND:
+                {
+                    String stream = in.str("stream");
+                    int n = in.count("count", APPEND_ENTRY_BYTES);
+                    List<AppendEntry> entries = new ArrayList<>(n);
+                    for (int i = 0; i < n; i++) {
+                        int streamlet = in.u32("streamlet");
+                        int index = in.blob("chunk");
+                        entries.add(
+                                new AppendEntry(streamlet, frame.slice(index, in.lastLength())));
+                    }
+                    request = new AppendRequest(stream, entries);
+                    break;
+                }
+            case FETCH:
+                {
+                    String stream = in.str("stream");
+                    int maxWait = in.u32("max_wait_ms");
+                    int n = in.count("count", FETCH_ENTRY_BYTES);
+                    List<FetchEntry> entries = new ArrayList<>(n);
+                    for (int i = 0; i < n; i++) {
+                        entries.add(
+                                new FetchEntry(
+                                        in.u32("streamlet"),
+                                        in.position("position"),
+                                        in.u32("max_bytes")));
+                    }
+                    request = new FetchRequest(stream, maxWait, entries);
+                    break;
+                }
+            case STATS:
+                request = new StatsRequest();
+                break;
+            case LOOKUP_TIMESTAMP:
+                {
+                    String stream = in.str("stream");
+                    int n = in.count("count", LOOKUP_QUERY_BYTES);
+                    List<TimestampQuery> queries = new ArrayList<>(n);
+                    for (int i = 0; i < n; i++) {
+                        queries.add(
+                                new TimestampQuery(in.u32("streamlet"), in.i64("timestamp_ms")));
+                    }
+                    request = new LookupTimestampRequest(stream, queries);
+                    break;
+                }
+            case PUSH_SUBSCRIBE:
+                request =
+                        new PushSubscribeRequest(
+                                in.str("stream"),
+                                in.u32("slots_per_ring"),
+                                in.u32("slot_bytes"),
+                                in.u32("consumer_timeout_ms"),
+                                readPushRings(in));
+                break;
+            case PUSH_UPDATE:
+                request = new PushUpdateRequest(in.u64("subscription_id"), readPushRings(in));
+                break;
+            case PUSH_CLOSE:
+                request = new PushCloseRequest(in.u64("subscription_id"));
+                break;
+            default:
+                throw new AssertionError(op);
+        }
+        in.end();
+        return new DecodedRequest(h, request);
+    }
+
+    static List<PushRingSpec> readPushRings(WireReader in) {
+        int n = in.count("ring_count", 8);
+        List<PushRingSpec> rings = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+            int subtask = in.u32("subtask_index");
+            int m = in.count("split_count", PushSplitStart.WIRE_BYTES);
+            List<PushSplitStart> splits = new ArrayList<>(m);
+            for (int j = 0; j < m; j++) {
+                splits.add(new PushSplitStart(in.u32("streamlet"), in.position("start")));
+            }
+            rings.add(new PushRingSpec(subtask, splits));
+        }
+        return rings;
+    }
+
+    // ---- responses --------------------------------------------------------------------------
+
+    /** Encodes a complete response frame; {@code body} writes the body (not called unless OK). */
+    static ByteBuf encodeResponse(
+            ByteBufAllocator alloc,
+            int opcode,
+            long requestId,
+            int status,
+            String message,
+            Consumer<ByteBuf> body) {
+        ByteBuf out = alloc.heapBuffer(64);
+        try {
+            int start = beginFrame(out, opcode, requestId, true);
+            out.writeShortLE(status);
+            writeStr(out, message);
+            if (status == 0 && body != null) {
+                body.accept(out);
+            }
+            endFrame(out, start);
+            return out;
+        } catch (RuntimeException e) {
+            out.release();
+            throw e;
+        }
+    }
+
+    static void writeHandshakeResponse(ByteBuf out, HandshakeResponse r) {
+        out.writeShortLE(r.version());
+        out.writeLongLE(r.brokerEpoch());
+        out.writeIntLE((int) r.maxFrameBytes());
+        writeStr(out, r.brokerVersion());
+    }
+
+    static void writeListStreamsResponse(ByteBuf out, List<String> names) {
+        out.writeIntLE(names.size());
+        for (String name : names) {
+            writeStr(out, name);
+        }
+    }
+
+    static void writeMetadataResponse(ByteBuf out, List<StreamletMetadata> streamlets) {
+        out.writeIntLE(streamlets.size());
+        for (StreamletMetadata s : streamlets) {
+            out.writeIntLE(s.streamlet());
+            writePosition(out, s.head());
+            writePosition(out, s.tail());
+            out.writeIntLE(s.groups().size());
+            for (GroupMetadata g : s.groups()) {
+                out.writeLongLE(g.groupId());
+                out.writeByte(g.closed() ? 1 : 0);
+                out.writeLongLE(g.firstSegment());
+                out.writeIntLE(g.segmentCount());
+                out.writeLongLE(g.bytes());
+            }
+        }
+    }
+
+    static void writeAppendResponse(ByteBuf out, List<AppendResult> results) {
+        out.writeIntLE(results.size());
+        for (AppendResult r : results) {
+            out.writeIntLE(r.streamlet());
+            out.writeShortLE(r.status().code());
+            writeStr(out, r.message());
+            writePosition(out, r.position());
+            out.writeByte(r.duplicate() ? 1 : 0);
+        }
+    }
+
+    static void writeFetchResponse(ByteBuf out, List<StreamletFetch> results) {
+        out.writeIntLE(results.size());
+        for (StreamletFetch r : results) {
+            out.writeIntLE(r.streamlet());
+            out.writeShortLE(r.status().code());
+            writeStr(out, r.message());
+            writePosition(out, r.next());
+            writePosition(out, r.tail());
+            out.writeIntLE(r.blocks().size());
+            for (ChunkBlock block : r.blocks()) {
+                writePosition(out, block.at());
+                out.writeIntLE(block.data().remaining());
+                out.writeBytes(block.data().duplicate());
+            }
+        }
+    }
+
+    static void writeStatsResponse(ByteBuf out, Map<String, Long> values) {
+        out.writeIntLE(values.size());
+        for (Map.Entry<String, Long> e : values.entrySet()) {
+            writeStr(out, e.getKey());
+            out.writeLongLE(e.getValue());
+        }
+    }
+
+    static void writeLookupTimestampResponse(ByteBuf out, List<TimestampLookup> results) {
+        out.writeIntLE(results.size());
+        for (TimestampLookup r : results) {
+            out.writeIntLE(r.streamlet());
+            out.writeShortLE(r.status().code());
+            writeStr(out, r.message());
+            writePosition(out, r.position());
+        }
+    }
+
+    static void writePushSubscribeResponse(ByteBuf out, PushSubscription r) {
+        out.writeLongLE(r.subscriptionId());
+        out.writeLongLE(r.brokerEpoch());
+        writeStr(out, r.regionPath());
+        out.writeLongLE(r.regionBytes());
+    }
+}
