@@ -1203,33 +1203,39 @@ TEST_F(StreamletTest, ReaderAtRemovedPositionIsOutOfRange) {
 // ---------------------------------------------------------------------------------------------
 // Parallel appends: producers of different active groups append at the same time
 
-// An Env whose fsync of one chosen file waits until released (a slow disk under one group);
-// everything else goes straight to the wrapped Env, from any number of threads at once.
-class SyncGateEnv final : public Env {
+// An Env where the fsync, or the opening, of one chosen file waits in a gate until released (a
+// slow disk under one group), and then goes on or fails; everything else goes straight to the
+// wrapped Env, from any number of threads at once.
+class GateEnv final : public Env {
  public:
-  explicit SyncGateEnv(Env* base) : base_(base) {}
+  enum class Op { kSync, kOpen };
+  explicit GateEnv(Env* base) : base_(base) {}
 
-  // From now on, Sync of `path` waits in the gate until Release().
-  void Hold(const std::string& path) {
+  // From now on, `op` on `path` waits in the gate until Release().
+  void Hold(Op op, const std::string& path) {
     std::lock_guard<std::mutex> lock(mu_);
+    held_op_ = op;
     held_ = path;
   }
-  // Waits until a Sync of the held file is waiting in the gate; false after `timeout`.
+  // Waits until a call is waiting in the gate; false after `timeout`.
   bool WaitUntilSomeoneWaits(std::chrono::milliseconds timeout) {
     std::unique_lock<std::mutex> lock(mu_);
     return cv_.wait_for(lock, timeout, [&] { return waiting_ > 0; });
   }
-  void Release() {
+  // Lets the held call go on, or fail with an I/O error.
+  void Release(bool fail = false) {
     std::lock_guard<std::mutex> lock(mu_);
     held_.clear();
+    fail_ = fail;
     cv_.notify_all();
   }
-  int syncs_of_held() const {
+  int gated() const {
     std::lock_guard<std::mutex> lock(mu_);
-    return syncs_of_held_;
+    return gated_;
   }
 
   Result<std::unique_ptr<WritableFile>> OpenAppendable(const std::string& path) override {
+    RETURN_IF_ERROR(Gate(Op::kOpen, path));
     ASSIGN_OR_RETURN(auto file, base_->OpenAppendable(path));
     return std::unique_ptr<WritableFile>(new File(this, path, std::move(file)));
   }
@@ -1255,37 +1261,42 @@ class SyncGateEnv final : public Env {
  private:
   class File final : public WritableFile {
    public:
-    File(SyncGateEnv* env, std::string path, std::unique_ptr<WritableFile> base)
+    File(GateEnv* env, std::string path, std::unique_ptr<WritableFile> base)
         : env_(env), path_(std::move(path)), base_(std::move(base)) {}
     Status Append(const uint8_t* data, size_t n) override { return base_->Append(data, n); }
     Status Truncate(uint64_t size) override { return base_->Truncate(size); }
     Status Sync() override {
-      {
-        std::unique_lock<std::mutex> lock(env_->mu_);
-        if (env_->held_ == path_) {
-          ++env_->waiting_;
-          ++env_->syncs_of_held_;
-          env_->cv_.notify_all();
-          env_->cv_.wait(lock, [&] { return env_->held_ != path_; });
-          --env_->waiting_;
-        }
-      }
+      RETURN_IF_ERROR(env_->Gate(Op::kSync, path_));
       return base_->Sync();
     }
     uint64_t size() const override { return base_->size(); }
 
    private:
-    SyncGateEnv* const env_;
+    GateEnv* const env_;
     const std::string path_;
     const std::unique_ptr<WritableFile> base_;
   };
 
+  Status Gate(Op op, const std::string& path) {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (held_ != path || held_op_ != op) return Status::Ok();
+    ++waiting_;
+    ++gated_;
+    cv_.notify_all();
+    cv_.wait(lock, [&] { return held_ != path; });
+    --waiting_;
+    if (fail_) return Status(StatusCode::kStorageError, "gate: injected I/O error on " + path);
+    return Status::Ok();
+  }
+
   Env* const base_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::string held_;       // GUARDED_BY(mu_)
-  int waiting_ = 0;        // GUARDED_BY(mu_)
-  int syncs_of_held_ = 0;  // GUARDED_BY(mu_)
+  Op held_op_ = Op::kSync;  // GUARDED_BY(mu_)
+  std::string held_;        // GUARDED_BY(mu_)
+  bool fail_ = false;       // GUARDED_BY(mu_)
+  int waiting_ = 0;         // GUARDED_BY(mu_)
+  int gated_ = 0;           // GUARDED_BY(mu_)
 };
 
 // Under `sync`, producer 2 (active slot 0, group 1) waits in the fsync of its append. Producer 1
@@ -1297,7 +1308,7 @@ TEST_F(StreamletTest, AppendToAnotherActiveGroupDoesNotWaitForAnFsync) {
   config_.active_groups = 2;
   config_.segments_per_group = 2;
   config_.durability = Durability::kSync;
-  SyncGateEnv gate(Env::Default());
+  GateEnv gate(Env::Default());
   Streamlet s(0, &config_, &gate, dir_);
   ASSERT_TRUE(s.Recover(0).ok());
   auto a0 = AppendChunk(s, MakeChunk(2, 0));  // slot 0: group 1, segment 1
@@ -1306,7 +1317,7 @@ TEST_F(StreamletTest, AppendToAnotherActiveGroupDoesNotWaitForAnFsync) {
   ASSERT_EQ(a0->position, (Position{1, 1, 0}));
   ASSERT_EQ(b0->position, (Position{2, 2, 0}));
 
-  gate.Hold(Seg(1, 1));
+  gate.Hold(GateEnv::Op::kSync, Seg(1, 1));
   Result<AppendOutcome> a1 = Status();
   std::thread stuck([&] { a1 = AppendChunk(s, MakeChunk(2, 1)); });
   const bool held = gate.WaitUntilSomeoneWaits(std::chrono::seconds(10));
@@ -1319,7 +1330,7 @@ TEST_F(StreamletTest, AppendToAnotherActiveGroupDoesNotWaitForAnFsync) {
   struct Seen {
     std::vector<Result<AppendOutcome>> appends;
     std::vector<ReadChunk> group1, group2;
-    StreamletInfo info;
+    StreamletInfo info, after_maintain;
     Position by_time;
   };
   auto other = std::async(std::launch::async, [&] {
@@ -1329,6 +1340,7 @@ TEST_F(StreamletTest, AppendToAnotherActiveGroupDoesNotWaitForAnFsync) {
     seen.group2 = ReadAll(s, b0->position);
     seen.info = s.Describe();
     s.Maintain(1000000, 1);  // slot 0 is busy, so not idle: its group stays open
+    seen.after_maintain = s.Describe();
     seen.by_time = s.LookupTimestamp(1700000000000 + 5);
     return seen;
   });
@@ -1340,7 +1352,7 @@ TEST_F(StreamletTest, AppendToAnotherActiveGroupDoesNotWaitForAnFsync) {
 
   ASSERT_TRUE(a1.ok()) << a1.status().ToString();
   EXPECT_EQ(a1->position, (Position{1, 1, 1000}));
-  EXPECT_EQ(gate.syncs_of_held(), 1);
+  EXPECT_EQ(gate.gated(), 1);
   ASSERT_EQ(seen.appends.size(), 9u);
   const Position want[] = {{2, 2, 1000}, {2, 2, 2000}, {2, 2, 3000}, {2, 3, 0},   {2, 3, 1000},
                            {2, 3, 2000}, {2, 3, 3000}, {3, 4, 0},    {3, 4, 1000}};
@@ -1355,6 +1367,8 @@ TEST_F(StreamletTest, AppendToAnotherActiveGroupDoesNotWaitForAnFsync) {
   ASSERT_EQ(seen.info.groups.size(), 3u);
   EXPECT_FALSE(seen.info.groups[0].closed);
   EXPECT_TRUE(seen.info.groups[1].closed);
+  ASSERT_EQ(seen.after_maintain.groups.size(), 3u);
+  EXPECT_FALSE(seen.after_maintain.groups[0].closed) << "Maintain closed a group mid-append";
   EXPECT_EQ(seen.by_time, (Position{2, 3, 1000}));  // producer 1's sequence 5: first at T+5
 
   // Everything is there, in group order, once group 1 is closed for idleness.
@@ -1364,6 +1378,97 @@ TEST_F(StreamletTest, AppendToAnotherActiveGroupDoesNotWaitForAnFsync) {
   EXPECT_EQ(all[0].bytes, MakeChunk(2, 0));
   EXPECT_EQ(all[1].bytes, MakeChunk(2, 1));
   for (uint64_t i = 0; i < 10; ++i) EXPECT_EQ(all[2 + i].bytes, MakeChunk(1, i)) << i;
+}
+
+// Slot 0's group 1 is full (P = 1), so its next append registers group 2 and opens its first
+// segment file; that open waits in the gate. Slot 1 meanwhile opens group 3 and appends. A
+// reader at the end of group 1 must wait for group 2, not skip it for group 3 (it would never
+// come back for group 2's chunks); Describe does not show the empty group. Then the open
+// succeeds (`fail` false) or fails: a failed open leaves no group behind, so the reader goes on
+// to group 3, and the ids taken by then are not reused.
+void CheckGroupBeingOpened(const StreamConfig& config, const std::string& dir,
+                           const std::string& group2_file, bool fail) {
+  GateEnv gate(Env::Default());
+  Streamlet s(0, &config, &gate, dir);
+  ASSERT_TRUE(s.Recover(0).ok());
+  for (uint64_t i = 0; i < 4; ++i) ASSERT_TRUE(AppendChunk(s, MakeChunk(2, i)).ok());  // 1:1
+
+  gate.Hold(GateEnv::Op::kOpen, group2_file);
+  Result<AppendOutcome> opening = Status();
+  std::thread t([&] { opening = AppendChunk(s, MakeChunk(2, 4)); });
+  if (!gate.WaitUntilSomeoneWaits(std::chrono::seconds(10))) {
+    gate.Release();
+    t.join();
+    FAIL() << "the append never opened " << group2_file;
+  }
+  struct Seen {
+    Result<AppendOutcome> other = Status();
+    std::vector<ReadChunk> read;
+    Position next;
+    StreamletInfo info;
+  };
+  auto during = std::async(std::launch::async, [&] {
+    Seen seen;
+    seen.other = AppendChunk(s, MakeChunk(1, 0));
+    seen.read = ReadAll(s, {}, kBig, &seen.next);
+    seen.info = s.Describe();
+    s.Maintain(1000000, 1);  // slot 0 is busy opening; group 3 is the newest: nothing closes
+    return seen;
+  });
+  const bool finished = during.wait_for(std::chrono::seconds(20)) == std::future_status::ready;
+  gate.Release(fail);
+  t.join();
+  ASSERT_TRUE(finished) << "slot 1 or a reader waited for slot 0's segment open";
+  Seen seen = during.get();
+
+  ASSERT_TRUE(seen.other.ok()) << seen.other.status().ToString();
+  EXPECT_EQ(seen.other->position, (Position{3, 3, 0}));
+  EXPECT_EQ(seen.read.size(), 4u) << "the reader moved past group 2 while it was being opened";
+  EXPECT_EQ(seen.next, (Position{1, 1, 4000}));
+  ASSERT_EQ(seen.info.groups.size(), 2u);
+  EXPECT_EQ(seen.info.groups[0].id, 1u);
+  EXPECT_TRUE(seen.info.groups[0].closed);
+  EXPECT_EQ(seen.info.groups[1].id, 3u);
+  EXPECT_EQ(seen.info.tail, (Position{3, 3, 1000}));
+
+  std::vector<ReadChunk> rest = ReadAll(s, seen.next);
+  if (fail) {
+    EXPECT_EQ(opening.status().code(), StatusCode::kStorageError) << opening.status().ToString();
+    // No group 2: the reader goes straight on to group 3.
+    ASSERT_EQ(rest.size(), 1u);
+    EXPECT_EQ(rest[0].at, (Position{3, 3, 0}));
+    EXPECT_EQ(s.Describe().groups.size(), 2u);
+    // The retry opens a group with fresh ids (2 could not be given back: 3 was taken).
+    auto retry = AppendChunk(s, MakeChunk(2, 4));
+    ASSERT_TRUE(retry.ok()) << retry.status().ToString();
+    EXPECT_FALSE(retry->duplicate);
+    EXPECT_EQ(retry->position, (Position{4, 4, 0}));
+  } else {
+    ASSERT_TRUE(opening.ok()) << opening.status().ToString();
+    EXPECT_EQ(opening->position, (Position{2, 2, 0}));
+    // Group 2's chunk, then the reader waits at open group 2 until it idles and is closed.
+    ASSERT_EQ(rest.size(), 1u);
+    EXPECT_EQ(rest[0].at, (Position{2, 2, 0}));
+    s.Maintain(1000000, 1);
+    rest = ReadAll(s, {2, 2, 1000});
+    ASSERT_EQ(rest.size(), 1u);
+    EXPECT_EQ(rest[0].at, (Position{3, 3, 0}));
+  }
+  EXPECT_EQ(gate.gated(), 1);
+}
+
+TEST_F(StreamletTest, ReaderWaitsForAGroupWhoseFirstSegmentIsBeingOpened) {
+  config_.active_groups = 2;
+  config_.segments_per_group = 1;
+  config_.durability = Durability::kSync;
+  CheckGroupBeingOpened(config_, dir_, Seg(2, 2), /*fail=*/false);
+}
+
+TEST_F(StreamletTest, FailedOpenOfAGroupWhileAnotherOpensLeavesNoBarrier) {
+  config_.active_groups = 2;
+  config_.segments_per_group = 1;
+  config_.durability = Durability::kSync;
+  CheckGroupBeingOpened(config_, dir_, Seg(2, 2), /*fail=*/true);
 }
 
 // Runs Q active groups' worth of producers (and one more, sharing a slot, and producer 0, never
