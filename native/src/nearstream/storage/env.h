@@ -13,7 +13,8 @@
 namespace nearstream::storage {
 
 // An append-only file. Append/Truncate are called by one thread at a time (the owner of the
-// segment, under its streamlet's lock); Sync may run concurrently from the flusher thread.
+// segment, under the lock of its streamlet's active slot); Sync may run concurrently from the
+// flusher thread. Files of different segments are used by different threads at once.
 class WritableFile {
  public:
   virtual ~WritableFile() = default;

@@ -1,9 +1,10 @@
 // A fixed-size segment: the unit of storage, retention and (for durable streams) of files.
 //
-// Threading: one appender at a time (its streamlet's lock held) writes past committed() and then
-// publishes with a release store; readers load committed() with acquire and read [0, committed)
-// without locks, which never changes once published. sealed() turns true after the last
-// Publish, so a reader that sees sealed() and then reads committed() has the final length.
+// Threading: one appender at a time (the lock of the streamlet's active slot that owns the
+// segment held) writes past committed() and then publishes with a release store (under the
+// streamlet lock); readers load committed() with acquire and read [0, committed) without locks,
+// which never changes once published. sealed() turns true after the last Publish, so a reader
+// that sees sealed() and then reads committed() has the final length.
 #pragma once
 
 #include <algorithm>
@@ -34,7 +35,7 @@ class Segment {
   uint32_t committed() const { return committed_.load(std::memory_order_acquire); }
   bool sealed() const { return sealed_.load(std::memory_order_acquire); }
 
-  // ---- appender side (streamlet lock held) ----
+  // ---- appender side (slot lock held; Publish and last_append_ms with the streamlet lock) ----
   uint8_t* mutable_data() { return data_; }
   void Publish(uint32_t committed) { committed_.store(committed, std::memory_order_release); }
   void Seal() { sealed_.store(true, std::memory_order_release); }

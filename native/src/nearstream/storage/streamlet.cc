@@ -25,7 +25,12 @@ Position Streamlet::ProducerState::Lookup(uint64_t seq) const {
 }
 
 Streamlet::Streamlet(uint32_t id, const StreamConfig* config, Env* env, std::string dir)
-    : id_(id), config_(config), env_(env), dir_(std::move(dir)), active_(config->active_groups) {}
+    : id_(id),
+      config_(config),
+      env_(env),
+      dir_(std::move(dir)),
+      slot_count_(config->active_groups),
+      slots_(new Slot[config->active_groups]) {}
 
 Streamlet::~Streamlet() = default;
 
@@ -33,18 +38,6 @@ std::string Streamlet::SegmentPath(uint64_t group, uint64_t segment) const {
   char name[64];
   std::snprintf(name, sizeof(name), "%020" PRIu64 "-%020" PRIu64 ".seg", group, segment);
   return dir_ + "/" + name;
-}
-
-Result<Streamlet::Group*> Streamlet::OpenGroupLocked(int64_t now_ms) {
-  // The group becomes visible only with its first segment: an empty group would stall readers
-  // (they go group by group) and hide the tail.
-  auto g = std::make_unique<Group>();
-  g->id = next_group_id_;
-  g->last_append_ms = now_ms;
-  RETURN_IF_ERROR(NewSegmentLocked(g.get(), now_ms).status());
-  ++next_group_id_;
-  groups_.push_back(std::move(g));
-  return groups_.back().get();
 }
 
 Streamlet::Group* Streamlet::NewGroupFromRecovery(uint64_t id, int64_t now_ms) {
@@ -55,19 +48,68 @@ Streamlet::Group* Streamlet::NewGroupFromRecovery(uint64_t id, int64_t now_ms) {
   return groups_.back().get();
 }
 
-Result<Segment*> Streamlet::NewSegmentLocked(Group* g, int64_t now_ms) {
+Result<std::shared_ptr<Segment>> Streamlet::CreateSegment(uint64_t group, uint64_t segment,
+                                                          int64_t now_ms) {
   ASSIGN_OR_RETURN(std::shared_ptr<Segment> seg,
-                   Segment::Create(next_segment_id_, config_->segment_bytes, now_ms));
+                   Segment::Create(segment, config_->segment_bytes, now_ms));
   if (!dir_.empty()) {
-    ASSIGN_OR_RETURN(auto file, env_->OpenAppendable(SegmentPath(g->id, seg->id())));
+    ASSIGN_OR_RETURN(auto file, env_->OpenAppendable(SegmentPath(group, segment)));
     // A new file's directory entry must be durable before a sync append is acknowledged.
     if (config_->durability == Durability::kSync) RETURN_IF_ERROR(env_->SyncDir(dir_));
     if (config_->durability == Durability::kAsync) dir_dirty_.store(true);
     seg->set_file(std::move(file));
   }
-  ++next_segment_id_;
-  g->segments.push_back(std::move(seg));
-  return g->segments.back().get();
+  return seg;
+}
+
+Result<Segment*> Streamlet::NextSegmentSlotLocked(Slot& slot, int64_t now_ms) {
+  // Ids are taken and a new group registered under mu_, the file is opened (and under `sync`
+  // its directory entry fsync'd) without it, and the segment is linked under mu_ again: other
+  // slots append, and readers read, while this slot waits on the file system.
+  Group* target = nullptr;
+  bool new_group = false;
+  uint64_t segment_id = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Group* g = slot.group;
+    if (slot.segment != nullptr) slot.segment->Seal();  // the group's last segment
+    new_group = g == nullptr || g->segments.size() >= config_->segments_per_group;
+    if (new_group) {
+      if (g != nullptr) g->closed = true;
+      slot.group = nullptr;
+      slot.segment = nullptr;
+      // Registered now, empty and open, so that groups_ stays in id order and a reader that
+      // finishes the groups before it waits for it instead of moving past it.
+      auto fresh = std::make_unique<Group>();
+      fresh->id = next_group_id_++;
+      fresh->last_append_ms = now_ms;
+      groups_.push_back(std::move(fresh));
+      target = groups_.back().get();
+    } else {
+      target = g;
+    }
+    segment_id = next_segment_id_++;
+  }
+  // `target` stays alive: retention never drops an open group, nor Maintain close one that is
+  // not a slot's group.
+  auto seg = CreateSegment(target->id, segment_id, now_ms);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!seg.ok()) {
+    // The failed open registers no group and, unless another slot took a later id meanwhile,
+    // consumes no id.
+    if (next_segment_id_ == segment_id + 1) --next_segment_id_;
+    if (new_group) {
+      if (next_group_id_ == target->id + 1) --next_group_id_;
+      groups_.erase(
+          std::find_if(groups_.begin(), groups_.end(),
+                       [&](const std::unique_ptr<Group>& x) { return x.get() == target; }));
+    }
+    return seg.status();
+  }
+  target->segments.push_back(*seg);
+  slot.group = target;
+  slot.segment = std::move(*seg);
+  return slot.segment.get();
 }
 
 Streamlet::Group* Streamlet::FindGroupLocked(uint64_t id) const {
@@ -94,10 +136,13 @@ Result<AppendOutcome> Streamlet::Append(const uint8_t* chunk, const ChunkHeader&
                                                   " bytes does not fit in a segment of " +
                                                   std::to_string(config_->segment_bytes));
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  // A producer always maps to the same slot, so its sequence state lives there, under the
+  // slot's lock, and producers of different slots append in parallel (see streamlet.h).
+  Slot& slot = slots_[header.producer_id % slot_count_];
+  std::lock_guard<std::mutex> slot_lock(slot.mu);
   if (header.producer_id != 0) {
-    auto it = producers_.find(header.producer_id);
-    if (it != producers_.end()) {
+    auto it = slot.producers.find(header.producer_id);
+    if (it != slot.producers.end()) {
       const ProducerState& p = it->second;
       if (header.sequence <= p.last_sequence) return AppendOutcome{p.Lookup(header.sequence), true};
       if (header.sequence != p.last_sequence + 1) {
@@ -109,21 +154,13 @@ Result<AppendOutcome> Streamlet::Append(const uint8_t* chunk, const ChunkHeader&
     }
   }
 
-  const size_t slot = header.producer_id % active_.size();
-  Group* g = active_[slot];
-  Segment* seg = g == nullptr ? nullptr : g->segments.back().get();
+  // Only this slot writes past its segment's committed() or seals it (Maintain holds the slot
+  // lock to close an idle group), so what is checked here holds until the publish below.
+  Segment* seg = slot.segment.get();
   if (seg == nullptr || seg->sealed() || seg->committed() + size > seg->capacity()) {
-    if (seg != nullptr) seg->Seal();
-    if (g != nullptr && g->segments.size() < config_->segments_per_group) {
-      ASSIGN_OR_RETURN(seg, NewSegmentLocked(g, now_ms));
-    } else {
-      if (g != nullptr) g->closed = true;
-      active_[slot] = nullptr;
-      ASSIGN_OR_RETURN(g, OpenGroupLocked(now_ms));
-      active_[slot] = g;
-      seg = g->segments.back().get();
-    }
+    ASSIGN_OR_RETURN(seg, NextSegmentSlotLocked(slot, now_ms));
   }
+  Group* g = slot.group;
 
   const uint32_t offset = seg->committed();
   std::memcpy(seg->mutable_data() + offset, chunk, size);
@@ -144,15 +181,19 @@ Result<AppendOutcome> Streamlet::Append(const uint8_t* chunk, const ChunkHeader&
     }
     if (config_->durability == Durability::kAsync) seg->dirty().store(true);
   }
-  seg->IndexChunk(offset);
-  seg->NoteTimestamp(header.first_timestamp_ms);
-  seg->Publish(offset + size);
-  seg->set_last_append_ms(now_ms);
-  g->last_append_ms = now_ms;
-  g->bytes += size;
-  bytes_ += size;
+  {
+    // Publish: what readers, Maintain and LookupTimestamp look at under mu_, then committed().
+    std::lock_guard<std::mutex> lock(mu_);
+    seg->IndexChunk(offset);
+    seg->NoteTimestamp(header.first_timestamp_ms);
+    seg->Publish(offset + size);
+    seg->set_last_append_ms(now_ms);
+    g->last_append_ms = now_ms;
+    g->bytes += size;
+    bytes_ += size;
+  }
   Position pos{g->id, seg->id(), offset};
-  if (header.producer_id != 0) producers_[header.producer_id].Remember(header.sequence, pos);
+  if (header.producer_id != 0) slot.producers[header.producer_id].Remember(header.sequence, pos);
   return AppendOutcome{pos, false};
 }
 
@@ -170,8 +211,9 @@ std::shared_ptr<Segment> Streamlet::SuccessorLocked(uint64_t group_id, uint64_t 
   // Groups are read in id order: move on once this one is closed and fully read.
   auto it = std::upper_bound(groups_.begin(), groups_.end(), group_id,
                              [](uint64_t v, const std::unique_ptr<Group>& x) { return v < x->id; });
-  while (it != groups_.end() && (*it)->segments.empty()) ++it;
-  if (it == groups_.end()) return nullptr;
+  // Skip empty closed groups; an empty open one is being opened: wait for it.
+  while (it != groups_.end() && (*it)->segments.empty() && (*it)->closed) ++it;
+  if (it == groups_.end() || (*it)->segments.empty()) return nullptr;
   *next_group = (*it)->id;
   return (*it)->segments.front();
 }
@@ -319,6 +361,7 @@ StreamletInfo Streamlet::Describe() const {
     info.head = info.tail;
   }
   for (const auto& g : groups_) {
+    if (g->segments.empty() && !g->closed) continue;  // being opened: not there yet
     GroupInfo gi;
     gi.id = g->id;
     gi.closed = g->closed;
@@ -336,20 +379,28 @@ uint64_t Streamlet::bytes() const {
 }
 
 std::vector<std::string> Streamlet::Maintain(int64_t now_ms, int64_t group_idle_close_ms) {
-  std::vector<std::string> doomed;
-  std::lock_guard<std::mutex> lock(mu_);
   // With several active groups, readers go group by group: an idle open group would hold back
   // the groups after it, so it is closed once it has been idle long enough (KerA does the same).
-  if (active_.size() > 1 && group_idle_close_ms > 0) {
-    for (auto& slot : active_) {
-      if (slot != nullptr && slot != groups_.back().get() &&
-          now_ms - slot->last_append_ms >= group_idle_close_ms) {
-        slot->closed = true;
-        if (!slot->segments.empty()) slot->segments.back()->Seal();
-        slot = nullptr;
+  // Closing takes the slot's lock, so no append is half done in the group; a slot whose lock is
+  // held is appending (perhaps waiting on an fsync), not idle, and is left alone.
+  if (slot_count_ > 1 && group_idle_close_ms > 0) {
+    for (size_t k = 0; k < slot_count_; ++k) {
+      Slot& slot = slots_[k];
+      std::unique_lock<std::mutex> slot_lock(slot.mu, std::try_to_lock);
+      if (!slot_lock.owns_lock()) continue;
+      std::lock_guard<std::mutex> lock(mu_);
+      Group* g = slot.group;
+      if (g != nullptr && g != groups_.back().get() &&
+          now_ms - g->last_append_ms >= group_idle_close_ms) {
+        g->closed = true;
+        if (!g->segments.empty()) g->segments.back()->Seal();
+        slot.group = nullptr;
+        slot.segment = nullptr;
       }
     }
   }
+  std::vector<std::string> doomed;
+  std::lock_guard<std::mutex> lock(mu_);
   // Retention drops whole sealed segments from the head, and always keeps the newest segment
   // so positions at the tail stay valid.
   for (;;) {
@@ -363,7 +414,12 @@ std::vector<std::string> Streamlet::Maintain(int64_t now_ms, int64_t group_idle_
       break;
     }
     Segment* s = g->segments.front().get();
-    if (!s->sealed() || (groups_.size() == 1 && g->segments.size() == 1)) break;
+    // The newest segment: no later group has one (a later group may be being opened).
+    const bool newest = g->segments.size() == 1 && std::all_of(groups_.begin() + 1, groups_.end(),
+                                                               [](const std::unique_ptr<Group>& x) {
+                                                                 return x->segments.empty();
+                                                               });
+    if (!s->sealed() || newest) break;
     if (!g->closed && g->segments.size() == 1) break;
     bool too_big =
         config_->retention_bytes > 0 && bytes_ > static_cast<uint64_t>(config_->retention_bytes);
@@ -426,18 +482,27 @@ Status Streamlet::Recover(int64_t now_ms) {
   std::sort(files.begin(), files.end(), [](const Entry& a, const Entry& b) {
     return std::tie(a.group, a.segment) < std::tie(b.group, b.segment);
   });
-  std::lock_guard<std::mutex> lock(mu_);
-  for (size_t i = 0; i < files.size(); ++i) {
-    const bool group_tail = i + 1 == files.size() || files[i + 1].group != files[i].group;
-    RETURN_IF_ERROR(
-        RecoverFile(files[i].name, files[i].group, files[i].segment, group_tail, now_ms));
+  ProducerMap producers;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (size_t i = 0; i < files.size(); ++i) {
+      const bool group_tail = i + 1 == files.size() || files[i + 1].group != files[i].group;
+      RETURN_IF_ERROR(RecoverFile(files[i].name, files[i].group, files[i].segment, group_tail,
+                                  now_ms, &producers));
+    }
+    for (auto& g : groups_) g->closed = true;
   }
-  for (auto& g : groups_) g->closed = true;
+  // Each producer's state goes to the slot it appends through (slot locks come before mu_).
+  for (auto& [id, state] : producers) {
+    Slot& slot = slots_[id % slot_count_];
+    std::lock_guard<std::mutex> lock(slot.mu);
+    slot.producers[id] = state;
+  }
   return Status::Ok();
 }
 
 Status Streamlet::RecoverFile(const std::string& name, uint64_t group, uint64_t segment,
-                              bool group_tail, int64_t now_ms) {
+                              bool group_tail, int64_t now_ms, ProducerMap* producers) {
   const std::string path = dir_ + "/" + name;
   ASSIGN_OR_RETURN(Bytes data, env_->ReadFile(path));
   const uint32_t size = static_cast<uint32_t>(data.size());
@@ -524,7 +589,7 @@ Status Streamlet::RecoverFile(const std::string& name, uint64_t group, uint64_t 
   bytes_ += valid;
   for (const auto& [h, offset] : chunks) {
     if (h.producer_id == 0) continue;
-    ProducerState& p = producers_[h.producer_id];
+    ProducerState& p = (*producers)[h.producer_id];
     if (h.sequence >= p.last_sequence) p.Remember(h.sequence, Position{group, segment, offset});
   }
   return Status::Ok();

@@ -2,8 +2,22 @@
 // fixed-size segments; Q groups are active at a time and a producer appends to active group
 // `producer_id mod Q`. Chunks are appended whole, never split across segments.
 //
-// Threading: Append, Maintain and the navigation part of Read take mu_; Read copies chunk bytes
-// out of segments without the lock (see segment.h). Any thread may call any method.
+// Threading (parallel appends, as in KerA). Two kinds of lock, always taken in this order:
+//  - one lock per active slot (Slot::mu), held for a whole append to that slot: the idempotence
+//    check and producer state of the producers mapping to it, the memcpy into the slot's
+//    current segment, the file write and, under `sync`, the fsync. A slot is the only writer of
+//    its group's current segment past committed(), so appends to different slots never touch
+//    the same bytes and run in parallel; appends of one slot (one producer, or producers with
+//    equal id mod Q) run one after the other, which is what keeps a producer's chunks in order.
+//  - mu_, the streamlet lock, held only for short steps that never do I/O: allocating group and
+//    segment ids and linking a new group or segment into the lists, publishing an appended
+//    chunk (chunk index, timestamps, sizes, then committed()), and everything readers,
+//    Maintain and SyncDirty look at. Opening a segment file (and the directory fsync under
+//    `sync`) happens under the slot lock only, between the id allocation and the link.
+// A group whose first segment is still being opened is registered (empty, open) at id
+// allocation, so ids stay in list order; readers wait at it like at any open group and
+// Describe does not show it. Read copies chunk bytes out of segments without any lock (see
+// segment.h). Any thread may call any method.
 #pragma once
 
 #include <atomic>
@@ -111,6 +125,8 @@ class Streamlet {
   Status SyncDirty();
 
  private:
+  // Everything but `id` GUARDED_BY(mu_). An open group without segments is being opened: its
+  // first segment's file is being created (NextSegmentSlotLocked).
   struct Group {
     uint64_t id = 0;
     bool closed = false;
@@ -128,16 +144,31 @@ class Streamlet {
     void Remember(uint64_t seq, const Position& pos);
     Position Lookup(uint64_t seq) const;
   };
+  using ProducerMap = std::unordered_map<uint64_t, ProducerState>;
+  // One of the Q active slots: the group producers with id mod Q == its index append to.
+  struct alignas(64) Slot {
+    std::mutex mu;  // held for a whole append to this slot; taken before mu_, never after
+    // The slot's active group and its current (last) segment, null when it has none. Written
+    // with both mu and mu_ held, so either lock is enough to read them.
+    Group* group = nullptr;
+    std::shared_ptr<Segment> segment;
+    // Idempotence state of the producers that map to this slot: GUARDED_BY(mu).
+    ProducerMap producers;
+  };
 
-  Result<Group*> OpenGroupLocked(int64_t now_ms);
+  // Gives `slot` (its lock held, not mu_) a fresh segment: the next one of its group, or the
+  // first of a new group when the group holds P segments or the slot has none.
+  Result<Segment*> NextSegmentSlotLocked(Slot& slot, int64_t now_ms);
+  // Creates segment `segment` of group `group` and, for a durable stream, its file; no lock.
+  Result<std::shared_ptr<Segment>> CreateSegment(uint64_t group, uint64_t segment, int64_t now_ms);
   Group* NewGroupFromRecovery(uint64_t id, int64_t now_ms);
-  Result<Segment*> NewSegmentLocked(Group* g, int64_t now_ms);
   Group* FindGroupLocked(uint64_t id) const;
   Position TailLocked() const;
   std::string SegmentPath(uint64_t group, uint64_t segment) const;
   // `group_tail`: the file is the last of its group, the only place a torn append can be.
+  // Rebuilt producer sequences go to `producers` (distributed to the slots afterwards).
   Status RecoverFile(const std::string& name, uint64_t group, uint64_t segment, bool group_tail,
-                     int64_t now_ms);
+                     int64_t now_ms, ProducerMap* producers);
   std::shared_ptr<Segment> FindSegmentLocked(const Position& at) const;
   Status DataLoss(const Position& at, const Segment::DamagedBytes& d) const;
   // Finds the segment after `seg` in read order, or null when there is none yet.
@@ -149,13 +180,14 @@ class Streamlet {
   Env* const env_;
   const std::string dir_;
 
+  const size_t slot_count_;  // Q
+  const std::unique_ptr<Slot[]> slots_;
+
   mutable std::mutex mu_;
   std::deque<std::unique_ptr<Group>> groups_;  // ascending ids; GUARDED_BY(mu_)
-  std::vector<Group*> active_;                 // Q slots, null when the slot has no group yet
-  uint64_t next_group_id_ = 1;
-  uint64_t next_segment_id_ = 1;
-  uint64_t bytes_ = 0;
-  std::unordered_map<uint64_t, ProducerState> producers_;
+  uint64_t next_group_id_ = 1;                 // GUARDED_BY(mu_)
+  uint64_t next_segment_id_ = 1;               // GUARDED_BY(mu_)
+  uint64_t bytes_ = 0;                         // GUARDED_BY(mu_)
   std::atomic<bool> dir_dirty_{false};  // an async segment file was created since the last sync
 };
 
