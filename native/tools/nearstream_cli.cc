@@ -69,15 +69,15 @@ struct Command {
 
 Result<std::string> OneStreamArgument(const Flags& flags) {
   if (flags.positional().size() != 1) {
-    return Flags::Usage("expected exactly one STREAM argument, got " +
-                        std::to_string(flags.positional().size()));
+    return Status::InvalidArgument("expected exactly one STREAM argument, got " +
+                                   std::to_string(flags.positional().size()));
   }
   return flags.positional()[0];
 }
 
 Status NoArguments(const Flags& flags) {
   if (!flags.positional().empty()) {
-    return Flags::Usage("unexpected argument '" + flags.positional()[0] + "'");
+    return Status::InvalidArgument("unexpected argument '" + flags.positional()[0] + "'");
   }
   return Status::Ok();
 }
@@ -88,8 +88,8 @@ Result<Position> ParsePosition(const std::string& text) {
   unsigned o = 0;
   char tail = 0;
   if (std::sscanf(text.c_str(), "%llu:%llu:%u%c", &g, &s, &o, &tail) != 3) {
-    return Flags::Usage("--from expects earliest, latest or GROUP:SEGMENT:OFFSET, got '" + text +
-                        "'");
+    return Status::InvalidArgument(
+        "--from expects earliest, latest or GROUP:SEGMENT:OFFSET, got '" + text + "'");
   }
   p.group = g;
   p.segment = s;
@@ -107,8 +107,8 @@ Result<std::vector<uint32_t>> ParseStreamletList(const std::string& text) {
     errno = 0;
     unsigned long v = std::strtoul(item.c_str(), &end, 10);
     if (item.empty() || *end != '\0' || errno != 0 || v > UINT32_MAX) {
-      return Flags::Usage("--streamlets expects a comma-separated list of numbers, got '" + text +
-                          "'");
+      return Status::InvalidArgument(
+          "--streamlets expects a comma-separated list of numbers, got '" + text + "'");
     }
     out.push_back(static_cast<uint32_t>(v));
     if (comma == std::string::npos) break;
@@ -141,7 +141,7 @@ uint64_t RandomProducerId() {
 Result<Runner> PrepareCreate(const Flags& flags) {
   storage::StreamConfig c;
   ASSIGN_OR_RETURN(c.name, OneStreamArgument(flags));
-  if (!flags.Has("streamlets")) return Flags::Usage("create needs --streamlets N");
+  if (!flags.Has("streamlets")) return Status::InvalidArgument("create needs --streamlets N");
   ASSIGN_OR_RETURN(uint64_t streamlets, flags.Unsigned("streamlets", 1, 1, 65536));
   ASSIGN_OR_RETURN(uint64_t segment_bytes, flags.Size("segment-bytes", 0, 0, UINT32_MAX));
   ASSIGN_OR_RETURN(uint64_t per_group, flags.Unsigned("segments-per-group", 0, 0, UINT32_MAX));
@@ -155,7 +155,7 @@ Result<Runner> PrepareCreate(const Flags& flags) {
   ASSIGN_OR_RETURN(c.retention_ms, flags.Signed("retention-ms", -1, -1, INT64_MAX));
   Result<storage::Durability> durability =
       storage::ParseDurability(flags.String("durability", "none"));
-  if (!durability.ok()) return Flags::Usage("--" + durability.status().message());
+  if (!durability.ok()) return Status::InvalidArgument("--" + durability.status().message());
   c.durability = *durability;
   c.streamlets = static_cast<uint32_t>(streamlets);
   c.segment_bytes = static_cast<uint32_t>(segment_bytes);  // 0 = the broker's default
@@ -253,9 +253,9 @@ class LineProducer {
     request.entries.push_back({streamlet, chunk.data(), static_cast<uint32_t>(chunk.size())});
     ASSIGN_OR_RETURN(net::AppendResponse response, client_.Append(request));
     if (response.results.size() != 1) {
-      return Status(StatusCode::kMalformedRequest, "append answered with " +
-                                                       std::to_string(response.results.size()) +
-                                                       " results for 1 chunk");
+      return Status::MalformedRequest("append answered with " +
+                                      std::to_string(response.results.size()) +
+                                      " results for 1 chunk");
     }
     const net::AppendResult& r = response.results[0];
     if (r.status != 0) {
@@ -301,9 +301,9 @@ Status Produce(Client& client, const ProduceOptions& o) {
   // The stream's shape bounds the streamlets and the chunk size.
   ASSIGN_OR_RETURN(storage::StreamConfig config, client.DescribeStream(o.stream));
   if (!o.round_robin && o.streamlet >= config.streamlets) {
-    return Status(StatusCode::kStreamletNotFound,
-                  "--streamlet " + std::to_string(o.streamlet) + " but stream " + o.stream +
-                      " has " + std::to_string(config.streamlets) + " streamlets");
+    return Status::StreamletNotFound("--streamlet " + std::to_string(o.streamlet) + " but stream " +
+                                     o.stream + " has " + std::to_string(config.streamlets) +
+                                     " streamlets");
   }
   uint32_t max_chunk = kMaxChunkBytes;
   if (config.segment_bytes != 0 && config.segment_bytes < max_chunk) {
@@ -322,9 +322,9 @@ Status Produce(Client& client, const ProduceOptions& o) {
   std::string line;
   while (std::getline(*in, line)) {
     if (storage::kChunkHeaderSize + storage::kRecordLengthPrefix + line.size() > max_chunk) {
-      return Status(StatusCode::kInvalidArgument, "a line of " + std::to_string(line.size()) +
-                                                      " bytes does not fit in one chunk (limit " +
-                                                      std::to_string(max_chunk) + " bytes)");
+      return Status::InvalidArgument("a line of " + std::to_string(line.size()) +
+                                     " bytes does not fit in one chunk (limit " +
+                                     std::to_string(max_chunk) + " bytes)");
     }
     if (builder.size() + storage::kRecordLengthPrefix + line.size() > max_chunk) {
       RETURN_IF_ERROR(flush());
@@ -345,7 +345,7 @@ Result<Runner> PrepareProduce(const Flags& flags) {
   ProduceOptions o;
   ASSIGN_OR_RETURN(o.stream, OneStreamArgument(flags));
   if (flags.Has("streamlet") && flags.Has("round-robin")) {
-    return Flags::Usage("--streamlet and --round-robin exclude each other");
+    return Status::InvalidArgument("--streamlet and --round-robin exclude each other");
   }
   ASSIGN_OR_RETURN(uint64_t streamlet, flags.Unsigned("streamlet", 0, 0, UINT32_MAX));
   ASSIGN_OR_RETURN(uint64_t batch, flags.Unsigned("batch-records", 100, 1, 1u << 20));
@@ -354,7 +354,8 @@ Result<Runner> PrepareProduce(const Flags& flags) {
   o.batch_records = static_cast<uint32_t>(batch);
   o.round_robin = flags.Has("round-robin");
   o.file = flags.String("file");
-  if (flags.Has("file") && o.file.empty()) return Flags::Usage("--file needs a file name");
+  if (flags.Has("file") && o.file.empty())
+    return Status::InvalidArgument("--file needs a file name");
   return Runner([o](Client& client) { return Produce(client, o); });
 }
 

@@ -116,11 +116,11 @@ Result<Options> ParseOptions(int argc, char** argv) {
     return o;
   }
   if (!f.positional().empty())
-    return Flags::Usage("unexpected argument '" + f.positional()[0] + "'");
+    return Status::InvalidArgument("unexpected argument '" + f.positional()[0] + "'");
   o.broker = f.String("broker");
   o.stream = f.String("stream");
-  if (o.broker.empty()) return Flags::Usage("--broker HOST:PORT is required");
-  if (o.stream.empty()) return Flags::Usage("--stream is required");
+  if (o.broker.empty()) return Status::InvalidArgument("--broker HOST:PORT is required");
+  if (o.stream.empty()) return Status::InvalidArgument("--stream is required");
   o.create = f.Has("create");
   o.all_streamlets = f.Has("all-streamlets");
   o.verify = f.Has("verify");
@@ -151,19 +151,20 @@ Result<Options> ParseOptions(int argc, char** argv) {
   o.segment_bytes = static_cast<uint32_t>(segment_bytes);
   if (f.Has("durability")) {
     Result<storage::Durability> d = storage::ParseDurability(f.String("durability"));
-    if (!d.ok()) return Flags::Usage("--" + d.status().message());
+    if (!d.ok()) return Status::InvalidArgument("--" + d.status().message());
     o.durability = *d;
   }
   if (o.producers == 0 && o.consumers == 0) {
-    return Flags::Usage("nothing to do: --producers and --consumers are both 0");
+    return Status::InvalidArgument("nothing to do: --producers and --consumers are both 0");
   }
   if (o.records > 0 && o.producers > 0) {
-    return Flags::Usage("--records only applies when consuming alone (--producers 0)");
+    return Status::InvalidArgument("--records only applies when consuming alone (--producers 0)");
   }
   if (storage::kChunkHeaderSize + storage::kRecordLengthPrefix + o.record_size > o.chunk_size) {
-    return Flags::Usage("--chunk-size " + std::to_string(o.chunk_size) +
-                        " cannot hold one record of --record-size " +
-                        std::to_string(o.record_size) + " (48-byte header, 4-byte length)");
+    return Status::InvalidArgument("--chunk-size " + std::to_string(o.chunk_size) +
+                                   " cannot hold one record of --record-size " +
+                                   std::to_string(o.record_size) +
+                                   " (48-byte header, 4-byte length)");
   }
   return o;
 }
@@ -402,8 +403,7 @@ class Producer {
     ASSIGN_OR_RETURN(net::Response r, client_->Receive());
     auto it = pending_.find(r.header.request_id);
     if (it == pending_.end()) {
-      return Status(StatusCode::kInternal,
-                    "response to unknown request " + std::to_string(r.header.request_id));
+      return Status::Internal("response to unknown request " + std::to_string(r.header.request_id));
     }
     std::vector<Sent> sent = std::move(it->second);
     pending_.erase(it);
@@ -411,9 +411,9 @@ class Producer {
     ASSIGN_OR_RETURN(net::AppendResponse response,
                      net::DecodeAppendResponse(r.body.data(), r.body.size()));
     if (response.results.size() != sent.size()) {
-      return Status(StatusCode::kInternal,
-                    "append of " + std::to_string(sent.size()) + " chunks answered with " +
-                        std::to_string(response.results.size()) + " results");
+      return Status::Internal("append of " + std::to_string(sent.size()) +
+                              " chunks answered with " + std::to_string(response.results.size()) +
+                              " results");
     }
     uint64_t chunks = 0;
     for (size_t k = 0; k < sent.size(); ++k) {
@@ -491,9 +491,8 @@ class Consumer {
           if (e.streamlet == r.streamlet) entry = &e;
         }
         if (entry == nullptr) {
-          return Status(StatusCode::kInternal, "fetch answered for streamlet " +
-                                                   std::to_string(r.streamlet) +
-                                                   " which it did not ask for");
+          return Status::Internal("fetch answered for streamlet " + std::to_string(r.streamlet) +
+                                  " which it did not ask for");
         }
         auto code = static_cast<StatusCode>(r.status);
         if (code == StatusCode::kPositionOutOfRange && !run_.options.verify) {
@@ -542,22 +541,20 @@ class Consumer {
     uint32_t count = 0;
     while (it.Next(&record)) ++count;
     if (count != h.record_count) {
-      return Status(StatusCode::kCorruptChunk, where() + ": iterated " + std::to_string(count) +
-                                                   " records, header says " +
-                                                   std::to_string(h.record_count));
+      return Status::CorruptChunk(where() + ": iterated " + std::to_string(count) +
+                                  " records, header says " + std::to_string(h.record_count));
     }
     const uint64_t base = run_.producer_id_base;
     if (h.producer_id < base || h.producer_id >= base + run_.options.producers) return Status::Ok();
     const Workload& w = run_.workload;
     if (h.payload_length != w.payload.size() ||
         std::memcmp(chunk + storage::kChunkHeaderSize, w.payload.data(), w.payload.size()) != 0) {
-      return Status(StatusCode::kCorruptChunk, where() + ": records differ from those sent");
+      return Status::CorruptChunk(where() + ": records differ from those sent");
     }
     uint64_t& expected = next_sequence_[(h.producer_id - base) * run_.streamlets + streamlet];
     if (h.sequence != expected) {
-      return Status(StatusCode::kInternal, where() + ": expected sequence " +
-                                               std::to_string(expected) +
-                                               (h.sequence < expected ? " (duplicate)" : " (gap)"));
+      return Status::Internal(where() + ": expected sequence " + std::to_string(expected) +
+                              (h.sequence < expected ? " (duplicate)" : " (gap)"));
     }
     ++expected;
     got->run_records += count;
@@ -587,7 +584,7 @@ Result<uint32_t> PrepareStream(const Options& o) {
     c.durability = o.durability;
     c.retention_bytes = o.retention_bytes;
     Status s = client.CreateStream(c);
-    if (s.code() == StatusCode::kStreamExists) {
+    if (s.IsStreamExists()) {
       std::printf("stream %s exists; using it\n", o.stream.c_str());
     } else {
       RETURN_IF_ERROR(s);
@@ -595,14 +592,13 @@ Result<uint32_t> PrepareStream(const Options& o) {
   }
   ASSIGN_OR_RETURN(storage::StreamConfig config, client.DescribeStream(o.stream));
   if (o.streamlets > config.streamlets) {
-    return Status(StatusCode::kInvalidArgument, "--streamlets " + std::to_string(o.streamlets) +
-                                                    " but stream " + o.stream + " has " +
-                                                    std::to_string(config.streamlets));
+    return Status::InvalidArgument("--streamlets " + std::to_string(o.streamlets) + " but stream " +
+                                   o.stream + " has " + std::to_string(config.streamlets));
   }
   if (o.producers > 0 && config.segment_bytes != 0 && o.chunk_size > config.segment_bytes) {
-    return Status(StatusCode::kInvalidArgument,
-                  "--chunk-size " + std::to_string(o.chunk_size) + " exceeds the stream's " +
-                      std::to_string(config.segment_bytes) + "-byte segments");
+    return Status::InvalidArgument("--chunk-size " + std::to_string(o.chunk_size) +
+                                   " exceeds the stream's " + std::to_string(config.segment_bytes) +
+                                   "-byte segments");
   }
   return o.streamlets == 0 ? config.streamlets : o.streamlets;
 }
@@ -757,10 +753,9 @@ Status Execute(const Options& o) {
   if (o.verify && !run.failed.load()) {
     verified = "ok";
     if (o.producers > 0 && o.consumers > 0 && c.run_records != p.records) {
-      run.Fail("verify",
-               Status(StatusCode::kInternal, "consumers read " + std::to_string(c.run_records) +
-                                                 " records of this run but producers got " +
-                                                 std::to_string(p.records) + " acknowledged"));
+      run.Fail("verify", Status::Internal("consumers read " + std::to_string(c.run_records) +
+                                          " records of this run but producers got " +
+                                          std::to_string(p.records) + " acknowledged"));
     }
   }
   if (run.failed.load()) verified = o.verify ? "failed" : "off";

@@ -50,7 +50,7 @@ Status WritePortFile(const std::string& path, uint16_t port) {
   {
     std::ofstream out(tmp);
     out << port << "\n";
-    if (!out) return Status(StatusCode::kIoError, "cannot write " + tmp);
+    if (!out) return Status::IoError("cannot write " + tmp);
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     return Status::FromErrno(StatusCode::kIoError, "rename " + tmp, errno);
@@ -87,7 +87,7 @@ Status Run(int argc, char** argv) {
     return Status::Ok();
   }
   if (!flags.positional().empty()) {
-    return tools::Flags::Usage("unexpected argument '" + flags.positional()[0] + "'");
+    return Status::InvalidArgument("unexpected argument '" + flags.positional()[0] + "'");
   }
   broker::ServerOptions options;
   ASSIGN_OR_RETURN(auto listen, net::ParseHostPort(flags.String("listen", "127.0.0.1:7420")));
@@ -164,7 +164,7 @@ int main(int argc, char** argv) {
   nearstream::Status s = nearstream::Run(argc, argv);
   if (!s.ok()) {
     std::cerr << "nearstreamd: " << s.ToString() << "\n";
-    return s.code() == nearstream::StatusCode::kInvalidArgument ? 2 : 1;
+    return s.IsInvalidArgument() ? 2 : 1;
   }
   return 0;
 }

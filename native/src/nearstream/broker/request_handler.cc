@@ -25,9 +25,8 @@ int64_t WallMs() {
       .count();
 }
 
-Status StreamNotFound(const std::string& name) {
-  return Status(StatusCode::kStreamNotFound, "stream '" + name + "' does not exist");
-}
+// The message of STREAM_NOT_FOUND.
+std::string NoSuchStream(const std::string& name) { return "stream '" + name + "' does not exist"; }
 
 }  // namespace
 
@@ -62,15 +61,13 @@ bool RequestHandler::Handle(Request& req, net::OutFrame* response) {
   if (!req.wait_over && req.deadline_ms == 0) metrics_->requests.Add(1);
   if (h.version != net::kProtocolVersion) {
     Error(req,
-          Status(StatusCode::kUnsupportedVersion,
-                 "protocol version " + std::to_string(h.version) +
-                     " is not supported; this broker speaks version 1"),
+          Status::UnsupportedVersion("protocol version " + std::to_string(h.version) +
+                                     " is not supported; this broker speaks version 1"),
           out);
     return true;
   }
   if (h.is_response()) {
-    Error(req, Status(StatusCode::kMalformedRequest, "a response frame was sent to the broker"),
-          out);
+    Error(req, Status::MalformedRequest("a response frame was sent to the broker"), out);
     return true;
   }
   switch (static_cast<Opcode>(h.opcode)) {
@@ -88,7 +85,7 @@ bool RequestHandler::Handle(Request& req, net::OutFrame* response) {
     case Opcode::kPushUpdate: PushUpdate(req, out); return true;
     case Opcode::kPushClose: PushClose(req, out); return true;
   }
-  Error(req, Status(StatusCode::kUnknownOpcode, "unknown opcode " + std::to_string(h.opcode)), out);
+  Error(req, Status::UnknownOpcode("unknown opcode " + std::to_string(h.opcode)), out);
   return true;
 }
 
@@ -96,11 +93,11 @@ void RequestHandler::Handshake(const Request& req, Bytes* out) {
   auto m = net::DecodeHandshakeRequest(req.frame.body.data(), req.frame.body.size());
   if (!m.ok()) return Error(req, m.status(), out);
   if (m->min_version > net::kProtocolVersion || m->max_version < net::kProtocolVersion) {
-    return Error(req,
-                 Status(StatusCode::kUnsupportedVersion,
-                        "client speaks versions " + std::to_string(m->min_version) + ".." +
-                            std::to_string(m->max_version) + ", broker speaks 1"),
-                 out);
+    return Error(
+        req,
+        Status::UnsupportedVersion("client speaks versions " + std::to_string(m->min_version) +
+                                   ".." + std::to_string(m->max_version) + ", broker speaks 1"),
+        out);
   }
   net::HandshakeResponse r;
   r.broker_epoch = options_.broker_epoch;
@@ -136,13 +133,13 @@ void RequestHandler::DescribeStream(const Request& req, Bytes* out) {
   auto m = net::DecodeStreamNameRequest(req.frame.body.data(), req.frame.body.size());
   if (!m.ok()) return Error(req, m.status(), out);
   auto stream = store_->Find(m->name);
-  if (stream == nullptr) return Error(req, StreamNotFound(m->name), out);
+  if (stream == nullptr) return Error(req, Status::StreamNotFound(NoSuchStream(m->name)), out);
   Respond(req, out, [&](ByteWriter& w) { net::EncodeStreamConfig(w, stream->config()); });
 }
 
 void RequestHandler::ListStreams(const Request& req, Bytes* out) {
   if (!req.frame.body.empty()) {
-    return Error(req, Status(StatusCode::kMalformedRequest, "ListStreams takes no body"), out);
+    return Error(req, Status::MalformedRequest("ListStreams takes no body"), out);
   }
   net::ListStreamsResponse r;
   r.names = store_->List();
@@ -153,7 +150,7 @@ void RequestHandler::Metadata(const Request& req, Bytes* out) {
   auto m = net::DecodeMetadataRequest(req.frame.body.data(), req.frame.body.size());
   if (!m.ok()) return Error(req, m.status(), out);
   auto stream = store_->Find(m->stream);
-  if (stream == nullptr) return Error(req, StreamNotFound(m->stream), out);
+  if (stream == nullptr) return Error(req, Status::StreamNotFound(NoSuchStream(m->stream)), out);
   std::vector<uint32_t> ids = m->streamlets;
   if (ids.empty()) {
     for (uint32_t i = 0; i < stream->streamlet_count(); ++i) ids.push_back(i);
@@ -163,9 +160,9 @@ void RequestHandler::Metadata(const Request& req, Bytes* out) {
     storage::Streamlet* s = stream->streamlet(id);
     if (s == nullptr) {
       return Error(req,
-                   Status(StatusCode::kStreamletNotFound,
-                          "stream '" + m->stream + "' has no streamlet " + std::to_string(id) +
-                              " (it has " + std::to_string(stream->streamlet_count()) + ")"),
+                   Status::StreamletNotFound("stream '" + m->stream + "' has no streamlet " +
+                                             std::to_string(id) + " (it has " +
+                                             std::to_string(stream->streamlet_count()) + ")"),
                    out);
     }
     storage::StreamletInfo info = s->Describe();
@@ -188,7 +185,7 @@ void RequestHandler::Append(const Request& req, Bytes* out) {
   auto m = net::DecodeAppendRequest(req.frame.body.data(), req.frame.body.size());
   if (!m.ok()) return Error(req, m.status(), out);
   auto stream = store_->Find(m->stream);
-  if (stream == nullptr) return Error(req, StreamNotFound(m->stream), out);
+  if (stream == nullptr) return Error(req, Status::StreamNotFound(NoSuchStream(m->stream)), out);
   const int64_t now = WallMs();
   net::AppendResponse r;
   r.results.reserve(m->entries.size());
@@ -263,7 +260,7 @@ bool RequestHandler::Fetch(Request& req, net::OutFrame* response) {
   }
   auto stream = store_->Find(m->stream);
   if (stream == nullptr || stream->deleted()) {
-    Error(req, StreamNotFound(m->stream), out);
+    Error(req, Status::StreamNotFound(NoSuchStream(m->stream)), out);
     return true;
   }
   if (req.deadline_ms == 0) {
@@ -334,7 +331,7 @@ bool RequestHandler::Fetch(Request& req, net::OutFrame* response) {
       fr.message = read.status().message();
       // DATA_LOSS names where the damaged range ends: a reader told to skip it goes on there.
       std::optional<storage::DamagedRange> damage;
-      if (read.status().code() == StatusCode::kDataLoss) damage = s->DamageAt(e.position);
+      if (read.status().IsDataLoss()) damage = s->DamageAt(e.position);
       w.U32(fr.streamlet);
       w.U16(fr.status);
       w.Str(fr.message);
@@ -362,7 +359,7 @@ void RequestHandler::LookupTimestamp(const Request& req, Bytes* out) {
   auto m = net::DecodeLookupTimestampRequest(req.frame.body.data(), req.frame.body.size());
   if (!m.ok()) return Error(req, m.status(), out);
   auto stream = store_->Find(m->stream);
-  if (stream == nullptr) return Error(req, StreamNotFound(m->stream), out);
+  if (stream == nullptr) return Error(req, Status::StreamNotFound(NoSuchStream(m->stream)), out);
   net::LookupTimestampResponse r;
   for (const auto& e : m->entries) {
     net::TimestampResult res;
@@ -380,7 +377,7 @@ void RequestHandler::LookupTimestamp(const Request& req, Bytes* out) {
 
 namespace {
 
-Status NoPush() { return Status(StatusCode::kInternal, "push subscriptions are not enabled"); }
+Status NoPush() { return Status::Internal("push subscriptions are not enabled"); }
 
 }  // namespace
 
@@ -415,7 +412,7 @@ void RequestHandler::PushClose(const Request& req, Bytes* out) {
 
 void RequestHandler::Stats(const Request& req, Bytes* out) {
   if (!req.frame.body.empty()) {
-    return Error(req, Status(StatusCode::kMalformedRequest, "Stats takes no body"), out);
+    return Error(req, Status::MalformedRequest("Stats takes no body"), out);
   }
   net::StatsResponse r;
   r.values = collect_metrics ? collect_metrics() : MetricValues{};

@@ -55,7 +55,7 @@ Server::~Server() { Stop(); }
 
 Status Server::Start() {
   if (options_.workers < 1) {
-    return Status(StatusCode::kInvalidArgument, "--workers must be at least 1");
+    return Status::InvalidArgument("--workers must be at least 1");
   }
   RETURN_IF_ERROR(push_->Start());
   ASSIGN_OR_RETURN(listen_fd_, net::ListenTcp(options_.host, options_.port, true));

@@ -240,7 +240,7 @@ class TestBroker {
     static const bool swept = (TempDir::SweepStale(), true);  // once per test process
     (void)swept;
     std::unique_ptr<TestBroker> b(new TestBroker(std::move(options)));
-    if (!b->temp_.ok()) return Status(StatusCode::kIoError, "cannot create a temp dir");
+    if (!b->temp_.ok()) return Status::IoError("cannot create a temp dir");
     if (b->options_.data_dir.empty()) b->options_.data_dir = b->temp_.path() + "/data";
     RETURN_IF_ERROR(b->Launch());
     return b;
@@ -333,9 +333,8 @@ class TestBroker {
       if (waitpid(pid_, &status, WNOHANG) == pid_) {
         pid_ = -1;
         exit_code_ = internal::DecodeWaitStatus(status);
-        return Status(StatusCode::kIoError, "nearstreamd exited with code " +
-                                                std::to_string(exit_code_) +
-                                                " before listening; its output:\n" + log());
+        return Status::IoError("nearstreamd exited with code " + std::to_string(exit_code_) +
+                               " before listening; its output:\n" + log());
       }
       std::string text = internal::ReadFile(port_file);
       if (!text.empty() && text.back() == '\n') {
@@ -350,9 +349,9 @@ class TestBroker {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     Kill();
-    return Status(StatusCode::kIoError, "nearstreamd wrote no port file within " +
-                                            std::to_string(options_.start_timeout_ms) +
-                                            " ms; its output:\n" + log());
+    return Status::IoError("nearstreamd wrote no port file within " +
+                           std::to_string(options_.start_timeout_ms) + " ms; its output:\n" +
+                           log());
   }
 
   Options options_;

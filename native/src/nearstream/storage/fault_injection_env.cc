@@ -265,7 +265,7 @@ Status FaultInjectionEnv::CorruptUnsyncedTail(const std::string& path, const Byt
   std::lock_guard<std::mutex> lock(mu_);
   auto it = files_.find(p);
   if (it == files_.end()) {
-    return Status(StatusCode::kInvalidArgument, "CorruptUnsyncedTail: " + p + " is not tracked");
+    return Status::InvalidArgument("CorruptUnsyncedTail: " + p + " is not tracked");
   }
   const uint64_t synced = it->second.synced;
   RETURN_IF_ERROR(CutFileLocked(p, synced));

@@ -45,7 +45,7 @@ Result<StreamConfig> ParseStreamMeta(const std::string& text) {
       std::string k = line.substr(0, eq), v = line.substr(eq + 1);
       ++seen;
       if (k == "format") {
-        if (v != "1") return Status(StatusCode::kStorageError, "unknown stream.meta format " + v);
+        if (v != "1") return Status::StorageError("unknown stream.meta format " + v);
       } else if (k == "name") {
         c.name = v;
       } else if (k == "streamlets") {
@@ -66,11 +66,11 @@ Result<StreamConfig> ParseStreamMeta(const std::string& text) {
         --seen;
       }
       if (!numbers_ok) {
-        return Status(StatusCode::kStorageError, "stream.meta has a bad number: " + line);
+        return Status::StorageError("stream.meta has a bad number: " + line);
       }
     }
   }
-  if (seen != 9) return Status(StatusCode::kStorageError, "stream.meta is incomplete");
+  if (seen != 9) return Status::StorageError("stream.meta is incomplete");
   RETURN_IF_ERROR(c.Validate());
   return c;
 }
@@ -108,12 +108,10 @@ Status StreamStore::Recover(const std::string& name, int64_t now_ms) {
   ASSIGN_OR_RETURN(Bytes meta, env->ReadFile(dir + "/stream.meta"));
   auto config = ParseStreamMeta(std::string(meta.begin(), meta.end()));
   if (!config.ok()) {
-    return Status(StatusCode::kStorageError,
-                  "cannot recover stream " + name + ": " + config.status().message());
+    return Status::StorageError("cannot recover stream " + name + ": " + config.status().message());
   }
   if (config->name != name) {
-    return Status(StatusCode::kStorageError,
-                  "stream.meta in " + dir + " names '" + config->name + "'");
+    return Status::StorageError("stream.meta in " + dir + " names '" + config->name + "'");
   }
   auto stream = std::make_shared<Stream>(*config, env, dir);
   for (uint32_t i = 0; i < stream->streamlet_count(); ++i) {
@@ -130,13 +128,12 @@ Status StreamStore::Create(const StreamConfig& config) {
   RETURN_IF_ERROR(config.Validate());
   const bool durable = config.durability != Durability::kNone;
   if (durable && options_.data_dir.empty()) {
-    return Status(StatusCode::kInvalidArgument, std::string("durability ") +
-                                                    DurabilityName(config.durability) +
-                                                    " needs a broker started with --data-dir");
+    return Status::InvalidArgument(std::string("durability ") + DurabilityName(config.durability) +
+                                   " needs a broker started with --data-dir");
   }
   std::lock_guard<std::mutex> lock(mu_);
   if (streams_.count(config.name)) {
-    return Status(StatusCode::kStreamExists, "stream " + config.name + " already exists");
+    return Status::StreamExists("stream " + config.name + " already exists");
   }
   std::string dir;
   if (durable) {
@@ -167,7 +164,7 @@ Status StreamStore::Delete(const std::string& name) {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = streams_.find(name);
     if (it == streams_.end()) {
-      return Status(StatusCode::kStreamNotFound, "stream " + name + " does not exist");
+      return Status::StreamNotFound("stream " + name + " does not exist");
     }
     stream = it->second;
     if (stream->config().durability != Durability::kNone) {
