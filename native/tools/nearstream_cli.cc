@@ -7,7 +7,6 @@
 // Exit codes: 0 success, 1 broker or I/O error (the message names the status), 2 bad usage.
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -18,6 +17,7 @@
 #include <vector>
 
 #include "nearstream/broker/damage_metrics.h"
+#include "nearstream/common/clock.h"
 #include "nearstream/net/client.h"
 #include "nearstream/storage/chunk.h"
 #include "nearstream/storage/position.h"
@@ -115,18 +115,6 @@ Result<std::vector<uint32_t>> ParseStreamletList(const std::string& text) {
     start = comma + 1;
   }
   return out;
-}
-
-int64_t WallMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-int64_t MonotonicMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
 }
 
 // A non-zero producer id unlikely to collide with another producer's.
@@ -247,7 +235,7 @@ class LineProducer {
   Status Append(uint32_t streamlet, storage::ChunkBuilder& builder) {
     if (streamlet >= sequences_.size()) sequences_.resize(streamlet + 1, 0);
     const uint32_t records = builder.record_count();
-    Bytes chunk = builder.Finish(producer_id_, sequences_[streamlet], WallMs());
+    Bytes chunk = builder.Finish(producer_id_, sequences_[streamlet], WallNowMs());
     net::AppendRequest request;
     request.stream = stream_;
     request.entries.push_back({streamlet, chunk.data(), static_cast<uint32_t>(chunk.size())});
@@ -409,12 +397,12 @@ Status Consume(Client& client, const ConsumeOptions& o) {
   }
 
   uint64_t printed = 0;
-  int64_t last_data_ms = MonotonicMs();
+  int64_t last_data_ms = MonotonicNowMs();
   for (;;) {
     // Long-poll in slices so that --timeout-ms is honoured; 0 drains what is there and stops.
     int64_t wait = 500;
     if (o.timeout_ms >= 0) {
-      wait = std::clamp<int64_t>(last_data_ms + o.timeout_ms - MonotonicMs(), 0, wait);
+      wait = std::clamp<int64_t>(last_data_ms + o.timeout_ms - MonotonicNowMs(), 0, wait);
     }
     request.max_wait_ms = static_cast<uint32_t>(wait);
     ASSIGN_OR_RETURN(net::FetchReply reply, client.Fetch(request));
@@ -438,8 +426,8 @@ Status Consume(Client& client, const ConsumeOptions& o) {
     }
     std::fflush(stdout);
     if (printed != printed_before) {
-      last_data_ms = MonotonicMs();
-    } else if (o.timeout_ms >= 0 && MonotonicMs() - last_data_ms >= o.timeout_ms) {
+      last_data_ms = MonotonicNowMs();
+    } else if (o.timeout_ms >= 0 && MonotonicNowMs() - last_data_ms >= o.timeout_ms) {
       break;
     }
   }

@@ -24,6 +24,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "nearstream/common/clock.h"
 #include "nearstream/common/crc32c.h"
 #include "nearstream/net/client.h"
 #include "nearstream/storage/chunk.h"
@@ -167,12 +168,6 @@ Result<Options> ParseOptions(int argc, char** argv) {
                                    " (48-byte header, 4-byte length)");
   }
   return o;
-}
-
-int64_t WallMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
 }
 
 // The records every producer sends, encoded once: the CRC covers only this payload, so a chunk
@@ -377,7 +372,7 @@ class Producer {
     h.payload_length = static_cast<uint32_t>(w.payload.size());
     h.payload_crc = w.payload_crc;
     h.producer_id = producer_id_;
-    h.first_timestamp_ms = WallMs();
+    h.first_timestamp_ms = WallNowMs();
     h.record_count = w.records_per_chunk;
     for (size_t i = 0; i < share_.size(); ++i) {
       if (!retries_[i].empty()) {

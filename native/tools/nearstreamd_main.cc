@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "nearstream/broker/server.h"
+#include "nearstream/common/clock.h"
 #include "nearstream/common/log.h"
 #include "nearstream/common/version.h"
 #include "nearstream/net/socket_util.h"
@@ -125,10 +126,7 @@ Status Run(int argc, char** argv) {
   ASSIGN_OR_RETURN(store_options.group_idle_close_ms,
                    flags.Signed("group-idle-close-ms", 1000, 1, 86400000));
   storage::StreamStore store(store_options);
-  int64_t wall_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                        std::chrono::system_clock::now().time_since_epoch())
-                        .count();
-  RETURN_IF_ERROR(store.Open(wall_ms));
+  RETURN_IF_ERROR(store.Open(WallNowMs()));
 
   // Signals are taken synchronously by this thread; every thread started below inherits the mask.
   sigset_t stop_signals;

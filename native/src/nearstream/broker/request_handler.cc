@@ -1,8 +1,8 @@
 #include "nearstream/broker/request_handler.h"
 
-#include <chrono>
 #include <cstring>
 
+#include "nearstream/common/clock.h"
 #include "nearstream/common/version.h"
 #include "nearstream/net/protocol.h"
 
@@ -11,19 +11,7 @@ namespace nearstream::broker {
 using net::Opcode;
 using storage::Position;
 
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 namespace {
-
-int64_t WallMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 // The message of STREAM_NOT_FOUND.
 std::string NoSuchStream(const std::string& name) { return "stream '" + name + "' does not exist"; }
@@ -186,7 +174,7 @@ void RequestHandler::Append(const Request& req, Bytes* out) {
   if (!m.ok()) return Error(req, m.status(), out);
   auto stream = store_->Find(m->stream);
   if (stream == nullptr) return Error(req, Status::StreamNotFound(NoSuchStream(m->stream)), out);
-  const int64_t now = WallMs();
+  const int64_t now = WallNowMs();  // chunk timestamps are wall-clock times
   net::AppendResponse r;
   r.results.reserve(m->entries.size());
   bool appended = false;
@@ -265,7 +253,7 @@ bool RequestHandler::Fetch(Request& req, net::OutFrame* response) {
   }
   if (req.deadline_ms == 0) {
     metrics_->fetch_requests.Add(1);
-    req.deadline_ms = NowMs() + std::min(m->max_wait_ms, options_.max_wait_ms);
+    req.deadline_ms = MonotonicNowMs() + std::min(m->max_wait_ms, options_.max_wait_ms);
   }
   // Read the entries' streamlet generations first: an append to one of them racing with the
   // reads below makes Park() refuse.
@@ -340,7 +328,7 @@ bool RequestHandler::Fetch(Request& req, net::OutFrame* response) {
       w.U32(0);
     }
   }
-  if (total_bytes == 0 && !any_error && !req.wait_over && NowMs() < req.deadline_ms) {
+  if (total_bytes == 0 && !any_error && !req.wait_over && MonotonicNowMs() < req.deadline_ms) {
     metrics_->fetch_parked.Add(1);
     // Either parked, or something was appended meanwhile and the request goes to the back of
     // its worker's queue to read again (no recursion, and other requests get their turn).

@@ -8,9 +8,10 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cstring>
 #include <utility>
+
+#include "nearstream/common/clock.h"
 
 namespace nearstream::net {
 
@@ -24,16 +25,10 @@ constexpr size_t kRequestPrefixBytes = kFrameLengthPrefix + kFrameHeaderSize;
 constexpr uint32_t kMaxResponseFrameBytes = 1u << 30;
 constexpr size_t kReceiveBufferBytes = 256u << 10;
 
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 // Waits for `events` on fd until `deadline_ms`; false on timeout, errno-carrying error on failure.
 Result<bool> WaitFor(int fd, short events, int64_t deadline_ms) {
   for (;;) {
-    int64_t left = deadline_ms - NowMs();
+    int64_t left = deadline_ms - MonotonicNowMs();
     if (left <= 0) return false;
     pollfd p{fd, events, 0};
     int n = poll(&p, 1, static_cast<int>(std::min<int64_t>(left, INT_MAX)));
@@ -124,7 +119,7 @@ Status Client::Fail(Status status) {
 }
 
 Status Client::WriteAll(iovec* iov, size_t count) {
-  const int64_t deadline = NowMs() + io_timeout_ms_;
+  const int64_t deadline = MonotonicNowMs() + io_timeout_ms_;
   while (count > 0) {
     msghdr msg{};
     msg.msg_iov = iov;
@@ -243,7 +238,7 @@ Status Client::Fill(size_t n, int64_t deadline_ms) {
 
 Result<Response> Client::Receive(int timeout_ms) {
   RETURN_IF_ERROR(broken_);
-  const int64_t deadline = NowMs() + (timeout_ms < 0 ? io_timeout_ms_ : timeout_ms);
+  const int64_t deadline = MonotonicNowMs() + (timeout_ms < 0 ? io_timeout_ms_ : timeout_ms);
   // Nothing is consumed until the fixed part and the message are buffered, so a timeout up to
   // here leaves the stream intact.
   RETURN_IF_ERROR(Fill(kResponseFixedBytes, deadline));

@@ -10,7 +10,8 @@
 
 #include <cerrno>
 #include <charconv>
-#include <chrono>
+
+#include "nearstream/common/clock.h"
 
 namespace nearstream::net {
 
@@ -111,16 +112,15 @@ Result<int> DialBroker(const BrokerAddress& address, int timeout_ms) {
   if (rc != 0) {
     return Status::IoError("cannot resolve " + where + ": " + std::string(gai_strerror(rc)));
   }
-  using Clock = std::chrono::steady_clock;
-  const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  const int64_t deadline_ms = MonotonicNowMs() + timeout_ms;
   Status last = Status::IoError("no address found for " + where);
   for (const addrinfo* ai = list; ai != nullptr; ai = ai->ai_next) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    if (left.count() <= 0) {
+    const int64_t left_ms = deadline_ms - MonotonicNowMs();
+    if (left_ms <= 0) {
       last = Status::FromErrno(StatusCode::kIoError, "connect to " + where, ETIMEDOUT);
       break;
     }
-    Result<int> fd = ConnectOne(ai, static_cast<int>(left.count()), where);
+    Result<int> fd = ConnectOne(ai, static_cast<int>(left_ms), where);
     if (fd.ok()) {
       freeaddrinfo(list);
       return fd;
