@@ -15,7 +15,6 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <random>
 #include <set>
@@ -26,6 +25,8 @@
 
 #include "nearstream/common/clock.h"
 #include "nearstream/common/crc32c.h"
+#include "nearstream/common/mutex.h"
+#include "nearstream/common/thread_annotations.h"
 #include "nearstream/net/client.h"
 #include "nearstream/storage/chunk.h"
 #include "nearstream/storage/stream_config.h"
@@ -233,15 +234,15 @@ struct RunState {
         consumer_counters(new Counter[std::max(1u, o.consumers)]) {}
 
   // Records the first failure (keeping its status code) and stops every thread.
-  void Fail(const std::string& who, const Status& s) {
-    std::lock_guard<std::mutex> lock(mu);
+  void Fail(const std::string& who, const Status& s) NS_EXCLUDES(mu) {
+    MutexLock lock(&mu);
     if (error.ok()) error = Status(s.code(), who + ": " + s.message());
     failed.store(true);
     stop_producers.store(true);
     stop_consumers.store(true);
   }
-  Status first_error() {
-    std::lock_guard<std::mutex> lock(mu);
+  Status first_error() NS_EXCLUDES(mu) {
+    MutexLock lock(&mu);
     return error;
   }
 
@@ -264,8 +265,8 @@ struct RunState {
   std::atomic<bool> stop_producers{false};
   std::atomic<bool> stop_consumers{false};
   std::atomic<bool> failed{false};
-  std::mutex mu;
-  Status error;  // GUARDED_BY(mu)
+  Mutex mu;
+  Status error NS_GUARDED_BY(mu);
 };
 
 Result<Client> ConnectClient(const Options& o, const char* name) {

@@ -119,7 +119,7 @@ Status StreamStore::Recover(const std::string& name, int64_t now_ms) {
   }
   NS_LOG(kInfo) << "recovered stream " << name << " (" << config->streamlets << " streamlets, "
                 << DurabilityName(config->durability) << ")";
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   streams_[name] = std::move(stream);
   return Status::Ok();
 }
@@ -131,7 +131,7 @@ Status StreamStore::Create(const StreamConfig& config) {
     return Status::InvalidArgument(std::string("durability ") + DurabilityName(config.durability) +
                                    " needs a broker started with --data-dir");
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (streams_.count(config.name)) {
     return Status::StreamExists("stream " + config.name + " already exists");
   }
@@ -161,7 +161,7 @@ Status StreamStore::Create(const StreamConfig& config) {
 Status StreamStore::Delete(const std::string& name) {
   std::shared_ptr<Stream> stream;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     auto it = streams_.find(name);
     if (it == streams_.end()) {
       return Status::StreamNotFound("stream " + name + " does not exist");
@@ -187,30 +187,27 @@ Status StreamStore::Delete(const std::string& name) {
 }
 
 std::shared_ptr<Stream> StreamStore::Find(const std::string& name) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = streams_.find(name);
   return it == streams_.end() ? nullptr : it->second;
 }
 
 std::vector<std::string> StreamStore::List() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::vector<std::string> names;
   for (const auto& [name, s] : streams_) names.push_back(name);
   return names;
 }
 
-namespace {
-std::vector<std::shared_ptr<Stream>> Snapshot(
-    std::mutex& mu, const std::map<std::string, std::shared_ptr<Stream>>& m) {
-  std::lock_guard<std::mutex> lock(mu);
+std::vector<std::shared_ptr<Stream>> StreamStore::Snapshot() const {
+  MutexLock lock(&mu_);
   std::vector<std::shared_ptr<Stream>> out;
-  for (const auto& [name, s] : m) out.push_back(s);
+  for (const auto& [name, s] : streams_) out.push_back(s);
   return out;
 }
-}  // namespace
 
 void StreamStore::Maintain(int64_t now_ms) {
-  for (const auto& stream : Snapshot(mu_, streams_)) {
+  for (const auto& stream : Snapshot()) {
     for (uint32_t i = 0; i < stream->streamlet_count(); ++i) {
       for (const auto& path :
            stream->streamlet(i)->Maintain(now_ms, options_.group_idle_close_ms)) {
@@ -224,7 +221,7 @@ void StreamStore::Maintain(int64_t now_ms) {
 
 int StreamStore::FlushAsync() {
   int failures = 0;
-  for (const auto& stream : Snapshot(mu_, streams_)) {
+  for (const auto& stream : Snapshot()) {
     if (stream->config().durability != Durability::kAsync) continue;
     for (uint32_t i = 0; i < stream->streamlet_count(); ++i) {
       Status s = stream->streamlet(i)->SyncDirty();
@@ -240,7 +237,7 @@ int StreamStore::FlushAsync() {
 
 uint64_t StreamStore::total_bytes() const {
   uint64_t total = 0;
-  for (const auto& stream : Snapshot(mu_, streams_)) {
+  for (const auto& stream : Snapshot()) {
     for (uint32_t i = 0; i < stream->streamlet_count(); ++i) total += stream->streamlet(i)->bytes();
   }
   return total;
