@@ -62,7 +62,7 @@ class Flags {
     return f;
   }
 
-  bool Has(const std::string& name) const { return values_.count(name) != 0; }
+  bool Has(const std::string& name) const { return values_.contains(name); }
   const std::vector<std::string>& positional() const { return positional_; }
 
   std::string String(const std::string& name, const std::string& fallback = "") const {

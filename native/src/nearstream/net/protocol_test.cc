@@ -56,7 +56,7 @@ constexpr bool kProbeActive = true;
   throw std::bad_alloc();
 }
 [[gnu::noinline]] void operator delete(void* p) noexcept { std::free(p); }
-[[gnu::noinline]] void operator delete(void* p, size_t) noexcept { std::free(p); }
+[[gnu::noinline]] void operator delete(void* p, size_t /*size*/) noexcept { std::free(p); }
 #endif
 
 namespace nearstream::net {

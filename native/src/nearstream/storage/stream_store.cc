@@ -132,7 +132,7 @@ Status StreamStore::Create(const StreamConfig& config) {
                                    " needs a broker started with --data-dir");
   }
   MutexLock lock(&mu_);
-  if (streams_.count(config.name)) {
+  if (streams_.contains(config.name)) {
     return Status::StreamExists("stream " + config.name + " already exists");
   }
   std::string dir;
