@@ -32,7 +32,7 @@ template <typename DecodeFn, typename EncodeFn>
 void RoundTrip(const uint8_t* body, size_t n, DecodeFn decode, EncodeFn encode) {
   auto m = decode(body, n);
   if (!m.ok()) {
-    if (m.status().code() != StatusCode::kMalformedRequest) std::abort();
+    if (!m.status().IsMalformedRequest()) std::abort();
     return;
   }
   Bytes again;
@@ -44,7 +44,7 @@ void RoundTrip(const uint8_t* body, size_t n, DecodeFn decode, EncodeFn encode) 
 void FuzzChunk(const uint8_t* data, size_t n) {
   auto h = storage::ValidateChunk(data, n);
   if (!h.ok()) {
-    if (h.status().code() != StatusCode::kCorruptChunk) std::abort();
+    if (!h.status().IsCorruptChunk()) std::abort();
     return;
   }
   // A valid chunk iterates exactly record_count records to the end of its payload.

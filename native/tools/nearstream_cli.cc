@@ -7,7 +7,6 @@
 // Exit codes: 0 success, 1 broker or I/O error (the message names the status), 2 bad usage.
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -18,6 +17,7 @@
 #include <vector>
 
 #include "nearstream/broker/damage_metrics.h"
+#include "nearstream/common/clock.h"
 #include "nearstream/net/client.h"
 #include "nearstream/storage/chunk.h"
 #include "nearstream/storage/position.h"
@@ -69,15 +69,15 @@ struct Command {
 
 Result<std::string> OneStreamArgument(const Flags& flags) {
   if (flags.positional().size() != 1) {
-    return Flags::Usage("expected exactly one STREAM argument, got " +
-                        std::to_string(flags.positional().size()));
+    return Status::InvalidArgument("expected exactly one STREAM argument, got " +
+                                   std::to_string(flags.positional().size()));
   }
   return flags.positional()[0];
 }
 
 Status NoArguments(const Flags& flags) {
   if (!flags.positional().empty()) {
-    return Flags::Usage("unexpected argument '" + flags.positional()[0] + "'");
+    return Status::InvalidArgument("unexpected argument '" + flags.positional()[0] + "'");
   }
   return Status::Ok();
 }
@@ -88,8 +88,8 @@ Result<Position> ParsePosition(const std::string& text) {
   unsigned o = 0;
   char tail = 0;
   if (std::sscanf(text.c_str(), "%llu:%llu:%u%c", &g, &s, &o, &tail) != 3) {
-    return Flags::Usage("--from expects earliest, latest or GROUP:SEGMENT:OFFSET, got '" + text +
-                        "'");
+    return Status::InvalidArgument(
+        "--from expects earliest, latest or GROUP:SEGMENT:OFFSET, got '" + text + "'");
   }
   p.group = g;
   p.segment = s;
@@ -107,26 +107,14 @@ Result<std::vector<uint32_t>> ParseStreamletList(const std::string& text) {
     errno = 0;
     unsigned long v = std::strtoul(item.c_str(), &end, 10);
     if (item.empty() || *end != '\0' || errno != 0 || v > UINT32_MAX) {
-      return Flags::Usage("--streamlets expects a comma-separated list of numbers, got '" + text +
-                          "'");
+      return Status::InvalidArgument(
+          "--streamlets expects a comma-separated list of numbers, got '" + text + "'");
     }
     out.push_back(static_cast<uint32_t>(v));
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
   return out;
-}
-
-int64_t WallMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-int64_t MonotonicMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
 }
 
 // A non-zero producer id unlikely to collide with another producer's.
@@ -141,7 +129,7 @@ uint64_t RandomProducerId() {
 Result<Runner> PrepareCreate(const Flags& flags) {
   storage::StreamConfig c;
   ASSIGN_OR_RETURN(c.name, OneStreamArgument(flags));
-  if (!flags.Has("streamlets")) return Flags::Usage("create needs --streamlets N");
+  if (!flags.Has("streamlets")) return Status::InvalidArgument("create needs --streamlets N");
   ASSIGN_OR_RETURN(uint64_t streamlets, flags.Unsigned("streamlets", 1, 1, 65536));
   ASSIGN_OR_RETURN(uint64_t segment_bytes, flags.Size("segment-bytes", 0, 0, UINT32_MAX));
   ASSIGN_OR_RETURN(uint64_t per_group, flags.Unsigned("segments-per-group", 0, 0, UINT32_MAX));
@@ -155,7 +143,7 @@ Result<Runner> PrepareCreate(const Flags& flags) {
   ASSIGN_OR_RETURN(c.retention_ms, flags.Signed("retention-ms", -1, -1, INT64_MAX));
   Result<storage::Durability> durability =
       storage::ParseDurability(flags.String("durability", "none"));
-  if (!durability.ok()) return Flags::Usage("--" + durability.status().message());
+  if (!durability.ok()) return Status::InvalidArgument("--" + durability.status().message());
   c.durability = *durability;
   c.streamlets = static_cast<uint32_t>(streamlets);
   c.segment_bytes = static_cast<uint32_t>(segment_bytes);  // 0 = the broker's default
@@ -247,15 +235,15 @@ class LineProducer {
   Status Append(uint32_t streamlet, storage::ChunkBuilder& builder) {
     if (streamlet >= sequences_.size()) sequences_.resize(streamlet + 1, 0);
     const uint32_t records = builder.record_count();
-    Bytes chunk = builder.Finish(producer_id_, sequences_[streamlet], WallMs());
+    Bytes chunk = builder.Finish(producer_id_, sequences_[streamlet], WallNowMs());
     net::AppendRequest request;
     request.stream = stream_;
     request.entries.push_back({streamlet, chunk.data(), static_cast<uint32_t>(chunk.size())});
     ASSIGN_OR_RETURN(net::AppendResponse response, client_.Append(request));
     if (response.results.size() != 1) {
-      return Status(StatusCode::kMalformedRequest, "append answered with " +
-                                                       std::to_string(response.results.size()) +
-                                                       " results for 1 chunk");
+      return Status::MalformedRequest("append answered with " +
+                                      std::to_string(response.results.size()) +
+                                      " results for 1 chunk");
     }
     const net::AppendResult& r = response.results[0];
     if (r.status != 0) {
@@ -301,9 +289,9 @@ Status Produce(Client& client, const ProduceOptions& o) {
   // The stream's shape bounds the streamlets and the chunk size.
   ASSIGN_OR_RETURN(storage::StreamConfig config, client.DescribeStream(o.stream));
   if (!o.round_robin && o.streamlet >= config.streamlets) {
-    return Status(StatusCode::kStreamletNotFound,
-                  "--streamlet " + std::to_string(o.streamlet) + " but stream " + o.stream +
-                      " has " + std::to_string(config.streamlets) + " streamlets");
+    return Status::StreamletNotFound("--streamlet " + std::to_string(o.streamlet) + " but stream " +
+                                     o.stream + " has " + std::to_string(config.streamlets) +
+                                     " streamlets");
   }
   uint32_t max_chunk = kMaxChunkBytes;
   if (config.segment_bytes != 0 && config.segment_bytes < max_chunk) {
@@ -322,9 +310,9 @@ Status Produce(Client& client, const ProduceOptions& o) {
   std::string line;
   while (std::getline(*in, line)) {
     if (storage::kChunkHeaderSize + storage::kRecordLengthPrefix + line.size() > max_chunk) {
-      return Status(StatusCode::kInvalidArgument, "a line of " + std::to_string(line.size()) +
-                                                      " bytes does not fit in one chunk (limit " +
-                                                      std::to_string(max_chunk) + " bytes)");
+      return Status::InvalidArgument("a line of " + std::to_string(line.size()) +
+                                     " bytes does not fit in one chunk (limit " +
+                                     std::to_string(max_chunk) + " bytes)");
     }
     if (builder.size() + storage::kRecordLengthPrefix + line.size() > max_chunk) {
       RETURN_IF_ERROR(flush());
@@ -345,7 +333,7 @@ Result<Runner> PrepareProduce(const Flags& flags) {
   ProduceOptions o;
   ASSIGN_OR_RETURN(o.stream, OneStreamArgument(flags));
   if (flags.Has("streamlet") && flags.Has("round-robin")) {
-    return Flags::Usage("--streamlet and --round-robin exclude each other");
+    return Status::InvalidArgument("--streamlet and --round-robin exclude each other");
   }
   ASSIGN_OR_RETURN(uint64_t streamlet, flags.Unsigned("streamlet", 0, 0, UINT32_MAX));
   ASSIGN_OR_RETURN(uint64_t batch, flags.Unsigned("batch-records", 100, 1, 1u << 20));
@@ -354,7 +342,8 @@ Result<Runner> PrepareProduce(const Flags& flags) {
   o.batch_records = static_cast<uint32_t>(batch);
   o.round_robin = flags.Has("round-robin");
   o.file = flags.String("file");
-  if (flags.Has("file") && o.file.empty()) return Flags::Usage("--file needs a file name");
+  if (flags.Has("file") && o.file.empty())
+    return Status::InvalidArgument("--file needs a file name");
   return Runner([o](Client& client) { return Produce(client, o); });
 }
 
@@ -408,12 +397,12 @@ Status Consume(Client& client, const ConsumeOptions& o) {
   }
 
   uint64_t printed = 0;
-  int64_t last_data_ms = MonotonicMs();
+  int64_t last_data_ms = MonotonicNowMs();
   for (;;) {
     // Long-poll in slices so that --timeout-ms is honoured; 0 drains what is there and stops.
     int64_t wait = 500;
     if (o.timeout_ms >= 0) {
-      wait = std::clamp<int64_t>(last_data_ms + o.timeout_ms - MonotonicMs(), 0, wait);
+      wait = std::clamp<int64_t>(last_data_ms + o.timeout_ms - MonotonicNowMs(), 0, wait);
     }
     request.max_wait_ms = static_cast<uint32_t>(wait);
     ASSIGN_OR_RETURN(net::FetchReply reply, client.Fetch(request));
@@ -437,8 +426,8 @@ Status Consume(Client& client, const ConsumeOptions& o) {
     }
     std::fflush(stdout);
     if (printed != printed_before) {
-      last_data_ms = MonotonicMs();
-    } else if (o.timeout_ms >= 0 && MonotonicMs() - last_data_ms >= o.timeout_ms) {
+      last_data_ms = MonotonicNowMs();
+    } else if (o.timeout_ms >= 0 && MonotonicNowMs() - last_data_ms >= o.timeout_ms) {
       break;
     }
   }

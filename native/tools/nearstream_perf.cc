@@ -17,7 +17,6 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <random>
 #include <set>
@@ -26,7 +25,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "nearstream/common/clock.h"
 #include "nearstream/common/crc32c.h"
+#include "nearstream/common/mutex.h"
+#include "nearstream/common/thread_annotations.h"
 #include "nearstream/net/client.h"
 #include "nearstream/storage/chunk.h"
 #include "nearstream/storage/stream_config.h"
@@ -118,11 +120,11 @@ Result<Options> ParseOptions(int argc, char** argv) {
     return o;
   }
   if (!f.positional().empty())
-    return Flags::Usage("unexpected argument '" + f.positional()[0] + "'");
+    return Status::InvalidArgument("unexpected argument '" + f.positional()[0] + "'");
   o.broker = f.String("broker");
   o.stream = f.String("stream");
-  if (o.broker.empty()) return Flags::Usage("--broker HOST:PORT is required");
-  if (o.stream.empty()) return Flags::Usage("--stream is required");
+  if (o.broker.empty()) return Status::InvalidArgument("--broker HOST:PORT is required");
+  if (o.stream.empty()) return Status::InvalidArgument("--stream is required");
   o.create = f.Has("create");
   o.all_streamlets = f.Has("all-streamlets");
   o.verify = f.Has("verify");
@@ -153,27 +155,22 @@ Result<Options> ParseOptions(int argc, char** argv) {
   o.segment_bytes = static_cast<uint32_t>(segment_bytes);
   if (f.Has("durability")) {
     Result<storage::Durability> d = storage::ParseDurability(f.String("durability"));
-    if (!d.ok()) return Flags::Usage("--" + d.status().message());
+    if (!d.ok()) return Status::InvalidArgument("--" + d.status().message());
     o.durability = *d;
   }
   if (o.producers == 0 && o.consumers == 0) {
-    return Flags::Usage("nothing to do: --producers and --consumers are both 0");
+    return Status::InvalidArgument("nothing to do: --producers and --consumers are both 0");
   }
   if (o.records > 0 && o.producers > 0) {
-    return Flags::Usage("--records only applies when consuming alone (--producers 0)");
+    return Status::InvalidArgument("--records only applies when consuming alone (--producers 0)");
   }
   if (storage::kChunkHeaderSize + storage::kRecordLengthPrefix + o.record_size > o.chunk_size) {
-    return Flags::Usage("--chunk-size " + std::to_string(o.chunk_size) +
-                        " cannot hold one record of --record-size " +
-                        std::to_string(o.record_size) + " (48-byte header, 4-byte length)");
+    return Status::InvalidArgument("--chunk-size " + std::to_string(o.chunk_size) +
+                                   " cannot hold one record of --record-size " +
+                                   std::to_string(o.record_size) +
+                                   " (48-byte header, 4-byte length)");
   }
   return o;
-}
-
-int64_t WallMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
 }
 
 // The records every producer sends, encoded once: the CRC covers only this payload, so a chunk
@@ -239,15 +236,15 @@ struct RunState {
         consumer_counters(new Counter[std::max(1u, o.consumers)]) {}
 
   // Records the first failure (keeping its status code) and stops every thread.
-  void Fail(const std::string& who, const Status& s) {
-    std::lock_guard<std::mutex> lock(mu);
+  void Fail(const std::string& who, const Status& s) NS_EXCLUDES(mu) {
+    MutexLock lock(&mu);
     if (error.ok()) error = Status(s.code(), who + ": " + s.message());
     failed.store(true);
     stop_producers.store(true);
     stop_consumers.store(true);
   }
-  Status first_error() {
-    std::lock_guard<std::mutex> lock(mu);
+  Status first_error() NS_EXCLUDES(mu) {
+    MutexLock lock(&mu);
     return error;
   }
 
@@ -270,8 +267,8 @@ struct RunState {
   std::atomic<bool> stop_producers{false};
   std::atomic<bool> stop_consumers{false};
   std::atomic<bool> failed{false};
-  std::mutex mu;
-  Status error;  // GUARDED_BY(mu)
+  Mutex mu;
+  Status error NS_GUARDED_BY(mu);
 };
 
 Result<Client> ConnectClient(const Options& o, const char* name) {
@@ -378,7 +375,7 @@ class Producer {
     h.payload_length = static_cast<uint32_t>(w.payload.size());
     h.payload_crc = w.payload_crc;
     h.producer_id = producer_id_;
-    h.first_timestamp_ms = WallMs();
+    h.first_timestamp_ms = WallNowMs();
     h.record_count = w.records_per_chunk;
     for (size_t i = 0; i < share_.size(); ++i) {
       if (!retries_[i].empty()) {
@@ -404,8 +401,7 @@ class Producer {
     ASSIGN_OR_RETURN(net::Response r, client_->Receive());
     auto it = pending_.find(r.header.request_id);
     if (it == pending_.end()) {
-      return Status(StatusCode::kInternal,
-                    "response to unknown request " + std::to_string(r.header.request_id));
+      return Status::Internal("response to unknown request " + std::to_string(r.header.request_id));
     }
     std::vector<Sent> sent = std::move(it->second);
     pending_.erase(it);
@@ -413,9 +409,9 @@ class Producer {
     ASSIGN_OR_RETURN(net::AppendResponse response,
                      net::DecodeAppendResponse(r.body.data(), r.body.size()));
     if (response.results.size() != sent.size()) {
-      return Status(StatusCode::kInternal,
-                    "append of " + std::to_string(sent.size()) + " chunks answered with " +
-                        std::to_string(response.results.size()) + " results");
+      return Status::Internal("append of " + std::to_string(sent.size()) +
+                              " chunks answered with " + std::to_string(response.results.size()) +
+                              " results");
     }
     uint64_t chunks = 0;
     for (size_t k = 0; k < sent.size(); ++k) {
@@ -493,9 +489,8 @@ class Consumer {
           if (e.streamlet == r.streamlet) entry = &e;
         }
         if (entry == nullptr) {
-          return Status(StatusCode::kInternal, "fetch answered for streamlet " +
-                                                   std::to_string(r.streamlet) +
-                                                   " which it did not ask for");
+          return Status::Internal("fetch answered for streamlet " + std::to_string(r.streamlet) +
+                                  " which it did not ask for");
         }
         auto code = static_cast<StatusCode>(r.status);
         if (code == StatusCode::kPositionOutOfRange && !run_.options.verify) {
@@ -544,22 +539,20 @@ class Consumer {
     uint32_t count = 0;
     while (it.Next(&record)) ++count;
     if (count != h.record_count) {
-      return Status(StatusCode::kCorruptChunk, where() + ": iterated " + std::to_string(count) +
-                                                   " records, header says " +
-                                                   std::to_string(h.record_count));
+      return Status::CorruptChunk(where() + ": iterated " + std::to_string(count) +
+                                  " records, header says " + std::to_string(h.record_count));
     }
     const uint64_t base = run_.producer_id_base;
     if (h.producer_id < base || h.producer_id >= base + run_.options.producers) return Status::Ok();
     const Workload& w = run_.workload;
     if (h.payload_length != w.payload.size() ||
         std::memcmp(chunk + storage::kChunkHeaderSize, w.payload.data(), w.payload.size()) != 0) {
-      return Status(StatusCode::kCorruptChunk, where() + ": records differ from those sent");
+      return Status::CorruptChunk(where() + ": records differ from those sent");
     }
     uint64_t& expected = next_sequence_[(h.producer_id - base) * run_.streamlets + streamlet];
     if (h.sequence != expected) {
-      return Status(StatusCode::kInternal, where() + ": expected sequence " +
-                                               std::to_string(expected) +
-                                               (h.sequence < expected ? " (duplicate)" : " (gap)"));
+      return Status::Internal(where() + ": expected sequence " + std::to_string(expected) +
+                              (h.sequence < expected ? " (duplicate)" : " (gap)"));
     }
     ++expected;
     got->run_records += count;
@@ -589,7 +582,7 @@ Result<uint32_t> PrepareStream(const Options& o) {
     c.durability = o.durability;
     c.retention_bytes = o.retention_bytes;
     Status s = client.CreateStream(c);
-    if (s.code() == StatusCode::kStreamExists) {
+    if (s.IsStreamExists()) {
       std::printf("stream %s exists; using it\n", o.stream.c_str());
     } else {
       RETURN_IF_ERROR(s);
@@ -597,14 +590,13 @@ Result<uint32_t> PrepareStream(const Options& o) {
   }
   ASSIGN_OR_RETURN(storage::StreamConfig config, client.DescribeStream(o.stream));
   if (o.streamlets > config.streamlets) {
-    return Status(StatusCode::kInvalidArgument, "--streamlets " + std::to_string(o.streamlets) +
-                                                    " but stream " + o.stream + " has " +
-                                                    std::to_string(config.streamlets));
+    return Status::InvalidArgument("--streamlets " + std::to_string(o.streamlets) + " but stream " +
+                                   o.stream + " has " + std::to_string(config.streamlets));
   }
   if (o.producers > 0 && config.segment_bytes != 0 && o.chunk_size > config.segment_bytes) {
-    return Status(StatusCode::kInvalidArgument,
-                  "--chunk-size " + std::to_string(o.chunk_size) + " exceeds the stream's " +
-                      std::to_string(config.segment_bytes) + "-byte segments");
+    return Status::InvalidArgument("--chunk-size " + std::to_string(o.chunk_size) +
+                                   " exceeds the stream's " + std::to_string(config.segment_bytes) +
+                                   "-byte segments");
   }
   return o.streamlets == 0 ? config.streamlets : o.streamlets;
 }
@@ -759,10 +751,9 @@ Status Execute(const Options& o) {
   if (o.verify && !run.failed.load()) {
     verified = "ok";
     if (o.producers > 0 && o.consumers > 0 && c.run_records != p.records) {
-      run.Fail("verify",
-               Status(StatusCode::kInternal, "consumers read " + std::to_string(c.run_records) +
-                                                 " records of this run but producers got " +
-                                                 std::to_string(p.records) + " acknowledged"));
+      run.Fail("verify", Status::Internal("consumers read " + std::to_string(c.run_records) +
+                                          " records of this run but producers got " +
+                                          std::to_string(p.records) + " acknowledged"));
     }
   }
   if (run.failed.load()) verified = o.verify ? "failed" : "off";

@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "nearstream/broker/server.h"
+#include "nearstream/common/clock.h"
 #include "nearstream/common/log.h"
 #include "nearstream/common/version.h"
 #include "nearstream/net/socket_util.h"
@@ -50,7 +51,7 @@ Status WritePortFile(const std::string& path, uint16_t port) {
   {
     std::ofstream out(tmp);
     out << port << "\n";
-    if (!out) return Status(StatusCode::kIoError, "cannot write " + tmp);
+    if (!out) return Status::IoError("cannot write " + tmp);
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     return Status::FromErrno(StatusCode::kIoError, "rename " + tmp, errno);
@@ -87,7 +88,7 @@ Status Run(int argc, char** argv) {
     return Status::Ok();
   }
   if (!flags.positional().empty()) {
-    return tools::Flags::Usage("unexpected argument '" + flags.positional()[0] + "'");
+    return Status::InvalidArgument("unexpected argument '" + flags.positional()[0] + "'");
   }
   broker::ServerOptions options;
   ASSIGN_OR_RETURN(auto listen, net::ParseHostPort(flags.String("listen", "127.0.0.1:7420")));
@@ -125,10 +126,7 @@ Status Run(int argc, char** argv) {
   ASSIGN_OR_RETURN(store_options.group_idle_close_ms,
                    flags.Signed("group-idle-close-ms", 1000, 1, 86400000));
   storage::StreamStore store(store_options);
-  int64_t wall_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                        std::chrono::system_clock::now().time_since_epoch())
-                        .count();
-  RETURN_IF_ERROR(store.Open(wall_ms));
+  RETURN_IF_ERROR(store.Open(WallNowMs()));
 
   // Signals are taken synchronously by this thread; every thread started below inherits the mask.
   sigset_t stop_signals;
@@ -164,7 +162,7 @@ int main(int argc, char** argv) {
   nearstream::Status s = nearstream::Run(argc, argv);
   if (!s.ok()) {
     std::cerr << "nearstreamd: " << s.ToString() << "\n";
-    return s.code() == nearstream::StatusCode::kInvalidArgument ? 2 : 1;
+    return s.IsInvalidArgument() ? 2 : 1;
   }
   return 0;
 }

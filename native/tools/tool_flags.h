@@ -48,12 +48,13 @@ class Flags {
       for (const FlagSpec& candidate : spec) {
         if (candidate.name == name) s = &candidate;
       }
-      if (s == nullptr) return Usage("unknown flag --" + name);
+      if (s == nullptr) return Status::InvalidArgument("unknown flag --" + name);
       if (!s->takes_value) {
-        if (inline_value) return Usage("flag --" + name + " takes no value");
+        if (inline_value) return Status::InvalidArgument("flag --" + name + " takes no value");
         value = "true";
       } else if (!inline_value) {
-        if (i + 1 >= args.size()) return Usage("flag --" + name + " needs a value");
+        if (i + 1 >= args.size())
+          return Status::InvalidArgument("flag --" + name + " needs a value");
         value = args[++i];
       }
       f.values_[name] = value;
@@ -61,7 +62,7 @@ class Flags {
     return f;
   }
 
-  bool Has(const std::string& name) const { return values_.count(name) != 0; }
+  bool Has(const std::string& name) const { return values_.contains(name); }
   const std::vector<std::string>& positional() const { return positional_; }
 
   std::string String(const std::string& name, const std::string& fallback = "") const {
@@ -77,7 +78,7 @@ class Flags {
     const std::string& s = it->second;
     auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
     if (s.empty() || ec != std::errc() || end != s.data() + s.size()) {
-      return Usage("--" + name + " expects an integer, got '" + s + "'");
+      return Status::InvalidArgument("--" + name + " expects an integer, got '" + s + "'");
     }
     return InRange(name, v, min, max);
   }
@@ -101,10 +102,6 @@ class Flags {
     return v;
   }
 
-  static Status Usage(const std::string& message) {
-    return Status(StatusCode::kInvalidArgument, message);
-  }
-
  private:
   static Result<uint64_t> ParseSize(const std::string& name, std::string_view s, bool suffixes) {
     uint64_t multiplier = 1;
@@ -124,25 +121,26 @@ class Flags {
     auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
     if (s.empty() || ec != std::errc() || end != s.data() + s.size() ||
         v > UINT64_MAX / multiplier) {
-      return Usage("--" + name + " expects a non-negative integer" +
-                   (suffixes ? std::string(" (suffixes K, M, G allowed)") : std::string()) +
-                   ", got '" + std::string(s) + "'");
+      return Status::InvalidArgument(
+          "--" + name + " expects a non-negative integer" +
+          (suffixes ? std::string(" (suffixes K, M, G allowed)") : std::string()) + ", got '" +
+          std::string(s) + "'");
     }
     return v * multiplier;
   }
 
   static Result<int64_t> InRange(const std::string& name, int64_t v, int64_t min, int64_t max) {
     if (v < min || v > max) {
-      return Usage("--" + name + " must be in [" + std::to_string(min) + ", " +
-                   std::to_string(max) + "], got " + std::to_string(v));
+      return Status::InvalidArgument("--" + name + " must be in [" + std::to_string(min) + ", " +
+                                     std::to_string(max) + "], got " + std::to_string(v));
     }
     return v;
   }
 
   static Status OutOfRange(const std::string& name, const std::string& text, uint64_t min,
                            uint64_t max) {
-    return Usage("--" + name + " must be in [" + std::to_string(min) + ", " + std::to_string(max) +
-                 "], got " + text);
+    return Status::InvalidArgument("--" + name + " must be in [" + std::to_string(min) + ", " +
+                                   std::to_string(max) + "], got " + text);
   }
 
   std::map<std::string, std::string> values_;

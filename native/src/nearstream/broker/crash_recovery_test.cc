@@ -16,7 +16,6 @@ namespace nearstream::broker {
 namespace {
 
 using net::Client;
-using storage::Position;
 using testing::TestBroker;
 
 Client MustConnect(const TestBroker& b) {

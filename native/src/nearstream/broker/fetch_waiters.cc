@@ -19,7 +19,7 @@ bool FetchWaiters::Park(Request& req, std::shared_ptr<storage::Stream> stream,
                   [](const Watched& a, const Watched& b) { return a.streamlet == b.streamlet; }),
       watched.end());
 
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   // An append bumps its streamlet's generation and then loads count_ (Wake's fast path); here
   // count_ is raised and then the generations are loaded, all seq_cst. So either this sees the
   // new generation and refuses, or that Wake sees a waiter and takes mu_ after this parks. The
@@ -68,7 +68,7 @@ void FetchWaiters::Wake(const storage::Stream* stream, std::span<const uint32_t>
   if (count_.load(std::memory_order_seq_cst) == 0) return;
   std::vector<Request> ready;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     for (uint32_t id : streamlets) {
       for (auto b = index_.find(Key{stream, id}); b != index_.end();
            b = index_.find(Key{stream, id})) {
@@ -85,7 +85,7 @@ void FetchWaiters::WakeAll(const storage::Stream* stream) {
   if (count_.load(std::memory_order_seq_cst) == 0) return;
   std::vector<Request> ready;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     for (auto it = waiters_.begin(); it != waiters_.end();) {
       auto next = std::next(it);
       if (it->stream.get() == stream) ready.push_back(RemoveLocked(it));
@@ -100,7 +100,7 @@ void FetchWaiters::ExpireDue(int64_t now_ms) {
   if (count_.load(std::memory_order_acquire) == 0) return;
   std::vector<Request> ready;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     for (auto it = waiters_.begin(); it != waiters_.end();) {
       auto next = std::next(it);
       Request& r = it->req;
@@ -118,7 +118,7 @@ void FetchWaiters::ExpireDue(int64_t now_ms) {
 
 int64_t FetchWaiters::NextDeadline() {
   if (count_.load(std::memory_order_acquire) == 0) return -1;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   int64_t next = -1;
   for (const auto& w : waiters_) {
     if (next < 0 || w.req.deadline_ms < next) next = w.req.deadline_ms;

@@ -11,12 +11,13 @@
 #include <functional>
 #include <list>
 #include <memory>
-#include <mutex>
 #include <span>
 #include <unordered_map>
 #include <vector>
 
 #include "nearstream/broker/request.h"
+#include "nearstream/common/mutex.h"
+#include "nearstream/common/thread_annotations.h"
 #include "nearstream/storage/stream.h"
 
 namespace nearstream::broker {
@@ -37,22 +38,23 @@ class FetchWaiters {
   // is deleted, or the deadline passes). Returns false (and leaves `req` untouched) when that
   // already happened — a watched generation moved on, or the stream is deleted — so the caller
   // retries at once. Streamlets out of range are ignored; duplicates are watched once.
-  bool Park(Request& req, std::shared_ptr<storage::Stream> stream, std::vector<Watched> watched);
+  bool Park(Request& req, std::shared_ptr<storage::Stream> stream, std::vector<Watched> watched)
+      NS_EXCLUDES(mu_);
 
   // Sends `req` straight back to its worker's queue.
   void Requeue(Request req) { requeue_(std::move(req)); }
 
   // Called after appends to `streamlets` of `stream` (after Stream::NoteAppended(id) for each):
   // re-queues the fetches parked on any of them. Cheap when nobody waits.
-  void Wake(const storage::Stream* stream, std::span<const uint32_t> streamlets);
+  void Wake(const storage::Stream* stream, std::span<const uint32_t> streamlets) NS_EXCLUDES(mu_);
   // Called after `stream` was deleted: re-queues every fetch parked on it (they answer
   // STREAM_NOT_FOUND). Not counted in woken_total().
-  void WakeAll(const storage::Stream* stream);
+  void WakeAll(const storage::Stream* stream) NS_EXCLUDES(mu_);
 
   // Re-queues (with wait_over set) every waiter whose deadline passed or whose connection closed.
-  void ExpireDue(int64_t now_ms);
+  void ExpireDue(int64_t now_ms) NS_EXCLUDES(mu_);
   // The nearest deadline, or -1 when nobody waits.
-  int64_t NextDeadline();
+  int64_t NextDeadline() NS_EXCLUDES(mu_);
   size_t size();
 
   uint64_t expired_total() const { return expired_.load(std::memory_order_relaxed); }
@@ -89,12 +91,13 @@ class FetchWaiters {
   };
 
   // Unlinks `it` from the index and the list (O(its streamlets)); returns its request.
-  Request RemoveLocked(WaiterList::iterator it);
+  Request RemoveLocked(WaiterList::iterator it) NS_REQUIRES(mu_);
 
   RequeueFn requeue_;
-  std::mutex mu_;
-  WaiterList waiters_;                                          // GUARDED_BY(mu_)
-  std::unordered_map<Key, std::vector<Entry>, KeyHash> index_;  // GUARDED_BY(mu_); no empty buckets
+  Mutex mu_;
+  WaiterList waiters_ NS_GUARDED_BY(mu_);
+  std::unordered_map<Key, std::vector<Entry>, KeyHash> index_
+      NS_GUARDED_BY(mu_);  // no empty buckets
   // waiters_.size(), plus one while Park checks the generations (see Park). Written under mu_,
   // read without it by Wake's fast path.
   std::atomic<size_t> count_{0};

@@ -39,7 +39,7 @@ class FetchWaitersTest : public ::testing::Test {
 
   // What Fetch does: read the generations of the entries' streamlets, then park.
   bool Park(uint64_t id, const std::shared_ptr<storage::Stream>& stream,
-            std::vector<uint32_t> streamlets) {
+            const std::vector<uint32_t>& streamlets) {
     std::vector<Watched> watched;
     for (uint32_t s : streamlets) watched.push_back({s, stream->streamlet_generation(s)});
     Request r = MakeRequest(id);
@@ -198,7 +198,7 @@ TEST_F(FetchWaitersTest, RandomOverlappingSetsWakeEachWaiterOnceByItsOwnStreamle
     Append(stream, {s});
     std::set<uint64_t> want;
     for (uint64_t id : left) {
-      if (sets[id].count(s)) want.insert(id);
+      if (sets[id].contains(s)) want.insert(id);
     }
     EXPECT_EQ(TakeRequeued(), want) << "append to " << s;
     for (uint64_t id : want) left.erase(id);

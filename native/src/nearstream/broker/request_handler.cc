@@ -1,8 +1,8 @@
 #include "nearstream/broker/request_handler.h"
 
-#include <chrono>
 #include <cstring>
 
+#include "nearstream/common/clock.h"
 #include "nearstream/common/version.h"
 #include "nearstream/net/protocol.h"
 
@@ -11,23 +11,10 @@ namespace nearstream::broker {
 using net::Opcode;
 using storage::Position;
 
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 namespace {
 
-int64_t WallMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-Status StreamNotFound(const std::string& name) {
-  return Status(StatusCode::kStreamNotFound, "stream '" + name + "' does not exist");
-}
+// The message of STREAM_NOT_FOUND.
+std::string NoSuchStream(const std::string& name) { return "stream '" + name + "' does not exist"; }
 
 }  // namespace
 
@@ -62,15 +49,13 @@ bool RequestHandler::Handle(Request& req, net::OutFrame* response) {
   if (!req.wait_over && req.deadline_ms == 0) metrics_->requests.Add(1);
   if (h.version != net::kProtocolVersion) {
     Error(req,
-          Status(StatusCode::kUnsupportedVersion,
-                 "protocol version " + std::to_string(h.version) +
-                     " is not supported; this broker speaks version 1"),
+          Status::UnsupportedVersion("protocol version " + std::to_string(h.version) +
+                                     " is not supported; this broker speaks version 1"),
           out);
     return true;
   }
   if (h.is_response()) {
-    Error(req, Status(StatusCode::kMalformedRequest, "a response frame was sent to the broker"),
-          out);
+    Error(req, Status::MalformedRequest("a response frame was sent to the broker"), out);
     return true;
   }
   switch (static_cast<Opcode>(h.opcode)) {
@@ -88,7 +73,7 @@ bool RequestHandler::Handle(Request& req, net::OutFrame* response) {
     case Opcode::kPushUpdate: PushUpdate(req, out); return true;
     case Opcode::kPushClose: PushClose(req, out); return true;
   }
-  Error(req, Status(StatusCode::kUnknownOpcode, "unknown opcode " + std::to_string(h.opcode)), out);
+  Error(req, Status::UnknownOpcode("unknown opcode " + std::to_string(h.opcode)), out);
   return true;
 }
 
@@ -96,11 +81,11 @@ void RequestHandler::Handshake(const Request& req, Bytes* out) {
   auto m = net::DecodeHandshakeRequest(req.frame.body.data(), req.frame.body.size());
   if (!m.ok()) return Error(req, m.status(), out);
   if (m->min_version > net::kProtocolVersion || m->max_version < net::kProtocolVersion) {
-    return Error(req,
-                 Status(StatusCode::kUnsupportedVersion,
-                        "client speaks versions " + std::to_string(m->min_version) + ".." +
-                            std::to_string(m->max_version) + ", broker speaks 1"),
-                 out);
+    return Error(
+        req,
+        Status::UnsupportedVersion("client speaks versions " + std::to_string(m->min_version) +
+                                   ".." + std::to_string(m->max_version) + ", broker speaks 1"),
+        out);
   }
   net::HandshakeResponse r;
   r.broker_epoch = options_.broker_epoch;
@@ -136,13 +121,13 @@ void RequestHandler::DescribeStream(const Request& req, Bytes* out) {
   auto m = net::DecodeStreamNameRequest(req.frame.body.data(), req.frame.body.size());
   if (!m.ok()) return Error(req, m.status(), out);
   auto stream = store_->Find(m->name);
-  if (stream == nullptr) return Error(req, StreamNotFound(m->name), out);
+  if (stream == nullptr) return Error(req, Status::StreamNotFound(NoSuchStream(m->name)), out);
   Respond(req, out, [&](ByteWriter& w) { net::EncodeStreamConfig(w, stream->config()); });
 }
 
 void RequestHandler::ListStreams(const Request& req, Bytes* out) {
   if (!req.frame.body.empty()) {
-    return Error(req, Status(StatusCode::kMalformedRequest, "ListStreams takes no body"), out);
+    return Error(req, Status::MalformedRequest("ListStreams takes no body"), out);
   }
   net::ListStreamsResponse r;
   r.names = store_->List();
@@ -153,7 +138,7 @@ void RequestHandler::Metadata(const Request& req, Bytes* out) {
   auto m = net::DecodeMetadataRequest(req.frame.body.data(), req.frame.body.size());
   if (!m.ok()) return Error(req, m.status(), out);
   auto stream = store_->Find(m->stream);
-  if (stream == nullptr) return Error(req, StreamNotFound(m->stream), out);
+  if (stream == nullptr) return Error(req, Status::StreamNotFound(NoSuchStream(m->stream)), out);
   std::vector<uint32_t> ids = m->streamlets;
   if (ids.empty()) {
     for (uint32_t i = 0; i < stream->streamlet_count(); ++i) ids.push_back(i);
@@ -163,9 +148,9 @@ void RequestHandler::Metadata(const Request& req, Bytes* out) {
     storage::Streamlet* s = stream->streamlet(id);
     if (s == nullptr) {
       return Error(req,
-                   Status(StatusCode::kStreamletNotFound,
-                          "stream '" + m->stream + "' has no streamlet " + std::to_string(id) +
-                              " (it has " + std::to_string(stream->streamlet_count()) + ")"),
+                   Status::StreamletNotFound("stream '" + m->stream + "' has no streamlet " +
+                                             std::to_string(id) + " (it has " +
+                                             std::to_string(stream->streamlet_count()) + ")"),
                    out);
     }
     storage::StreamletInfo info = s->Describe();
@@ -188,8 +173,8 @@ void RequestHandler::Append(const Request& req, Bytes* out) {
   auto m = net::DecodeAppendRequest(req.frame.body.data(), req.frame.body.size());
   if (!m.ok()) return Error(req, m.status(), out);
   auto stream = store_->Find(m->stream);
-  if (stream == nullptr) return Error(req, StreamNotFound(m->stream), out);
-  const int64_t now = WallMs();
+  if (stream == nullptr) return Error(req, Status::StreamNotFound(NoSuchStream(m->stream)), out);
+  const int64_t now = WallNowMs();  // chunk timestamps are wall-clock times
   net::AppendResponse r;
   r.results.reserve(m->entries.size());
   bool appended = false;
@@ -263,12 +248,12 @@ bool RequestHandler::Fetch(Request& req, net::OutFrame* response) {
   }
   auto stream = store_->Find(m->stream);
   if (stream == nullptr || stream->deleted()) {
-    Error(req, StreamNotFound(m->stream), out);
+    Error(req, Status::StreamNotFound(NoSuchStream(m->stream)), out);
     return true;
   }
   if (req.deadline_ms == 0) {
     metrics_->fetch_requests.Add(1);
-    req.deadline_ms = NowMs() + std::min(m->max_wait_ms, options_.max_wait_ms);
+    req.deadline_ms = MonotonicNowMs() + std::min(m->max_wait_ms, options_.max_wait_ms);
   }
   // Read the entries' streamlet generations first: an append to one of them racing with the
   // reads below makes Park() refuse.
@@ -334,7 +319,7 @@ bool RequestHandler::Fetch(Request& req, net::OutFrame* response) {
       fr.message = read.status().message();
       // DATA_LOSS names where the damaged range ends: a reader told to skip it goes on there.
       std::optional<storage::DamagedRange> damage;
-      if (read.status().code() == StatusCode::kDataLoss) damage = s->DamageAt(e.position);
+      if (read.status().IsDataLoss()) damage = s->DamageAt(e.position);
       w.U32(fr.streamlet);
       w.U16(fr.status);
       w.Str(fr.message);
@@ -343,7 +328,7 @@ bool RequestHandler::Fetch(Request& req, net::OutFrame* response) {
       w.U32(0);
     }
   }
-  if (total_bytes == 0 && !any_error && !req.wait_over && NowMs() < req.deadline_ms) {
+  if (total_bytes == 0 && !any_error && !req.wait_over && MonotonicNowMs() < req.deadline_ms) {
     metrics_->fetch_parked.Add(1);
     // Either parked, or something was appended meanwhile and the request goes to the back of
     // its worker's queue to read again (no recursion, and other requests get their turn).
@@ -362,7 +347,7 @@ void RequestHandler::LookupTimestamp(const Request& req, Bytes* out) {
   auto m = net::DecodeLookupTimestampRequest(req.frame.body.data(), req.frame.body.size());
   if (!m.ok()) return Error(req, m.status(), out);
   auto stream = store_->Find(m->stream);
-  if (stream == nullptr) return Error(req, StreamNotFound(m->stream), out);
+  if (stream == nullptr) return Error(req, Status::StreamNotFound(NoSuchStream(m->stream)), out);
   net::LookupTimestampResponse r;
   for (const auto& e : m->entries) {
     net::TimestampResult res;
@@ -380,7 +365,7 @@ void RequestHandler::LookupTimestamp(const Request& req, Bytes* out) {
 
 namespace {
 
-Status NoPush() { return Status(StatusCode::kInternal, "push subscriptions are not enabled"); }
+Status NoPush() { return Status::Internal("push subscriptions are not enabled"); }
 
 // Wire messages <-> the push module's subscription spec (push/subscription_spec.h).
 std::vector<push::RingSpec> ToRingSpecs(const std::vector<net::PushRing>& rings) {
@@ -448,7 +433,7 @@ void RequestHandler::PushClose(const Request& req, Bytes* out) {
 
 void RequestHandler::Stats(const Request& req, Bytes* out) {
   if (!req.frame.body.empty()) {
-    return Error(req, Status(StatusCode::kMalformedRequest, "Stats takes no body"), out);
+    return Error(req, Status::MalformedRequest("Stats takes no body"), out);
   }
   net::StatsResponse r;
   r.values = collect_metrics ? collect_metrics() : MetricValues{};

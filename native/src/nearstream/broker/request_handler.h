@@ -25,9 +25,6 @@ struct HandlerOptions {
   uint32_t max_wait_ms = 60000;  // caps a client's long-poll
 };
 
-// A source of "now" in milliseconds (steady for deadlines, wall for chunk ages).
-int64_t NowMs();
-
 class RequestHandler {
  public:
   // All pointers must outlive the handler; `push` may be null (push RPCs then fail).

@@ -11,6 +11,7 @@
 #include <chrono>
 
 #include "nearstream/broker/damage_metrics.h"
+#include "nearstream/common/clock.h"
 #include "nearstream/common/log.h"
 #include "nearstream/common/thread_name.h"
 #include "nearstream/net/socket_util.h"
@@ -25,12 +26,6 @@ constexpr size_t kReadChunk = 256 * 1024;
 constexpr size_t kReadBudget = 4u << 20;
 // Body bytes still missing above which recv() writes straight into the frame's buffer.
 constexpr size_t kDirectRecvMin = 16 * 1024;
-
-uint64_t MonoNanos() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                   std::chrono::steady_clock::now().time_since_epoch())
-                                   .count());
-}
 
 }  // namespace
 
@@ -55,7 +50,7 @@ Server::~Server() { Stop(); }
 
 Status Server::Start() {
   if (options_.workers < 1) {
-    return Status(StatusCode::kInvalidArgument, "--workers must be at least 1");
+    return Status::InvalidArgument("--workers must be at least 1");
   }
   RETURN_IF_ERROR(push_->Start());
   ASSIGN_OR_RETURN(listen_fd_, net::ListenTcp(options_.host, options_.port, true));
@@ -120,9 +115,9 @@ void Server::DispatchLoop() {
   while (!stopping_.load(std::memory_order_acquire)) {
     int timeout = 100;
     int64_t next = waiters_.NextDeadline();
-    if (next >= 0) timeout = static_cast<int>(std::clamp<int64_t>(next - NowMs(), 0, 100));
+    if (next >= 0) timeout = static_cast<int>(std::clamp<int64_t>(next - MonotonicNowMs(), 0, 100));
     int n = ::epoll_wait(epoll_fd_, events, 128, timeout);
-    uint64_t busy_start = MonoNanos();
+    uint64_t busy_start = MonotonicNowNs();
     for (int i = 0; i < n; ++i) {
       uint64_t tag = events[i].data.u64;
       if (tag == kListenerTag) {
@@ -142,8 +137,8 @@ void Server::DispatchLoop() {
       if (ev & EPOLLOUT) conn->OnWritable();
       if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) OnReadable(conn);
     }
-    waiters_.ExpireDue(NowMs());
-    if (n > 0) metrics_.dispatcher_busy_ns.Add(MonoNanos() - busy_start);
+    waiters_.ExpireDue(MonotonicNowMs());
+    if (n > 0) metrics_.dispatcher_busy_ns.Add(MonotonicNowNs() - busy_start);
   }
 }
 
@@ -245,7 +240,7 @@ void Server::WorkerLoop(int index) {
   std::deque<Request> batch;
   net::OutFrame response;
   while (queue.PopAll(&batch)) {
-    uint64_t start = MonoNanos();
+    uint64_t start = MonotonicNowNs();
     for (auto& req : batch) {
       std::shared_ptr<net::Connection> conn = req.conn;
       if (conn->closed()) {
@@ -260,24 +255,21 @@ void Server::WorkerLoop(int index) {
       }
     }
     batch.clear();
-    busy.Add(MonoNanos() - start);
+    busy.Add(MonotonicNowNs() - start);
   }
 }
 
 void Server::MaintenanceLoop() {
-  int64_t last_flush = NowMs(), last_maintain = NowMs();
+  int64_t last_flush = MonotonicNowMs(), last_maintain = MonotonicNowMs();
   while (!stopping_.load(std::memory_order_acquire)) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    int64_t now = NowMs();
+    int64_t now = MonotonicNowMs();
     if (now - last_flush >= options_.flush_interval_ms) {
       metrics_.async_flush_failures.Add(static_cast<uint64_t>(store_->FlushAsync()));
       last_flush = now;
     }
     if (now - last_maintain >= options_.maintenance_interval_ms) {
-      int64_t wall = std::chrono::duration_cast<std::chrono::milliseconds>(
-                         std::chrono::system_clock::now().time_since_epoch())
-                         .count();
-      store_->Maintain(wall);
+      store_->Maintain(WallNowMs());  // retention by age compares with chunk timestamps
       last_maintain = now;
     }
   }

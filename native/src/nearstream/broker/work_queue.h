@@ -3,58 +3,58 @@
 // a busy worker costs producers no syscall.
 #pragma once
 
-#include <condition_variable>
 #include <deque>
-#include <mutex>
 
 #include "nearstream/broker/request.h"
+#include "nearstream/common/mutex.h"
+#include "nearstream/common/thread_annotations.h"
 
 namespace nearstream::broker {
 
 class WorkQueue {
  public:
-  void Push(Request r) {
+  void Push(Request r) NS_EXCLUDES(mu_) {
     bool wake;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       queue_.push_back(std::move(r));
       wake = sleeping_;
     }
-    if (wake) cv_.notify_one();
+    if (wake) cv_.Signal();
   }
 
   // Blocks until work arrives or Stop(); moves all queued requests into `out`. Returns false
   // when stopped and empty.
-  bool PopAll(std::deque<Request>* out) {
-    std::unique_lock<std::mutex> lock(mu_);
+  bool PopAll(std::deque<Request>* out) NS_EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
     while (queue_.empty() && !stopped_) {
       sleeping_ = true;
-      cv_.wait(lock);
+      cv_.Wait(&mu_);
       sleeping_ = false;
     }
     out->swap(queue_);
     return !out->empty();
   }
 
-  void Stop() {
+  void Stop() NS_EXCLUDES(mu_) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       stopped_ = true;
     }
-    cv_.notify_all();
+    cv_.SignalAll();
   }
 
-  size_t depth() {
-    std::lock_guard<std::mutex> lock(mu_);
+  size_t depth() NS_EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
     return queue_.size();
   }
 
  private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Request> queue_;  // GUARDED_BY(mu_)
-  bool sleeping_ = false;
-  bool stopped_ = false;
+  Mutex mu_;
+  CondVar cv_;
+  std::deque<Request> queue_ NS_GUARDED_BY(mu_);
+  bool sleeping_ NS_GUARDED_BY(mu_) = false;
+  bool stopped_ NS_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace nearstream::broker

@@ -77,7 +77,6 @@ class ByteReader {
 
   bool ok() const { return ok_; }
   size_t remaining() const { return static_cast<size_t>(end_ - p_); }
-  const uint8_t* cursor() const { return p_; }
 
   uint8_t U8() {
     uint8_t v = 0;

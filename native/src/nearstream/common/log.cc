@@ -2,10 +2,11 @@
 
 #include <unistd.h>
 
-#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+
+#include "nearstream/common/clock.h"
 
 namespace nearstream {
 namespace {
@@ -29,17 +30,16 @@ LogLevel MinLogLevel() {
 }
 
 LogLine::LogLine(LogLevel level, const char* file, int line) {
-  auto now = std::chrono::system_clock::now();
-  std::time_t t = std::chrono::system_clock::to_time_t(now);
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()) % 1000;
+  const int64_t now_ms = WallNowMs();
+  std::time_t t = static_cast<std::time_t>(now_ms / 1000);
+  const int64_t ms = now_ms % 1000;
   struct tm tm;
   gmtime_r(&t, &tm);
   char ts[32];
   std::strftime(ts, sizeof(ts), "%H:%M:%S", &tm);
   const char* base = std::strrchr(file, '/');
-  out_ << kLevelChar[static_cast<int>(level)] << ' ' << ts << '.' << (ms.count() / 100)
-       << (ms.count() / 10 % 10) << (ms.count() % 10) << ' ' << (base ? base + 1 : file) << ':'
-       << line << "] ";
+  out_ << kLevelChar[static_cast<int>(level)] << ' ' << ts << '.' << (ms / 100) << (ms / 10 % 10)
+       << (ms % 10) << ' ' << (base ? base + 1 : file) << ':' << line << "] ";
 }
 
 LogLine::~LogLine() {

@@ -15,7 +15,7 @@ LogLevel MinLogLevel();
 class LogLine;
 // Lowers the precedence of a LogLine chain so NS_LOG can be a single expression.
 struct LogVoidify {
-  void operator&(const LogLine&) {}
+  void operator&(const LogLine& /*line*/) {}
 };
 
 class LogLine {

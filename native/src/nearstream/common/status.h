@@ -40,10 +40,85 @@ class [[nodiscard]] Status {
   Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
 
   static Status Ok() { return Status(); }
-  // Builds an error that carries errno's text, e.g. IoErrorFromErrno("open /x", errno).
+
+  // Named constructors, one per error code: Status::StreamNotFound("stream 'x' does not exist")
+  // is Status(StatusCode::kStreamNotFound, "stream 'x' does not exist").
+  static Status MalformedRequest(std::string message) {
+    return Status(StatusCode::kMalformedRequest, std::move(message));
+  }
+  static Status UnsupportedVersion(std::string message) {
+    return Status(StatusCode::kUnsupportedVersion, std::move(message));
+  }
+  static Status UnknownOpcode(std::string message) {
+    return Status(StatusCode::kUnknownOpcode, std::move(message));
+  }
+  static Status FrameTooLarge(std::string message) {
+    return Status(StatusCode::kFrameTooLarge, std::move(message));
+  }
+  static Status StreamNotFound(std::string message) {
+    return Status(StatusCode::kStreamNotFound, std::move(message));
+  }
+  static Status StreamExists(std::string message) {
+    return Status(StatusCode::kStreamExists, std::move(message));
+  }
+  static Status StreamletNotFound(std::string message) {
+    return Status(StatusCode::kStreamletNotFound, std::move(message));
+  }
+  static Status InvalidArgument(std::string message) {
+    return Status(StatusCode::kInvalidArgument, std::move(message));
+  }
+  static Status CorruptChunk(std::string message) {
+    return Status(StatusCode::kCorruptChunk, std::move(message));
+  }
+  static Status ChunkTooLarge(std::string message) {
+    return Status(StatusCode::kChunkTooLarge, std::move(message));
+  }
+  static Status OutOfOrderSequence(std::string message) {
+    return Status(StatusCode::kOutOfOrderSequence, std::move(message));
+  }
+  static Status PositionOutOfRange(std::string message) {
+    return Status(StatusCode::kPositionOutOfRange, std::move(message));
+  }
+  static Status StorageError(std::string message) {
+    return Status(StatusCode::kStorageError, std::move(message));
+  }
+  static Status ShuttingDown(std::string message) {
+    return Status(StatusCode::kShuttingDown, std::move(message));
+  }
+  static Status Internal(std::string message) {
+    return Status(StatusCode::kInternal, std::move(message));
+  }
+  static Status IoError(std::string message) {
+    return Status(StatusCode::kIoError, std::move(message));
+  }
+  static Status DataLoss(std::string message) {
+    return Status(StatusCode::kDataLoss, std::move(message));
+  }
+
+  // Builds an error of `code` whose message is `context` followed by errno's text and number:
+  // FromErrno(StatusCode::kIoError, "open /x", ENOENT).message() is
+  // "open /x: No such file or directory (errno 2)".
   static Status FromErrno(StatusCode code, const std::string& context, int err);
 
   bool ok() const { return code_ == StatusCode::kOk; }
+  // One predicate per error code: s.IsStreamNotFound() is s.code() == kStreamNotFound.
+  bool IsMalformedRequest() const { return code_ == StatusCode::kMalformedRequest; }
+  bool IsUnsupportedVersion() const { return code_ == StatusCode::kUnsupportedVersion; }
+  bool IsUnknownOpcode() const { return code_ == StatusCode::kUnknownOpcode; }
+  bool IsFrameTooLarge() const { return code_ == StatusCode::kFrameTooLarge; }
+  bool IsStreamNotFound() const { return code_ == StatusCode::kStreamNotFound; }
+  bool IsStreamExists() const { return code_ == StatusCode::kStreamExists; }
+  bool IsStreamletNotFound() const { return code_ == StatusCode::kStreamletNotFound; }
+  bool IsInvalidArgument() const { return code_ == StatusCode::kInvalidArgument; }
+  bool IsCorruptChunk() const { return code_ == StatusCode::kCorruptChunk; }
+  bool IsChunkTooLarge() const { return code_ == StatusCode::kChunkTooLarge; }
+  bool IsOutOfOrderSequence() const { return code_ == StatusCode::kOutOfOrderSequence; }
+  bool IsPositionOutOfRange() const { return code_ == StatusCode::kPositionOutOfRange; }
+  bool IsStorageError() const { return code_ == StatusCode::kStorageError; }
+  bool IsShuttingDown() const { return code_ == StatusCode::kShuttingDown; }
+  bool IsInternal() const { return code_ == StatusCode::kInternal; }
+  bool IsIoError() const { return code_ == StatusCode::kIoError; }
+  bool IsDataLoss() const { return code_ == StatusCode::kDataLoss; }
   StatusCode code() const { return code_; }
   const std::string& message() const { return message_; }
   std::string ToString() const;

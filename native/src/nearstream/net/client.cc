@@ -8,9 +8,10 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cstring>
 #include <utility>
+
+#include "nearstream/common/clock.h"
 
 namespace nearstream::net {
 
@@ -24,16 +25,10 @@ constexpr size_t kRequestPrefixBytes = kFrameLengthPrefix + kFrameHeaderSize;
 constexpr uint32_t kMaxResponseFrameBytes = 1u << 30;
 constexpr size_t kReceiveBufferBytes = 256u << 10;
 
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 // Waits for `events` on fd until `deadline_ms`; false on timeout, errno-carrying error on failure.
 Result<bool> WaitFor(int fd, short events, int64_t deadline_ms) {
   for (;;) {
-    int64_t left = deadline_ms - NowMs();
+    int64_t left = deadline_ms - MonotonicNowMs();
     if (left <= 0) return false;
     pollfd p{fd, events, 0};
     int n = poll(&p, 1, static_cast<int>(std::min<int64_t>(left, INT_MAX)));
@@ -80,7 +75,7 @@ Client::Client(Client&& other) noexcept
       max_frame_bytes_(other.max_frame_bytes_),
       next_request_id_(other.next_request_id_),
       in_flight_(std::exchange(other.in_flight_, 0)),
-      broken_(std::exchange(other.broken_, Status(StatusCode::kIoError, "client was moved from"))),
+      broken_(std::exchange(other.broken_, Status::IoError("client was moved from"))),
       scratch_(std::move(other.scratch_)),
       rbuf_(std::move(other.rbuf_)),
       rpos_(std::exchange(other.rpos_, 0)),
@@ -95,7 +90,7 @@ Client& Client::operator=(Client&& other) noexcept {
     max_frame_bytes_ = other.max_frame_bytes_;
     next_request_id_ = other.next_request_id_;
     in_flight_ = std::exchange(other.in_flight_, 0);
-    broken_ = std::exchange(other.broken_, Status(StatusCode::kIoError, "client was moved from"));
+    broken_ = std::exchange(other.broken_, Status::IoError("client was moved from"));
     scratch_ = std::move(other.scratch_);
     rbuf_ = std::move(other.rbuf_);
     rpos_ = std::exchange(other.rpos_, 0);
@@ -111,7 +106,7 @@ void Client::Close() {
     close(fd_);
     fd_ = -1;
   }
-  if (broken_.ok()) broken_ = Status(StatusCode::kIoError, "client connection is closed");
+  if (broken_.ok()) broken_ = Status::IoError("client connection is closed");
 }
 
 Status Client::Fail(Status status) {
@@ -124,7 +119,7 @@ Status Client::Fail(Status status) {
 }
 
 Status Client::WriteAll(iovec* iov, size_t count) {
-  const int64_t deadline = NowMs() + io_timeout_ms_;
+  const int64_t deadline = MonotonicNowMs() + io_timeout_ms_;
   while (count > 0) {
     msghdr msg{};
     msg.msg_iov = iov;
@@ -138,9 +133,8 @@ Status Client::WriteAll(iovec* iov, size_t count) {
       }
       ASSIGN_OR_RETURN(bool ready, WaitFor(fd_, POLLOUT, deadline));
       if (!ready) {
-        return Fail(Status(StatusCode::kIoError, "timed out after " +
-                                                     std::to_string(io_timeout_ms_) +
-                                                     " ms writing to " + address_.ToString()));
+        return Fail(Status::IoError("timed out after " + std::to_string(io_timeout_ms_) +
+                                    " ms writing to " + address_.ToString()));
       }
       continue;
     }
@@ -161,9 +155,9 @@ Status Client::WriteAll(iovec* iov, size_t count) {
 Result<uint64_t> Client::Send(Opcode opcode, const uint8_t* body, size_t size) {
   RETURN_IF_ERROR(broken_);
   if (size > max_frame_bytes_ - kFrameHeaderSize) {
-    return Status(StatusCode::kInvalidArgument, "request of " + std::to_string(size) +
-                                                    " bytes exceeds the broker's frame limit " +
-                                                    std::to_string(max_frame_bytes_));
+    return Status::InvalidArgument("request of " + std::to_string(size) +
+                                   " bytes exceeds the broker's frame limit " +
+                                   std::to_string(max_frame_bytes_));
   }
   uint64_t id = next_request_id_++;
   uint8_t header[kRequestPrefixBytes];
@@ -190,9 +184,9 @@ Result<uint64_t> Client::SendAppend(const AppendRequest& request) {
     total += 8 + e.chunk_size;
   }
   if (total - kFrameLengthPrefix > max_frame_bytes_) {
-    return Status(StatusCode::kInvalidArgument, "append request of " + std::to_string(total) +
-                                                    " bytes exceeds the broker's frame limit " +
-                                                    std::to_string(max_frame_bytes_));
+    return Status::InvalidArgument("append request of " + std::to_string(total) +
+                                   " bytes exceeds the broker's frame limit " +
+                                   std::to_string(max_frame_bytes_));
   }
   uint64_t id = next_request_id_++;
   PutRequestHeader(scratch_.data(), static_cast<uint32_t>(total - kFrameLengthPrefix),
@@ -225,9 +219,8 @@ Status Client::Fill(size_t n, int64_t deadline_ms) {
       continue;
     }
     if (got == 0) {
-      return Fail(
-          Status(StatusCode::kIoError, "connection closed by broker " + address_.ToString() + " (" +
-                                           std::to_string(in_flight_) + " requests unanswered)"));
+      return Fail(Status::IoError("connection closed by broker " + address_.ToString() + " (" +
+                                  std::to_string(in_flight_) + " requests unanswered)"));
     }
     if (errno == EINTR) continue;
     if (errno != EAGAIN && errno != EWOULDBLOCK) {
@@ -237,8 +230,7 @@ Status Client::Fill(size_t n, int64_t deadline_ms) {
     Result<bool> ready = WaitFor(fd_, POLLIN, deadline_ms);
     if (!ready.ok()) return Fail(ready.status());
     if (!*ready) {
-      return Status(StatusCode::kIoError,
-                    "timed out waiting for a response from " + address_.ToString());
+      return Status::IoError("timed out waiting for a response from " + address_.ToString());
     }
   }
   return Status::Ok();
@@ -246,7 +238,7 @@ Status Client::Fill(size_t n, int64_t deadline_ms) {
 
 Result<Response> Client::Receive(int timeout_ms) {
   RETURN_IF_ERROR(broken_);
-  const int64_t deadline = NowMs() + (timeout_ms < 0 ? io_timeout_ms_ : timeout_ms);
+  const int64_t deadline = MonotonicNowMs() + (timeout_ms < 0 ? io_timeout_ms_ : timeout_ms);
   // Nothing is consumed until the fixed part and the message are buffered, so a timeout up to
   // here leaves the stream intact.
   RETURN_IF_ERROR(Fill(kResponseFixedBytes, deadline));
@@ -263,8 +255,8 @@ Result<Response> Client::Receive(int timeout_ms) {
         "bad response frame length " + std::to_string(length) + " from " + address_.ToString()));
   }
   if (!r.header.is_response()) {
-    return Fail(Status(StatusCode::kMalformedRequest,
-                       "frame from " + address_.ToString() + " is not marked as a response"));
+    return Fail(Status::MalformedRequest("frame from " + address_.ToString() +
+                                         " is not marked as a response"));
   }
   RETURN_IF_ERROR(Fill(kResponseFixedBytes + message_length, deadline));
   p = rbuf_.data() + rpos_;  // Fill may have moved the buffer
@@ -286,8 +278,8 @@ Result<Response> Client::Receive(int timeout_ms) {
       continue;
     }
     if (got == 0) {
-      return Fail(Status(StatusCode::kIoError,
-                         "connection closed by broker " + address_.ToString() + " mid-frame"));
+      return Fail(
+          Status::IoError("connection closed by broker " + address_.ToString() + " mid-frame"));
     }
     if (errno == EINTR) continue;
     if (errno != EAGAIN && errno != EWOULDBLOCK) {
@@ -297,8 +289,8 @@ Result<Response> Client::Receive(int timeout_ms) {
     ASSIGN_OR_RETURN(bool ready, WaitFor(fd_, POLLIN, deadline));
     if (!ready) {
       // Part of the frame is consumed: the stream cannot be resynchronised.
-      return Fail(Status(StatusCode::kIoError,
-                         "timed out in the middle of a response from " + address_.ToString()));
+      return Fail(
+          Status::IoError("timed out in the middle of a response from " + address_.ToString()));
     }
   }
   if (in_flight_ > 0) --in_flight_;
@@ -308,21 +300,19 @@ Result<Response> Client::Receive(int timeout_ms) {
 Result<Response> Client::Call(Opcode opcode, const Bytes& body, int timeout_ms) {
   RETURN_IF_ERROR(broken_);
   if (in_flight_ != 0) {
-    return Status(StatusCode::kInvalidArgument,
-                  std::string("synchronous ") + OpcodeName(static_cast<uint16_t>(opcode)) +
-                      " call while " + std::to_string(in_flight_) +
-                      " pipelined requests are in flight; use Send/Receive");
+    return Status::InvalidArgument(
+        std::string("synchronous ") + OpcodeName(static_cast<uint16_t>(opcode)) + " call while " +
+        std::to_string(in_flight_) + " pipelined requests are in flight; use Send/Receive");
   }
   ASSIGN_OR_RETURN(uint64_t id, Send(opcode, body));
   Result<Response> r = Receive(timeout_ms);
   // A late answer would be mistaken for the next call's, so a timeout ends the connection.
   if (!r.ok()) return Fail(r.status());
   if (r->header.request_id != id || r->header.opcode != static_cast<uint16_t>(opcode)) {
-    return Fail(Status(StatusCode::kMalformedRequest,
-                       "broker " + address_.ToString() + " answered request " +
-                           std::to_string(r->header.request_id) + " (" +
-                           OpcodeName(r->header.opcode) + ") while " + std::to_string(id) +
-                           " was the only one in flight"));
+    return Fail(Status::MalformedRequest("broker " + address_.ToString() + " answered request " +
+                                         std::to_string(r->header.request_id) + " (" +
+                                         OpcodeName(r->header.opcode) + ") while " +
+                                         std::to_string(id) + " was the only one in flight"));
   }
   if (!r->status.ok()) return r->status;
   return r;
@@ -370,16 +360,15 @@ Result<MetadataResponse> Client::Metadata(const std::string& stream,
 Result<AppendResponse> Client::Append(const AppendRequest& request) {
   RETURN_IF_ERROR(broken_);
   if (in_flight_ != 0) {
-    return Status(StatusCode::kInvalidArgument,
-                  "synchronous Append while pipelined requests are in flight");
+    return Status::InvalidArgument("synchronous Append while pipelined requests are in flight");
   }
   ASSIGN_OR_RETURN(uint64_t id, SendAppend(request));
   Result<Response> r = Receive();
   if (!r.ok()) return Fail(r.status());
   if (r->header.request_id != id) {
-    return Fail(Status(StatusCode::kMalformedRequest,
-                       "broker answered request " + std::to_string(r->header.request_id) +
-                           " while Append " + std::to_string(id) + " was the only one in flight"));
+    return Fail(Status::MalformedRequest("broker answered request " +
+                                         std::to_string(r->header.request_id) + " while Append " +
+                                         std::to_string(id) + " was the only one in flight"));
   }
   if (!r->status.ok()) return r->status;
   return DecodeAppendResponse(r->body.data(), r->body.size());

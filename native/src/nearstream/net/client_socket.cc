@@ -10,15 +10,16 @@
 
 #include <cerrno>
 #include <charconv>
-#include <chrono>
+
+#include "nearstream/common/clock.h"
 
 namespace nearstream::net {
 
 namespace {
 
-Status Invalid(std::string_view text, const std::string& why) {
-  return Status(StatusCode::kInvalidArgument,
-                "bad broker address '" + std::string(text) + "': " + why);
+// The message of a refused broker address.
+std::string BadAddress(std::string_view text, const std::string& why) {
+  return "bad broker address '" + std::string(text) + "': " + why;
 }
 
 // Connects one resolved address; returns the fd or an errno-carrying error.
@@ -70,27 +71,30 @@ Result<BrokerAddress> ParseBrokerAddress(std::string_view text) {
   std::string_view port;
   if (!text.empty() && text.front() == '[') {
     size_t close = text.find(']');
-    if (close == std::string_view::npos) return Invalid(text, "missing ']'");
+    if (close == std::string_view::npos)
+      return Status::InvalidArgument(BadAddress(text, "missing ']'"));
     a.host = std::string(text.substr(1, close - 1));
     if (close + 1 >= text.size() || text[close + 1] != ':') {
-      return Invalid(text, "expected ':PORT' after ']'");
+      return Status::InvalidArgument(BadAddress(text, "expected ':PORT' after ']'"));
     }
     port = text.substr(close + 2);
   } else {
     size_t colon = text.rfind(':');
-    if (colon == std::string_view::npos) return Invalid(text, "expected HOST:PORT");
+    if (colon == std::string_view::npos)
+      return Status::InvalidArgument(BadAddress(text, "expected HOST:PORT"));
     a.host = std::string(text.substr(0, colon));
     if (a.host.find(':') != std::string::npos) {
-      return Invalid(text, "IPv6 hosts must be written in brackets, e.g. [::1]:7070");
+      return Status::InvalidArgument(
+          BadAddress(text, "IPv6 hosts must be written in brackets, e.g. [::1]:7070"));
     }
     port = text.substr(colon + 1);
   }
-  if (a.host.empty()) return Invalid(text, "empty host");
+  if (a.host.empty()) return Status::InvalidArgument(BadAddress(text, "empty host"));
   unsigned value = 0;
   auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
   if (port.empty() || ec != std::errc() || end != port.data() + port.size() || value < 1 ||
       value > 65535) {
-    return Invalid(text, "port must be a number in [1, 65535]");
+    return Status::InvalidArgument(BadAddress(text, "port must be a number in [1, 65535]"));
   }
   a.port = static_cast<uint16_t>(value);
   return a;
@@ -106,19 +110,17 @@ Result<int> DialBroker(const BrokerAddress& address, int timeout_ms) {
   const std::string port = std::to_string(address.port);
   int rc = getaddrinfo(address.host.c_str(), port.c_str(), &hints, &list);
   if (rc != 0) {
-    return Status(StatusCode::kIoError,
-                  "cannot resolve " + where + ": " + std::string(gai_strerror(rc)));
+    return Status::IoError("cannot resolve " + where + ": " + std::string(gai_strerror(rc)));
   }
-  using Clock = std::chrono::steady_clock;
-  const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
-  Status last(StatusCode::kIoError, "no address found for " + where);
+  const int64_t deadline_ms = MonotonicNowMs() + timeout_ms;
+  Status last = Status::IoError("no address found for " + where);
   for (const addrinfo* ai = list; ai != nullptr; ai = ai->ai_next) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    if (left.count() <= 0) {
+    const int64_t left_ms = deadline_ms - MonotonicNowMs();
+    if (left_ms <= 0) {
       last = Status::FromErrno(StatusCode::kIoError, "connect to " + where, ETIMEDOUT);
       break;
     }
-    Result<int> fd = ConnectOne(ai, static_cast<int>(left.count()), where);
+    Result<int> fd = ConnectOne(ai, static_cast<int>(left_ms), where);
     if (fd.ok()) {
       freeaddrinfo(list);
       return fd;

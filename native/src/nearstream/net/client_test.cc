@@ -207,7 +207,7 @@ TEST(ClientTest, TypedCallsRoundTripThroughTheCodec) {
 TEST(ClientTest, BrokerErrorBecomesStatusWithItsCodeAndMessage) {
   FakeBroker broker([](FakeBroker& b) {
     auto r = b.Read();
-    b.Respond(r, Status(StatusCode::kStreamNotFound, "stream 'x' does not exist"));
+    b.Respond(r, Status::StreamNotFound("stream 'x' does not exist"));
     r = b.Read();
     b.Respond(r, Status::Ok());
   });

@@ -41,7 +41,7 @@ void Connection::Send(Bytes frame) {
 }
 
 void Connection::Send(OutFrame frame) {
-  std::lock_guard<std::mutex> lock(write_mu_);
+  MutexLock lock(&write_mu_);
   if (closed()) return;
   size_t written = 0;
   if (out_.empty()) {
@@ -74,6 +74,7 @@ void Connection::Send(OutFrame frame) {
   // pointers valid (a moved vector keeps its buffer; spliced memory is held by `keep`).
   auto owner = std::make_shared<OutFrame>(std::move(frame));
   ForEachPiece(*owner, [&](const uint8_t* p, size_t size) {
+    write_mu_.AssertHeld();  // ForEachPiece calls back at once, under the lock taken above
     size_t skip = std::min(written, size);
     written -= skip;
     if (skip == size) return;
@@ -131,20 +132,20 @@ void Connection::UpdateInterestLocked() {
 }
 
 void Connection::RequestDone() {
-  std::lock_guard<std::mutex> lock(write_mu_);
+  MutexLock lock(&write_mu_);
   if (inflight_ > 0) --inflight_;
   UpdateInterestLocked();
 }
 
 bool Connection::RequestStarted() {
-  std::lock_guard<std::mutex> lock(write_mu_);
+  MutexLock lock(&write_mu_);
   ++inflight_;
   UpdateInterestLocked();
   return (interest_ & EPOLLIN) != 0;
 }
 
 void Connection::OnWritable() {
-  std::lock_guard<std::mutex> lock(write_mu_);
+  MutexLock lock(&write_mu_);
   if (!FlushLocked()) {
     out_.clear();
     out_bytes_ = 0;
@@ -153,7 +154,7 @@ void Connection::OnWritable() {
 }
 
 void Connection::Close() {
-  std::lock_guard<std::mutex> lock(write_mu_);
+  MutexLock lock(&write_mu_);
   if (closed_.exchange(true)) return;
   ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd_, nullptr);
   ::shutdown(fd_, SHUT_RDWR);

@@ -9,9 +9,10 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
-#include <mutex>
 
 #include "nearstream/common/byte_io.h"
+#include "nearstream/common/mutex.h"
+#include "nearstream/common/thread_annotations.h"
 #include "nearstream/net/frame_decoder.h"
 #include "nearstream/net/out_frame.h"
 
@@ -35,19 +36,19 @@ class Connection {
 
   // Any thread. Queues a whole response frame; writes at once (writev, spliced payloads
   // included) when nothing is queued before it.
-  void Send(OutFrame frame);
-  void Send(Bytes frame);
+  void Send(OutFrame frame) NS_EXCLUDES(write_mu_);
+  void Send(Bytes frame) NS_EXCLUDES(write_mu_);
   // Any thread. A request finished (answered or dropped): may resume reading.
-  void RequestDone();
+  void RequestDone() NS_EXCLUDES(write_mu_);
 
   // ---- dispatcher thread only ----
   FrameDecoder& decoder() { return decoder_; }
   // A request was read and queued; returns false when reading must pause (too many in flight).
-  bool RequestStarted();
+  bool RequestStarted() NS_EXCLUDES(write_mu_);
   // EPOLLOUT fired: writes what is queued.
-  void OnWritable();
+  void OnWritable() NS_EXCLUDES(write_mu_);
   // Marks the connection closed and removes it from epoll; pending output is dropped.
-  void Close();
+  void Close() NS_EXCLUDES(write_mu_);
 
  private:
   // A contiguous run of bytes still to write; `owner` keeps its memory alive.
@@ -58,9 +59,9 @@ class Connection {
   };
 
   // Writes queued pieces until the socket is full; false on a fatal socket error.
-  bool FlushLocked();
-  // Recomputes the epoll interest set from the pause/write state. write_mu_ held.
-  void UpdateInterestLocked();
+  bool FlushLocked() NS_REQUIRES(write_mu_);
+  // Recomputes the epoll interest set from the pause/write state.
+  void UpdateInterestLocked() NS_REQUIRES(write_mu_);
 
   const int fd_;
   const int epoll_fd_;
@@ -69,11 +70,11 @@ class Connection {
   FrameDecoder decoder_;
   std::atomic<bool> closed_{false};
 
-  std::mutex write_mu_;
-  std::deque<Piece> out_;  // GUARDED_BY(write_mu_)
-  size_t out_bytes_ = 0;   // GUARDED_BY(write_mu_)
-  uint32_t inflight_ = 0;  // GUARDED_BY(write_mu_)
-  uint32_t interest_ = 0;  // epoll events registered; GUARDED_BY(write_mu_)
+  Mutex write_mu_;
+  std::deque<Piece> out_ NS_GUARDED_BY(write_mu_);
+  size_t out_bytes_ NS_GUARDED_BY(write_mu_) = 0;
+  uint32_t inflight_ NS_GUARDED_BY(write_mu_) = 0;
+  uint32_t interest_ NS_GUARDED_BY(write_mu_) = 0;  // epoll events registered
 };
 
 }  // namespace nearstream::net

@@ -17,9 +17,8 @@ std::optional<FrameError> FrameDecoder::Feed(const uint8_t* data, size_t n,
       if (head_filled_ >= kFrameLengthPrefix) {
         uint32_t length = LoadLe32(head_);
         if (length < kFrameHeaderSize) {
-          return FrameError{Status(StatusCode::kMalformedRequest,
-                                   "frame length " + std::to_string(length) +
-                                       " is shorter than the 12-byte frame header"),
+          return FrameError{Status::MalformedRequest("frame length " + std::to_string(length) +
+                                                     " is shorter than the 12-byte frame header"),
                             std::nullopt};
         }
       }
@@ -27,11 +26,10 @@ std::optional<FrameError> FrameDecoder::Feed(const uint8_t* data, size_t n,
       uint32_t length = LoadLe32(head_);
       current_.header = DecodeFrameHeader(head_ + kFrameLengthPrefix);
       if (length > max_frame_bytes_) {
-        return FrameError{
-            Status(StatusCode::kFrameTooLarge, "frame of " + std::to_string(length) +
-                                                   " bytes exceeds the broker limit of " +
-                                                   std::to_string(max_frame_bytes_)),
-            current_.header};
+        return FrameError{Status::FrameTooLarge("frame of " + std::to_string(length) +
+                                                " bytes exceeds the broker limit of " +
+                                                std::to_string(max_frame_bytes_)),
+                          current_.header};
       }
       current_.body = FrameBody(length - kFrameHeaderSize);
       body_filled_ = 0;

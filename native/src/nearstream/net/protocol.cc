@@ -6,14 +6,11 @@ using storage::Position;
 
 namespace {
 
-Status Malformed(const char* what) {
-  return Status(StatusCode::kMalformedRequest, std::string("malformed ") + what + " body");
-}
-
 // Every decoder ends here: the reader must have stayed in bounds and consumed everything.
 template <typename T>
 Result<T> Finish(const ByteReader& r, T value, const char* what) {
-  if (!r.ok() || r.remaining() != 0) return Malformed(what);
+  if (!r.ok() || r.remaining() != 0)
+    return Status::MalformedRequest(std::string("malformed ") + what + " body");
   return value;
 }
 

@@ -56,7 +56,7 @@ constexpr bool kProbeActive = true;
   throw std::bad_alloc();
 }
 [[gnu::noinline]] void operator delete(void* p) noexcept { std::free(p); }
-[[gnu::noinline]] void operator delete(void* p, size_t) noexcept { std::free(p); }
+[[gnu::noinline]] void operator delete(void* p, size_t /*size*/) noexcept { std::free(p); }
 #endif
 
 namespace nearstream::net {
@@ -768,9 +768,8 @@ TEST(ProtocolGoldenTest, ErrorResponse) {
   EXPECT_EQ(f.status, static_cast<uint16_t>(StatusCode::kStreamNotFound));
   EXPECT_EQ(f.message, "stream 'nope' does not exist");
   EXPECT_EQ(f.body_size(), 0u);  // a non-OK response has no body
-  Bytes again =
-      EncodeResponse(Opcode::kDescribeStream, kErrorId,
-                     Status(StatusCode::kStreamNotFound, "stream 'nope' does not exist"), kNoBody);
+  Bytes again = EncodeResponse(Opcode::kDescribeStream, kErrorId,
+                               Status::StreamNotFound("stream 'nope' does not exist"), kNoBody);
   ExpectSameBytes(again, f.bytes, "error_response.bin");
 }
 

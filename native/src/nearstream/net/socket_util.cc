@@ -12,17 +12,17 @@ namespace nearstream::net {
 Result<std::pair<std::string, uint16_t>> ParseHostPort(const std::string& s) {
   auto colon = s.rfind(':');
   if (colon == std::string::npos || colon == 0 || colon + 1 == s.size()) {
-    return Status(StatusCode::kInvalidArgument, "expected HOST:PORT, got '" + s + "'");
+    return Status::InvalidArgument("expected HOST:PORT, got '" + s + "'");
   }
   std::string port_text = s.substr(colon + 1);
   unsigned long port = 0;
   for (char c : port_text) {
     if (c < '0' || c > '9' || port > 65535) {
-      return Status(StatusCode::kInvalidArgument, "bad port in '" + s + "'");
+      return Status::InvalidArgument("bad port in '" + s + "'");
     }
     port = port * 10 + static_cast<unsigned long>(c - '0');
   }
-  if (port > 65535) return Status(StatusCode::kInvalidArgument, "port out of range in '" + s + "'");
+  if (port > 65535) return Status::InvalidArgument("port out of range in '" + s + "'");
   return std::make_pair(s.substr(0, colon), static_cast<uint16_t>(port));
 }
 
@@ -32,7 +32,7 @@ Result<int> ListenTcp(const std::string& host, uint16_t port, bool nonblocking) 
   addr.sin_port = htons(port);
   std::string h = host == "localhost" ? "127.0.0.1" : host;
   if (::inet_pton(AF_INET, h.c_str(), &addr.sin_addr) != 1) {
-    return Status(StatusCode::kInvalidArgument, "not an IPv4 address: '" + host + "'");
+    return Status::InvalidArgument("not an IPv4 address: '" + host + "'");
   }
   int flags = SOCK_STREAM | SOCK_CLOEXEC | (nonblocking ? SOCK_NONBLOCK : 0);
   int fd = ::socket(AF_INET, flags, 0);

@@ -20,22 +20,21 @@ void EncodeChunkHeader(const ChunkHeader& h, uint8_t* out) {
 
 Result<ChunkHeader> DecodeChunkHeader(const uint8_t* data, size_t available) {
   if (available < kChunkHeaderSize) {
-    return Status(StatusCode::kCorruptChunk, "chunk shorter than its 48-byte header");
+    return Status::CorruptChunk("chunk shorter than its 48-byte header");
   }
-  if (LoadLe32(data) != kChunkMagic) return Status(StatusCode::kCorruptChunk, "bad chunk magic");
+  if (LoadLe32(data) != kChunkMagic) return Status::CorruptChunk("bad chunk magic");
   if (data[4] != kChunkVersion) {
-    return Status(StatusCode::kCorruptChunk,
-                  "unsupported chunk version " + std::to_string(data[4]));
+    return Status::CorruptChunk("unsupported chunk version " + std::to_string(data[4]));
   }
   if (data[5] != 0) {
     // Reserved for compression: a v1 broker must not serve such a chunk as plain records.
-    return Status(StatusCode::kCorruptChunk, "unsupported chunk flags " + std::to_string(data[5]));
+    return Status::CorruptChunk("unsupported chunk flags " + std::to_string(data[5]));
   }
   if (LoadLe16(data + 6) != kChunkHeaderSize) {
-    return Status(StatusCode::kCorruptChunk, "unexpected chunk header length");
+    return Status::CorruptChunk("unexpected chunk header length");
   }
   if (Crc32c(data, 44) != LoadLe32(data + 44)) {
-    return Status(StatusCode::kCorruptChunk, "chunk header CRC mismatch");
+    return Status::CorruptChunk("chunk header CRC mismatch");
   }
   ChunkHeader h;
   h.payload_length = LoadLe32(data + 8);
@@ -45,9 +44,8 @@ Result<ChunkHeader> DecodeChunkHeader(const uint8_t* data, size_t available) {
   h.first_timestamp_ms = static_cast<int64_t>(LoadLe64(data + 32));
   h.record_count = LoadLe32(data + 40);
   if (h.payload_length > available - kChunkHeaderSize) {
-    return Status(StatusCode::kCorruptChunk, "chunk payload length " +
-                                                 std::to_string(h.payload_length) +
-                                                 " runs past the end of the data");
+    return Status::CorruptChunk("chunk payload length " + std::to_string(h.payload_length) +
+                                " runs past the end of the data");
   }
   return h;
 }
@@ -55,30 +53,29 @@ Result<ChunkHeader> DecodeChunkHeader(const uint8_t* data, size_t available) {
 Result<ChunkHeader> ValidateChunk(const uint8_t* data, size_t size) {
   ASSIGN_OR_RETURN(ChunkHeader h, DecodeChunkHeader(data, size));
   if (h.total_size() != size) {
-    return Status(StatusCode::kCorruptChunk, "chunk length " + std::to_string(h.total_size()) +
-                                                 " does not match its frame (" +
-                                                 std::to_string(size) + " bytes)");
+    return Status::CorruptChunk("chunk length " + std::to_string(h.total_size()) +
+                                " does not match its frame (" + std::to_string(size) + " bytes)");
   }
   const uint8_t* payload = data + kChunkHeaderSize;
   if (Crc32c(payload, h.payload_length) != h.payload_crc) {
-    return Status(StatusCode::kCorruptChunk, "chunk payload CRC mismatch");
+    return Status::CorruptChunk("chunk payload CRC mismatch");
   }
   // Walk the record framing so a consumer can never be handed a chunk it cannot iterate.
   const uint8_t* p = payload;
   const uint8_t* end = payload + h.payload_length;
   uint32_t count = 0;
   while (p < end) {
-    if (end - p < 4) return Status(StatusCode::kCorruptChunk, "truncated record length");
+    if (end - p < 4) return Status::CorruptChunk("truncated record length");
     uint32_t n = LoadLe32(p);
     if (static_cast<size_t>(end - p - 4) < n) {
-      return Status(StatusCode::kCorruptChunk, "record runs past the chunk payload");
+      return Status::CorruptChunk("record runs past the chunk payload");
     }
     p += 4 + n;
     ++count;
   }
   if (count != h.record_count) {
-    return Status(StatusCode::kCorruptChunk, "chunk says " + std::to_string(h.record_count) +
-                                                 " records but holds " + std::to_string(count));
+    return Status::CorruptChunk("chunk says " + std::to_string(h.record_count) +
+                                " records but holds " + std::to_string(count));
   }
   return h;
 }

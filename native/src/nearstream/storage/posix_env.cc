@@ -11,7 +11,9 @@
 namespace nearstream::storage {
 namespace {
 
-Status IoError(const std::string& what, const std::string& path, int err) {
+// A failed file operation: STORAGE_ERROR (not IO_ERROR, which is the client side's) with errno's
+// text.
+Status StorageErrno(const std::string& what, const std::string& path, int err) {
   return Status::FromErrno(StatusCode::kStorageError, what + " " + path, err);
 }
 
@@ -27,7 +29,7 @@ class PosixWritableFile final : public WritableFile {
       ssize_t w = ::pwrite(fd_, data + done, n - done, static_cast<off_t>(size_ + done));
       if (w < 0) {
         if (errno == EINTR) continue;
-        return IoError("write", path_, errno);
+        return StorageErrno("write", path_, errno);
       }
       done += static_cast<size_t>(w);
     }
@@ -36,13 +38,14 @@ class PosixWritableFile final : public WritableFile {
   }
 
   Status Truncate(uint64_t size) override {
-    if (::ftruncate(fd_, static_cast<off_t>(size)) != 0) return IoError("truncate", path_, errno);
+    if (::ftruncate(fd_, static_cast<off_t>(size)) != 0)
+      return StorageErrno("truncate", path_, errno);
     size_ = size;
     return Status::Ok();
   }
 
   Status Sync() override {
-    if (::fdatasync(fd_) != 0) return IoError("fdatasync", path_, errno);
+    if (::fdatasync(fd_) != 0) return StorageErrno("fdatasync", path_, errno);
     return Status::Ok();
   }
 
@@ -58,12 +61,12 @@ class PosixEnv final : public Env {
  public:
   Result<std::unique_ptr<WritableFile>> OpenAppendable(const std::string& path) override {
     int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) return IoError("open", path, errno);
+    if (fd < 0) return StorageErrno("open", path, errno);
     struct stat st;
     if (::fstat(fd, &st) != 0) {
       int err = errno;
       ::close(fd);
-      return IoError("stat", path, err);
+      return StorageErrno("stat", path, err);
     }
     return std::unique_ptr<WritableFile>(
         new PosixWritableFile(path, fd, static_cast<uint64_t>(st.st_size)));
@@ -71,7 +74,7 @@ class PosixEnv final : public Env {
 
   Result<Bytes> ReadFile(const std::string& path) override {
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return IoError("open", path, errno);
+    if (fd < 0) return StorageErrno("open", path, errno);
     Bytes out;
     uint8_t buf[1 << 16];
     for (;;) {
@@ -80,7 +83,7 @@ class PosixEnv final : public Env {
         if (errno == EINTR) continue;
         int err = errno;
         ::close(fd);
-        return IoError("read", path, err);
+        return StorageErrno("read", path, err);
       }
       if (r == 0) break;
       out.insert(out.end(), buf, buf + r);
@@ -92,7 +95,7 @@ class PosixEnv final : public Env {
   Status WriteFileAtomically(const std::string& path, const Bytes& data) override {
     std::string tmp = path + ".tmp";
     int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) return IoError("open", tmp, errno);
+    if (fd < 0) return StorageErrno("open", tmp, errno);
     PosixWritableFile file(tmp, fd, 0);
     RETURN_IF_ERROR(file.Append(data.data(), data.size()));
     RETURN_IF_ERROR(file.Sync());
@@ -102,7 +105,7 @@ class PosixEnv final : public Env {
 
   Result<std::vector<std::string>> ListDir(const std::string& path) override {
     DIR* d = ::opendir(path.c_str());
-    if (d == nullptr) return IoError("opendir", path, errno);
+    if (d == nullptr) return StorageErrno("opendir", path, errno);
     std::vector<std::string> names;
     while (struct dirent* e = ::readdir(d)) {
       std::string n = e->d_name;
@@ -115,34 +118,34 @@ class PosixEnv final : public Env {
   Status CreateDirs(const std::string& path) override {
     std::error_code ec;
     std::filesystem::create_directories(path, ec);
-    if (ec) return IoError("mkdir", path, ec.value());
+    if (ec) return StorageErrno("mkdir", path, ec.value());
     return Status::Ok();
   }
 
   Status RemoveFile(const std::string& path) override {
-    if (::unlink(path.c_str()) != 0 && errno != ENOENT) return IoError("unlink", path, errno);
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) return StorageErrno("unlink", path, errno);
     return Status::Ok();
   }
 
   Status RemoveAll(const std::string& path) override {
     std::error_code ec;
     std::filesystem::remove_all(path, ec);
-    if (ec) return IoError("remove", path, ec.value());
+    if (ec) return StorageErrno("remove", path, ec.value());
     return Status::Ok();
   }
 
   Status Rename(const std::string& from, const std::string& to) override {
-    if (::rename(from.c_str(), to.c_str()) != 0) return IoError("rename", from, errno);
+    if (::rename(from.c_str(), to.c_str()) != 0) return StorageErrno("rename", from, errno);
     return Status::Ok();
   }
 
   Status SyncDir(const std::string& path) override {
     int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return IoError("open dir", path, errno);
+    if (fd < 0) return StorageErrno("open dir", path, errno);
     int rc = ::fsync(fd);
     int err = errno;
     ::close(fd);
-    if (rc != 0) return IoError("fsync dir", path, err);
+    if (rc != 0) return StorageErrno("fsync dir", path, err);
     return Status::Ok();
   }
 
@@ -150,7 +153,7 @@ class PosixEnv final : public Env {
 
   Result<int64_t> ModifiedTimeMs(const std::string& path) override {
     struct stat st;
-    if (::stat(path.c_str(), &st) != 0) return IoError("stat", path, errno);
+    if (::stat(path.c_str(), &st) != 0) return StorageErrno("stat", path, errno);
     return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1000000;
   }
 };

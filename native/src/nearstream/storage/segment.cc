@@ -3,8 +3,10 @@
 #include <sys/mman.h>
 
 #include <cerrno>
-#include <mutex>
 #include <vector>
+
+#include "nearstream/common/mutex.h"
+#include "nearstream/common/thread_annotations.h"
 
 namespace nearstream::storage {
 namespace {
@@ -17,8 +19,8 @@ class MappingPool {
  public:
   static constexpr size_t kMaxBytes = 256u << 20;
 
-  void* Take(uint32_t capacity) {
-    std::lock_guard<std::mutex> lock(mu_);
+  void* Take(uint32_t capacity) NS_EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
     for (size_t i = 0; i < free_.size(); ++i) {
       if (free_[i].capacity == capacity) {
         void* p = free_[i].data;
@@ -32,8 +34,8 @@ class MappingPool {
   }
 
   // Returns false when the pool is full (the caller unmaps).
-  bool Give(void* data, uint32_t capacity) {
-    std::lock_guard<std::mutex> lock(mu_);
+  bool Give(void* data, uint32_t capacity) NS_EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
     if (bytes_ + capacity > kMaxBytes) return false;
     free_.push_back({data, capacity});
     bytes_ += capacity;
@@ -45,9 +47,9 @@ class MappingPool {
     void* data;
     uint32_t capacity;
   };
-  std::mutex mu_;
-  std::vector<Mapping> free_;  // GUARDED_BY(mu_)
-  size_t bytes_ = 0;           // GUARDED_BY(mu_)
+  Mutex mu_;
+  std::vector<Mapping> free_ NS_GUARDED_BY(mu_);
+  size_t bytes_ NS_GUARDED_BY(mu_) = 0;
 };
 
 MappingPool& Pool() {

@@ -17,8 +17,7 @@ Result<Durability> ParseDurability(const std::string& s) {
   if (s == "none") return Durability::kNone;
   if (s == "async") return Durability::kAsync;
   if (s == "sync") return Durability::kSync;
-  return Status(StatusCode::kInvalidArgument,
-                "durability must be one of none, async, sync (got '" + s + "')");
+  return Status::InvalidArgument("durability must be one of none, async, sync (got '" + s + "')");
 }
 
 bool IsValidStreamName(const std::string& name) {
@@ -32,27 +31,29 @@ bool IsValidStreamName(const std::string& name) {
 }
 
 Status StreamConfig::Validate() const {
-  auto bad = [](const std::string& m) { return Status(StatusCode::kInvalidArgument, m); };
   if (!IsValidStreamName(name)) {
-    return bad("stream name '" + name +
-               "' is invalid: use 1-200 characters of [A-Za-z0-9._-], not starting with '.'");
+    return Status::InvalidArgument(
+        "stream name '" + name +
+        "' is invalid: use 1-200 characters of [A-Za-z0-9._-], not starting with '.'");
   }
-  if (streamlets < 1 || streamlets > 65536) return bad("streamlets must be in [1, 65536]");
+  if (streamlets < 1 || streamlets > 65536)
+    return Status::InvalidArgument("streamlets must be in [1, 65536]");
   if (segment_bytes < 4096 || segment_bytes > (1u << 30)) {
-    return bad("segment_bytes must be in [4096, 1073741824]");
+    return Status::InvalidArgument("segment_bytes must be in [4096, 1073741824]");
   }
   if (segments_per_group < 1 || segments_per_group > 65536) {
-    return bad("segments_per_group (P) must be in [1, 65536]");
+    return Status::InvalidArgument("segments_per_group (P) must be in [1, 65536]");
   }
   if (active_groups < 1 || active_groups > 1024) {
-    return bad("active_groups (Q) must be in [1, 1024]");
+    return Status::InvalidArgument("active_groups (Q) must be in [1, 1024]");
   }
-  if (static_cast<uint8_t>(durability) > 2) return bad("durability must be 0, 1 or 2");
+  if (static_cast<uint8_t>(durability) > 2)
+    return Status::InvalidArgument("durability must be 0, 1 or 2");
   if (retention_bytes < -1 || retention_bytes == 0) {
-    return bad("retention_bytes must be -1 (unlimited) or positive");
+    return Status::InvalidArgument("retention_bytes must be -1 (unlimited) or positive");
   }
   if (retention_ms < -1 || retention_ms == 0) {
-    return bad("retention_ms must be -1 (unlimited) or positive");
+    return Status::InvalidArgument("retention_ms must be -1 (unlimited) or positive");
   }
   return Status::Ok();
 }

@@ -45,7 +45,7 @@ Result<StreamConfig> ParseStreamMeta(const std::string& text) {
       std::string k = line.substr(0, eq), v = line.substr(eq + 1);
       ++seen;
       if (k == "format") {
-        if (v != "1") return Status(StatusCode::kStorageError, "unknown stream.meta format " + v);
+        if (v != "1") return Status::StorageError("unknown stream.meta format " + v);
       } else if (k == "name") {
         c.name = v;
       } else if (k == "streamlets") {
@@ -66,11 +66,11 @@ Result<StreamConfig> ParseStreamMeta(const std::string& text) {
         --seen;
       }
       if (!numbers_ok) {
-        return Status(StatusCode::kStorageError, "stream.meta has a bad number: " + line);
+        return Status::StorageError("stream.meta has a bad number: " + line);
       }
     }
   }
-  if (seen != 9) return Status(StatusCode::kStorageError, "stream.meta is incomplete");
+  if (seen != 9) return Status::StorageError("stream.meta is incomplete");
   RETURN_IF_ERROR(c.Validate());
   return c;
 }
@@ -108,12 +108,10 @@ Status StreamStore::Recover(const std::string& name, int64_t now_ms) {
   ASSIGN_OR_RETURN(Bytes meta, env->ReadFile(dir + "/stream.meta"));
   auto config = ParseStreamMeta(std::string(meta.begin(), meta.end()));
   if (!config.ok()) {
-    return Status(StatusCode::kStorageError,
-                  "cannot recover stream " + name + ": " + config.status().message());
+    return Status::StorageError("cannot recover stream " + name + ": " + config.status().message());
   }
   if (config->name != name) {
-    return Status(StatusCode::kStorageError,
-                  "stream.meta in " + dir + " names '" + config->name + "'");
+    return Status::StorageError("stream.meta in " + dir + " names '" + config->name + "'");
   }
   auto stream = std::make_shared<Stream>(*config, env, dir);
   for (uint32_t i = 0; i < stream->streamlet_count(); ++i) {
@@ -121,7 +119,7 @@ Status StreamStore::Recover(const std::string& name, int64_t now_ms) {
   }
   NS_LOG(kInfo) << "recovered stream " << name << " (" << config->streamlets << " streamlets, "
                 << DurabilityName(config->durability) << ")";
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   streams_[name] = std::move(stream);
   return Status::Ok();
 }
@@ -130,13 +128,12 @@ Status StreamStore::Create(const StreamConfig& config) {
   RETURN_IF_ERROR(config.Validate());
   const bool durable = config.durability != Durability::kNone;
   if (durable && options_.data_dir.empty()) {
-    return Status(StatusCode::kInvalidArgument, std::string("durability ") +
-                                                    DurabilityName(config.durability) +
-                                                    " needs a broker started with --data-dir");
+    return Status::InvalidArgument(std::string("durability ") + DurabilityName(config.durability) +
+                                   " needs a broker started with --data-dir");
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  if (streams_.count(config.name)) {
-    return Status(StatusCode::kStreamExists, "stream " + config.name + " already exists");
+  MutexLock lock(&mu_);
+  if (streams_.contains(config.name)) {
+    return Status::StreamExists("stream " + config.name + " already exists");
   }
   std::string dir;
   if (durable) {
@@ -164,10 +161,10 @@ Status StreamStore::Create(const StreamConfig& config) {
 Status StreamStore::Delete(const std::string& name) {
   std::shared_ptr<Stream> stream;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     auto it = streams_.find(name);
     if (it == streams_.end()) {
-      return Status(StatusCode::kStreamNotFound, "stream " + name + " does not exist");
+      return Status::StreamNotFound("stream " + name + " does not exist");
     }
     stream = it->second;
     if (stream->config().durability != Durability::kNone) {
@@ -190,30 +187,27 @@ Status StreamStore::Delete(const std::string& name) {
 }
 
 std::shared_ptr<Stream> StreamStore::Find(const std::string& name) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = streams_.find(name);
   return it == streams_.end() ? nullptr : it->second;
 }
 
 std::vector<std::string> StreamStore::List() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::vector<std::string> names;
   for (const auto& [name, s] : streams_) names.push_back(name);
   return names;
 }
 
-namespace {
-std::vector<std::shared_ptr<Stream>> Snapshot(
-    std::mutex& mu, const std::map<std::string, std::shared_ptr<Stream>>& m) {
-  std::lock_guard<std::mutex> lock(mu);
+std::vector<std::shared_ptr<Stream>> StreamStore::Snapshot() const {
+  MutexLock lock(&mu_);
   std::vector<std::shared_ptr<Stream>> out;
-  for (const auto& [name, s] : m) out.push_back(s);
+  for (const auto& [name, s] : streams_) out.push_back(s);
   return out;
 }
-}  // namespace
 
 void StreamStore::Maintain(int64_t now_ms) {
-  for (const auto& stream : Snapshot(mu_, streams_)) {
+  for (const auto& stream : Snapshot()) {
     for (uint32_t i = 0; i < stream->streamlet_count(); ++i) {
       for (const auto& path :
            stream->streamlet(i)->Maintain(now_ms, options_.group_idle_close_ms)) {
@@ -227,7 +221,7 @@ void StreamStore::Maintain(int64_t now_ms) {
 
 int StreamStore::FlushAsync() {
   int failures = 0;
-  for (const auto& stream : Snapshot(mu_, streams_)) {
+  for (const auto& stream : Snapshot()) {
     if (stream->config().durability != Durability::kAsync) continue;
     for (uint32_t i = 0; i < stream->streamlet_count(); ++i) {
       Status s = stream->streamlet(i)->SyncDirty();
@@ -243,7 +237,7 @@ int StreamStore::FlushAsync() {
 
 uint64_t StreamStore::total_bytes() const {
   uint64_t total = 0;
-  for (const auto& stream : Snapshot(mu_, streams_)) {
+  for (const auto& stream : Snapshot()) {
     for (uint32_t i = 0; i < stream->streamlet_count(); ++i) total += stream->streamlet(i)->bytes();
   }
   return total;

@@ -8,10 +8,11 @@
 
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "nearstream/common/mutex.h"
+#include "nearstream/common/thread_annotations.h"
 #include "nearstream/storage/env.h"
 #include "nearstream/storage/stream.h"
 
@@ -28,29 +29,31 @@ class StreamStore {
   explicit StreamStore(StoreOptions options);
 
   // Creates the data directory layout and recovers every durable stream found in it.
-  Status Open(int64_t now_ms);
+  Status Open(int64_t now_ms) NS_EXCLUDES(mu_);
 
-  Status Create(const StreamConfig& config);
-  Status Delete(const std::string& name);
+  Status Create(const StreamConfig& config) NS_EXCLUDES(mu_);
+  Status Delete(const std::string& name) NS_EXCLUDES(mu_);
   // Null when there is no such stream.
-  std::shared_ptr<Stream> Find(const std::string& name) const;
-  std::vector<std::string> List() const;
+  std::shared_ptr<Stream> Find(const std::string& name) const NS_EXCLUDES(mu_);
+  std::vector<std::string> List() const NS_EXCLUDES(mu_);
 
   // Retention and idle-group closing for every stream; deletes the dropped segment files.
-  void Maintain(int64_t now_ms);
+  void Maintain(int64_t now_ms) NS_EXCLUDES(mu_);
   // fsyncs what async streams appended since the last call. Returns the number of failures.
-  int FlushAsync();
+  int FlushAsync() NS_EXCLUDES(mu_);
 
-  uint64_t total_bytes() const;
+  uint64_t total_bytes() const NS_EXCLUDES(mu_);
 
  private:
   std::string StreamDir(const std::string& name) const;
-  Status Recover(const std::string& name, int64_t now_ms);
+  Status Recover(const std::string& name, int64_t now_ms) NS_EXCLUDES(mu_);
+  // The streams at this moment, to work on without holding mu_.
+  std::vector<std::shared_ptr<Stream>> Snapshot() const NS_EXCLUDES(mu_);
 
   const StoreOptions options_;
-  mutable std::mutex mu_;
-  std::map<std::string, std::shared_ptr<Stream>> streams_;  // GUARDED_BY(mu_)
-  uint64_t deletions_ = 0;
+  mutable Mutex mu_;
+  std::map<std::string, std::shared_ptr<Stream>> streams_ NS_GUARDED_BY(mu_);
+  uint64_t deletions_ NS_GUARDED_BY(mu_) = 0;
 };
 
 // stream.meta is a small text file of key=value lines; exposed for tests.

@@ -38,19 +38,19 @@ class FaultInjectionEnv::File final : public WritableFile {
       : env_(env), path_(std::move(path)), base_(std::move(base)) {}
 
   Status Append(const uint8_t* data, size_t n) override {
-    std::lock_guard<std::mutex> lock(env_->mu_);
+    MutexLock lock(&env_->mu_);
     return env_->AppendLocked(path_, base_.get(), data, n);
   }
   Status Truncate(uint64_t size) override {
-    std::lock_guard<std::mutex> lock(env_->mu_);
+    MutexLock lock(&env_->mu_);
     return env_->TruncateLocked(path_, base_.get(), size);
   }
   Status Sync() override {
-    std::lock_guard<std::mutex> lock(env_->mu_);
+    MutexLock lock(&env_->mu_);
     return env_->SyncLocked(path_, base_.get());
   }
   uint64_t size() const override {
-    std::lock_guard<std::mutex> lock(env_->mu_);
+    MutexLock lock(&env_->mu_);
     return base_->size();
   }
 
@@ -104,7 +104,7 @@ Status FaultInjectionEnv::SyncLocked(const std::string& path, WritableFile* base
 
 Result<std::unique_ptr<WritableFile>> FaultInjectionEnv::OpenAppendable(const std::string& path) {
   const std::string p = Normalize(path);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (fail_open_) return Injected("open", p, EIO);
   const bool existed = base_->Exists(p);
   ASSIGN_OR_RETURN(auto base, base_->OpenAppendable(p));
@@ -120,7 +120,7 @@ Result<Bytes> FaultInjectionEnv::ReadFile(const std::string& path) { return base
 
 Status FaultInjectionEnv::WriteFileAtomically(const std::string& path, const Bytes& data) {
   const std::string p = Normalize(path);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   RETURN_IF_ERROR(base_->WriteFileAtomically(p, data));
   // The contract ends with an fsync of the file's directory: its new entries are durable now.
   const std::string dir = Parent(p);
@@ -134,7 +134,7 @@ Result<std::vector<std::string>> FaultInjectionEnv::ListDir(const std::string& p
 
 Status FaultInjectionEnv::CreateDirs(const std::string& path) {
   const std::string p = Normalize(path);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::vector<std::string> created;
   std::filesystem::path prefix;
   for (const auto& part : std::filesystem::path(p)) {
@@ -149,7 +149,7 @@ Status FaultInjectionEnv::CreateDirs(const std::string& path) {
 
 Status FaultInjectionEnv::RemoveFile(const std::string& path) {
   const std::string p = Normalize(path);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   RETURN_IF_ERROR(base_->RemoveFile(p));
   ForgetLocked(p, /*recursive=*/false);
   return Status::Ok();
@@ -157,7 +157,7 @@ Status FaultInjectionEnv::RemoveFile(const std::string& path) {
 
 Status FaultInjectionEnv::RemoveAll(const std::string& path) {
   const std::string p = Normalize(path);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   RETURN_IF_ERROR(base_->RemoveAll(p));
   ForgetLocked(p, /*recursive=*/true);
   return Status::Ok();
@@ -165,7 +165,7 @@ Status FaultInjectionEnv::RemoveAll(const std::string& path) {
 
 Status FaultInjectionEnv::Rename(const std::string& from, const std::string& to) {
   const std::string f = Normalize(from), t = Normalize(to);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   RETURN_IF_ERROR(base_->Rename(f, t));
   auto moved = [&](const std::string& p) { return t + p.substr(f.size()); };
   std::map<std::string, FileState> files;
@@ -183,7 +183,7 @@ Status FaultInjectionEnv::Rename(const std::string& from, const std::string& to)
 
 Status FaultInjectionEnv::SyncDir(const std::string& path) {
   const std::string p = Normalize(path);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (fail_sync_dir_) return Injected("fsync dir", p, EIO);
   RETURN_IF_ERROR(base_->SyncDir(p));
   std::erase_if(new_entries_, [&](const std::string& e) { return Parent(e) == p; });
@@ -193,23 +193,23 @@ Status FaultInjectionEnv::SyncDir(const std::string& path) {
 bool FaultInjectionEnv::Exists(const std::string& path) { return base_->Exists(path); }
 
 void FaultInjectionEnv::SetSpaceBudget(int64_t bytes, bool torn) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   space_budget_ = bytes < 0 ? -1 : bytes;
   torn_writes_ = torn;
 }
 
 void FaultInjectionEnv::SetSyncFailure(bool fail) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   fail_sync_ = fail;
 }
 
 void FaultInjectionEnv::SetOpenAppendableFailure(bool fail) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   fail_open_ = fail;
 }
 
 void FaultInjectionEnv::SetSyncDirFailure(bool fail) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   fail_sync_dir_ = fail;
 }
 
@@ -231,7 +231,7 @@ Status FaultInjectionEnv::CutFileLocked(const std::string& path, uint64_t size) 
 }
 
 Status FaultInjectionEnv::DropUnsyncedData(uint64_t keep_unsynced_bytes) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   for (auto it = files_.begin(); it != files_.end();) {
     if (!base_->Exists(it->first)) {
       it = files_.erase(it);
@@ -246,7 +246,7 @@ Status FaultInjectionEnv::DropUnsyncedData(uint64_t keep_unsynced_bytes) {
 }
 
 Status FaultInjectionEnv::DropUnsyncedDirEntries() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   // Sorted, so a directory comes before what lies below it and takes it along.
   std::set<std::string> entries = std::move(new_entries_);
   new_entries_.clear();
@@ -262,10 +262,10 @@ Status FaultInjectionEnv::DropUnsyncedDirEntries() {
 
 Status FaultInjectionEnv::CorruptUnsyncedTail(const std::string& path, const Bytes& garbage) {
   const std::string p = Normalize(path);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = files_.find(p);
   if (it == files_.end()) {
-    return Status(StatusCode::kInvalidArgument, "CorruptUnsyncedTail: " + p + " is not tracked");
+    return Status::InvalidArgument("CorruptUnsyncedTail: " + p + " is not tracked");
   }
   const uint64_t synced = it->second.synced;
   RETURN_IF_ERROR(CutFileLocked(p, synced));
@@ -276,19 +276,19 @@ Status FaultInjectionEnv::CorruptUnsyncedTail(const std::string& path, const Byt
 }
 
 uint64_t FaultInjectionEnv::SyncedSize(const std::string& path) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = files_.find(Normalize(path));
   return it == files_.end() ? 0 : it->second.synced;
 }
 
 uint64_t FaultInjectionEnv::FileSize(const std::string& path) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = files_.find(Normalize(path));
   return it == files_.end() ? 0 : it->second.size;
 }
 
 std::vector<std::string> FaultInjectionEnv::TrackedFiles() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::vector<std::string> out;
   for (const auto& [p, state] : files_) {
     if (base_->Exists(p)) out.push_back(p);
@@ -297,7 +297,7 @@ std::vector<std::string> FaultInjectionEnv::TrackedFiles() const {
 }
 
 int FaultInjectionEnv::sync_count() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return sync_count_;
 }
 

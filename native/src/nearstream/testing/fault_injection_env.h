@@ -18,11 +18,12 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "nearstream/common/mutex.h"
+#include "nearstream/common/thread_annotations.h"
 #include "nearstream/storage/env.h"
 
 namespace nearstream::storage {
@@ -91,25 +92,27 @@ class FaultInjectionEnv final : public Env {
     uint64_t synced = 0;  // bytes known durable
   };
 
-  // Called by File with mu_ held.
-  Status AppendLocked(const std::string& path, WritableFile* base, const uint8_t* data, size_t n);
-  Status TruncateLocked(const std::string& path, WritableFile* base, uint64_t size);
-  Status SyncLocked(const std::string& path, WritableFile* base);
+  // Called by File.
+  Status AppendLocked(const std::string& path, WritableFile* base, const uint8_t* data, size_t n)
+      NS_REQUIRES(mu_);
+  Status TruncateLocked(const std::string& path, WritableFile* base, uint64_t size)
+      NS_REQUIRES(mu_);
+  Status SyncLocked(const std::string& path, WritableFile* base) NS_REQUIRES(mu_);
 
-  void NoteNewEntryLocked(const std::string& path);
-  void ForgetLocked(const std::string& path, bool recursive);
-  Status CutFileLocked(const std::string& path, uint64_t size);
+  void NoteNewEntryLocked(const std::string& path) NS_REQUIRES(mu_);
+  void ForgetLocked(const std::string& path, bool recursive) NS_REQUIRES(mu_);
+  Status CutFileLocked(const std::string& path, uint64_t size) NS_REQUIRES(mu_);
 
   Env* const base_;
-  mutable std::mutex mu_;
-  std::map<std::string, FileState> files_;  // GUARDED_BY(mu_)
-  std::set<std::string> new_entries_;       // GUARDED_BY(mu_): created, parent not yet synced
-  int64_t space_budget_ = -1;               // GUARDED_BY(mu_)
-  bool torn_writes_ = false;                // GUARDED_BY(mu_)
-  bool fail_sync_ = false;                  // GUARDED_BY(mu_)
-  bool fail_open_ = false;                  // GUARDED_BY(mu_)
-  bool fail_sync_dir_ = false;              // GUARDED_BY(mu_)
-  int sync_count_ = 0;                      // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  std::map<std::string, FileState> files_ NS_GUARDED_BY(mu_);
+  std::set<std::string> new_entries_ NS_GUARDED_BY(mu_);  // created, parent not yet synced
+  int64_t space_budget_ NS_GUARDED_BY(mu_) = -1;
+  bool torn_writes_ NS_GUARDED_BY(mu_) = false;
+  bool fail_sync_ NS_GUARDED_BY(mu_) = false;
+  bool fail_open_ NS_GUARDED_BY(mu_) = false;
+  bool fail_sync_dir_ NS_GUARDED_BY(mu_) = false;
+  int sync_count_ NS_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace nearstream::storage

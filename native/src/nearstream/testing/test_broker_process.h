@@ -32,6 +32,7 @@
 #include <thread>
 #include <vector>
 
+#include "nearstream/common/clock.h"
 #include "nearstream/common/status.h"
 
 namespace nearstream::testing {
@@ -96,12 +97,6 @@ struct ProcessResult {
 };
 
 namespace internal {
-
-inline int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 inline int DecodeWaitStatus(int status) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);
@@ -173,10 +168,10 @@ inline ProcessResult RunProcess(std::vector<std::string> argv, const std::string
     in_fd = -1;
   }
   int out_fd = out_pipe[0], err_fd = err_pipe[0];
-  const int64_t deadline = internal::NowMs() + timeout_ms;
+  const int64_t deadline = MonotonicNowMs() + timeout_ms;
   char buf[65536];
   while (out_fd >= 0 || err_fd >= 0) {
-    int64_t left = deadline - internal::NowMs();
+    int64_t left = deadline - MonotonicNowMs();
     if (left <= 0) {
       result.timed_out = true;
       kill(pid, SIGKILL);
@@ -240,7 +235,7 @@ class TestBroker {
     static const bool swept = (TempDir::SweepStale(), true);  // once per test process
     (void)swept;
     std::unique_ptr<TestBroker> b(new TestBroker(std::move(options)));
-    if (!b->temp_.ok()) return Status(StatusCode::kIoError, "cannot create a temp dir");
+    if (!b->temp_.ok()) return Status::IoError("cannot create a temp dir");
     if (b->options_.data_dir.empty()) b->options_.data_dir = b->temp_.path() + "/data";
     RETURN_IF_ERROR(b->Launch());
     return b;
@@ -263,12 +258,12 @@ class TestBroker {
   int Stop(int signal = SIGTERM, int timeout_ms = 10000) {
     if (pid_ <= 0) return exit_code_;
     kill(pid_, signal);
-    const int64_t deadline = internal::NowMs() + timeout_ms;
+    const int64_t deadline = MonotonicNowMs() + timeout_ms;
     int status = 0;
     for (;;) {
       pid_t r = waitpid(pid_, &status, WNOHANG);
       if (r == pid_ || (r < 0 && errno != EINTR)) break;
-      if (internal::NowMs() >= deadline) {
+      if (MonotonicNowMs() >= deadline) {
         kill(pid_, SIGKILL);
         waitpid(pid_, &status, 0);
         break;
@@ -327,15 +322,14 @@ class TestBroker {
     if (pid < 0) return Status::FromErrno(StatusCode::kIoError, "fork", errno);
     pid_ = pid;
 
-    const int64_t deadline = internal::NowMs() + options_.start_timeout_ms;
-    while (internal::NowMs() < deadline) {
+    const int64_t deadline = MonotonicNowMs() + options_.start_timeout_ms;
+    while (MonotonicNowMs() < deadline) {
       int status = 0;
       if (waitpid(pid_, &status, WNOHANG) == pid_) {
         pid_ = -1;
         exit_code_ = internal::DecodeWaitStatus(status);
-        return Status(StatusCode::kIoError, "nearstreamd exited with code " +
-                                                std::to_string(exit_code_) +
-                                                " before listening; its output:\n" + log());
+        return Status::IoError("nearstreamd exited with code " + std::to_string(exit_code_) +
+                               " before listening; its output:\n" + log());
       }
       std::string text = internal::ReadFile(port_file);
       if (!text.empty() && text.back() == '\n') {
@@ -350,9 +344,9 @@ class TestBroker {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     Kill();
-    return Status(StatusCode::kIoError, "nearstreamd wrote no port file within " +
-                                            std::to_string(options_.start_timeout_ms) +
-                                            " ms; its output:\n" + log());
+    return Status::IoError("nearstreamd wrote no port file within " +
+                           std::to_string(options_.start_timeout_ms) + " ms; its output:\n" +
+                           log());
   }
 
   Options options_;
