@@ -29,8 +29,8 @@ Extent Measure(uint64_t rows, uint64_t data_bytes, uint64_t chunks) {
 }
 
 Status Corrupt(const SlotChunk& c, const std::string& why) {
-  return Status(StatusCode::kCorruptChunk, "chunk at streamlet " + std::to_string(c.streamlet) +
-                                               " position " + c.position.ToString() + ": " + why);
+  return Status::CorruptChunk("chunk at streamlet " + std::to_string(c.streamlet) + " position " +
+                              c.position.ToString() + ": " + why);
 }
 
 }  // namespace
@@ -54,7 +54,7 @@ SlotLayout ComputeArrowSlotLayout(uint32_t rows, uint64_t data_bytes, uint32_t c
 
 Result<SlotFill> WriteArrowSlot(std::span<const SlotChunk> chunks, uint8_t* payload,
                                 uint32_t slot_bytes) {
-  if (chunks.empty()) return Status(StatusCode::kInvalidArgument, "no chunks to write");
+  if (chunks.empty()) return Status::InvalidArgument("no chunks to write");
 
   // 1. The longest prefix that fits.
   uint64_t rows = 0;
@@ -67,11 +67,10 @@ Result<SlotFill> WriteArrowSlot(std::span<const SlotChunk> chunks, uint8_t* payl
     const uint64_t d = data_bytes + (c.header.payload_length - prefixes);
     if (Measure(r, d, n + 1).total > slot_bytes) {
       if (n == 0) {
-        return Status(StatusCode::kChunkTooLarge,
-                      "chunk of " + std::to_string(c.header.total_size()) + " bytes (" +
-                          std::to_string(Measure(r, d, 1).total) +
-                          " as a slot) does not fit a slot of " + std::to_string(slot_bytes) +
-                          " bytes");
+        return Status::ChunkTooLarge("chunk of " + std::to_string(c.header.total_size()) +
+                                     " bytes (" + std::to_string(Measure(r, d, 1).total) +
+                                     " as a slot) does not fit a slot of " +
+                                     std::to_string(slot_bytes) + " bytes");
       }
       break;
     }
@@ -115,7 +114,7 @@ Result<SlotFill> WriteArrowSlot(std::span<const SlotChunk> chunks, uint8_t* payl
                             std::to_string(c.header.record_count));
     }
   }
-  if (out != data_end) return Status(StatusCode::kCorruptChunk, "record bytes do not add up");
+  if (out != data_end) return Status::CorruptChunk("record bytes do not add up");
   std::memset(payload + l.offsets_offset + l.offsets_length, 0,
               l.data_offset - (l.offsets_offset + l.offsets_length));
   std::memset(out, 0, l.chunk_map_offset - (l.data_offset + l.data_length));

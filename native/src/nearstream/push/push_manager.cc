@@ -33,8 +33,6 @@ constexpr auto kSleepTimeout = std::chrono::milliseconds(50);
 // When rings of several regions are full the thread can sleep on one doorbell only.
 constexpr auto kShortSleepTimeout = std::chrono::milliseconds(5);
 
-Status Invalid(const std::string& message) { return Status(StatusCode::kInvalidArgument, message); }
-
 }  // namespace
 
 struct PushManager::Split {
@@ -74,14 +72,15 @@ struct PushManager::Subscription {
 struct PushManager::Thread {
   int index = 0;
   std::thread thread;
-  std::mutex mu;
-  std::vector<std::shared_ptr<Subscription>> subs;  // GUARDED_BY(mu)
-  std::atomic<bool> dirty{true};                    // subs or a pending update changed
+  Mutex mu;
+  std::vector<std::shared_ptr<Subscription>> subs NS_GUARDED_BY(mu);
+  std::atomic<bool> dirty{true};  // subs or a pending update changed
 
   // Sleeping: the word the thread futex-waits on (its own bell or a region's release doorbell).
-  std::mutex wake_mu;
-  uint32_t* sleep_word = nullptr;                // GUARDED_BY(wake_mu)
-  std::vector<const storage::Stream*> watching;  // GUARDED_BY(wake_mu): streams it serves
+  Mutex wake_mu;
+  uint32_t* sleep_word NS_GUARDED_BY(wake_mu) = nullptr;
+  // The streams it serves.
+  std::vector<const storage::Stream*> watching NS_GUARDED_BY(wake_mu);
   std::atomic<uint32_t> waiting{0};
   alignas(64) uint32_t bell = 0;
   uint32_t bell_flag = 0;
@@ -112,13 +111,14 @@ PushManager::PushManager(PushOptions options, storage::StreamStore* store)
 PushManager::~PushManager() { Stop(); }
 
 Status PushManager::Start() {
-  if (options_.threads < 1) return Invalid("--push-threads must be at least 1");
+  if (options_.threads < 1) return Status::InvalidArgument("--push-threads must be at least 1");
   if (options_.linger_us > kMaxPushLingerUs) {
-    return Invalid("--push-linger-us must be at most " + std::to_string(kMaxPushLingerUs));
+    return Status::InvalidArgument("--push-linger-us must be at most " +
+                                   std::to_string(kMaxPushLingerUs));
   }
   if (options_.nice < 0 || options_.nice > kMaxPushNice) {
     // Negative values need CAP_SYS_NICE and would let delivery starve appends.
-    return Invalid("--push-nice must be 0 to " + std::to_string(kMaxPushNice));
+    return Status::InvalidArgument("--push-nice must be 0 to " + std::to_string(kMaxPushNice));
   }
   if (started_) return Status::Ok();
   started_ = true;
@@ -140,7 +140,7 @@ void PushManager::Stop() {
   }
   std::vector<std::shared_ptr<Subscription>> all;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     for (auto& [id, sub] : subs_) all.push_back(sub);
     subs_.clear();
   }
@@ -152,7 +152,7 @@ PushManager::Thread* PushManager::ThreadOf(uint64_t subscription_id) const {
 }
 
 size_t PushManager::subscriptions() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return subs_.size();
 }
 
@@ -167,14 +167,14 @@ Status PushManager::ResolveRings(storage::Stream* stream, const std::vector<Ring
     for (const SplitStart& ps : rings[i].splits) {
       storage::Streamlet* s = stream->streamlet(ps.streamlet);
       if (s == nullptr) {
-        return Status(StatusCode::kStreamletNotFound,
-                      "stream '" + stream->config().name + "' has no streamlet " +
-                          std::to_string(ps.streamlet) + " (it has " +
-                          std::to_string(stream->streamlet_count()) + ")");
+        return Status::StreamletNotFound("stream '" + stream->config().name +
+                                         "' has no streamlet " + std::to_string(ps.streamlet) +
+                                         " (it has " + std::to_string(stream->streamlet_count()) +
+                                         ")");
       }
       if (!seen.insert(ps.streamlet).second) {
-        return Invalid("streamlet " + std::to_string(ps.streamlet) +
-                       " is in more than one split of the subscription");
+        return Status::InvalidArgument("streamlet " + std::to_string(ps.streamlet) +
+                                       " is in more than one split of the subscription");
       }
       Split split;
       split.streamlet = ps.streamlet;
@@ -190,7 +190,7 @@ Status PushManager::ResolveRings(storage::Stream* stream, const std::vector<Ring
 Result<Subscribed> PushManager::Subscribe(uint64_t conn_id, const SubscriptionSpec& spec) {
   subscribe_requests_.fetch_add(1, std::memory_order_relaxed);
   if (stopping_.load(std::memory_order_acquire)) {
-    return Status(StatusCode::kShuttingDown, "the broker is shutting down");
+    return Status::ShuttingDown("the broker is shutting down");
   }
   RegionGeometry g;
   g.ring_count = static_cast<uint32_t>(spec.rings.size());
@@ -198,35 +198,37 @@ Result<Subscribed> PushManager::Subscribe(uint64_t conn_id, const SubscriptionSp
   g.slot_bytes = spec.slot_bytes;
   if (g.slots_per_ring < NS_SHM_MIN_SLOTS_PER_RING ||
       g.slots_per_ring > NS_SHM_MAX_SLOTS_PER_RING) {
-    return Invalid("slots_per_ring must be in " + std::to_string(NS_SHM_MIN_SLOTS_PER_RING) + ".." +
-                   std::to_string(NS_SHM_MAX_SLOTS_PER_RING) + ", not " +
-                   std::to_string(g.slots_per_ring));
+    return Status::InvalidArgument(
+        "slots_per_ring must be in " + std::to_string(NS_SHM_MIN_SLOTS_PER_RING) + ".." +
+        std::to_string(NS_SHM_MAX_SLOTS_PER_RING) + ", not " + std::to_string(g.slots_per_ring));
   }
   if (g.slot_bytes < NS_SHM_MIN_SLOT_BYTES || g.slot_bytes > NS_SHM_MAX_PUSH_SLOT_BYTES ||
       g.slot_bytes % NS_SHM_BUFFER_ALIGNMENT != 0) {
-    return Invalid("slot_bytes must be a multiple of " + std::to_string(NS_SHM_BUFFER_ALIGNMENT) +
-                   " in " + std::to_string(NS_SHM_MIN_SLOT_BYTES >> 10) + " KiB.." +
-                   std::to_string(NS_SHM_MAX_PUSH_SLOT_BYTES >> 20) + " MiB, not " +
-                   std::to_string(g.slot_bytes));
+    return Status::InvalidArgument("slot_bytes must be a multiple of " +
+                                   std::to_string(NS_SHM_BUFFER_ALIGNMENT) + " in " +
+                                   std::to_string(NS_SHM_MIN_SLOT_BYTES >> 10) + " KiB.." +
+                                   std::to_string(NS_SHM_MAX_PUSH_SLOT_BYTES >> 20) + " MiB, not " +
+                                   std::to_string(g.slot_bytes));
   }
   if (spec.rings.empty() || spec.rings.size() > NS_SHM_MAX_RINGS) {
-    return Invalid("ring_count must be in 1.." + std::to_string(NS_SHM_MAX_RINGS) + ", not " +
-                   std::to_string(spec.rings.size()));
+    return Status::InvalidArgument("ring_count must be in 1.." + std::to_string(NS_SHM_MAX_RINGS) +
+                                   ", not " + std::to_string(spec.rings.size()));
   }
   if (g.region_bytes() > NS_SHM_MAX_REGION_BYTES) {
-    return Invalid("the region would take " + std::to_string(g.region_bytes()) +
-                   " bytes, more than " + std::to_string(NS_SHM_MAX_REGION_BYTES >> 30) + " GiB");
+    return Status::InvalidArgument("the region would take " + std::to_string(g.region_bytes()) +
+                                   " bytes, more than " +
+                                   std::to_string(NS_SHM_MAX_REGION_BYTES >> 30) + " GiB");
   }
   std::shared_ptr<storage::Stream> stream = store_->Find(spec.stream);
   if (stream == nullptr || stream->deleted()) {
-    return Status(StatusCode::kStreamNotFound, "stream '" + spec.stream + "' does not exist");
+    return Status::StreamNotFound("stream '" + spec.stream + "' does not exist");
   }
   std::vector<std::vector<Split>> splits;
   RETURN_IF_ERROR(ResolveRings(stream.get(), spec.rings, &splits));
 
   auto sub = std::make_shared<Subscription>();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     sub->id = next_id_++;
   }
   sub->conn_id = conn_id;
@@ -241,8 +243,7 @@ Result<Subscribed> PushManager::Subscribe(uint64_t conn_id, const SubscriptionSp
   co.broker_epoch = options_.broker_epoch;
   Result<std::unique_ptr<ShmRegion>> region = ShmRegion::Create(co);
   if (!region.ok()) {
-    return Status(StatusCode::kStorageError,
-                  "cannot create push region: " + region.status().message());
+    return Status::StorageError("cannot create push region: " + region.status().message());
   }
   sub->region = std::move(*region);
   const uint64_t now = MonotonicNowNs();
@@ -261,15 +262,15 @@ Result<Subscribed> PushManager::Subscribe(uint64_t conn_id, const SubscriptionSp
   response.region_path = sub->region->path();
   response.region_bytes = sub->region->size();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (stopping_.load(std::memory_order_acquire)) {
       sub->region->MarkClosed();
       (void)sub->region->Unlink();
-      return Status(StatusCode::kShuttingDown, "the broker is shutting down");
+      return Status::ShuttingDown("the broker is shutting down");
     }
     subs_.emplace(sub->id, sub);
     Thread* t = ThreadOf(sub->id);
-    std::lock_guard<std::mutex> tlock(t->mu);
+    MutexLock tlock(&t->mu);
     t->subs.push_back(sub);
   }
   Kick(ThreadOf(sub->id));
@@ -280,23 +281,24 @@ Status PushManager::Update(uint64_t conn_id, uint64_t subscription_id,
                            const std::vector<RingSpec>& rings) {
   std::shared_ptr<Subscription> sub;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     auto it = subs_.find(subscription_id);
     if (it != subs_.end() && it->second->conn_id == conn_id) sub = it->second;
   }
   if (sub == nullptr) {
-    return Invalid("no push subscription " + std::to_string(subscription_id) +
-                   " on this connection");
+    return Status::InvalidArgument("no push subscription " + std::to_string(subscription_id) +
+                                   " on this connection");
   }
   if (rings.size() != sub->region->geometry().ring_count) {
-    return Invalid("the subscription has " + std::to_string(sub->region->geometry().ring_count) +
-                   " rings, the update names " + std::to_string(rings.size()));
+    return Status::InvalidArgument("the subscription has " +
+                                   std::to_string(sub->region->geometry().ring_count) +
+                                   " rings, the update names " + std::to_string(rings.size()));
   }
   std::vector<std::vector<Split>> splits;
   RETURN_IF_ERROR(ResolveRings(sub->stream.get(), rings, &splits));
   Thread* t = ThreadOf(sub->id);
   {
-    std::lock_guard<std::mutex> lock(t->mu);
+    MutexLock lock(&t->mu);
     if (sub->has_pending) FoldQueuedUpdate(sub->pending, &splits);
     sub->has_pending = true;
     sub->pending = std::move(splits);
@@ -310,7 +312,7 @@ Status PushManager::Update(uint64_t conn_id, uint64_t subscription_id,
 Status PushManager::Close(uint64_t conn_id, uint64_t subscription_id) {
   std::shared_ptr<Subscription> sub;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     auto it = subs_.find(subscription_id);
     if (it != subs_.end() && it->second->conn_id == conn_id) {
       sub = it->second;
@@ -318,8 +320,8 @@ Status PushManager::Close(uint64_t conn_id, uint64_t subscription_id) {
     }
   }
   if (sub == nullptr) {
-    return Invalid("no push subscription " + std::to_string(subscription_id) +
-                   " on this connection");
+    return Status::InvalidArgument("no push subscription " + std::to_string(subscription_id) +
+                                   " on this connection");
   }
   EndSubscription(sub);
   return Status::Ok();
@@ -328,7 +330,7 @@ Status PushManager::Close(uint64_t conn_id, uint64_t subscription_id) {
 void PushManager::ConnectionClosed(uint64_t conn_id) {
   std::vector<std::shared_ptr<Subscription>> ended;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     for (auto it = subs_.begin(); it != subs_.end();) {
       if (it->second->conn_id == conn_id) {
         ended.push_back(it->second);
@@ -348,7 +350,7 @@ void PushManager::EndSubscription(const std::shared_ptr<Subscription>& sub) {
   if (!s.ok()) NS_LOG(kWarning) << "push subscription " << sub->id << ": " << s.ToString();
   Thread* t = ThreadOf(sub->id);
   {
-    std::lock_guard<std::mutex> lock(t->mu);
+    MutexLock lock(&t->mu);
     t->subs.erase(std::remove(t->subs.begin(), t->subs.end(), sub), t->subs.end());
   }
   Kick(t);
@@ -359,7 +361,7 @@ void PushManager::EndSubscription(const std::shared_ptr<Subscription>& sub) {
 void PushManager::Kick(Thread* t) {
   t->dirty.store(true, std::memory_order_seq_cst);
   if (t->waiting.load(std::memory_order_seq_cst) == 0) return;
-  std::lock_guard<std::mutex> lock(t->wake_mu);
+  MutexLock lock(&t->wake_mu);
   if (t->sleep_word != nullptr) {
     std::atomic_ref<uint32_t>(*t->sleep_word).fetch_add(1, std::memory_order_seq_cst);
     (void)FutexWake(t->sleep_word, INT32_MAX);
@@ -372,7 +374,7 @@ void PushManager::NotifyAppend(const storage::Stream* stream) {
   if (sleepers_.load(std::memory_order_seq_cst) == 0) return;
   for (auto& t : threads_) {
     if (t->waiting.load(std::memory_order_seq_cst) == 0) continue;
-    std::lock_guard<std::mutex> lock(t->wake_mu);
+    MutexLock lock(&t->wake_mu);
     // Only a thread that serves the stream has anything to do with the append.
     if (std::find(t->watching.begin(), t->watching.end(), stream) == t->watching.end()) continue;
     if (t->sleep_word != nullptr) {
@@ -420,7 +422,7 @@ void PushManager::ThreadLoop(Thread* t) {
   uint64_t last_heartbeat = 0;
   while (!stopping_.load(std::memory_order_acquire)) {
     if (t->dirty.exchange(false, std::memory_order_seq_cst)) {
-      std::lock_guard<std::mutex> lock(t->mu);
+      MutexLock lock(&t->mu);
       subs = t->subs;
       for (auto& sub : subs) {
         if (sub->has_pending) ApplyUpdate(sub.get());
@@ -513,7 +515,7 @@ bool PushManager::FillRing(Thread* t, Subscription* sub, Ring* ring, bool* small
             off += h->total_size();
           }
         });
-    if (!read.ok() && read.status().code() == StatusCode::kDataLoss) {
+    if (!read.ok() && read.status().IsDataLoss()) {
       // A damaged range goes to the reader as a marker slot of its own: when this split comes
       // first in a pass (the round-robin start moves every pass).
       if (!t->chunks.empty()) continue;
@@ -552,7 +554,7 @@ bool PushManager::FillRing(Thread* t, Subscription* sub, Ring* ring, bool* small
   if (t->chunks.empty()) return false;
 
   Result<SlotFill> fill = WriteArrowSlot(t->chunks, payload, slot_bytes);
-  if (!fill.ok() && fill.status().code() == StatusCode::kChunkTooLarge) {
+  if (!fill.ok() && fill.status().IsChunkTooLarge()) {
     // The first chunk alone does not fit an empty slot: the reader fetches it by its position
     // (a marker slot in its place keeps the split's order); the rest waits for the next pass.
     const SlotChunk& big = t->chunks.front();
@@ -629,7 +631,7 @@ void PushManager::Sleep(Thread* t, std::vector<std::shared_ptr<Subscription>>& s
   }
   if (full_regions > 1) timeout = kShortSleepTimeout;
   {
-    std::lock_guard<std::mutex> lock(t->wake_mu);
+    MutexLock lock(&t->wake_mu);
     t->sleep_word = word;
     t->watching.clear();
     for (auto& sub : subs) {
@@ -655,7 +657,7 @@ void PushManager::Sleep(Thread* t, std::vector<std::shared_ptr<Subscription>>& s
   sleepers_.fetch_sub(1, std::memory_order_seq_cst);
   t->waiting.store(0, std::memory_order_seq_cst);
   {
-    std::lock_guard<std::mutex> lock(t->wake_mu);
+    MutexLock lock(&t->wake_mu);
     t->sleep_word = nullptr;
     t->watching.clear();
   }

@@ -31,6 +31,7 @@
 #include <utility>
 #include <vector>
 
+#include "nearstream/common/mutex.h"
 #include "nearstream/common/status.h"
 #include "nearstream/push/shm_region.h"
 #include "nearstream/push/subscription_spec.h"
@@ -127,9 +128,9 @@ class PushManager {
   std::atomic<bool> stopping_{false};
   bool started_ = false;
 
-  mutable std::mutex mu_;
-  std::unordered_map<uint64_t, std::shared_ptr<Subscription>> subs_;  // GUARDED_BY(mu_)
-  uint64_t next_id_ = 1;                                              // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  std::unordered_map<uint64_t, std::shared_ptr<Subscription>> subs_ NS_GUARDED_BY(mu_);
+  uint64_t next_id_ NS_GUARDED_BY(mu_) = 1;
 
   std::atomic<uint32_t> sleepers_{0};  // push threads inside Sleep()
 

@@ -46,32 +46,25 @@ void InitializeRegion(uint8_t* base, const RegionGeometry& g, uint64_t broker_ep
 
 Status CheckField(const char* name, uint64_t got, uint64_t want) {
   if (got == want) return Status::Ok();
-  return Status(StatusCode::kInvalidArgument, std::string("shm region: ") + name + " is " +
-                                                  std::to_string(got) + ", expected " +
-                                                  std::to_string(want));
+  return Status::InvalidArgument(std::string("shm region: ") + name + " is " + std::to_string(got) +
+                                 ", expected " + std::to_string(want));
 }
 
 }  // namespace
 
 Status RegionGeometry::Validate() const {
   if (ring_count == 0 || slots_per_ring == 0 || slot_bytes == 0) {
-    return Status(StatusCode::kInvalidArgument, "shm region: counts and slot_bytes must be > 0");
+    return Status::InvalidArgument("shm region: counts and slot_bytes must be > 0");
   }
   if (slot_bytes % NS_SHM_BUFFER_ALIGNMENT != 0 || slot_bytes > NS_SHM_MAX_SLOT_BYTES) {
-    return Status(StatusCode::kInvalidArgument,
-                  "shm region: slot_bytes must be a multiple of 64 and at most 1 GiB, got " +
-                      std::to_string(slot_bytes));
+    return Status::InvalidArgument(
+        "shm region: slot_bytes must be a multiple of 64 and at most 1 GiB, got " +
+        std::to_string(slot_bytes));
   }
   if (slots_per_ring > (1u << 20) || region_bytes() > kMaxRegionBytes) {
-    return Status(StatusCode::kInvalidArgument, "shm region: geometry too large");
+    return Status::InvalidArgument("shm region: geometry too large");
   }
   return Status::Ok();
-}
-
-uint64_t MonotonicNowNs() {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return uint64_t(ts.tv_sec) * 1'000'000'000u + uint64_t(ts.tv_nsec);
 }
 
 ShmRegion::ShmRegion(std::string path, int fd, uint8_t* base, uint64_t size,
@@ -101,7 +94,7 @@ Status ShmRegion::Unlink() {
 Result<std::unique_ptr<ShmRegion>> ShmRegion::Create(const CreateOptions& options) {
   RETURN_IF_ERROR(options.geometry.Validate());
   if (options.name.empty() || options.name.find('/') != std::string::npos) {
-    return Status(StatusCode::kInvalidArgument, "shm region: bad file name '" + options.name + "'");
+    return Status::InvalidArgument("shm region: bad file name '" + options.name + "'");
   }
   const std::string path = options.dir + "/" + options.name;
   const RegionGeometry& g = options.geometry;
@@ -145,8 +138,8 @@ Result<std::unique_ptr<ShmRegion>> ShmRegion::Open(const std::string& path) {
   const uint64_t size = static_cast<uint64_t>(st.st_size);
   if (size < NS_SHM_HEADER_BYTES) {
     close(fd);
-    return Status(StatusCode::kInvalidArgument,
-                  "shm region: " + path + " is " + std::to_string(size) + " bytes, not ready");
+    return Status::InvalidArgument("shm region: " + path + " is " + std::to_string(size) +
+                                   " bytes, not ready");
   }
   void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (p == MAP_FAILED) {
@@ -160,13 +153,13 @@ Result<std::unique_ptr<ShmRegion>> ShmRegion::Open(const std::string& path) {
   Status s = [&]() -> Status {
     const uint64_t magic = Word(h->magic).load(std::memory_order_acquire);
     if (magic != NS_SHM_MAGIC) {
-      return Status(StatusCode::kInvalidArgument,
-                    "shm region: " + path + " has no magic (not a region, or not initialized yet)");
+      return Status::InvalidArgument("shm region: " + path +
+                                     " has no magic (not a region, or not initialized yet)");
     }
     if (h->layout_version != NS_SHM_LAYOUT_VERSION) {
-      return Status(StatusCode::kUnsupportedVersion,
-                    "shm region: layout version " + std::to_string(h->layout_version) +
-                        ", this build speaks " + std::to_string(NS_SHM_LAYOUT_VERSION));
+      return Status::UnsupportedVersion("shm region: layout version " +
+                                        std::to_string(h->layout_version) + ", this build speaks " +
+                                        std::to_string(NS_SHM_LAYOUT_VERSION));
     }
     g = RegionGeometry{h->ring_count, h->slots_per_ring, h->slot_bytes};
     RETURN_IF_ERROR(g.Validate());

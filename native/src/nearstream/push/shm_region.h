@@ -15,6 +15,7 @@
 #include <memory>
 #include <string>
 
+#include "nearstream/common/clock.h"
 #include "nearstream/common/status.h"
 #include "nearstream/shm_layout.h"
 
@@ -37,8 +38,8 @@ struct RegionGeometry {
   Status Validate() const;
 };
 
-// CLOCK_MONOTONIC in nanoseconds: the clock of every heartbeat in the region.
-uint64_t MonotonicNowNs();
+// CLOCK_MONOTONIC in nanoseconds (common/clock.h): the clock of every heartbeat in the region.
+using nearstream::MonotonicNowNs;
 
 class ShmRegion {
  public:

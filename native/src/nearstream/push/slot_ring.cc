@@ -112,11 +112,11 @@ RingConsumer::RingConsumer(ShmRegion* region, uint32_t ring, uint32_t generation
 
 Result<RingConsumer> RingConsumer::Attach(ShmRegion* region, uint32_t ring, uint64_t now_ns) {
   if (ring >= region->geometry().ring_count) {
-    return Status(StatusCode::kInvalidArgument, "ring " + std::to_string(ring) + " out of range");
+    return Status::InvalidArgument("ring " + std::to_string(ring) + " out of range");
   }
   ns_shm_ring_header* r = region->ring(ring);
   if (Word(r->state).load(std::memory_order_acquire) != NS_SHM_RING_ACTIVE) {
-    return Status(StatusCode::kInvalidArgument, "ring " + std::to_string(ring) + " is not active");
+    return Status::InvalidArgument("ring " + std::to_string(ring) + " is not active");
   }
   RingConsumer c(region, ring, Word(r->generation).load(std::memory_order_relaxed),
                  Word(r->base_position).load(std::memory_order_relaxed));

@@ -132,9 +132,9 @@ Result<AppendOutcome> Streamlet::Append(const uint8_t* chunk, const ChunkHeader&
                                         int64_t now_ms) {
   const uint32_t size = header.total_size();
   if (size > config_->segment_bytes) {
-    return Status(StatusCode::kChunkTooLarge, "chunk of " + std::to_string(size) +
-                                                  " bytes does not fit in a segment of " +
-                                                  std::to_string(config_->segment_bytes));
+    return Status::ChunkTooLarge("chunk of " + std::to_string(size) +
+                                 " bytes does not fit in a segment of " +
+                                 std::to_string(config_->segment_bytes));
   }
   // A producer always maps to the same slot, so its sequence state lives there, under the
   // slot's lock, and producers of different slots append in parallel (see streamlet.h).
@@ -146,10 +146,9 @@ Result<AppendOutcome> Streamlet::Append(const uint8_t* chunk, const ChunkHeader&
       const ProducerState& p = it->second;
       if (header.sequence <= p.last_sequence) return AppendOutcome{p.Lookup(header.sequence), true};
       if (header.sequence != p.last_sequence + 1) {
-        return Status(StatusCode::kOutOfOrderSequence,
-                      "producer " + std::to_string(header.producer_id) + " sent sequence " +
-                          std::to_string(header.sequence) + " after " +
-                          std::to_string(p.last_sequence));
+        return Status::OutOfOrderSequence("producer " + std::to_string(header.producer_id) +
+                                          " sent sequence " + std::to_string(header.sequence) +
+                                          " after " + std::to_string(p.last_sequence));
       }
     }
   }
@@ -240,9 +239,8 @@ Result<ReadOutcome> Streamlet::Read(const Position& from, uint32_t max_bytes,
       std::string held = groups_.empty() ? "nothing"
                                          : "groups " + std::to_string(groups_.front()->id) + ".." +
                                                std::to_string(groups_.back()->id);
-      return Status(StatusCode::kPositionOutOfRange,
-                    "position " + cur.ToString() + " is not in streamlet " + std::to_string(id_) +
-                        " (it holds " + held + ")");
+      return Status::PositionOutOfRange("position " + cur.ToString() + " is not in streamlet " +
+                                        std::to_string(id_) + " (it holds " + held + ")");
     }
   }
 
@@ -301,12 +299,11 @@ std::shared_ptr<Segment> Streamlet::FindSegmentLocked(const Position& at) const 
 
 Status Streamlet::DataLoss(const Position& at, const Segment::DamagedBytes& d) const {
   const Position next{at.group, at.segment, at.offset + d.length};
-  return Status(StatusCode::kDataLoss,
-                "stream '" + config_->name + "' streamlet " + std::to_string(id_) + ": " +
-                    std::to_string(d.length) + " bytes from " + at.ToString() + " to " +
-                    next.ToString() + " were found damaged when the broker recovered (" + d.reason +
-                    "); the records there are lost, reading on from " + next.ToString() +
-                    " skips them");
+  return Status::DataLoss("stream '" + config_->name + "' streamlet " + std::to_string(id_) + ": " +
+                          std::to_string(d.length) + " bytes from " + at.ToString() + " to " +
+                          next.ToString() + " were found damaged when the broker recovered (" +
+                          d.reason + "); the records there are lost, reading on from " +
+                          next.ToString() + " skips them");
 }
 
 std::optional<DamagedRange> Streamlet::DamageAt(const Position& at) const {
