@@ -136,13 +136,4 @@ class RingConsumer {
   uint64_t released_ = 0;
 };
 
-// The broker's sleep when every ring it serves is full: spins on `ready` (e.g. "some ring has a
-// free slot"), then sets broker_waiting and futex-waits on the region's release doorbell.
-template <typename Ready>
-Result<WaitOutcome> AwaitRelease(ShmRegion* region, Ready&& ready, std::chrono::nanoseconds timeout,
-                                 int spins = kDefaultSpins) {
-  return AwaitDoorbell(&region->header()->release_doorbell, &region->header()->broker_waiting,
-                       ready, spins, timeout);
-}
-
 }  // namespace nearstream::push

@@ -244,9 +244,10 @@ TEST(SlotRingTest, ProducerAndConsumerThreadsOverManyLaps) {
     for (uint64_t p = 0; p < kStressSlots && !failed.load(std::memory_order_relaxed); ++p) {
       uint8_t* payload;
       while ((payload = producer.TryClaim()) == nullptr) {
-        auto out = AwaitRelease(
-            region.get(), [&] { return producer.TryClaim() != nullptr; }, 1s,
-            /*spins=*/200);
+        // The push thread's sleep when its rings are full (PushManager::Sleep).
+        auto out = AwaitDoorbell(
+            &region->header()->release_doorbell, &region->header()->broker_waiting,
+            [&] { return producer.TryClaim() != nullptr; }, /*spins=*/200, 1s);
         if (!out.ok()) {
           failed = true;
           return;
@@ -339,8 +340,9 @@ TEST(SlotRingTest, FutexWakeAcrossProcesses) {
     // A few more pauses, so the child surely finds nothing published and goes to sleep.
     if (p % 50 == 25) usleep(30'000);
     while (producer.TryClaim() == nullptr) {
-      auto out = AwaitRelease(
-          region.get(), [&] { return producer.TryClaim() != nullptr; }, 5s, 10);
+      auto out = AwaitDoorbell(
+          &region->header()->release_doorbell, &region->header()->broker_waiting,
+          [&] { return producer.TryClaim() != nullptr; }, 10, 5s);
       if (!out.ok() || !out->ready) {
         ok = false;
         break;

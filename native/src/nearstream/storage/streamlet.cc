@@ -70,7 +70,7 @@ Result<Segment*> Streamlet::NextSegmentSlotLocked(Slot& slot, int64_t now_ms) {
   bool new_group = false;
   uint64_t segment_id = 0;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     Group* g = slot.group;
     if (slot.segment != nullptr) slot.segment->Seal();  // the group's last segment
     new_group = g == nullptr || g->segments.size() >= config_->segments_per_group;
@@ -93,7 +93,7 @@ Result<Segment*> Streamlet::NextSegmentSlotLocked(Slot& slot, int64_t now_ms) {
   // `target` stays alive: retention never drops an open group, nor Maintain close one that is
   // not a slot's group.
   auto seg = CreateSegment(target->id, segment_id, now_ms);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (!seg.ok()) {
     // The failed open registers no group and, unless another slot took a later id meanwhile,
     // consumes no id.
@@ -182,7 +182,7 @@ Result<AppendOutcome> Streamlet::Append(const uint8_t* chunk, const ChunkHeader&
   }
   {
     // Publish: what readers, Maintain and LookupTimestamp look at under mu_, then committed().
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     seg->IndexChunk(offset);
     seg->NoteTimestamp(header.first_timestamp_ms);
     seg->Publish(offset + size);
@@ -223,7 +223,7 @@ Result<ReadOutcome> Streamlet::Read(const Position& from, uint32_t max_bytes,
   Position cur = from;
   std::shared_ptr<Segment> seg;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     out.tail = TailLocked();
     if (from.is_earliest()) {
       if (groups_.empty() || groups_.front()->segments.empty()) {
@@ -277,7 +277,7 @@ Result<ReadOutcome> Streamlet::Read(const Position& from, uint32_t max_bytes,
       break;
     }
     if (budget_spent || !sealed || cur.offset < committed) break;
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     uint64_t next_group = 0;
     std::shared_ptr<Segment> next = SuccessorLocked(cur.group, cur.segment, &next_group);
     if (next == nullptr) break;
@@ -307,7 +307,7 @@ Status Streamlet::DataLoss(const Position& at, const Segment::DamagedBytes& d) c
 }
 
 std::optional<DamagedRange> Streamlet::DamageAt(const Position& at) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   Position from = at;
   if (at.is_earliest() && !groups_.empty() && !groups_.front()->segments.empty()) {
     from = Position{groups_.front()->id, groups_.front()->segments.front()->id(), 0};
@@ -319,7 +319,7 @@ std::optional<DamagedRange> Streamlet::DamageAt(const Position& at) const {
 }
 
 std::vector<DamagedRange> Streamlet::Damaged() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::vector<DamagedRange> out;
   for (const auto& g : groups_) {
     for (const auto& s : g->segments) {
@@ -332,7 +332,7 @@ std::vector<DamagedRange> Streamlet::Damaged() const {
 }
 
 Position Streamlet::LookupTimestamp(int64_t timestamp_ms) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   for (const auto& g : groups_) {
     for (const auto& s : g->segments) {
       if (s->max_timestamp_ms() < timestamp_ms) continue;
@@ -349,7 +349,7 @@ Position Streamlet::LookupTimestamp(int64_t timestamp_ms) const {
 }
 
 StreamletInfo Streamlet::Describe() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   StreamletInfo info;
   info.tail = TailLocked();
   if (!groups_.empty() && !groups_.front()->segments.empty()) {
@@ -371,7 +371,7 @@ StreamletInfo Streamlet::Describe() const {
 }
 
 uint64_t Streamlet::bytes() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return bytes_;
 }
 
@@ -385,7 +385,7 @@ std::vector<std::string> Streamlet::Maintain(int64_t now_ms, int64_t group_idle_
       Slot& slot = slots_[k];
       std::unique_lock<std::mutex> slot_lock(slot.mu, std::try_to_lock);
       if (!slot_lock.owns_lock()) continue;
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       Group* g = slot.group;
       if (g != nullptr && g != groups_.back().get() &&
           now_ms - g->last_append_ms >= group_idle_close_ms) {
@@ -397,7 +397,7 @@ std::vector<std::string> Streamlet::Maintain(int64_t now_ms, int64_t group_idle_
     }
   }
   std::vector<std::string> doomed;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   // Retention drops whole sealed segments from the head, and always keeps the newest segment
   // so positions at the tail stay valid.
   for (;;) {
@@ -436,7 +436,7 @@ std::vector<std::string> Streamlet::Maintain(int64_t now_ms, int64_t group_idle_
 Status Streamlet::SyncDirty() {
   std::vector<std::shared_ptr<Segment>> dirty;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     for (const auto& g : groups_) {
       for (const auto& s : g->segments) {
         if (s->file() != nullptr && s->dirty().exchange(false)) dirty.push_back(s);
@@ -481,7 +481,7 @@ Status Streamlet::Recover(int64_t now_ms) {
   });
   ProducerMap producers;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     for (size_t i = 0; i < files.size(); ++i) {
       const bool group_tail = i + 1 == files.size() || files[i + 1].group != files[i].group;
       RETURN_IF_ERROR(RecoverFile(files[i].name, files[i].group, files[i].segment, group_tail,

@@ -30,6 +30,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "nearstream/common/mutex.h"
 #include "nearstream/storage/chunk.h"
 #include "nearstream/storage/env.h"
 #include "nearstream/storage/position.h"
@@ -125,7 +126,8 @@ class Streamlet {
   Status SyncDirty();
 
  private:
-  // Everything but `id` GUARDED_BY(mu_). An open group without segments is being opened: its
+  // Everything but `id` is guarded by mu_ (a nested struct's members cannot name the streamlet's
+  // lock in an annotation). An open group without segments is being opened: its
   // first segment's file is being created (NextSegmentSlotLocked).
   struct Group {
     uint64_t id = 0;
@@ -152,7 +154,8 @@ class Streamlet {
     // with both mu and mu_ held, so either lock is enough to read them.
     Group* group = nullptr;
     std::shared_ptr<Segment> segment;
-    // Idempotence state of the producers that map to this slot: GUARDED_BY(mu).
+    // Idempotence state of the producers that map to this slot; guarded by `mu` (a std::mutex,
+    // not the annotated Mutex: Maintain takes it with try_lock).
     ProducerMap producers;
   };
 
@@ -161,19 +164,19 @@ class Streamlet {
   Result<Segment*> NextSegmentSlotLocked(Slot& slot, int64_t now_ms);
   // Creates segment `segment` of group `group` and, for a durable stream, its file; no lock.
   Result<std::shared_ptr<Segment>> CreateSegment(uint64_t group, uint64_t segment, int64_t now_ms);
-  Group* NewGroupFromRecovery(uint64_t id, int64_t now_ms);
-  Group* FindGroupLocked(uint64_t id) const;
-  Position TailLocked() const;
+  Group* NewGroupFromRecovery(uint64_t id, int64_t now_ms) NS_REQUIRES(mu_);
+  Group* FindGroupLocked(uint64_t id) const NS_REQUIRES(mu_);
+  Position TailLocked() const NS_REQUIRES(mu_);
   std::string SegmentPath(uint64_t group, uint64_t segment) const;
   // `group_tail`: the file is the last of its group, the only place a torn append can be.
   // Rebuilt producer sequences go to `producers` (distributed to the slots afterwards).
   Status RecoverFile(const std::string& name, uint64_t group, uint64_t segment, bool group_tail,
-                     int64_t now_ms, ProducerMap* producers);
-  std::shared_ptr<Segment> FindSegmentLocked(const Position& at) const;
+                     int64_t now_ms, ProducerMap* producers) NS_REQUIRES(mu_);
+  std::shared_ptr<Segment> FindSegmentLocked(const Position& at) const NS_REQUIRES(mu_);
   Status DataLoss(const Position& at, const Segment::DamagedBytes& d) const;
   // Finds the segment after `seg` in read order, or null when there is none yet.
   std::shared_ptr<Segment> SuccessorLocked(uint64_t group_id, uint64_t segment_id,
-                                           uint64_t* next_group) const;
+                                           uint64_t* next_group) const NS_REQUIRES(mu_);
 
   const uint32_t id_;
   const StreamConfig* const config_;
@@ -183,11 +186,11 @@ class Streamlet {
   const size_t slot_count_;  // Q
   const std::unique_ptr<Slot[]> slots_;
 
-  mutable std::mutex mu_;
-  std::deque<std::unique_ptr<Group>> groups_;  // ascending ids; GUARDED_BY(mu_)
-  uint64_t next_group_id_ = 1;                 // GUARDED_BY(mu_)
-  uint64_t next_segment_id_ = 1;               // GUARDED_BY(mu_)
-  uint64_t bytes_ = 0;                         // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  std::deque<std::unique_ptr<Group>> groups_ NS_GUARDED_BY(mu_);  // ascending ids
+  uint64_t next_group_id_ NS_GUARDED_BY(mu_) = 1;
+  uint64_t next_segment_id_ NS_GUARDED_BY(mu_) = 1;
+  uint64_t bytes_ NS_GUARDED_BY(mu_) = 0;
   std::atomic<bool> dir_dirty_{false};  // an async segment file was created since the last sync
 };
 
