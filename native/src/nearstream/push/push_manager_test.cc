@@ -596,11 +596,11 @@ TEST_F(PushManagerTest, AChunkTooLargeForTheSlotComesAsAFetchChunkMarker) {
 TEST_F(PushManagerTest, GeometryOutsideTheBoundsIsRefused) {
   StartManager();
   auto stream = CreateStream("s", 2);
-  auto refused = [&](SubscriptionSpec spec, const std::string& why) {
+  auto refused = [&](const SubscriptionSpec& spec, const std::string& why) {
     auto r = manager_->Subscribe(kConn, spec);
     EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << why;
   };
-  auto accepted = [&](SubscriptionSpec spec, const std::string& why) {
+  auto accepted = [&](const SubscriptionSpec& spec, const std::string& why) {
     auto r = manager_->Subscribe(kConn, spec);
     ASSERT_TRUE(r.ok()) << why << ": " << r.status().ToString();
     EXPECT_TRUE(manager_->Close(kConn, r->id).ok());
