@@ -522,10 +522,10 @@ bool PushManager::FillRing(Thread* t, Subscription* sub, Ring* ring, bool* small
       std::optional<storage::DamagedRange> damage = split.s->DamageAt(split.pos);
       if (damage.has_value()) {
         ring->next = (ring->next + 1) % n;
+        damaged_ranges_.fetch_add(1, std::memory_order_relaxed);  // before the consumer sees it
         PublishMarker(sub, ring, payload, NS_SHM_SLOT_DAMAGED, split.streamlet, damage->from,
                       damage->length, 0, 0);
         split.pos = damage->next();
-        damaged_ranges_.fetch_add(1, std::memory_order_relaxed);
         NS_LOG(kWarning) << "push subscription " << sub->id << ": " << read.status().message();
         return true;
       }
@@ -559,11 +559,11 @@ bool PushManager::FillRing(Thread* t, Subscription* sub, Ring* ring, bool* small
     // (a marker slot in its place keeps the split's order); the rest waits for the next pass.
     const SlotChunk& big = t->chunks.front();
     Split& split = ring->splits[t->chunk_split.front()];
+    chunks_by_fetch_.fetch_add(1, std::memory_order_relaxed);  // before the consumer sees it
     PublishMarker(sub, ring, payload, NS_SHM_SLOT_FETCH_CHUNK, big.streamlet, big.position,
                   big.header.total_size(), big.header.record_count, big.header.first_timestamp_ms);
     split.pos = Position{big.position.group, big.position.segment,
                          big.position.offset + big.header.total_size()};
-    chunks_by_fetch_.fetch_add(1, std::memory_order_relaxed);
     t->pins.clear();
     return true;
   }
@@ -588,11 +588,13 @@ bool PushManager::FillRing(Thread* t, Subscription* sub, Ring* ring, bool* small
     if (ends[i].read && ends[i].written == ends[i].chunks) ring->splits[i].pos = ends[i].next;
   }
   *small = chunk_bytes * 2 < slot_bytes;
-  Status s = ring->producer->Publish(fill->layout);
-  if (!s.ok()) NS_LOG(kWarning) << "push subscription " << sub->id << ": " << s.ToString();
+  // Counted before publishing: a consumer that has a slot finds it in the counters (its acquire
+  // of the slot follows these writes).
   slots_published_.fetch_add(1, std::memory_order_relaxed);
   records_.fetch_add(fill->layout.row_count, std::memory_order_relaxed);
   bytes_.fetch_add(chunk_bytes, std::memory_order_relaxed);
+  Status s = ring->producer->Publish(fill->layout);
+  if (!s.ok()) NS_LOG(kWarning) << "push subscription " << sub->id << ": " << s.ToString();
   t->pins.clear();
   return true;
 }
@@ -609,9 +611,9 @@ void PushManager::PublishMarker(Subscription* sub, Ring* ring, uint8_t* payload,
   e.byte_position = at.offset;
   e.chunk_bytes = bytes;
   e.first_timestamp_ms = first_timestamp_ms;
+  slots_published_.fetch_add(1, std::memory_order_relaxed);
   Status s = ring->producer->Publish(WriteMarkerSlot(flags, e, payload));
   if (!s.ok()) NS_LOG(kWarning) << "push subscription " << sub->id << ": " << s.ToString();
-  slots_published_.fetch_add(1, std::memory_order_relaxed);
 }
 
 void PushManager::Sleep(Thread* t, std::vector<std::shared_ptr<Subscription>>& subs) {
