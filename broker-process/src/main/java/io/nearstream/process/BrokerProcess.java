@@ -5,12 +5,11 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
+import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.stream.Stream;
 
 /**
  * A {@code nearstreamd} started from Java: on 127.0.0.1 with a free (or a given) port, read back
@@ -47,7 +46,6 @@ public final class BrokerProcess implements AutoCloseable {
     private static final String PORT_FILE = "port";
     private static final long START_TIMEOUT_MS = 20_000;
     private static final long STOP_GRACE_MS = 5_000;
-    private static final long KILL_WAIT_MS = 10_000;
 
     private final Path dir;
     private final boolean ownsDir;
@@ -121,10 +119,7 @@ public final class BrokerProcess implements AutoCloseable {
         cmd.add("--port-file");
         cmd.add(portFile.toString());
         cmd.addAll(args);
-        ProcessBuilder pb = new ProcessBuilder(cmd);
-        pb.redirectErrorStream(true);
-        pb.redirectOutput(ProcessBuilder.Redirect.appendTo(logFile.toFile()));
-        Process process = pb.start();
+        Process process = ChildProcesses.launch(cmd, logFile);
         Thread hook = new Thread(process::destroyForcibly, "nearstreamd-killer");
         Runtime.getRuntime().addShutdownHook(hook);
 
@@ -145,7 +140,7 @@ public final class BrokerProcess implements AutoCloseable {
                                     + " before listening: "
                                     + String.join(" ", cmd)
                                     + "\n"
-                                    + readLog(logFile));
+                                    + ChildProcesses.readLog(logFile));
                 }
                 if (System.nanoTime() > deadline) {
                     throw new IllegalStateException(
@@ -154,13 +149,13 @@ public final class BrokerProcess implements AutoCloseable {
                                     + " ms: "
                                     + String.join(" ", cmd)
                                     + "\n"
-                                    + readLog(logFile));
+                                    + ChildProcesses.readLog(logFile));
                 }
                 Thread.sleep(5);
             }
         } catch (IOException | RuntimeException | InterruptedException e) {
             process.destroyForcibly();
-            removeHook(hook);
+            ChildProcesses.removeShutdownHook(hook);
             if (e instanceof InterruptedException) {
                 Thread.currentThread().interrupt();
                 throw new IllegalStateException("interrupted while starting nearstreamd", e);
@@ -236,7 +231,7 @@ public final class BrokerProcess implements AutoCloseable {
 
     /** The broker's output so far (in a caller's directory: of every broker started there). */
     public String log() {
-        return readLog(logFile);
+        return ChildProcesses.readLog(logFile);
     }
 
     /**
@@ -246,9 +241,9 @@ public final class BrokerProcess implements AutoCloseable {
     public void kill() {
         if (stopped.compareAndSet(false, true)) {
             try {
-                destroyForcibly();
+                ChildProcesses.stop(process, Duration.ZERO); // SIGKILL, and wait for the exit
             } finally {
-                removeHook(shutdownHook);
+                ChildProcesses.removeShutdownHook(shutdownHook);
             }
         }
     }
@@ -262,15 +257,9 @@ public final class BrokerProcess implements AutoCloseable {
         try {
             if (stopped.compareAndSet(false, true)) {
                 try {
-                    process.destroy();
-                    if (!process.waitFor(STOP_GRACE_MS, TimeUnit.MILLISECONDS)) {
-                        destroyForcibly();
-                    }
-                } catch (InterruptedException e) {
-                    process.destroyForcibly();
-                    Thread.currentThread().interrupt();
+                    ChildProcesses.stop(process, Duration.ofMillis(STOP_GRACE_MS));
                 } finally {
-                    removeHook(shutdownHook);
+                    ChildProcesses.removeShutdownHook(shutdownHook);
                 }
             }
         } finally {
@@ -280,40 +269,8 @@ public final class BrokerProcess implements AutoCloseable {
         }
     }
 
-    private void destroyForcibly() {
-        process.destroyForcibly();
-        try {
-            process.waitFor(KILL_WAIT_MS, TimeUnit.MILLISECONDS);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
-    }
-
-    private static void removeHook(Thread hook) {
-        try {
-            Runtime.getRuntime().removeShutdownHook(hook);
-        } catch (IllegalStateException ignored) {
-            // The JVM is shutting down; the hook runs anyway.
-        }
-    }
-
-    private static String readLog(Path logFile) {
-        try {
-            return Files.exists(logFile) ? Files.readString(logFile, StandardCharsets.UTF_8) : "";
-        } catch (IOException e) {
-            return "(cannot read broker log: " + e + ")";
-        }
-    }
-
-    /** Deletes a directory tree, best effort: a leftover temporary file must not fail a run. */
+    /** Deletes a directory tree, best effort (see {@link ChildProcesses#deleteRecursively}). */
     public static void deleteRecursively(Path dir) {
-        if (dir == null || !Files.exists(dir)) {
-            return;
-        }
-        try (Stream<Path> paths = Files.walk(dir)) {
-            paths.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-        } catch (IOException e) {
-            // Best effort.
-        }
+        ChildProcesses.deleteRecursively(dir);
     }
 }

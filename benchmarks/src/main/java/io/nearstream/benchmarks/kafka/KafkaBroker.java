@@ -1,5 +1,6 @@
 package io.nearstream.benchmarks.kafka;
 
+import io.nearstream.process.ChildProcesses;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
@@ -167,8 +168,8 @@ public final class KafkaBroker implements AutoCloseable {
         Thread hook =
                 new Thread(
                         () -> {
-                            stop(running.get(), Duration.ZERO);
-                            deleteRecursively(tempDir);
+                            ChildProcesses.stop(running.get(), Duration.ZERO);
+                            ChildProcesses.deleteRecursively(tempDir);
                         },
                         "kafka-broker-killer");
         Runtime.getRuntime().addShutdownHook(hook);
@@ -198,7 +199,7 @@ public final class KafkaBroker implements AutoCloseable {
                             "-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS",
                             SERVER_MAIN,
                             config.toString()));
-            Process server = launch(cmd, logFile);
+            Process server = ChildProcesses.launch(cmd, logFile);
             running.set(server);
 
             String bootstrap = "127.0.0.1:" + ports[0];
@@ -217,9 +218,9 @@ public final class KafkaBroker implements AutoCloseable {
             if (admin != null) {
                 admin.close(Duration.ZERO);
             }
-            stop(running.get(), Duration.ZERO);
-            removeHook(hook);
-            deleteRecursively(tempDir);
+            ChildProcesses.stop(running.get(), Duration.ZERO);
+            ChildProcesses.removeShutdownHook(hook);
+            ChildProcesses.deleteRecursively(tempDir);
             throw e;
         }
     }
@@ -301,7 +302,7 @@ public final class KafkaBroker implements AutoCloseable {
 
     /** The server's output so far. */
     public String log() {
-        return readLog(logFile);
+        return ChildProcesses.readLog(logFile);
     }
 
     /** Creates a topic with replication factor 1 and waits until every partition has a leader. */
@@ -342,9 +343,9 @@ public final class KafkaBroker implements AutoCloseable {
         try {
             admin.close(Duration.ofSeconds(5));
         } finally {
-            stop(process, STOP_GRACE);
-            removeHook(shutdownHook);
-            deleteRecursively(tempDir);
+            ChildProcesses.stop(process, STOP_GRACE);
+            ChildProcesses.removeShutdownHook(shutdownHook);
+            ChildProcesses.deleteRecursively(tempDir);
         }
     }
 
@@ -383,7 +384,7 @@ public final class KafkaBroker implements AutoCloseable {
                         Uuid.randomUuid().toString(),
                         "--config",
                         config.toString()));
-        Process tool = launch(cmd, logFile);
+        Process tool = ChildProcesses.launch(cmd, logFile);
         running.set(tool);
         try {
             if (!tool.waitFor(FORMAT_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS)) {
@@ -393,7 +394,7 @@ public final class KafkaBroker implements AutoCloseable {
                                 + ": "
                                 + String.join(" ", cmd)
                                 + "\n"
-                                + tail(readLog(logFile)));
+                                + tail(ChildProcesses.readLog(logFile)));
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
@@ -406,7 +407,7 @@ public final class KafkaBroker implements AutoCloseable {
                             + ": "
                             + String.join(" ", cmd)
                             + "\n"
-                            + tail(readLog(logFile)));
+                            + tail(ChildProcesses.readLog(logFile)));
         }
     }
 
@@ -415,7 +416,7 @@ public final class KafkaBroker implements AutoCloseable {
         Exception last = null;
         while (true) {
             if (!server.isAlive()) {
-                String log = readLog(logFile);
+                String log = ChildProcesses.readLog(logFile);
                 String message =
                         "Kafka exited with status "
                                 + server.exitValue()
@@ -448,7 +449,7 @@ public final class KafkaBroker implements AutoCloseable {
                                 + " (last error: "
                                 + last
                                 + "); the end of its output:\n"
-                                + tail(readLog(logFile)));
+                                + tail(ChildProcesses.readLog(logFile)));
             }
             sleep(100);
         }
@@ -472,34 +473,6 @@ public final class KafkaBroker implements AutoCloseable {
         cmd.add("-cp");
         cmd.add(libs.toAbsolutePath() + "/*");
         return cmd;
-    }
-
-    private static Process launch(List<String> cmd, Path logFile) throws IOException {
-        ProcessBuilder pb = new ProcessBuilder(cmd);
-        pb.redirectErrorStream(true);
-        pb.redirectOutput(ProcessBuilder.Redirect.appendTo(logFile.toFile()));
-        pb.redirectInput(ProcessBuilder.Redirect.from(Paths.get("/dev/null").toFile()));
-        return pb.start();
-    }
-
-    /** Asks the process to stop, waits up to {@code grace}, then kills it and waits for that. */
-    private static void stop(Process process, Duration grace) {
-        if (process == null || !process.isAlive()) {
-            return;
-        }
-        try {
-            if (!grace.isZero()) {
-                process.destroy();
-                if (process.waitFor(grace.toMillis(), TimeUnit.MILLISECONDS)) {
-                    return;
-                }
-            }
-            process.destroyForcibly();
-            process.waitFor(10, TimeUnit.SECONDS);
-        } catch (InterruptedException e) {
-            process.destroyForcibly();
-            Thread.currentThread().interrupt();
-        }
     }
 
     private static int[] freePorts(int n) throws IOException {
@@ -547,38 +520,11 @@ public final class KafkaBroker implements AutoCloseable {
         return name.substring(name.indexOf('-') + 1, name.length() - ".jar".length());
     }
 
-    private static void removeHook(Thread hook) {
-        try {
-            Runtime.getRuntime().removeShutdownHook(hook);
-        } catch (IllegalStateException ignored) {
-            // The JVM is shutting down; the hook runs anyway.
-        }
-    }
-
-    private static String readLog(Path logFile) {
-        try {
-            return Files.exists(logFile) ? Files.readString(logFile, StandardCharsets.UTF_8) : "";
-        } catch (IOException e) {
-            return "(cannot read Kafka's log: " + e + ")";
-        }
-    }
-
     /** The last lines of a log: Kafka prints its whole configuration first. */
     private static String tail(String log) {
         String[] lines = log.split("\n");
         int from = Math.max(0, lines.length - LOG_TAIL_LINES);
         return String.join("\n", List.of(lines).subList(from, lines.length));
-    }
-
-    private static void deleteRecursively(Path dir) {
-        if (dir == null || !Files.exists(dir)) {
-            return;
-        }
-        try (Stream<Path> paths = Files.walk(dir)) {
-            paths.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-        } catch (IOException e) {
-            // Best effort: a leftover temp dir must not fail the benchmark.
-        }
     }
 
     private static void sleep(long millis) {
