@@ -4,7 +4,6 @@
 // marker slot on push, the range in Stats), and a ring whose reader went away (reclaimed once,
 // not every consumer timeout).
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <chrono>
 #include <cstring>
@@ -19,6 +18,7 @@
 #include "nearstream/net/client.h"
 #include "nearstream/push/slot_ring.h"
 #include "nearstream/storage/chunk.h"
+#include "nearstream/testing/test_broker_process.h"
 
 namespace nearstream::broker {
 namespace {
@@ -36,15 +36,11 @@ struct SlotSeen {
 class FaultsReachReadersTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/nearstream-faults-test-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
+    ASSERT_TRUE(temp_.ok());
+    dir_ = temp_.path();
     Start();
   }
-  void TearDown() override {
-    Stop();
-    std::filesystem::remove_all(dir_);
-  }
+  void TearDown() override { Stop(); }  // temp_ removes the directory
 
   void Start() {
     storage::StoreOptions so;
@@ -163,6 +159,7 @@ class FaultsReachReadersTest : public ::testing::Test {
     return 0;
   }
 
+  nearstream::testing::TempDir temp_{"nearstream-faults"};  // the broker's data and push dirs
   std::string dir_;
   std::unique_ptr<storage::StreamStore> store_;
   std::unique_ptr<Server> server_;
