@@ -24,6 +24,10 @@ const char* StatusCodeName(StatusCode code) {
     case StatusCode::kInternal: return "INTERNAL";
     case StatusCode::kIoError: return "IO_ERROR";
     case StatusCode::kDataLoss: return "DATA_LOSS";
+    case StatusCode::kTxnNotFound: return "TXN_NOT_FOUND";
+    case StatusCode::kTxnFenced: return "TXN_FENCED";
+    case StatusCode::kTxnAborted: return "TXN_ABORTED";
+    case StatusCode::kInvalidTxnState: return "INVALID_TXN_STATE";
   }
   return "UNKNOWN_STATUS";
 }

@@ -30,6 +30,11 @@ enum class StatusCode : uint16_t {
   kInternal = 15,
   kIoError = 16,   // local I/O failure (client side, files); never sent by the broker
   kDataLoss = 17,  // a read reached stored bytes that recovery found damaged (docs/broker.md)
+  // Transactions (docs/protocol.md "Transactions").
+  kTxnNotFound = 18,      // no such transactional id, or no transaction with that serial
+  kTxnFenced = 19,        // an older epoch than the transactional id's, or not the txn's epoch
+  kTxnAborted = 20,       // the transaction was aborted (owner, successor, operator, timeout)
+  kInvalidTxnState = 21,  // the transaction's state does not allow the operation
 };
 
 const char* StatusCodeName(StatusCode code);
@@ -94,6 +99,18 @@ class [[nodiscard]] Status {
   static Status DataLoss(std::string message) {
     return Status(StatusCode::kDataLoss, std::move(message));
   }
+  static Status TxnNotFound(std::string message) {
+    return Status(StatusCode::kTxnNotFound, std::move(message));
+  }
+  static Status TxnFenced(std::string message) {
+    return Status(StatusCode::kTxnFenced, std::move(message));
+  }
+  static Status TxnAborted(std::string message) {
+    return Status(StatusCode::kTxnAborted, std::move(message));
+  }
+  static Status InvalidTxnState(std::string message) {
+    return Status(StatusCode::kInvalidTxnState, std::move(message));
+  }
 
   // Builds an error of `code` whose message is `context` followed by errno's text and number:
   // FromErrno(StatusCode::kIoError, "open /x", ENOENT).message() is
@@ -119,6 +136,10 @@ class [[nodiscard]] Status {
   bool IsInternal() const { return code_ == StatusCode::kInternal; }
   bool IsIoError() const { return code_ == StatusCode::kIoError; }
   bool IsDataLoss() const { return code_ == StatusCode::kDataLoss; }
+  bool IsTxnNotFound() const { return code_ == StatusCode::kTxnNotFound; }
+  bool IsTxnFenced() const { return code_ == StatusCode::kTxnFenced; }
+  bool IsTxnAborted() const { return code_ == StatusCode::kTxnAborted; }
+  bool IsInvalidTxnState() const { return code_ == StatusCode::kInvalidTxnState; }
   StatusCode code() const { return code_; }
   const std::string& message() const { return message_; }
   std::string ToString() const;

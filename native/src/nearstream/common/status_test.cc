@@ -38,6 +38,10 @@ TEST(StatusTest, NamedConstructorsAndPredicatesMatchTheirCode) {
       {Status::Internal("m"), StatusCode::kInternal, &Status::IsInternal},
       {Status::IoError("m"), StatusCode::kIoError, &Status::IsIoError},
       {Status::DataLoss("m"), StatusCode::kDataLoss, &Status::IsDataLoss},
+      {Status::TxnNotFound("m"), StatusCode::kTxnNotFound, &Status::IsTxnNotFound},
+      {Status::TxnFenced("m"), StatusCode::kTxnFenced, &Status::IsTxnFenced},
+      {Status::TxnAborted("m"), StatusCode::kTxnAborted, &Status::IsTxnAborted},
+      {Status::InvalidTxnState("m"), StatusCode::kInvalidTxnState, &Status::IsInvalidTxnState},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(StatusCodeName(c.code));

@@ -27,7 +27,15 @@ public enum StatusCode {
      * A read reached stored bytes that the broker's recovery found damaged; a fetch result's {@code
      * next} is where they end (a reader told to skip them goes on there).
      */
-    DATA_LOSS(17, false);
+    DATA_LOSS(17, false),
+    /** No such transactional id, or no transaction with that serial (docs/protocol.md). */
+    TXN_NOT_FOUND(18, false),
+    /** An older epoch than the transactional id's current one: the sender is a zombie. */
+    TXN_FENCED(19, false),
+    /** The transaction was aborted (owner, successor, operator or timeout). */
+    TXN_ABORTED(20, false),
+    /** The transaction's state does not allow the operation. */
+    INVALID_TXN_STATE(21, false);
 
     private final int code;
     private final boolean retriable;
