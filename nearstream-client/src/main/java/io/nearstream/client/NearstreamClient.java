@@ -84,6 +84,42 @@ public interface NearstreamClient extends AutoCloseable {
     /** Ends a push subscription; the broker unlinks its region. */
     CompletableFuture<Void> pushClose(long subscriptionId);
 
+    // ---- transactions (docs/protocol.md, "Transactions") ------------------------------------
+
+    /**
+     * Registers the caller as the owner of {@code transactionalId} in {@code stream}: bumps the
+     * id's epoch, which fences every earlier owner, aborts the previous owner's open transaction
+     * and its prepared transactions with a serial above {@code keepPreparedThrough} (0 = all of
+     * them).
+     */
+    CompletableFuture<TxnInitResult> txnInit(
+            String stream, String transactionalId, long keepPreparedThrough);
+
+    /**
+     * Begins a transaction in {@code ref}'s epoch (its serial is ignored); returns {@code ref} with
+     * the new transaction's serial (or the open one's, for a retried begin).
+     */
+    CompletableFuture<TxnRef> txnBegin(TxnRef ref);
+
+    /**
+     * Appends chunks to an open transaction, as {@link #append} does outside one; the results carry
+     * no positions (all-zero) until the transaction commits.
+     */
+    CompletableFuture<List<AppendResult>> txnAppend(
+            TxnRef ref, int[] streamlets, List<byte[]> chunks);
+
+    /** Freezes an open transaction: it survives broker restarts and never times out. */
+    CompletableFuture<Void> txnPrepare(TxnRef ref);
+
+    /** Makes all of a transaction's chunks visible at once; committing twice is OK. */
+    CompletableFuture<Void> txnCommit(TxnRef ref);
+
+    /** Discards a transaction's chunks; aborting twice is OK. */
+    CompletableFuture<Void> txnAbort(TxnRef ref);
+
+    /** The open and prepared transactions of ids starting with {@code idPrefix} ("" = all). */
+    CompletableFuture<List<TransactionInfo>> txnList(String stream, String idPrefix);
+
     /** Closes the connection; requests in flight fail. Idempotent. */
     @Override
     void close();

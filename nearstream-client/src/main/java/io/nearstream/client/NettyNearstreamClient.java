@@ -18,6 +18,10 @@ import io.nearstream.client.ProtocolCodec.Request;
 import io.nearstream.client.ProtocolCodec.ResponseFrame;
 import io.nearstream.client.ProtocolCodec.StatsRequest;
 import io.nearstream.client.ProtocolCodec.TimestampQuery;
+import io.nearstream.client.ProtocolCodec.TxnAppendRequest;
+import io.nearstream.client.ProtocolCodec.TxnInitRequest;
+import io.nearstream.client.ProtocolCodec.TxnListRequest;
+import io.nearstream.client.ProtocolCodec.TxnRefRequest;
 import io.netty.bootstrap.Bootstrap;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
@@ -274,22 +278,30 @@ public final class NettyNearstreamClient implements NearstreamClient {
     public CompletableFuture<List<AppendResult>> append(
             String stream, int[] streamlets, List<byte[]> chunks) {
         if (streamlets.length != chunks.size()) {
-            return CompletableFuture.failedFuture(
-                    new IllegalArgumentException(
-                            streamlets.length
-                                    + " streamlets but "
-                                    + chunks.size()
-                                    + " chunks: one chunk per streamlet entry"));
+            return mismatch(streamlets, chunks);
         }
+        return call(
+                new AppendRequest(stream, appendEntries(streamlets, chunks)),
+                defaultTimeoutMs(),
+                (body, frame) -> ProtocolCodec.decodeAppendResponse(body));
+    }
+
+    private static <T> CompletableFuture<T> mismatch(int[] streamlets, List<byte[]> chunks) {
+        return CompletableFuture.failedFuture(
+                new IllegalArgumentException(
+                        streamlets.length
+                                + " streamlets but "
+                                + chunks.size()
+                                + " chunks: one chunk per streamlet entry"));
+    }
+
+    private static List<AppendEntry> appendEntries(int[] streamlets, List<byte[]> chunks) {
         List<AppendEntry> entries = new ArrayList<>(chunks.size());
         for (int i = 0; i < streamlets.length; i++) {
             // wrappedBuffer shares the array: the frame is written from it without a copy.
             entries.add(new AppendEntry(streamlets[i], Unpooled.wrappedBuffer(chunks.get(i))));
         }
-        return call(
-                new AppendRequest(stream, entries),
-                defaultTimeoutMs(),
-                (body, frame) -> ProtocolCodec.decodeAppendResponse(body));
+        return entries;
     }
 
     @Override
@@ -361,6 +373,69 @@ public final class NettyNearstreamClient implements NearstreamClient {
                     ProtocolCodec.decodeEmpty(body, "PushClose response");
                     return null;
                 });
+    }
+
+    @Override
+    public CompletableFuture<TxnInitResult> txnInit(
+            String stream, String transactionalId, long keepPreparedThrough) {
+        return call(
+                new TxnInitRequest(stream, transactionalId, keepPreparedThrough),
+                defaultTimeoutMs(),
+                (body, frame) -> ProtocolCodec.decodeTxnInitResponse(body));
+    }
+
+    @Override
+    public CompletableFuture<TxnRef> txnBegin(TxnRef ref) {
+        TxnRef begin = ref.withSerial(0); // the broker ignores it; the protocol says send 0
+        return call(
+                new TxnRefRequest(Opcode.TXN_BEGIN, begin),
+                defaultTimeoutMs(),
+                (body, frame) -> begin.withSerial(ProtocolCodec.decodeTxnBeginResponse(body)));
+    }
+
+    @Override
+    public CompletableFuture<List<AppendResult>> txnAppend(
+            TxnRef ref, int[] streamlets, List<byte[]> chunks) {
+        if (streamlets.length != chunks.size()) {
+            return mismatch(streamlets, chunks);
+        }
+        return call(
+                new TxnAppendRequest(ref, appendEntries(streamlets, chunks)),
+                defaultTimeoutMs(),
+                (body, frame) -> ProtocolCodec.decodeAppendResponse(body, "TxnAppend response"));
+    }
+
+    @Override
+    public CompletableFuture<Void> txnPrepare(TxnRef ref) {
+        return txnRefCall(Opcode.TXN_PREPARE, ref);
+    }
+
+    @Override
+    public CompletableFuture<Void> txnCommit(TxnRef ref) {
+        return txnRefCall(Opcode.TXN_COMMIT, ref);
+    }
+
+    @Override
+    public CompletableFuture<Void> txnAbort(TxnRef ref) {
+        return txnRefCall(Opcode.TXN_ABORT, ref);
+    }
+
+    private CompletableFuture<Void> txnRefCall(Opcode opcode, TxnRef ref) {
+        return call(
+                new TxnRefRequest(opcode, ref),
+                defaultTimeoutMs(),
+                (body, frame) -> {
+                    ProtocolCodec.decodeEmpty(body, opcode.wireName() + " response");
+                    return null;
+                });
+    }
+
+    @Override
+    public CompletableFuture<List<TransactionInfo>> txnList(String stream, String idPrefix) {
+        return call(
+                new TxnListRequest(stream, idPrefix),
+                defaultTimeoutMs(),
+                (body, frame) -> ProtocolCodec.decodeTxnListResponse(body));
     }
 
     @Override

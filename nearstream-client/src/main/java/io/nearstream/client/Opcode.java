@@ -16,9 +16,16 @@ enum Opcode {
     LOOKUP_TIMESTAMP(10, "LookupTimestamp"),
     PUSH_SUBSCRIBE(20, "PushSubscribe"),
     PUSH_UPDATE(21, "PushUpdate"),
-    PUSH_CLOSE(22, "PushClose");
+    PUSH_CLOSE(22, "PushClose"),
+    TXN_INIT(30, "TxnInit"),
+    TXN_BEGIN(31, "TxnBegin"),
+    TXN_APPEND(32, "TxnAppend"),
+    TXN_PREPARE(33, "TxnPrepare"),
+    TXN_COMMIT(34, "TxnCommit"),
+    TXN_ABORT(35, "TxnAbort"),
+    TXN_LIST(36, "TxnList");
 
-    private static final Opcode[] BY_CODE = new Opcode[23];
+    private static final Opcode[] BY_CODE = new Opcode[37];
 
     static {
         for (Opcode op : values()) {

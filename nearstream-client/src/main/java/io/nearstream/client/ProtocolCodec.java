@@ -10,6 +10,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Consumer;
 
 /**
  * The client's half of protocol version 1, byte for byte as docs/protocol.md defines it: encodes
@@ -39,6 +40,7 @@ final class ProtocolCodec {
     private static final int FETCH_BLOCK_BYTES = Position.WIRE_BYTES + 4;
     private static final int STAT_BYTES = 2 + 8;
     private static final int LOOKUP_RESULT_BYTES = 4 + 2 + 2 + Position.WIRE_BYTES;
+    private static final int TXN_INFO_BYTES = 2 + 4 + 8 + 1 + 8 + 4 + 4 + 8;
 
     private ProtocolCodec() {}
 
@@ -117,7 +119,11 @@ final class ProtocolCodec {
                     LookupTimestampRequest,
                     PushSubscribeRequest,
                     PushUpdateRequest,
-                    PushCloseRequest {
+                    PushCloseRequest,
+                    TxnInitRequest,
+                    TxnRefRequest,
+                    TxnAppendRequest,
+                    TxnListRequest {
         Opcode opcode();
     }
 
@@ -239,13 +245,61 @@ final class ProtocolCodec {
         }
     }
 
+    /** TxnInit (30). */
+    record TxnInitRequest(String stream, String transactionalId, long keepPreparedThrough)
+            implements Request {
+        @Override
+        public Opcode opcode() {
+            return Opcode.TXN_INIT;
+        }
+    }
+
+    /**
+     * TxnBegin, TxnPrepare, TxnCommit and TxnAbort (31, 33, 34, 35): their bodies are all one
+     * TxnRef, so one record serves the four.
+     */
+    record TxnRefRequest(Opcode opcode, TxnRef ref) implements Request {
+        TxnRefRequest {
+            if (opcode != Opcode.TXN_BEGIN
+                    && opcode != Opcode.TXN_PREPARE
+                    && opcode != Opcode.TXN_COMMIT
+                    && opcode != Opcode.TXN_ABORT) {
+                throw new IllegalArgumentException(opcode + " has no TxnRef body");
+            }
+        }
+    }
+
+    /**
+     * TxnAppend (32): Append's entries after a TxnRef; encoding takes ownership of the chunk
+     * buffers, as for {@link AppendRequest}.
+     */
+    record TxnAppendRequest(TxnRef ref, List<AppendEntry> entries) implements Request {
+        @Override
+        public Opcode opcode() {
+            return Opcode.TXN_APPEND;
+        }
+    }
+
+    /** TxnList (36); an empty prefix lists every transactional id. */
+    record TxnListRequest(String stream, String idPrefix) implements Request {
+        @Override
+        public Opcode opcode() {
+            return Opcode.TXN_LIST;
+        }
+    }
+
     /**
      * Encodes a complete request frame. Append frames are composite buffers whose chunk components
      * are the callers' buffers, not copies.
      */
     static ByteBuf encodeRequest(ByteBufAllocator alloc, long requestId, Request request) {
-        if (request instanceof AppendRequest append) {
-            return encodeAppend(alloc, requestId, append);
+        if (request instanceof AppendRequest r) {
+            return encodeChunks(
+                    alloc, requestId, r, head -> writeStr(head, r.stream()), r.entries());
+        }
+        if (request instanceof TxnAppendRequest r) {
+            return encodeChunks(
+                    alloc, requestId, r, head -> writeTxnRef(head, r.ref()), r.entries());
         }
         ByteBuf out = alloc.heapBuffer(64);
         try {
@@ -303,6 +357,15 @@ final class ProtocolCodec {
             writePushRings(out, r.rings());
         } else if (request instanceof PushCloseRequest r) {
             out.writeLongLE(r.subscriptionId());
+        } else if (request instanceof TxnInitRequest r) {
+            writeStr(out, r.stream());
+            writeStr(out, r.transactionalId());
+            out.writeLongLE(r.keepPreparedThrough());
+        } else if (request instanceof TxnRefRequest r) {
+            writeTxnRef(out, r.ref());
+        } else if (request instanceof TxnListRequest r) {
+            writeStr(out, r.stream());
+            writeStr(out, r.idPrefix());
         } else if (request instanceof ListStreamsRequest || request instanceof StatsRequest) {
             // empty body
         } else {
@@ -310,16 +373,24 @@ final class ProtocolCodec {
         }
     }
 
-    private static ByteBuf encodeAppend(ByteBufAllocator alloc, long requestId, AppendRequest r) {
-        List<AppendEntry> entries = r.entries();
+    /**
+     * Append and TxnAppend: {@code writeHead} writes what comes before the entries (the stream, or
+     * a TxnRef); each chunk is a component of the frame, not a copy.
+     */
+    private static ByteBuf encodeChunks(
+            ByteBufAllocator alloc,
+            long requestId,
+            Request r,
+            Consumer<ByteBuf> writeHead,
+            List<AppendEntry> entries) {
         CompositeByteBuf frame = alloc.compositeBuffer(2 * entries.size() + 1);
         int taken = 0;
         try {
             // A component's bytes are counted when it is added: each is written first.
             ByteBuf head = alloc.heapBuffer(LENGTH_BYTES + HEADER_BYTES + 2 + 64 + 4);
             try {
-                beginFrame(head, Opcode.APPEND.code(), requestId, false);
-                writeStr(head, r.stream());
+                beginFrame(head, r.opcode().code(), requestId, false);
+                writeHead.accept(head);
                 head.writeIntLE(entries.size());
             } catch (RuntimeException e) {
                 head.release();
@@ -337,7 +408,8 @@ final class ProtocolCodec {
                 length += APPEND_ENTRY_BYTES + e.chunk().readableBytes();
             }
             if (length > 0xFFFF_FFFFL) {
-                throw new IllegalArgumentException("append request of " + length + " bytes");
+                throw new IllegalArgumentException(
+                        r.opcode().wireName() + " request of " + length + " bytes");
             }
             frame.setIntLE(0, (int) length);
             return frame;
@@ -463,7 +535,12 @@ final class ProtocolCodec {
     }
 
     static List<AppendResult> decodeAppendResponse(ByteBuf body) {
-        WireReader in = new WireReader(body, "Append response");
+        return decodeAppendResponse(body, "Append response");
+    }
+
+    /** Append's and TxnAppend's response body (the same layout); {@code what} names it. */
+    static List<AppendResult> decodeAppendResponse(ByteBuf body, String what) {
+        WireReader in = new WireReader(body, what);
         int n = in.count("count", APPEND_RESULT_BYTES);
         List<AppendResult> results = new ArrayList<>(n);
         for (int i = 0; i < n; i++) {
@@ -552,7 +629,60 @@ final class ProtocolCodec {
         return r;
     }
 
+    static TxnInitResult decodeTxnInitResponse(ByteBuf body) {
+        WireReader in = new WireReader(body, "TxnInit response");
+        TxnInitResult r =
+                new TxnInitResult(Integer.toUnsignedLong(in.u32("epoch")), in.u64("last_serial"));
+        in.end();
+        return r;
+    }
+
+    /** The serial of the transaction TxnBegin started (or found open). */
+    static long decodeTxnBeginResponse(ByteBuf body) {
+        WireReader in = new WireReader(body, "TxnBegin response");
+        long serial = in.u64("serial");
+        in.end();
+        return serial;
+    }
+
+    static List<TransactionInfo> decodeTxnListResponse(ByteBuf body) {
+        WireReader in = new WireReader(body, "TxnList response");
+        int n = in.count("count", TXN_INFO_BYTES);
+        List<TransactionInfo> result = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+            String id = in.str("transactional_id");
+            long epoch = Integer.toUnsignedLong(in.u32("epoch"));
+            long serial = in.u64("serial");
+            int code = in.u8("state");
+            TransactionInfo.State state = TransactionInfo.State.fromCode(code);
+            if (state == null) {
+                throw NearstreamProtocolException.malformed(
+                        "transaction state " + code + " is not 1 (open) or 2 (prepared)");
+            }
+            result.add(
+                    new TransactionInfo(
+                            id,
+                            epoch,
+                            serial,
+                            state,
+                            in.u64("bytes"),
+                            in.u32("chunks"),
+                            in.u32("streamlets"),
+                            in.i64("started_ms")));
+        }
+        in.end();
+        return result;
+    }
+
     // ---- shared pieces ----------------------------------------------------------------------
+
+    /** The TxnRef body of TxnBegin, TxnPrepare, TxnCommit and TxnAbort, and TxnAppend's head. */
+    static void writeTxnRef(ByteBuf out, TxnRef ref) {
+        writeStr(out, ref.stream());
+        writeStr(out, ref.transactionalId());
+        out.writeIntLE((int) ref.epoch());
+        out.writeLongLE(ref.serial());
+    }
 
     static void writePushRings(ByteBuf out, List<PushRingSpec> rings) {
         out.writeIntLE(rings.size());

@@ -11,14 +11,20 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * A hand-written {@link NearstreamClient} for producer tests: DescribeStream answers a stream with
- * a given number of streamlets; each Append is queued as an {@link AppendCall} that the test
- * answers when it wants to.
+ * a given number of streamlets; each Append and TxnAppend is queued as an {@link AppendCall} that
+ * the test answers when it wants to. TxnInit, TxnBegin, TxnPrepare, TxnCommit and TxnAbort answer
+ * at once (OK, or the failure a test scripted with {@link #failNextTxnCall}) and are logged in
+ * {@link #txnCalls()}: the broker's real transaction rules are tested against the real broker.
  */
 final class FakeNearstreamClient implements NearstreamClient {
 
     private final int streamlets;
     private final BlockingQueue<AppendCall> appends = new LinkedBlockingQueue<>();
     private final AtomicInteger offsets = new AtomicInteger();
+    private final AtomicInteger epochs = new AtomicInteger();
+    private final AtomicInteger serials = new AtomicInteger();
+    private final List<String> txnCalls = new java.util.concurrent.CopyOnWriteArrayList<>();
+    private final BlockingQueue<StatusCode> txnFailures = new LinkedBlockingQueue<>();
     volatile boolean closed;
 
     FakeNearstreamClient(int streamlets) {
@@ -27,11 +33,15 @@ final class FakeNearstreamClient implements NearstreamClient {
 
     /** One append request as sent, with copies of its chunks. */
     final class AppendCall {
+        /** The transaction of a TxnAppend; null for an Append. */
+        final TxnRef txn;
+
         final int[] streamlets;
         final List<byte[]> chunks = new ArrayList<>();
         final CompletableFuture<List<AppendResult>> result = new CompletableFuture<>();
 
-        AppendCall(int[] streamlets, List<byte[]> chunks) {
+        AppendCall(TxnRef txn, int[] streamlets, List<byte[]> chunks) {
+            this.txn = txn;
             this.streamlets = streamlets.clone();
             for (byte[] c : chunks) {
                 this.chunks.add(c.clone());
@@ -126,9 +136,7 @@ final class FakeNearstreamClient implements NearstreamClient {
     @Override
     public CompletableFuture<List<AppendResult>> append(
             String stream, int[] streamletIds, List<byte[]> chunks) {
-        AppendCall call = new AppendCall(streamletIds, chunks);
-        appends.add(call);
-        return call.result;
+        return queue(null, streamletIds, chunks);
     }
 
     @Override
@@ -165,6 +173,71 @@ final class FakeNearstreamClient implements NearstreamClient {
 
     @Override
     public CompletableFuture<Void> pushClose(long subscriptionId) {
+        return unsupported();
+    }
+
+    /** The next TxnInit, TxnBegin, TxnPrepare, TxnCommit or TxnAbort fails with {@code status}. */
+    void failNextTxnCall(StatusCode status) {
+        txnFailures.add(status);
+    }
+
+    /** The transaction calls so far, e.g. {@code "commit s/t epoch 1 serial 2"}. */
+    List<String> txnCalls() {
+        return List.copyOf(txnCalls);
+    }
+
+    private <T> CompletableFuture<T> txnCall(String what, T value) {
+        txnCalls.add(what);
+        StatusCode failure = txnFailures.poll();
+        return failure == null
+                ? CompletableFuture.completedFuture(value)
+                : CompletableFuture.failedFuture(
+                        new NearstreamClientException(failure, "scripted " + what));
+    }
+
+    @Override
+    public CompletableFuture<TxnInitResult> txnInit(
+            String stream, String transactionalId, long keepPreparedThrough) {
+        return txnCall(
+                "init " + stream + "/" + transactionalId + " keep " + keepPreparedThrough,
+                new TxnInitResult(epochs.incrementAndGet(), serials.get()));
+    }
+
+    @Override
+    public CompletableFuture<TxnRef> txnBegin(TxnRef ref) {
+        return txnCall("begin " + ref, ref.withSerial(serials.incrementAndGet()));
+    }
+
+    @Override
+    public CompletableFuture<List<AppendResult>> txnAppend(
+            TxnRef ref, int[] streamletIds, List<byte[]> chunks) {
+        return queue(ref, streamletIds, chunks);
+    }
+
+    private CompletableFuture<List<AppendResult>> queue(
+            TxnRef txn, int[] streamletIds, List<byte[]> chunks) {
+        AppendCall call = new AppendCall(txn, streamletIds, chunks);
+        appends.add(call);
+        return call.result;
+    }
+
+    @Override
+    public CompletableFuture<Void> txnPrepare(TxnRef ref) {
+        return txnCall("prepare " + ref, null);
+    }
+
+    @Override
+    public CompletableFuture<Void> txnCommit(TxnRef ref) {
+        return txnCall("commit " + ref, null);
+    }
+
+    @Override
+    public CompletableFuture<Void> txnAbort(TxnRef ref) {
+        return txnCall("abort " + ref, null);
+    }
+
+    @Override
+    public CompletableFuture<List<TransactionInfo>> txnList(String stream, String idPrefix) {
         return unsupported();
     }
 

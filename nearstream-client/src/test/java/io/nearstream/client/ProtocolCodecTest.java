@@ -88,7 +88,22 @@ class ProtocolCodecTest {
                 break;
             case PUSH_UPDATE:
             case PUSH_CLOSE:
+            case TXN_PREPARE:
+            case TXN_COMMIT:
+            case TXN_ABORT:
                 ProtocolCodec.decodeEmpty(body, "empty");
+                break;
+            case TXN_INIT:
+                ProtocolCodec.decodeTxnInitResponse(body);
+                break;
+            case TXN_BEGIN:
+                ProtocolCodec.decodeTxnBeginResponse(body);
+                break;
+            case TXN_APPEND:
+                ProtocolCodec.decodeAppendResponse(body, "TxnAppend response");
+                break;
+            case TXN_LIST:
+                ProtocolCodec.decodeTxnListResponse(body);
                 break;
             default:
                 throw new AssertionError(op);
@@ -98,10 +113,14 @@ class ProtocolCodecTest {
     static void decodeRequestFully(byte[] frame) {
         ProtocolTestCodec.DecodedRequest d =
                 ProtocolTestCodec.decodeRequest(Unpooled.wrappedBuffer(frame));
+        List<AppendEntry> entries = List.of();
         if (d.request() instanceof AppendRequest a) {
-            for (AppendEntry e : a.entries()) {
-                Chunks.validate(ByteBufUtil.getBytes(e.chunk()));
-            }
+            entries = a.entries();
+        } else if (d.request() instanceof ProtocolCodec.TxnAppendRequest a) {
+            entries = a.entries();
+        }
+        for (AppendEntry e : entries) {
+            Chunks.validate(ByteBufUtil.getBytes(e.chunk()));
         }
     }
 

@@ -21,6 +21,10 @@ import io.nearstream.client.ProtocolCodec.Request;
 import io.nearstream.client.ProtocolCodec.ResponseFrame;
 import io.nearstream.client.ProtocolCodec.StatsRequest;
 import io.nearstream.client.ProtocolCodec.TimestampQuery;
+import io.nearstream.client.ProtocolCodec.TxnAppendRequest;
+import io.nearstream.client.ProtocolCodec.TxnInitRequest;
+import io.nearstream.client.ProtocolCodec.TxnListRequest;
+import io.nearstream.client.ProtocolCodec.TxnRefRequest;
 import io.nearstream.client.ProtocolTestCodec.DecodedRequest;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
@@ -230,9 +234,41 @@ class ProtocolGoldenTest {
                     }
                 case PUSH_UPDATE:
                 case PUSH_CLOSE:
+                case TXN_PREPARE:
+                case TXN_COMMIT:
+                case TXN_ABORT:
                     ProtocolCodec.decodeEmpty(in, op.wireName());
                     writer = out -> {};
                     break;
+                case TXN_INIT:
+                    {
+                        TxnInitResult v = ProtocolCodec.decodeTxnInitResponse(in);
+                        body.put("epoch", BigInteger.valueOf(v.epoch()));
+                        body.put("last_serial", u64(v.lastSerial()));
+                        writer = out -> ProtocolTestCodec.writeTxnInitResponse(out, v);
+                        break;
+                    }
+                case TXN_BEGIN:
+                    {
+                        long serial = ProtocolCodec.decodeTxnBeginResponse(in);
+                        body.put("serial", u64(serial));
+                        writer = out -> ProtocolTestCodec.writeTxnBeginResponse(out, serial);
+                        break;
+                    }
+                case TXN_APPEND:
+                    {
+                        List<AppendResult> v = ProtocolCodec.decodeAppendResponse(in, "TxnAppend");
+                        body.put("results", list(v, ProtocolGoldenTest::appendResultJson));
+                        writer = out -> ProtocolTestCodec.writeAppendResponse(out, v);
+                        break;
+                    }
+                case TXN_LIST:
+                    {
+                        List<TransactionInfo> v = ProtocolCodec.decodeTxnListResponse(in);
+                        body.put("transactions", list(v, ProtocolGoldenTest::transactionJson));
+                        writer = out -> ProtocolTestCodec.writeTxnListResponse(out, v);
+                        break;
+                    }
                 default:
                     throw new AssertionError("no response decoder for " + op);
             }
@@ -252,16 +288,23 @@ class ProtocolGoldenTest {
     /** A copy of {@code r} whose append chunks no longer point into the decoded frame. */
     private static Request detach(Request r) {
         if (r instanceof AppendRequest a) {
-            List<AppendEntry> entries = new ArrayList<>();
-            for (AppendEntry e : a.entries()) {
-                entries.add(
-                        new AppendEntry(
-                                e.streamlet(),
-                                Unpooled.wrappedBuffer(ByteBufUtil.getBytes(e.chunk()))));
-            }
-            return new AppendRequest(a.stream(), entries);
+            return new AppendRequest(a.stream(), detach(a.entries()));
+        }
+        if (r instanceof TxnAppendRequest a) {
+            return new TxnAppendRequest(a.ref(), detach(a.entries()));
         }
         return r;
+    }
+
+    private static List<AppendEntry> detach(List<AppendEntry> entries) {
+        List<AppendEntry> copies = new ArrayList<>();
+        for (AppendEntry e : entries) {
+            copies.add(
+                    new AppendEntry(
+                            e.streamlet(),
+                            Unpooled.wrappedBuffer(ByteBufUtil.getBytes(e.chunk()))));
+        }
+        return copies;
     }
 
     // ---- Java values as vectors.json writes them ----------------------------------------------
@@ -299,16 +342,20 @@ class ProtocolGoldenTest {
             }
             return obj("stream", r.stream(), "streamlets", streamlets);
         } else if (request instanceof AppendRequest r) {
-            List<Object> entries = new ArrayList<>();
-            for (AppendEntry e : r.entries()) {
-                ByteBuffer chunk = e.chunk().nioBuffer();
-                entries.add(
-                        obj(
-                                "streamlet", u32(e.streamlet()),
-                                "chunk_size", u(chunk.remaining()),
-                                "chunk", chunkJson(chunk, chunk.position(), chunk.remaining())));
-            }
-            return obj("stream", r.stream(), "entries", entries);
+            return obj("stream", r.stream(), "entries", appendEntriesJson(r.entries()));
+        } else if (request instanceof TxnInitRequest r) {
+            return obj(
+                    "stream", r.stream(),
+                    "transactional_id", r.transactionalId(),
+                    "keep_prepared_through", u64(r.keepPreparedThrough()));
+        } else if (request instanceof TxnRefRequest r) {
+            return txnRefJson(r.ref());
+        } else if (request instanceof TxnAppendRequest r) {
+            Map<String, Object> json = txnRefJson(r.ref());
+            json.put("entries", appendEntriesJson(r.entries()));
+            return json;
+        } else if (request instanceof TxnListRequest r) {
+            return obj("stream", r.stream(), "id_prefix", r.idPrefix());
         } else if (request instanceof FetchRequest r) {
             return obj(
                     "stream",
@@ -349,6 +396,39 @@ class ProtocolGoldenTest {
             return obj("subscription_id", u64(r.subscriptionId()));
         }
         throw new AssertionError("no JSON form for " + request);
+    }
+
+    private static List<Object> appendEntriesJson(List<AppendEntry> entries) {
+        List<Object> json = new ArrayList<>();
+        for (AppendEntry e : entries) {
+            ByteBuffer chunk = e.chunk().nioBuffer();
+            json.add(
+                    obj(
+                            "streamlet", u32(e.streamlet()),
+                            "chunk_size", u(chunk.remaining()),
+                            "chunk", chunkJson(chunk, chunk.position(), chunk.remaining())));
+        }
+        return json;
+    }
+
+    private static Map<String, Object> txnRefJson(TxnRef ref) {
+        return obj(
+                "stream", ref.stream(),
+                "transactional_id", ref.transactionalId(),
+                "epoch", BigInteger.valueOf(ref.epoch()),
+                "serial", u64(ref.serial()));
+    }
+
+    private static Map<String, Object> transactionJson(TransactionInfo t) {
+        return obj(
+                "transactional_id", t.transactionalId(),
+                "epoch", BigInteger.valueOf(t.epoch()),
+                "serial", u64(t.serial()),
+                "state", u(t.state().code()),
+                "bytes", u64(t.bytes()),
+                "chunks", u32(t.chunks()),
+                "streamlets", u32(t.streamlets()),
+                "started_ms", BigInteger.valueOf(t.startedMs()));
     }
 
     /**

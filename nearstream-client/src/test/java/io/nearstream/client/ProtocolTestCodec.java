@@ -27,6 +27,10 @@ import io.nearstream.client.ProtocolCodec.PushUpdateRequest;
 import io.nearstream.client.ProtocolCodec.Request;
 import io.nearstream.client.ProtocolCodec.StatsRequest;
 import io.nearstream.client.ProtocolCodec.TimestampQuery;
+import io.nearstream.client.ProtocolCodec.TxnAppendRequest;
+import io.nearstream.client.ProtocolCodec.TxnInitRequest;
+import io.nearstream.client.ProtocolCodec.TxnListRequest;
+import io.nearstream.client.ProtocolCodec.TxnRefRequest;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import java.util.ArrayList;
@@ -109,15 +113,7 @@ final class ProtocolTestCodec {
             case APPEND:
                 {
                     String stream = in.str("stream");
-                    int n = in.count("count", APPEND_ENTRY_BYTES);
-                    List<AppendEntry> entries = new ArrayList<>(n);
-                    for (int i = 0; i < n; i++) {
-                        int streamlet = in.u32("streamlet");
-                        int index = in.blob("chunk");
-                        entries.add(
-                                new AppendEntry(streamlet, frame.slice(index, in.lastLength())));
-                    }
-                    request = new AppendRequest(stream, entries);
+                    request = new AppendRequest(stream, readAppendEntries(in, frame));
                     break;
                 }
             case FETCH:
@@ -166,11 +162,53 @@ final class ProtocolTestCodec {
             case PUSH_CLOSE:
                 request = new PushCloseRequest(in.u64("subscription_id"));
                 break;
+            case TXN_INIT:
+                request =
+                        new TxnInitRequest(
+                                in.str("stream"),
+                                in.str("transactional_id"),
+                                in.u64("keep_prepared_through"));
+                break;
+            case TXN_BEGIN:
+            case TXN_PREPARE:
+            case TXN_COMMIT:
+            case TXN_ABORT:
+                request = new TxnRefRequest(op, readTxnRef(in));
+                break;
+            case TXN_APPEND:
+                {
+                    TxnRef ref = readTxnRef(in);
+                    request = new TxnAppendRequest(ref, readAppendEntries(in, frame));
+                    break;
+                }
+            case TXN_LIST:
+                request = new TxnListRequest(in.str("stream"), in.str("id_prefix"));
+                break;
             default:
                 throw new AssertionError(op);
         }
         in.end();
         return new DecodedRequest(h, request);
+    }
+
+    /** Append's and TxnAppend's entries; the chunks are slices of {@code frame}. */
+    private static List<AppendEntry> readAppendEntries(WireReader in, ByteBuf frame) {
+        int n = in.count("count", APPEND_ENTRY_BYTES);
+        List<AppendEntry> entries = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+            int streamlet = in.u32("streamlet");
+            int index = in.blob("chunk");
+            entries.add(new AppendEntry(streamlet, frame.slice(index, in.lastLength())));
+        }
+        return entries;
+    }
+
+    static TxnRef readTxnRef(WireReader in) {
+        return new TxnRef(
+                in.str("stream"),
+                in.str("transactional_id"),
+                Integer.toUnsignedLong(in.u32("epoch")),
+                in.u64("serial"));
     }
 
     static List<PushRingSpec> readPushRings(WireReader in) {
@@ -296,5 +334,28 @@ final class ProtocolTestCodec {
         out.writeLongLE(r.brokerEpoch());
         writeStr(out, r.regionPath());
         out.writeLongLE(r.regionBytes());
+    }
+
+    static void writeTxnInitResponse(ByteBuf out, TxnInitResult r) {
+        out.writeIntLE((int) r.epoch());
+        out.writeLongLE(r.lastSerial());
+    }
+
+    static void writeTxnBeginResponse(ByteBuf out, long serial) {
+        out.writeLongLE(serial);
+    }
+
+    static void writeTxnListResponse(ByteBuf out, List<TransactionInfo> transactions) {
+        out.writeIntLE(transactions.size());
+        for (TransactionInfo t : transactions) {
+            writeStr(out, t.transactionalId());
+            out.writeIntLE((int) t.epoch());
+            out.writeLongLE(t.serial());
+            out.writeByte(t.state().code());
+            out.writeLongLE(t.bytes());
+            out.writeIntLE(t.chunks());
+            out.writeIntLE(t.streamlets());
+            out.writeLongLE(t.startedMs());
+        }
     }
 }

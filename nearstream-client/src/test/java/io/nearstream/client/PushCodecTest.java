@@ -92,7 +92,8 @@ class PushCodecTest {
                 .isInstanceOf(NearstreamProtocolException.class);
     }
 
-    private static byte[] encode(Request r, long requestId) {
+    /** The bytes of a request frame, as the client would send it. */
+    static byte[] encode(Request r, long requestId) {
         ByteBuf b = ProtocolCodec.encodeRequest(ALLOC, requestId, r);
         try {
             return ByteBufUtil.getBytes(b);

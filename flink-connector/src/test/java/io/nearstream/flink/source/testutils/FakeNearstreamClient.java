@@ -16,6 +16,9 @@ import io.nearstream.client.StreamConfig;
 import io.nearstream.client.StreamletFetch;
 import io.nearstream.client.StreamletMetadata;
 import io.nearstream.client.TimestampLookup;
+import io.nearstream.client.TransactionInfo;
+import io.nearstream.client.TxnInitResult;
+import io.nearstream.client.TxnRef;
 import java.io.ByteArrayOutputStream;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -342,6 +345,49 @@ public final class FakeNearstreamClient implements NearstreamClient {
         subscriptions.remove(subscriptionId);
         pushCalls.add("close " + subscriptionId);
         return CompletableFuture.completedFuture(null);
+    }
+
+    // The source never uses transactions: the fake answers them as a broker without them would.
+
+    @Override
+    public CompletableFuture<TxnInitResult> txnInit(
+            String stream, String transactionalId, long keepPreparedThrough) {
+        return noTransactions();
+    }
+
+    @Override
+    public CompletableFuture<TxnRef> txnBegin(TxnRef ref) {
+        return noTransactions();
+    }
+
+    @Override
+    public CompletableFuture<List<AppendResult>> txnAppend(
+            TxnRef ref, int[] streamlets, List<byte[]> chunks) {
+        return noTransactions();
+    }
+
+    @Override
+    public CompletableFuture<Void> txnPrepare(TxnRef ref) {
+        return noTransactions();
+    }
+
+    @Override
+    public CompletableFuture<Void> txnCommit(TxnRef ref) {
+        return noTransactions();
+    }
+
+    @Override
+    public CompletableFuture<Void> txnAbort(TxnRef ref) {
+        return noTransactions();
+    }
+
+    @Override
+    public CompletableFuture<List<TransactionInfo>> txnList(String stream, String idPrefix) {
+        return noTransactions();
+    }
+
+    private static <T> CompletableFuture<T> noTransactions() {
+        return failed(StatusCode.UNKNOWN_OPCODE, "the fake broker has no transactions");
     }
 
     /** Later PushSubscribes answer with this region file and broker epoch. */
