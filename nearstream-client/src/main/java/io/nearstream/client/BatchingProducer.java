@@ -1,0 +1,874 @@
+package io.nearstream.client;
+
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
+import javax.annotation.Nullable;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * What {@link NearstreamProducer} and {@link NearstreamTransactionalProducer} share: records are
+ * batched per streamlet into chunks ({@code batch.size}, {@code linger.ms}), one request carries
+ * the ready chunks of several streamlets (the producer request of KerA (Marcu et al.) and of the
+ * pull-vs-push co-location paper (Marcu and Bouvry): one chunk per streamlet), and a background
+ * sender thread keeps up to {@code max.in.flight.requests} requests on the wire. The subclass says
+ * what a request is (an Append, or a TxnAppend of the current transaction).
+ *
+ * <p><b>Ordering and idempotence.</b> Each chunk carries the producer id and a per-streamlet
+ * sequence number (+1 per chunk). A chunk that meets a retriable error (transport failure, timeout,
+ * {@code STORAGE_ERROR}, {@code SHUTTING_DOWN}) is resent unchanged, with the same sequence; the
+ * broker stores it once ({@code duplicate} answers count as success). A streamlet has <em>at most
+ * one chunk in flight</em>, so a retry can never overtake a later chunk: records of one streamlet
+ * are stored in {@code send()} order, while many streamlets are in flight at once. With producer id
+ * 0 chunks are not deduplicated and a retry may store a chunk twice.
+ *
+ * <p>{@code send()} blocks only when {@code buffer.memory} is full. Futures complete, and {@link
+ * SendCallback}s run, on the client's I/O thread when the broker answers, on the sender thread for
+ * a chunk given up there (delivery timeout, or the producer closing), and on the caller's thread
+ * for a record that cannot be sent at all: they must not block. A callback that throws is logged at
+ * error level, and the other records' callbacks still run. The callback form costs no future per
+ * record: for producers of millions of records a second that only watch for failures (one callback
+ * instance for all sends), the futures and their completion were a fifth of the producer's CPU.
+ *
+ * <p>A chunk's timestamp (its header's {@code first_timestamp_ms}) is its first record's: the time
+ * of the {@code send()}, or the timestamp given to it.
+ *
+ * <p>Thread-safe.
+ */
+public abstract sealed class BatchingProducer implements AutoCloseable
+        permits NearstreamProducer, NearstreamTransactionalProducer {
+
+    private static final Logger LOG = LoggerFactory.getLogger(BatchingProducer.class);
+
+    private final NearstreamProducerConfig config;
+    private final NearstreamClient client;
+    private final boolean ownsClient;
+    private final String stream;
+    private final int streamlets;
+    private final NearstreamPartitioner partitioner;
+    private final long producerId;
+    private final long lingerNanos;
+    private final long backoffNanos;
+    private final long deliveryTimeoutNanos;
+
+    private final ReentrantLock lock = new ReentrantLock();
+
+    /** Signalled when the sender may have something to do. */
+    private final Condition work = lock.newCondition();
+
+    /** Signalled when buffer memory was released. */
+    private final Condition space = lock.newCondition();
+
+    // Guarded by lock.
+    private final StreamletState[] states;
+    private long bufferedBytes;
+    private int inFlightRequests;
+    private boolean closing;
+    private boolean aborting;
+
+    private final Thread sender;
+
+    /** How long the last answered request took, from dispatch to response. */
+    private volatile long lastRequestNanos;
+
+    /**
+     * Connects (unless the config carries a client), looks up the stream's streamlets and starts
+     * the sender thread, named {@code threadName}.
+     */
+    BatchingProducer(NearstreamProducerConfig config, long producerId, String threadName) {
+        this.config = config;
+        this.stream = config.stream();
+        if (config.client() != null) {
+            this.client = config.client();
+            this.ownsClient = false;
+        } else {
+            this.client = NettyNearstreamClient.connect(config.address(), config.clientOptions());
+            this.ownsClient = true;
+        }
+        try {
+            this.streamlets = client.describeStream(stream).join().streamlets();
+        } catch (RuntimeException e) {
+            if (ownsClient) {
+                client.close();
+            }
+            throw unwrap(e);
+        }
+        this.partitioner = config.newPartitioner();
+        this.producerId = producerId;
+        this.lingerNanos = config.linger().toNanos();
+        this.backoffNanos = config.retryBackoff().toNanos();
+        this.deliveryTimeoutNanos = config.deliveryTimeout().toNanos();
+        this.states = new StreamletState[streamlets];
+        for (int i = 0; i < streamlets; i++) {
+            states[i] = new StreamletState(i, Math.min(config.batchSizeBytes(), 1 << 20));
+        }
+        this.sender = new Thread(this::runSender, threadName);
+        sender.setDaemon(true);
+        sender.start();
+    }
+
+    /**
+     * Sends one request of chunks ({@code chunks.get(i)} to streamlet {@code streamlets[i]}); the
+     * results come in request order. Called on the sender thread, without the producer's lock.
+     */
+    abstract CompletableFuture<List<AppendResult>> sendChunks(
+            int[] streamlets, List<byte[]> chunks);
+
+    /**
+     * Called before a record is taken; throws to refuse it (e.g. no transaction, or the producer
+     * failed). Runs on the caller's thread, without the producer's lock.
+     */
+    void checkSendAllowed() {}
+
+    /**
+     * Called under the producer's lock when a chunk has failed for good (its records get the
+     * error); must only record the failure. {@code discarded}: the chunk was dropped by {@link
+     * #discardUnsent}, not refused.
+     */
+    void chunkFailed(NearstreamClientException error, boolean discarded) {}
+
+    /** The connection requests go through. */
+    final NearstreamClient client() {
+        return client;
+    }
+
+    final NearstreamProducerConfig config() {
+        return config;
+    }
+
+    /** The stream the producer writes to. */
+    public String stream() {
+        return stream;
+    }
+
+    /** Number of streamlets of the stream. */
+    public int streamlets() {
+        return streamlets;
+    }
+
+    /**
+     * How long the last answered request took, from its dispatch to its response, in milliseconds
+     * (0 before the first): Flink's {@code currentSendTime}.
+     */
+    public long lastRequestMillis() {
+        return TimeUnit.NANOSECONDS.toMillis(lastRequestNanos);
+    }
+
+    /** The producer id stamped on every chunk (0 = not idempotent). */
+    public long producerId() {
+        return producerId;
+    }
+
+    /** Sends a record without key to the streamlet the partitioner picks. */
+    public CompletableFuture<RecordPosition> send(byte[] value) {
+        return send(null, value);
+    }
+
+    /** Sends a record; the partitioner picks the streamlet from the key (may be null). */
+    public CompletableFuture<RecordPosition> send(byte[] key, byte[] value) {
+        int streamlet = partitioner.streamlet(key, value, streamlets);
+        return sendTo(streamlet, value);
+    }
+
+    /** Sends a record to a given streamlet. */
+    public CompletableFuture<RecordPosition> sendTo(int streamlet, byte[] value) {
+        CompletableFuture<RecordPosition> future = new CompletableFuture<>();
+        enqueue(streamlet, value, System.currentTimeMillis(), future);
+        return future;
+    }
+
+    /**
+     * Sends a record without key to the streamlet the partitioner picks; {@code callback} runs
+     * once, when the record is stored or has failed for good (at once for a record that cannot be
+     * sent at all).
+     */
+    public void send(byte[] value, SendCallback callback) {
+        send(null, value, callback);
+    }
+
+    /** As {@link #send(byte[], SendCallback)}; the partitioner picks from the key (may be null). */
+    public void send(byte[] key, byte[] value, SendCallback callback) {
+        send(key, value, System.currentTimeMillis(), callback);
+    }
+
+    /**
+     * As {@link #send(byte[], byte[], SendCallback)}, with the record's timestamp (ms since the
+     * Unix epoch): a chunk carries its first record's.
+     */
+    public void send(byte[] key, byte[] value, long timestampMs, SendCallback callback) {
+        enqueue(partitioner.streamlet(key, value, streamlets), value, timestampMs, callback);
+    }
+
+    /** As {@link #send(byte[], SendCallback)}, to a given streamlet. */
+    public void sendTo(int streamlet, byte[] value, SendCallback callback) {
+        enqueue(streamlet, value, System.currentTimeMillis(), callback);
+    }
+
+    /** As {@link #sendTo(int, byte[], SendCallback)}, with the record's timestamp. */
+    public void sendTo(int streamlet, byte[] value, long timestampMs, SendCallback callback) {
+        enqueue(streamlet, value, timestampMs, callback);
+    }
+
+    /**
+     * Adds the record to its streamlet's open chunk; {@code completion} is the record's {@link
+     * CompletableFuture} or {@link SendCallback} (one list of either, so the callback form
+     * allocates nothing per record).
+     */
+    private void enqueue(int streamlet, byte[] value, long timestampMs, Object completion) {
+        checkSendAllowed();
+        if (streamlet < 0 || streamlet >= streamlets) {
+            reportFailed(
+                    completion,
+                    new NearstreamClientException(
+                            StatusCode.STREAMLET_NOT_FOUND,
+                            "streamlet " + streamlet + " of a stream with " + streamlets));
+            return;
+        }
+        long need = (long) value.length + Chunks.RECORD_PREFIX_BYTES;
+        if (need > config.bufferMemoryBytes()) {
+            reportFailed(
+                    completion,
+                    new NearstreamClientException(
+                            StatusCode.INVALID_ARGUMENT,
+                            "record of "
+                                    + value.length
+                                    + " bytes exceeds buffer.memory ("
+                                    + config.bufferMemoryBytes()
+                                    + ")"));
+            return;
+        }
+        NearstreamClientException failure = null; // reported after the lock is released
+        lock.lock();
+        try {
+            if (closing) {
+                throw new IllegalStateException("the producer is closed");
+            }
+            if (bufferedBytes + need > config.bufferMemoryBytes()) {
+                long left = config.maxBlock().toNanos();
+                while (bufferedBytes + need > config.bufferMemoryBytes()) {
+                    if (left <= 0) {
+                        failure =
+                                new NearstreamClientException(
+                                        StatusCode.IO_ERROR,
+                                        "buffer.memory full for max.block "
+                                                + config.maxBlock()
+                                                + " (broker not keeping up or unreachable)");
+                        return;
+                    }
+                    left = space.awaitNanos(left);
+                    if (closing) {
+                        throw new IllegalStateException("the producer is closed");
+                    }
+                }
+            }
+            StreamletState st = states[streamlet];
+            ChunkBuilder open = st.open;
+            boolean signal = false;
+            if (!open.isEmpty() && open.sizeWith(value.length) > config.batchSizeBytes()) {
+                seal(st);
+                signal = true;
+            }
+            if (open.isEmpty()) {
+                st.openCreatedNanos = System.nanoTime();
+                st.openTimestampMs = timestampMs;
+                signal = true; // the sender must arm this batch's linger timer
+            }
+            open.add(value);
+            st.openCompletions.add(completion);
+            st.openBytes += need;
+            bufferedBytes += need;
+            if (open.size() >= config.batchSizeBytes()) {
+                seal(st);
+                signal = true;
+            }
+            if (signal) {
+                work.signal();
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            failure =
+                    new NearstreamClientException(
+                            StatusCode.IO_ERROR, "interrupted while waiting for buffer space", e);
+        } finally {
+            lock.unlock();
+            if (failure != null) {
+                reportFailed(completion, failure);
+            }
+        }
+    }
+
+    /** Completes a record's future or runs its callback; a callback that throws is logged. */
+    private static void reportStored(Object completion, RecordPosition position) {
+        report(completion, position, null);
+    }
+
+    /** Fails a record's future or runs its callback with the error. */
+    private static void reportFailed(Object completion, Exception error) {
+        report(completion, null, error);
+    }
+
+    @SuppressWarnings("unchecked")
+    private static void report(
+            Object completion, @Nullable RecordPosition position, @Nullable Exception error) {
+        if (completion instanceof CompletableFuture<?> f) {
+            if (error == null) {
+                ((CompletableFuture<RecordPosition>) f).complete(position);
+            } else {
+                f.completeExceptionally(error);
+            }
+            return;
+        }
+        try {
+            ((SendCallback) completion).onCompletion(position, error);
+        } catch (RuntimeException e) {
+            // The other records' callbacks must still run; say so, as Kafka's producer does.
+            LOG.error("A SendCallback threw; the other records' callbacks still run", e);
+        }
+    }
+
+    /**
+     * Sends every buffered record now and waits until each record sent before this call has
+     * succeeded or failed.
+     */
+    public void flush() {
+        flush(Long.MAX_VALUE);
+    }
+
+    private boolean flush(long timeoutNanos) {
+        List<CompletableFuture<Void>> waits = new ArrayList<>();
+        lock.lock();
+        try {
+            for (StreamletState st : states) {
+                if (!st.open.isEmpty()) {
+                    seal(st);
+                }
+                for (Batch b : st.ready) {
+                    waits.add(b.done);
+                }
+                if (st.inFlight != null) {
+                    waits.add(st.inFlight.done);
+                }
+            }
+            work.signal();
+        } finally {
+            lock.unlock();
+        }
+        CompletableFuture<Void> all =
+                CompletableFuture.allOf(waits.toArray(new CompletableFuture[0]));
+        try {
+            if (timeoutNanos == Long.MAX_VALUE) {
+                all.get();
+            } else {
+                all.get(timeoutNanos, TimeUnit.NANOSECONDS);
+            }
+            return true;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        } catch (TimeoutException e) {
+            return false;
+        } catch (ExecutionException e) {
+            return true; // batches complete their "done" normally; unreachable
+        }
+    }
+
+    /**
+     * Fails every record not on the wire yet with {@code reason}; the returned future completes
+     * when the requests on the wire have been answered (or given up) too. Afterwards nothing of
+     * what was sent before is pending.
+     */
+    final CompletableFuture<Void> discardUnsent(NearstreamClientException reason) {
+        List<Runnable> completions = new ArrayList<>();
+        List<CompletableFuture<Void>> waits = new ArrayList<>();
+        lock.lock();
+        try {
+            for (StreamletState st : states) {
+                if (!st.open.isEmpty()) {
+                    seal(st);
+                }
+                Batch b;
+                while ((b = st.ready.pollFirst()) != null) {
+                    b.discarded = true;
+                    giveUp(st, b, reason, completions);
+                }
+                if (st.inFlight != null) {
+                    st.inFlight.discarded = true; // not retried: its answer ends it
+                    waits.add(st.inFlight.done);
+                }
+            }
+        } finally {
+            lock.unlock();
+        }
+        runAll(completions);
+        return CompletableFuture.allOf(waits.toArray(new CompletableFuture[0]));
+    }
+
+    /**
+     * Starts every streamlet's sequence at 0 again: a transaction's sequences are its own
+     * (docs/protocol.md, "Idempotence inside a transaction"). Only while nothing is pending.
+     */
+    final void resetSequences() {
+        lock.lock();
+        try {
+            for (StreamletState st : states) {
+                if (!st.open.isEmpty() || !st.ready.isEmpty() || st.inFlight != null) {
+                    throw new IllegalStateException("records of the last transaction are pending");
+                }
+                st.nextSequence = 0;
+                st.uncertainSequence = -1;
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Flushes, then stops the sender and closes the connection it opened. */
+    @Override
+    public void close() {
+        close(Duration.ofMillis(Long.MAX_VALUE));
+    }
+
+    /**
+     * Flushes for at most {@code timeout}; records not delivered by then fail with {@link
+     * StatusCode#IO_ERROR}. Then stops the sender and closes the connection it opened.
+     */
+    public void close(Duration timeout) {
+        lock.lock();
+        try {
+            if (closing) {
+                return;
+            }
+        } finally {
+            lock.unlock();
+        }
+        long nanos =
+                timeout.toMillis() >= Long.MAX_VALUE / 1_000_000
+                        ? Long.MAX_VALUE
+                        : timeout.toNanos();
+        boolean flushed = flush(nanos);
+        lock.lock();
+        try {
+            closing = true;
+            aborting = !flushed;
+            work.signal();
+            space.signalAll();
+        } finally {
+            lock.unlock();
+        }
+        try {
+            sender.join(aborting ? 10_000 : 0);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        if (ownsClient) {
+            client.close();
+        }
+    }
+
+    // ---- sender -----------------------------------------------------------------------------
+
+    /** Per-streamlet state; guarded by the producer's lock. */
+    private static final class StreamletState {
+        final int streamlet;
+        final ChunkBuilder open;
+
+        /** Per record of the open chunk: its CompletableFuture or SendCallback. */
+        List<Object> openCompletions = new ArrayList<>();
+
+        long openCreatedNanos;
+        long openTimestampMs;
+        long openBytes;
+
+        /** Sealed chunks in send order; the head may be a chunk waiting for its retry. */
+        final ArrayDeque<Batch> ready = new ArrayDeque<>();
+
+        /** The one chunk of this streamlet on the wire, or null. */
+        Batch inFlight;
+
+        long nextSequence;
+
+        /** Sequence of a chunk that failed with unknown outcome (-1: none). */
+        long uncertainSequence = -1;
+
+        StreamletState(int streamlet, int initialCapacity) {
+            this.streamlet = streamlet;
+            this.open = new ChunkBuilder(initialCapacity);
+        }
+    }
+
+    /** A sealed chunk and its records' futures or callbacks. */
+    private static final class Batch {
+        final int streamlet;
+        final byte[] chunk;
+        final List<Object> completions;
+        final long createdNanos;
+        final long bytes;
+        final CompletableFuture<Void> done = new CompletableFuture<>();
+        long sequence = -1;
+        int attempts;
+        long retryAtNanos;
+
+        /** Whether the last attempt may have been stored (transport failure). */
+        boolean lastAttemptUncertain;
+
+        /** Given up by {@link #discardUnsent}: an error ends it, no retry. */
+        boolean discarded;
+
+        /** When the current attempt was dispatched. */
+        long sentNanos;
+
+        Batch(
+                int streamlet,
+                byte[] chunk,
+                List<Object> completions,
+                long createdNanos,
+                long bytes) {
+            this.streamlet = streamlet;
+            this.chunk = chunk;
+            this.completions = completions;
+            this.createdNanos = createdNanos;
+            this.bytes = bytes;
+        }
+    }
+
+    private void seal(StreamletState st) {
+        byte[] chunk = st.open.build(producerId, 0, st.openTimestampMs);
+        st.ready.addLast(
+                new Batch(
+                        st.streamlet,
+                        chunk,
+                        st.openCompletions,
+                        st.openCreatedNanos,
+                        st.openBytes));
+        st.open.reset();
+        st.openCompletions = new ArrayList<>();
+        st.openBytes = 0;
+    }
+
+    private void runSender() {
+        List<Runnable> completions = new ArrayList<>();
+        while (true) {
+            List<Batch> request = null;
+            boolean exit = false;
+            lock.lock();
+            try {
+                while (true) {
+                    long now = System.nanoTime();
+                    long wake = expireAndSeal(now, completions);
+                    if (inFlightRequests < config.maxInFlightRequests()) {
+                        request = collect(now);
+                        if (request != null) {
+                            inFlightRequests++;
+                            break;
+                        }
+                    }
+                    if (inFlightRequests < config.maxInFlightRequests()) {
+                        for (StreamletState st : states) {
+                            Batch head = st.ready.peekFirst();
+                            if (st.inFlight == null && head != null) {
+                                wake = Math.min(wake, head.retryAtNanos); // a retry backoff
+                            }
+                        }
+                    }
+                    if (closing && idle()) {
+                        exit = true;
+                        break;
+                    }
+                    if (!completions.isEmpty()) {
+                        break;
+                    }
+                    if (wake == Long.MAX_VALUE) {
+                        work.await();
+                    } else {
+                        // Never spin: a deadline already due waits at least a millisecond.
+                        work.awaitNanos(Math.max(wake - now, 1_000_000));
+                    }
+                }
+            } catch (InterruptedException e) {
+                // Only close() could want this thread to stop; it signals instead.
+                Thread.currentThread().interrupt();
+                exit = true;
+            } finally {
+                lock.unlock();
+            }
+            runAll(completions);
+            if (request != null) {
+                dispatch(request);
+            }
+            if (exit) {
+                return;
+            }
+        }
+    }
+
+    private boolean idle() {
+        if (inFlightRequests > 0) {
+            return false;
+        }
+        for (StreamletState st : states) {
+            if (!st.open.isEmpty() || !st.ready.isEmpty() || st.inFlight != null) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /**
+     * Fails expired chunks, seals lingered batches of idle streamlets; returns when it next has to
+     * look (a linger or delivery deadline), or {@code Long.MAX_VALUE}.
+     */
+    private long expireAndSeal(long now, List<Runnable> completions) {
+        long wake = Long.MAX_VALUE;
+        for (StreamletState st : states) {
+            while (!st.ready.isEmpty()) {
+                Batch head = st.ready.peekFirst();
+                if (st.inFlight != null) {
+                    break;
+                }
+                boolean expired = now - head.createdNanos >= deliveryTimeoutNanos;
+                if (!expired && !aborting) {
+                    wake = Math.min(wake, head.createdNanos + deliveryTimeoutNanos);
+                    break;
+                }
+                st.ready.pollFirst();
+                giveUp(
+                        st,
+                        head,
+                        new NearstreamClientException(
+                                StatusCode.IO_ERROR,
+                                aborting
+                                        ? "producer closed before the chunk was delivered"
+                                        : "chunk not delivered within delivery.timeout "
+                                                + config.deliveryTimeout()),
+                        completions);
+            }
+            if (!st.open.isEmpty()) {
+                if (aborting) {
+                    seal(st);
+                    giveUp(
+                            st,
+                            st.ready.pollLast(),
+                            new NearstreamClientException(
+                                    StatusCode.IO_ERROR, "producer closed before sending"),
+                            completions);
+                } else if (st.inFlight == null && st.ready.isEmpty()) {
+                    long due = st.openCreatedNanos + lingerNanos;
+                    if (closing || due - now <= 0) {
+                        seal(st);
+                    } else {
+                        wake = Math.min(wake, due);
+                    }
+                }
+            }
+        }
+        return wake;
+    }
+
+    /** Takes the head chunk of every streamlet that may send, up to max request bytes. */
+    private List<Batch> collect(long now) {
+        List<Batch> request = null;
+        long bytes = 0;
+        for (StreamletState st : states) {
+            if (st.inFlight != null) {
+                continue;
+            }
+            Batch head = st.ready.peekFirst();
+            if (head == null || head.retryAtNanos - now > 0) {
+                continue;
+            }
+            if (request != null && bytes + head.chunk.length > config.maxRequestBytes()) {
+                break;
+            }
+            st.ready.pollFirst();
+            st.inFlight = head;
+            if (head.sequence < 0) {
+                head.sequence = producerId == 0 ? 0 : st.nextSequence++;
+                if (producerId != 0) {
+                    Chunks.stampSequence(head.chunk, head.sequence);
+                }
+            }
+            head.attempts++;
+            head.sentNanos = now;
+            if (request == null) {
+                request = new ArrayList<>();
+            }
+            request.add(head);
+            bytes += head.chunk.length;
+        }
+        return request;
+    }
+
+    private void dispatch(List<Batch> request) {
+        int[] streamletIds = new int[request.size()];
+        List<byte[]> chunks = new ArrayList<>(request.size());
+        for (int i = 0; i < request.size(); i++) {
+            streamletIds[i] = request.get(i).streamlet;
+            chunks.add(request.get(i).chunk);
+        }
+        CompletableFuture<List<AppendResult>> f;
+        try {
+            f = sendChunks(streamletIds, chunks);
+        } catch (RuntimeException e) {
+            f = CompletableFuture.failedFuture(e);
+        }
+        f.whenComplete((results, err) -> onResponse(request, results, err));
+    }
+
+    private void onResponse(List<Batch> request, List<AppendResult> results, Throwable err) {
+        List<Runnable> completions = new ArrayList<>();
+        lock.lock();
+        try {
+            inFlightRequests--;
+            long now = System.nanoTime();
+            lastRequestNanos = now - request.get(0).sentNanos;
+            NearstreamClientException requestError = null;
+            if (err != null) {
+                requestError = asClientException(err);
+            } else if (results.size() != request.size()) {
+                requestError =
+                        new NearstreamClientException(
+                                StatusCode.INTERNAL,
+                                "append answered "
+                                        + results.size()
+                                        + " results for "
+                                        + request.size()
+                                        + " chunks");
+            }
+            for (int i = 0; i < request.size(); i++) {
+                Batch b = request.get(i);
+                StreamletState st = states[b.streamlet];
+                st.inFlight = null;
+                if (requestError != null) {
+                    boolean uncertain = requestError.status() == StatusCode.IO_ERROR;
+                    onError(st, b, requestError, uncertain, now, completions);
+                    continue;
+                }
+                AppendResult r = results.get(i);
+                if (r.ok()) {
+                    st.uncertainSequence = -1;
+                    succeed(b, r.position(), completions);
+                } else if (r.status() == StatusCode.OUT_OF_ORDER_SEQUENCE
+                        && !b.discarded
+                        && producerId != 0
+                        && st.uncertainSequence >= 0
+                        && b.sequence == st.uncertainSequence + 1) {
+                    // The chunk that failed with unknown outcome was not stored after all: this
+                    // one takes over its sequence.
+                    b.sequence = st.uncertainSequence;
+                    st.nextSequence = b.sequence + 1;
+                    st.uncertainSequence = -1;
+                    Chunks.stampSequence(b.chunk, b.sequence);
+                    b.retryAtNanos = now;
+                    st.ready.addFirst(b);
+                } else {
+                    NearstreamClientException e =
+                            new NearstreamClientException(
+                                    r.status(), "streamlet " + b.streamlet + ": " + r.message());
+                    onError(st, b, e, false, now, completions);
+                }
+            }
+            work.signal();
+        } finally {
+            lock.unlock();
+        }
+        runAll(completions);
+    }
+
+    private void onError(
+            StreamletState st,
+            Batch b,
+            NearstreamClientException e,
+            boolean uncertain,
+            long now,
+            List<Runnable> completions) {
+        b.lastAttemptUncertain = uncertain;
+        boolean retry =
+                e.isRetriable()
+                        && !aborting
+                        && !b.discarded
+                        && b.attempts <= config.retries()
+                        && now - b.createdNanos < deliveryTimeoutNanos;
+        if (retry) {
+            b.retryAtNanos = now + backoffNanos;
+            st.ready.addFirst(b);
+        } else {
+            giveUp(st, b, e, completions);
+        }
+    }
+
+    /** Fails a chunk for good and keeps the streamlet's sequence consistent with the broker. */
+    private void giveUp(
+            StreamletState st, Batch b, NearstreamClientException e, List<Runnable> completions) {
+        if (producerId != 0 && b.sequence >= 0) {
+            if (b.lastAttemptUncertain) {
+                // Maybe stored: continue after it; if it was not, the broker reports a gap for
+                // the next chunk, which then takes over this sequence (see onResponse).
+                st.uncertainSequence = b.sequence;
+            } else if (b.sequence == st.nextSequence - 1) {
+                st.nextSequence = b.sequence; // certainly not stored: reuse its sequence
+            }
+        }
+        bufferedBytes -= b.bytes;
+        space.signalAll();
+        chunkFailed(e, b.discarded);
+        completions.add(
+                () -> {
+                    for (Object c : b.completions) {
+                        reportFailed(c, e);
+                    }
+                    b.done.complete(null);
+                });
+    }
+
+    private void succeed(Batch b, Position position, List<Runnable> completions) {
+        bufferedBytes -= b.bytes;
+        space.signalAll();
+        completions.add(
+                () -> {
+                    List<Object> cs = b.completions;
+                    for (int i = 0; i < cs.size(); i++) {
+                        reportStored(cs.get(i), new RecordPosition(b.streamlet, position, i));
+                    }
+                    b.done.complete(null);
+                });
+    }
+
+    private static void runAll(List<Runnable> completions) {
+        for (Runnable r : completions) {
+            try {
+                r.run();
+            } catch (RuntimeException e) {
+                // report() has logged any callback that threw; nothing else here is expected to
+                // throw, and whatever does must not stop the sender (or the I/O thread).
+            }
+        }
+        completions.clear();
+    }
+
+    /** The failure behind a future's exception; anything not from the broker is an I/O error. */
+    static NearstreamClientException asClientException(Throwable t) {
+        while (t instanceof java.util.concurrent.CompletionException && t.getCause() != null) {
+            t = t.getCause();
+        }
+        if (t instanceof NearstreamClientException e) {
+            return e;
+        }
+        return new NearstreamClientException(StatusCode.IO_ERROR, String.valueOf(t), t);
+    }
+
+    private static RuntimeException unwrap(RuntimeException e) {
+        Throwable t = e;
+        while (t instanceof java.util.concurrent.CompletionException && t.getCause() != null) {
+            t = t.getCause();
+        }
+        return t instanceof RuntimeException r ? r : e;
+    }
+}
