@@ -4,12 +4,11 @@ import static org.apache.flink.util.Preconditions.checkArgument;
 import static org.apache.flink.util.Preconditions.checkNotNull;
 import static org.apache.flink.util.Preconditions.checkState;
 
+import io.nearstream.flink.common.ConnectorChecks;
 import io.nearstream.flink.source.reader.deserializer.NearstreamRecordDeserializationSchema;
 import io.nearstream.jni.ShmLayout;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.UUID;
-import java.util.regex.Pattern;
 import javax.annotation.Nullable;
 import org.apache.flink.annotation.PublicEvolving;
 import org.apache.flink.annotation.VisibleForTesting;
@@ -39,11 +38,6 @@ import org.apache.flink.configuration.Configuration;
  */
 @PublicEvolving
 public class NearstreamSourceBuilder<T> {
-
-    /** Stream names as the broker accepts them (docs/protocol.md, Stream configuration). */
-    private static final Pattern STREAM_NAME = Pattern.compile("[A-Za-z0-9_\\-][A-Za-z0-9._\\-]*");
-
-    private static final int MAX_STREAM_NAME_BYTES = 200;
 
     /** The broker caps long polls at 60 s by default. */
     private static final long MAX_FETCH_WAIT_MS = 60_000;
@@ -186,31 +180,8 @@ public class NearstreamSourceBuilder<T> {
 
     /** Checks the settings and builds the source; a wrong setting is explained. */
     public NearstreamSource<T> build() {
-        checkState(
-                brokers != null && brokers.length > 0,
-                "No broker set: call setBrokers(\"host:port\")");
-        checkArgument(
-                brokers.length == 1,
-                "Nearstream serves a stream from one broker; got %s addresses: %s",
-                brokers.length,
-                String.join(", ", brokers));
-        String broker = checkNotNull(brokers[0], "broker address is null").trim();
-        checkArgument(
-                isHostPort(broker),
-                "Broker address must be host:port with a port in 1..65535, got '%s'",
-                broker);
-
-        checkState(stream != null, "No stream set: call setStream(name)");
-        int nameBytes = stream.getBytes(StandardCharsets.UTF_8).length;
-        checkArgument(
-                nameBytes >= 1 && nameBytes <= MAX_STREAM_NAME_BYTES,
-                "Stream name must be 1 to %s bytes, got %s bytes",
-                MAX_STREAM_NAME_BYTES,
-                nameBytes);
-        checkArgument(
-                STREAM_NAME.matcher(stream).matches(),
-                "Stream name '%s' is invalid: use [A-Za-z0-9._-] and do not start with '.'",
-                stream);
+        String broker = ConnectorChecks.broker(brokers);
+        ConnectorChecks.stream(stream);
 
         checkState(
                 deserializer != null,
@@ -294,23 +265,6 @@ public class NearstreamSourceBuilder<T> {
                             + ": "
                             + e.getMessage(),
                     e);
-        }
-    }
-
-    private static boolean isHostPort(String address) {
-        int colon = address.lastIndexOf(':');
-        if (colon <= 0 || colon == address.length() - 1) {
-            return false;
-        }
-        String host = address.substring(0, colon);
-        if (host.contains(":") && !(host.startsWith("[") && host.endsWith("]"))) {
-            return false; // IPv6 must be bracketed
-        }
-        try {
-            int port = Integer.parseInt(address.substring(colon + 1));
-            return port >= 1 && port <= 65535;
-        } catch (NumberFormatException e) {
-            return false;
         }
     }
 }
