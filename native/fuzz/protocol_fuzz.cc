@@ -67,7 +67,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const uint8_t* body = data + 1;
   const size_t n = size - 1;
-  switch (data[0] % 12) {
+  switch (data[0] % 18) {
     case 0: RoundTrip(body, n, DecodeHandshakeRequest, EncodeHandshakeRequest); break;
     case 1: RoundTrip(body, n, DecodeHandshakeResponse, EncodeHandshakeResponse); break;
     case 2: RoundTrip(body, n, DecodeStreamConfig, EncodeStreamConfig); break;
@@ -83,6 +83,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       RoundTrip(body, n, DecodeStatsResponse, EncodeStatsResponse);
       break;
     case 11: FuzzChunk(body, n); break;
+    case 12: RoundTrip(body, n, DecodeTxnRef, EncodeTxnRef); break;
+    case 13: RoundTrip(body, n, DecodeTxnInitRequest, EncodeTxnInitRequest); break;
+    case 14:
+      RoundTrip(body, n, DecodeTxnInitResponse, EncodeTxnInitResponse);
+      RoundTrip(body, n, DecodeTxnBeginResponse, EncodeTxnBeginResponse);
+      break;
+    case 15: RoundTrip(body, n, DecodeTxnAppendRequest, EncodeTxnAppendRequest); break;
+    case 16: RoundTrip(body, n, DecodeTxnListRequest, EncodeTxnListRequest); break;
+    case 17: RoundTrip(body, n, DecodeTxnListResponse, EncodeTxnListResponse); break;
   }
   return 0;
 }

@@ -47,6 +47,7 @@ constexpr char kMainUsage[] =
     "  produce STREAM    append lines of stdin (or a file) as records\n"
     "  consume STREAM    print records, one per line\n"
     "  stats             print the broker's counters\n"
+    "  txn SUBCOMMAND    list, abort or commit a stream's open and prepared transactions\n"
     "\n"
     "Options:\n"
     "  --broker HOST:PORT  broker address (default: $NEARSTREAM_BROKER)\n"
@@ -467,6 +468,129 @@ Result<Runner> PrepareStats(const Flags& flags) {
   });
 }
 
+// ---- txn ------------------------------------------------------------------------------------
+
+struct TxnOptions {
+  enum class Action { kList, kAbort, kCommit, kAbortAll } action = Action::kList;
+  std::string stream;
+  std::string id_prefix;  // list, abort-all
+  net::TxnRef txn;        // abort, commit
+};
+
+// One line per transaction, tab-separated: a transactional id holds no byte below 0x20, so
+// `cut -f1` gives the ids whatever else they contain.
+void PrintTxn(const net::TxnInfo& t, int64_t now_ms) {
+  // The broker's clock set started_ms; a client clock behind it would give a negative age.
+  const long long age_s = std::max<int64_t>(0, now_ms - t.started_ms) / 1000;
+  std::printf("%s\tepoch %u\tserial %llu\t%s\t%llu bytes\t%u chunks\t%u streamlets\tage %llds\n",
+              t.transactional_id.c_str(), t.epoch, static_cast<unsigned long long>(t.serial),
+              net::TxnStateName(t.state), static_cast<unsigned long long>(t.bytes), t.chunks,
+              t.streamlets, age_s);
+}
+
+std::string TxnName(const std::string& id, uint64_t serial) {
+  return "transaction '" + id + "' serial " + std::to_string(serial);
+}
+
+// Aborts every listed transaction of the prefix, each with the epoch it was begun in (which is
+// what TxnAbort asks for, open or prepared). Goes on past a transaction it cannot abort, so one
+// that was committed in the meantime does not leave the others behind, and fails at the end.
+Status AbortAll(Client& client, const TxnOptions& o) {
+  ASSIGN_OR_RETURN(net::TxnListResponse list, client.TxnList({o.stream, o.id_prefix}));
+  size_t aborted = 0;
+  Status first_failure;
+  for (const net::TxnInfo& t : list.transactions) {
+    Status s = client.TxnAbort({o.stream, t.transactional_id, t.epoch, t.serial});
+    if (s.ok()) {
+      std::printf("aborted %s\n", TxnName(t.transactional_id, t.serial).c_str());
+      ++aborted;
+      continue;
+    }
+    if (!client.ok()) return s;  // the connection is gone: every later abort would fail alike
+    std::fprintf(stderr, "nearstream txn abort-all: %s: %s\n",
+                 TxnName(t.transactional_id, t.serial).c_str(), s.ToString().c_str());
+    if (first_failure.ok()) first_failure = s;
+  }
+  std::printf("aborted %zu of %zu transactions of stream %s with prefix '%s'\n", aborted,
+              list.transactions.size(), o.stream.c_str(), o.id_prefix.c_str());
+  if (first_failure.ok()) return Status::Ok();
+  return Status(first_failure.code(), std::to_string(list.transactions.size() - aborted) +
+                                          " transactions could not be aborted; the first: " +
+                                          std::string(first_failure.message()));
+}
+
+Status RunTxn(Client& client, const TxnOptions& o) {
+  switch (o.action) {
+    case TxnOptions::Action::kList: {
+      ASSIGN_OR_RETURN(net::TxnListResponse list, client.TxnList({o.stream, o.id_prefix}));
+      const int64_t now_ms = WallNowMs();
+      for (const net::TxnInfo& t : list.transactions) PrintTxn(t, now_ms);
+      return Status::Ok();
+    }
+    case TxnOptions::Action::kAbort:
+      RETURN_IF_ERROR(client.TxnAbort(o.txn));
+      std::printf("aborted %s\n", TxnName(o.txn.transactional_id, o.txn.serial).c_str());
+      return Status::Ok();
+    case TxnOptions::Action::kCommit:
+      RETURN_IF_ERROR(client.TxnCommit(o.txn));
+      std::printf("committed %s\n", TxnName(o.txn.transactional_id, o.txn.serial).c_str());
+      return Status::Ok();
+    case TxnOptions::Action::kAbortAll: return AbortAll(client, o);
+  }
+  return Status::Internal("unknown txn action");
+}
+
+Result<Runner> PrepareTxn(const Flags& flags) {
+  const std::vector<std::string>& args = flags.positional();
+  if (args.empty())
+    return Status::InvalidArgument("txn needs a subcommand: list, abort, commit or abort-all");
+  const std::string& sub = args[0];
+  TxnOptions o;
+  size_t want_args = 2;  // subcommand, STREAM
+  bool wants_txn = false;
+  if (sub == "list") {
+    o.action = TxnOptions::Action::kList;
+  } else if (sub == "abort-all") {
+    o.action = TxnOptions::Action::kAbortAll;
+  } else if (sub == "abort" || sub == "commit") {
+    o.action = sub == "abort" ? TxnOptions::Action::kAbort : TxnOptions::Action::kCommit;
+    want_args = 3;  // and ID
+    wants_txn = true;
+  } else {
+    return Status::InvalidArgument("unknown txn subcommand '" + sub + "'");
+  }
+  if (args.size() != want_args) {
+    return Status::InvalidArgument("txn " + sub + " expects " +
+                                   (wants_txn ? std::string("STREAM ID") : std::string("STREAM")) +
+                                   ", got " + std::to_string(args.size() - 1) + " arguments");
+  }
+  o.stream = args[1];
+  if (wants_txn) {
+    if (flags.Has("prefix")) return Status::InvalidArgument("txn " + sub + " takes no --prefix");
+    if (!flags.Has("epoch") || !flags.Has("serial")) {
+      return Status::InvalidArgument("txn " + sub +
+                                     " needs --epoch E and --serial S (see 'txn list')");
+    }
+    // Epochs and serials start at 1, so 0 names no transaction.
+    ASSIGN_OR_RETURN(uint64_t epoch, flags.Unsigned("epoch", 0, 1, UINT32_MAX));
+    ASSIGN_OR_RETURN(o.txn.serial, flags.Unsigned("serial", 0, 1, UINT64_MAX));
+    o.txn.stream = o.stream;
+    o.txn.transactional_id = args[2];
+    o.txn.epoch = static_cast<uint32_t>(epoch);
+  } else {
+    if (flags.Has("epoch") || flags.Has("serial")) {
+      return Status::InvalidArgument("txn " + sub + " takes no --epoch or --serial");
+    }
+    o.id_prefix = flags.String("prefix");
+    // An empty prefix matches every transactional id of the stream, other jobs' prepared
+    // transactions included: abort-all refuses it rather than let an unset variable do that.
+    if (o.action == TxnOptions::Action::kAbortAll && o.id_prefix.empty()) {
+      return Status::InvalidArgument("txn abort-all needs a non-empty --prefix P");
+    }
+  }
+  return Runner([o](Client& client) { return RunTxn(client, o); });
+}
+
 std::vector<Command> Commands() {
   return {
       {"create",
@@ -504,6 +628,19 @@ std::vector<Command> Commands() {
        {{"from"}, {"streamlets"}, {"max-records"}, {"timeout-ms"}, {"fetch-bytes"}},
        PrepareConsume},
       {"stats", "Usage: nearstream --broker HOST:PORT stats\n", {}, PrepareStats},
+      {"txn",
+       "Usage: nearstream --broker HOST:PORT txn list STREAM [--prefix P]\n"
+       "       nearstream --broker HOST:PORT txn abort STREAM ID --epoch E --serial S\n"
+       "       nearstream --broker HOST:PORT txn commit STREAM ID --epoch E --serial S\n"
+       "       nearstream --broker HOST:PORT txn abort-all STREAM --prefix P\n"
+       "list prints the stream's open and prepared transactions whose transactional id starts\n"
+       "with P (default: all), one per line, tab-separated: id, epoch, serial, state (open or\n"
+       "prepared), bytes, chunks, streamlets, age (since its TxnBegin).\n"
+       "abort and commit end one transaction; E is the epoch it was begun in, as list shows.\n"
+       "abort-all aborts every transaction list shows for the prefix (P must not be empty), e.g.\n"
+       "what a cancelled job left behind; it goes on past one it cannot abort and then fails.\n",
+       {{"prefix"}, {"epoch"}, {"serial"}},
+       PrepareTxn},
   };
 }
 

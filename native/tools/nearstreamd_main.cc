@@ -35,6 +35,8 @@ over a binary TCP protocol (docs/protocol.md).
   --segments-per-group P      default P of new streams (default 16)
   --active-groups Q           default Q of new streams (default 1)
   --group-idle-close-ms MS    close an idle active group when Q > 1 (default 1000)
+  --txn-timeout-ms MS         abort an open transaction idle this long (default 900000);
+                              a prepared transaction never expires
   --push-threads N            threads filling push subscriptions' shared-memory rings
                               (default 1, at least 1; a subscription is served by id mod N)
   --push-dir DIR              where push regions are created (default /dev/shm)
@@ -73,6 +75,7 @@ Status Run(int argc, char** argv) {
                                                                   {"segments-per-group"},
                                                                   {"active-groups"},
                                                                   {"group-idle-close-ms"},
+                                                                  {"txn-timeout-ms"},
                                                                   {"push-threads"},
                                                                   {"push-dir"},
                                                                   {"push-linger-us"},
@@ -125,6 +128,8 @@ Status Run(int argc, char** argv) {
   store_options.data_dir = flags.String("data-dir");
   ASSIGN_OR_RETURN(store_options.group_idle_close_ms,
                    flags.Signed("group-idle-close-ms", 1000, 1, 86400000));
+  ASSIGN_OR_RETURN(store_options.txn.open_timeout_ms,
+                   flags.Signed("txn-timeout-ms", 900000, 1, 7 * 86400000LL));
   storage::StreamStore store(store_options);
   RETURN_IF_ERROR(store.Open(WallNowMs()));
 

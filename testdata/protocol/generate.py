@@ -151,6 +151,13 @@ OPCODES = {
     "PushSubscribe": 20,
     "PushUpdate": 21,
     "PushClose": 22,
+    "TxnInit": 30,
+    "TxnBegin": 31,
+    "TxnAppend": 32,
+    "TxnPrepare": 33,
+    "TxnCommit": 34,
+    "TxnAbort": 35,
+    "TxnList": 36,
 }
 
 STATUS = {
@@ -160,7 +167,10 @@ STATUS = {
     "OUT_OF_ORDER_SEQUENCE": 11,
     "POSITION_OUT_OF_RANGE": 12,
     "DATA_LOSS": 17,
+    "TXN_FENCED": 19,
 }
+
+TXN_STATE = {"open": 1, "prepared": 2}
 
 
 def request_frame(opcode_name, request_id, body):
@@ -251,13 +261,18 @@ def enc_metadata_response(m):
     return w.bytes()
 
 
+def enc_append_entries(w, entries, chunks):
+    """The AppendEntry list that ends both Append and TxnAppend requests."""
+    w.u32(len(entries))
+    for e, c in zip(entries, chunks):
+        w.u32(e["streamlet"])
+        w.blob(c)
+
+
 def enc_append_request(m, chunks):
     w = Writer()
     w.str(m["stream"])
-    w.u32(len(m["entries"]))
-    for e, c in zip(m["entries"], chunks):
-        w.u32(e["streamlet"])
-        w.blob(c)
+    enc_append_entries(w, m["entries"], chunks)
     return w.bytes()
 
 
@@ -370,6 +385,69 @@ def enc_push_update_request(m):
 def enc_push_close_request(m):
     w = Writer()
     w.u64(m["subscription_id"])
+    return w.bytes()
+
+
+def enc_txn_ref_fields(w, m):
+    w.str(m["stream"])
+    w.str(m["transactional_id"])
+    w.u32(m["epoch"])
+    w.u64(m["serial"])
+
+
+def enc_txn_ref(m):
+    w = Writer()
+    enc_txn_ref_fields(w, m)
+    return w.bytes()
+
+
+def enc_txn_init_request(m):
+    w = Writer()
+    w.str(m["stream"])
+    w.str(m["transactional_id"])
+    w.u64(m["keep_prepared_through"])
+    return w.bytes()
+
+
+def enc_txn_init_response(m):
+    w = Writer()
+    w.u32(m["epoch"])
+    w.u64(m["last_serial"])
+    return w.bytes()
+
+
+def enc_txn_begin_response(m):
+    w = Writer()
+    w.u64(m["serial"])
+    return w.bytes()
+
+
+def enc_txn_append_request(m, chunks):
+    w = Writer()
+    enc_txn_ref_fields(w, m)
+    enc_append_entries(w, m["entries"], chunks)
+    return w.bytes()
+
+
+def enc_txn_list_request(m):
+    w = Writer()
+    w.str(m["stream"])
+    w.str(m["id_prefix"])
+    return w.bytes()
+
+
+def enc_txn_list_response(m):
+    w = Writer()
+    w.u32(len(m["transactions"]))
+    for t in m["transactions"]:
+        w.str(t["transactional_id"])
+        w.u32(t["epoch"])
+        w.u64(t["serial"])
+        w.u8(t["state"])
+        w.u64(t["bytes"])
+        w.u32(t["chunks"])
+        w.u32(t["streamlets"])
+        w.i64(t["started_ms"])
     return w.bytes()
 
 
@@ -612,9 +690,83 @@ def build():
     req("push_close_request.bin", "PushClose", rid, m, enc_push_close_request(m))
     resp("push_close_response.bin", "PushClose", rid, "OK", "", {}, b"")
 
+    # Transactions: one producer's life. Epochs and serials above 2^24 and 2^32 so that a field
+    # read with the wrong width or byte order shows.
+    txn_id = "job-42.sink-3"
+    epoch = 0x01020304
+    serial = 0x100000008
+
+    # TxnInit: keeps the prepared transactions up to serial 0x100000006 for the committer.
+    rid = 0xE1E2E3E4E5E6E7E8
+    m = {"stream": STREAM, "transactional_id": txn_id,
+         "keep_prepared_through": 0x100000006}
+    req("txn_init_request.bin", "TxnInit", rid, m, enc_txn_init_request(m))
+    m = {"epoch": epoch, "last_serial": serial - 1}
+    resp("txn_init_response.bin", "TxnInit", rid, "OK", "", m, enc_txn_init_response(m))
+
+    # TxnBegin: a TxnRef whose serial is 0.
+    rid = 0xF1F2F3F4F5F6F7F8
+    m = {"stream": STREAM, "transactional_id": txn_id, "epoch": epoch, "serial": 0}
+    req("txn_begin_request.bin", "TxnBegin", rid, m, enc_txn_ref(m))
+    m = {"serial": serial}
+    resp("txn_begin_response.bin", "TxnBegin", rid, "OK", "", m, enc_txn_begin_response(m))
+
+    # TxnAppend: two chunks of one transactional producer; sequences start afresh inside a
+    # transaction.
+    rid = 0xE9EAEBECEDEEEFE0
+    t1, td1 = make_chunk(PRODUCER, 0, 1_700_000_004_000, [b"txn-a", b"txn-b"])
+    t2, td2 = make_chunk(PRODUCER, 0, 1_700_000_004_001, [bytes([0x00, 0x74, 0xFF])])
+    m = {"stream": STREAM, "transactional_id": txn_id, "epoch": epoch, "serial": serial,
+         "entries": [
+             {"streamlet": 3, "chunk_size": len(t1), "chunk": td1},
+             {"streamlet": 258, "chunk_size": len(t2), "chunk": td2},
+         ]}
+    req("txn_append_request.bin", "TxnAppend", rid, m, enc_txn_append_request(m, [t1, t2]))
+    # An AppendResponse whose positions are all-zero; the second entry was a retried chunk.
+    m = {"results": [
+        {"streamlet": 3, "status": 0, "message": "", "position": EARLIEST, "duplicate": False},
+        {"streamlet": 258, "status": 0, "message": "", "position": EARLIEST, "duplicate": True},
+    ]}
+    resp("txn_append_response.bin", "TxnAppend", rid, "OK", "", m, enc_append_response(m))
+
+    # TxnPrepare, TxnCommit, TxnAbort: a TxnRef each, an empty OK response each. The commit is
+    # of a transaction an earlier epoch prepared and TxnInit kept.
+    for file, opcode, rid, m in [
+            ("txn_prepare", "TxnPrepare", 0xF9FAFBFCFDFEFFF0,
+             {"stream": STREAM, "transactional_id": txn_id, "epoch": epoch, "serial": serial}),
+            ("txn_commit", "TxnCommit", 0x1A1B1C1D1E1F1011,
+             {"stream": STREAM, "transactional_id": txn_id, "epoch": epoch - 1,
+              "serial": 0x100000006}),
+            ("txn_abort", "TxnAbort", 0x2A2B2C2D2E2F2021,
+             {"stream": STREAM, "transactional_id": "job-42.sink-ü", "epoch": 7,
+              "serial": 0x0102030405060708}),
+    ]:
+        req(file + "_request.bin", opcode, rid, m, enc_txn_ref(m))
+        resp(file + "_response.bin", opcode, rid, "OK", "", {}, b"")
+
+    # TxnList: a prefix, and one prepared and one open transaction (ordered by id, then serial),
+    # the second with a non-ASCII id.
+    rid = 0x3A3B3C3D3E3F3031
+    m = {"stream": STREAM, "id_prefix": "job-42."}
+    req("txn_list_request.bin", "TxnList", rid, m, enc_txn_list_request(m))
+    m = {"transactions": [
+        {"transactional_id": txn_id, "epoch": epoch - 1, "serial": 0x100000006,
+         "state": TXN_STATE["prepared"], "bytes": 0x0000000200000010, "chunks": 0x00010002,
+         "streamlets": 2, "started_ms": 1_700_000_000_999},
+        {"transactional_id": "job-42.sink-ü", "epoch": 7, "serial": 0x0102030405060708,
+         "state": TXN_STATE["open"], "bytes": len(t1) + len(t2), "chunks": 2, "streamlets": 2,
+         "started_ms": 1_700_000_004_000},
+    ]}
+    resp("txn_list_response.bin", "TxnList", rid, "OK", "", m, enc_txn_list_response(m))
+
     # An error response: non-OK status, message, no body.
     resp("error_response.bin", "DescribeStream", 0x9192939495969798, "STREAM_NOT_FOUND",
          "stream 'nope' does not exist", {}, b"")
+
+    # A zombie producer's TxnAppend after a successor's TxnInit: TXN_FENCED, no body.
+    resp("txn_append_response_fenced.bin", "TxnAppend", 0x4A4B4C4D4E4F4041, "TXN_FENCED",
+         "transactional id 'job-42.sink-3' of stream 'golden.stream-1_x' is at epoch 16909061; "
+         "the request's epoch 16909060 is fenced", {}, b"")
     return out
 
 

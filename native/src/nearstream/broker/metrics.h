@@ -31,6 +31,10 @@ struct BrokerMetrics {
   PaddedCounter append_bytes;
   PaddedCounter append_rejected;  // entries refused (bad CRC, out of order, storage error...)
   PaddedCounter append_duplicates;
+  PaddedCounter txn_append_requests;
+  PaddedCounter txn_append_chunks;
+  PaddedCounter txn_append_records;
+  PaddedCounter txn_append_bytes;
   PaddedCounter fetch_requests;
   PaddedCounter fetch_chunks;
   PaddedCounter fetch_records;

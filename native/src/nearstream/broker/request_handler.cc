@@ -72,6 +72,13 @@ bool RequestHandler::Handle(Request& req, net::OutFrame* response) {
     case Opcode::kPushSubscribe: PushSubscribe(req, out); return true;
     case Opcode::kPushUpdate: PushUpdate(req, out); return true;
     case Opcode::kPushClose: PushClose(req, out); return true;
+    case Opcode::kTxnInit: TxnInit(req, out); return true;
+    case Opcode::kTxnBegin: TxnBegin(req, out); return true;
+    case Opcode::kTxnAppend: TxnAppend(req, out); return true;
+    case Opcode::kTxnPrepare:
+    case Opcode::kTxnCommit:
+    case Opcode::kTxnAbort: TxnEnd(req, out); return true;
+    case Opcode::kTxnList: TxnList(req, out); return true;
   }
   Error(req, Status::UnknownOpcode("unknown opcode " + std::to_string(h.opcode)), out);
   return true;

@@ -49,6 +49,13 @@ class RequestHandler {
   void PushSubscribe(const Request& req, Bytes* out);
   void PushUpdate(const Request& req, Bytes* out);
   void PushClose(const Request& req, Bytes* out);
+  // Transactions (transaction_requests.cc).
+  void TxnInit(const Request& req, Bytes* out);
+  void TxnBegin(const Request& req, Bytes* out);
+  void TxnAppend(const Request& req, Bytes* out);
+  // TxnPrepare, TxnCommit and TxnAbort: one body (TxnRef), one empty answer.
+  void TxnEnd(const Request& req, Bytes* out);
+  void TxnList(const Request& req, Bytes* out);
 
   // Writes a whole OK response whose body `body` encodes.
   void Respond(const Request& req, Bytes* out, const std::function<void(ByteWriter&)>& body);

@@ -19,18 +19,6 @@
 namespace nearstream::testing {
 namespace {
 
-std::vector<std::string> Lines(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) out.push_back(line);
-  return out;
-}
-
-std::string Describe(const ProcessResult& r) {
-  return "exit " + std::to_string(r.exit_code) + (r.timed_out ? " (timed out)" : "") +
-         "\nstdout:\n" + r.out.substr(0, 4000) + "\nstderr:\n" + r.err.substr(0, 4000);
-}
-
 // Parses "key=value" fields of the perf tool's RESULT line.
 std::map<std::string, std::string> ResultFields(const std::string& out) {
   std::map<std::string, std::string> fields;

@@ -406,4 +406,42 @@ Status Client::PushClose(uint64_t subscription_id) {
       .status();
 }
 
+Result<TxnInitResponse> Client::TxnInit(const TxnInitRequest& request) {
+  ASSIGN_OR_RETURN(Response r, Call(Opcode::kTxnInit, EncodeBody(EncodeTxnInitRequest, request)));
+  return DecodeTxnInitResponse(r.body.data(), r.body.size());
+}
+
+Result<uint64_t> Client::TxnBegin(const TxnRef& txn) {
+  TxnRef begin = txn;
+  begin.serial = 0;  // the broker picks the serial; the protocol has Begin send 0
+  ASSIGN_OR_RETURN(Response r, Call(Opcode::kTxnBegin, EncodeBody(EncodeTxnRef, begin)));
+  ASSIGN_OR_RETURN(TxnBeginResponse b, DecodeTxnBeginResponse(r.body.data(), r.body.size()));
+  return b.serial;
+}
+
+// Copies the chunks into one body, unlike Append's gather write: transactional appends come from
+// tools and tests here (the Flink sink is the Java client), where the copy does not matter.
+Result<AppendResponse> Client::TxnAppend(const TxnAppendRequest& request) {
+  ASSIGN_OR_RETURN(Response r,
+                   Call(Opcode::kTxnAppend, EncodeBody(EncodeTxnAppendRequest, request)));
+  return DecodeAppendResponse(r.body.data(), r.body.size());
+}
+
+Status Client::TxnPrepare(const TxnRef& txn) {
+  return Call(Opcode::kTxnPrepare, EncodeBody(EncodeTxnRef, txn)).status();
+}
+
+Status Client::TxnCommit(const TxnRef& txn) {
+  return Call(Opcode::kTxnCommit, EncodeBody(EncodeTxnRef, txn)).status();
+}
+
+Status Client::TxnAbort(const TxnRef& txn) {
+  return Call(Opcode::kTxnAbort, EncodeBody(EncodeTxnRef, txn)).status();
+}
+
+Result<TxnListResponse> Client::TxnList(const TxnListRequest& request) {
+  ASSIGN_OR_RETURN(Response r, Call(Opcode::kTxnList, EncodeBody(EncodeTxnListRequest, request)));
+  return DecodeTxnListResponse(r.body.data(), r.body.size());
+}
+
 }  // namespace nearstream::net

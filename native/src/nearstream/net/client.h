@@ -117,6 +117,17 @@ class Client {
   Status PushUpdate(const PushUpdateRequest& request);
   Status PushClose(uint64_t subscription_id);
 
+  // Transactions (docs/protocol.md "Transactions"). TxnBegin sends `txn` with serial 0 and
+  // returns the new (or, for a retried Begin, the open) transaction's serial. TxnAppend's
+  // per-entry failures are in the results, as Append's; its positions are all-zero.
+  Result<TxnInitResponse> TxnInit(const TxnInitRequest& request);
+  Result<uint64_t> TxnBegin(const TxnRef& txn);
+  Result<AppendResponse> TxnAppend(const TxnAppendRequest& request);
+  Status TxnPrepare(const TxnRef& txn);
+  Status TxnCommit(const TxnRef& txn);
+  Status TxnAbort(const TxnRef& txn);
+  Result<TxnListResponse> TxnList(const TxnListRequest& request);
+
   // Closes the connection; later calls fail. Idempotent.
   void Close();
 

@@ -10,9 +10,13 @@
 #include <thread>
 
 #include "nearstream/storage/chunk.h"
+#include "nearstream/testing/fake_broker.h"
 
 namespace nearstream::net {
 namespace {
+
+using testing::Encode;
+using testing::FakeBroker;
 
 // ---- address parsing -------------------------------------------------------------------------
 
@@ -44,97 +48,6 @@ TEST(BrokerAddressTest, RefusesMalformedAddresses) {
     EXPECT_EQ(a.status().code(), StatusCode::kInvalidArgument) << bad;
     EXPECT_NE(a.status().message().find(bad), std::string::npos) << a.status().message();
   }
-}
-
-// ---- a scripted fake broker ------------------------------------------------------------------
-
-// Listens on 127.0.0.1:0, accepts one client and runs `script` with the accepted socket on its
-// own thread.
-class FakeBroker {
- public:
-  explicit FakeBroker(std::function<void(FakeBroker&)> script) {
-    listen_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(addr);
-    EXPECT_EQ(bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), len), 0);
-    EXPECT_EQ(listen(listen_fd_, 4), 0);
-    EXPECT_EQ(getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len), 0);
-    port_ = ntohs(addr.sin_port);
-    thread_ = std::thread([this, script = std::move(script)] {
-      fd_ = accept(listen_fd_, nullptr, nullptr);
-      if (fd_ >= 0) script(*this);
-    });
-  }
-  ~FakeBroker() {
-    thread_.join();
-    if (fd_ >= 0) close(fd_);
-    close(listen_fd_);
-  }
-
-  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
-
-  struct Request {
-    FrameHeader header;
-    Bytes body;
-  };
-  // Reads one request frame; header.opcode is 0 when the client went away.
-  Request Read() {
-    Request r;
-    uint8_t prefix[kFrameLengthPrefix + kFrameHeaderSize];
-    if (!ReadExact(prefix, sizeof(prefix))) return r;
-    r.header = DecodeFrameHeader(prefix + kFrameLengthPrefix);
-    r.body.resize(LoadLe32(prefix) - kFrameHeaderSize);
-    if (!ReadExact(r.body.data(), r.body.size())) r.header.opcode = 0;
-    return r;
-  }
-  void Respond(const Request& to, const Status& status, const Bytes& body = {}) {
-    RespondRaw(to.header.opcode, to.header.request_id, status, body);
-  }
-  void RespondRaw(uint16_t opcode, uint64_t id, const Status& status, const Bytes& body) {
-    Bytes frame;
-    size_t start = BeginResponse(&frame, opcode, id, status);
-    frame.insert(frame.end(), body.begin(), body.end());
-    FinishFrame(&frame, start);
-    WriteRaw(frame);
-  }
-  void WriteRaw(const Bytes& bytes) {
-    size_t done = 0;
-    while (done < bytes.size()) {
-      ssize_t n = write(fd_, bytes.data() + done, bytes.size() - done);
-      if (n <= 0) return;
-      done += static_cast<size_t>(n);
-    }
-  }
-  void Hangup() {
-    close(fd_);
-    fd_ = -1;
-  }
-
- private:
-  bool ReadExact(uint8_t* p, size_t n) {
-    while (n > 0) {
-      ssize_t r = read(fd_, p, n);
-      if (r <= 0) return false;
-      p += r;
-      n -= static_cast<size_t>(r);
-    }
-    return true;
-  }
-
-  int listen_fd_ = -1;
-  int fd_ = -1;
-  uint16_t port_ = 0;
-  std::thread thread_;
-};
-
-template <typename T>
-Bytes Encode(void (*encode)(ByteWriter&, const T&), const T& message) {
-  Bytes body;
-  ByteWriter w(&body);
-  encode(w, message);
-  return body;
 }
 
 Client MustConnect(const std::string& address) {
@@ -294,6 +207,77 @@ TEST(ClientTest, SendAppendWritesTheSameBytesAsTheCodec) {
 }
 
 // ---- fetch -----------------------------------------------------------------------------------
+
+// Every transaction call sends its opcode and exactly the codec's body, and decodes the answer;
+// a broker error (TXN_FENCED here) is the call's status and leaves the connection usable.
+TEST(ClientTest, TransactionCallsRoundTripThroughTheCodec) {
+  storage::ChunkBuilder builder;
+  builder.Add("in a transaction");
+  Bytes chunk = builder.Finish(5, 0, 1);
+  const TxnRef txn{"s", "job-1", 3, 6};
+  TxnAppendRequest append{txn, {{2, chunk.data(), static_cast<uint32_t>(chunk.size())}}};
+
+  FakeBroker broker([&](FakeBroker& b) {
+    auto r = b.Read();
+    EXPECT_EQ(r.header.opcode, static_cast<uint16_t>(Opcode::kTxnInit));
+    auto init = DecodeTxnInitRequest(r.body.data(), r.body.size());
+    ASSERT_TRUE(init.ok()) << init.status().ToString();
+    EXPECT_EQ(init->stream, "s");
+    EXPECT_EQ(init->transactional_id, "job-1");
+    EXPECT_EQ(init->keep_prepared_through, 4u);
+    b.Respond(r, Status::Ok(), Encode(EncodeTxnInitResponse, TxnInitResponse{3, 5}));
+
+    r = b.Read();
+    EXPECT_EQ(r.header.opcode, static_cast<uint16_t>(Opcode::kTxnBegin));
+    // The caller's serial is not sent: Begin carries 0.
+    EXPECT_EQ(r.body, Encode(EncodeTxnRef, TxnRef{"s", "job-1", 3, 0}));
+    b.Respond(r, Status::Ok(), Encode(EncodeTxnBeginResponse, TxnBeginResponse{6}));
+
+    r = b.Read();
+    EXPECT_EQ(r.header.opcode, static_cast<uint16_t>(Opcode::kTxnAppend));
+    EXPECT_EQ(r.body, Encode(EncodeTxnAppendRequest, append));
+    AppendResponse appended;
+    appended.results.push_back({2, 0, "", storage::Position{}, true});
+    b.Respond(r, Status::Ok(), Encode(EncodeAppendResponse, appended));
+
+    for (Opcode op : {Opcode::kTxnPrepare, Opcode::kTxnCommit, Opcode::kTxnAbort}) {
+      r = b.Read();
+      EXPECT_EQ(r.header.opcode, static_cast<uint16_t>(op));
+      EXPECT_EQ(r.body, Encode(EncodeTxnRef, txn));
+      b.Respond(r,
+                op == Opcode::kTxnCommit ? Status::TxnFenced("epoch 3 is fenced") : Status::Ok());
+    }
+
+    r = b.Read();
+    EXPECT_EQ(r.header.opcode, static_cast<uint16_t>(Opcode::kTxnList));
+    EXPECT_EQ(r.body, Encode(EncodeTxnListRequest, TxnListRequest{"s", "job-"}));
+    TxnListResponse list;
+    list.transactions.push_back({"job-1", 3, 6, TxnState::kPrepared, 100, 1, 1, 1700000000000});
+    b.Respond(r, Status::Ok(), Encode(EncodeTxnListResponse, list));
+  });
+  Client client = MustConnect(broker.address());
+  auto init = client.TxnInit({"s", "job-1", 4});
+  ASSERT_TRUE(init.ok()) << init.status().ToString();
+  EXPECT_EQ(init->epoch, 3u);
+  EXPECT_EQ(init->last_serial, 5u);
+  auto serial = client.TxnBegin(TxnRef{"s", "job-1", 3, 99});
+  ASSERT_TRUE(serial.ok()) << serial.status().ToString();
+  EXPECT_EQ(*serial, 6u);
+  auto appended = client.TxnAppend(append);
+  ASSERT_TRUE(appended.ok()) << appended.status().ToString();
+  ASSERT_EQ(appended->results.size(), 1u);
+  EXPECT_TRUE(appended->results[0].duplicate);
+  EXPECT_TRUE(client.TxnPrepare(txn).ok());
+  Status fenced = client.TxnCommit(txn);
+  EXPECT_EQ(fenced.ToString(), "TXN_FENCED: epoch 3 is fenced");
+  EXPECT_TRUE(client.ok());
+  EXPECT_TRUE(client.TxnAbort(txn).ok());
+  auto list = client.TxnList({"s", "job-"});
+  ASSERT_TRUE(list.ok()) << list.status().ToString();
+  ASSERT_EQ(list->transactions.size(), 1u);
+  EXPECT_EQ(list->transactions[0].state, TxnState::kPrepared);
+  EXPECT_EQ(list->transactions[0].started_ms, 1700000000000);
+}
 
 TEST(ClientTest, FetchReplyKeepsItsBlocksValidAcrossMoves) {
   storage::ChunkBuilder builder;

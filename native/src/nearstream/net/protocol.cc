@@ -33,6 +33,13 @@ const char* OpcodeName(uint16_t opcode) {
     case Opcode::kPushSubscribe: return "PushSubscribe";
     case Opcode::kPushUpdate: return "PushUpdate";
     case Opcode::kPushClose: return "PushClose";
+    case Opcode::kTxnInit: return "TxnInit";
+    case Opcode::kTxnBegin: return "TxnBegin";
+    case Opcode::kTxnAppend: return "TxnAppend";
+    case Opcode::kTxnPrepare: return "TxnPrepare";
+    case Opcode::kTxnCommit: return "TxnCommit";
+    case Opcode::kTxnAbort: return "TxnAbort";
+    case Opcode::kTxnList: return "TxnList";
   }
   return "Unknown";
 }
@@ -234,28 +241,43 @@ Result<MetadataResponse> DecodeMetadataResponse(const uint8_t* p, size_t n) {
   return Finish(r, std::move(m), "Metadata response");
 }
 
-void EncodeAppendRequest(ByteWriter& w, const AppendRequest& m) {
-  w.Str(m.stream);
-  w.U32(static_cast<uint32_t>(m.entries.size()));
-  for (const auto& e : m.entries) {
+namespace {
+
+// The count and AppendEntry list that end both Append and TxnAppend requests.
+void EncodeAppendEntries(ByteWriter& w, const std::vector<AppendEntry>& entries) {
+  w.U32(static_cast<uint32_t>(entries.size()));
+  for (const auto& e : entries) {
     w.U32(e.streamlet);
     w.Blob(e.chunk, e.chunk_size);
   }
+}
+
+std::vector<AppendEntry> DecodeAppendEntries(ByteReader& r) {
+  std::vector<AppendEntry> entries;
+  uint32_t count = r.Count(8);
+  entries.reserve(count);
+  for (uint32_t i = 0; i < count && r.ok(); ++i) {
+    AppendEntry e;
+    e.streamlet = r.U32();
+    e.chunk_size = r.U32();
+    e.chunk = r.Take(e.chunk_size);
+    entries.push_back(e);
+  }
+  return entries;
+}
+
+}  // namespace
+
+void EncodeAppendRequest(ByteWriter& w, const AppendRequest& m) {
+  w.Str(m.stream);
+  EncodeAppendEntries(w, m.entries);
 }
 
 Result<AppendRequest> DecodeAppendRequest(const uint8_t* p, size_t n) {
   ByteReader r(p, n);
   AppendRequest m;
   m.stream = r.Str();
-  uint32_t count = r.Count(8);
-  m.entries.reserve(count);
-  for (uint32_t i = 0; i < count && r.ok(); ++i) {
-    AppendEntry e;
-    e.streamlet = r.U32();
-    e.chunk_size = r.U32();
-    e.chunk = r.Take(e.chunk_size);
-    m.entries.push_back(e);
-  }
+  m.entries = DecodeAppendEntries(r);
   return Finish(r, std::move(m), "Append request");
 }
 
@@ -522,6 +544,148 @@ Result<StatsResponse> DecodeStatsResponse(const uint8_t* p, size_t n) {
     m.values.emplace_back(std::move(name), v);
   }
   return Finish(r, std::move(m), "Stats response");
+}
+
+const char* TxnStateName(TxnState state) {
+  switch (state) {
+    case TxnState::kOpen: return "open";
+    case TxnState::kPrepared: return "prepared";
+  }
+  return "unknown";
+}
+
+namespace {
+
+// TxnRef's fields, which also open a TxnAppend request.
+TxnRef DecodeTxnRefFields(ByteReader& r) {
+  TxnRef m;
+  m.stream = r.Str();
+  m.transactional_id = r.Str();
+  m.epoch = r.U32();
+  m.serial = r.U64();
+  return m;
+}
+
+// Transactional id, epoch, serial, state, bytes, chunks, streamlets, started_ms.
+constexpr size_t kMinTxnInfoSize = 2 + 4 + 8 + 1 + 8 + 4 + 4 + 8;
+
+}  // namespace
+
+void EncodeTxnRef(ByteWriter& w, const TxnRef& m) {
+  w.Str(m.stream);
+  w.Str(m.transactional_id);
+  w.U32(m.epoch);
+  w.U64(m.serial);
+}
+
+Result<TxnRef> DecodeTxnRef(const uint8_t* p, size_t n) {
+  ByteReader r(p, n);
+  TxnRef m = DecodeTxnRefFields(r);
+  return Finish(r, std::move(m), "TxnRef");
+}
+
+void EncodeTxnInitRequest(ByteWriter& w, const TxnInitRequest& m) {
+  w.Str(m.stream);
+  w.Str(m.transactional_id);
+  w.U64(m.keep_prepared_through);
+}
+
+Result<TxnInitRequest> DecodeTxnInitRequest(const uint8_t* p, size_t n) {
+  ByteReader r(p, n);
+  TxnInitRequest m;
+  m.stream = r.Str();
+  m.transactional_id = r.Str();
+  m.keep_prepared_through = r.U64();
+  return Finish(r, std::move(m), "TxnInit request");
+}
+
+void EncodeTxnInitResponse(ByteWriter& w, const TxnInitResponse& m) {
+  w.U32(m.epoch);
+  w.U64(m.last_serial);
+}
+
+Result<TxnInitResponse> DecodeTxnInitResponse(const uint8_t* p, size_t n) {
+  ByteReader r(p, n);
+  TxnInitResponse m;
+  m.epoch = r.U32();
+  m.last_serial = r.U64();
+  return Finish(r, m, "TxnInit response");
+}
+
+void EncodeTxnBeginResponse(ByteWriter& w, const TxnBeginResponse& m) { w.U64(m.serial); }
+
+Result<TxnBeginResponse> DecodeTxnBeginResponse(const uint8_t* p, size_t n) {
+  ByteReader r(p, n);
+  TxnBeginResponse m;
+  m.serial = r.U64();
+  return Finish(r, m, "TxnBegin response");
+}
+
+void EncodeTxnAppendRequest(ByteWriter& w, const TxnAppendRequest& m) {
+  EncodeTxnRef(w, m.txn);
+  EncodeAppendEntries(w, m.entries);
+}
+
+Result<TxnAppendRequest> DecodeTxnAppendRequest(const uint8_t* p, size_t n) {
+  ByteReader r(p, n);
+  TxnAppendRequest m;
+  m.txn = DecodeTxnRefFields(r);
+  m.entries = DecodeAppendEntries(r);
+  return Finish(r, std::move(m), "TxnAppend request");
+}
+
+void EncodeTxnListRequest(ByteWriter& w, const TxnListRequest& m) {
+  w.Str(m.stream);
+  w.Str(m.id_prefix);
+}
+
+Result<TxnListRequest> DecodeTxnListRequest(const uint8_t* p, size_t n) {
+  ByteReader r(p, n);
+  TxnListRequest m;
+  m.stream = r.Str();
+  m.id_prefix = r.Str();
+  return Finish(r, std::move(m), "TxnList request");
+}
+
+void EncodeTxnListResponse(ByteWriter& w, const TxnListResponse& m) {
+  w.U32(static_cast<uint32_t>(m.transactions.size()));
+  for (const auto& t : m.transactions) {
+    w.Str(t.transactional_id);
+    w.U32(t.epoch);
+    w.U64(t.serial);
+    w.U8(static_cast<uint8_t>(t.state));
+    w.U64(t.bytes);
+    w.U32(t.chunks);
+    w.U32(t.streamlets);
+    w.I64(t.started_ms);
+  }
+}
+
+Result<TxnListResponse> DecodeTxnListResponse(const uint8_t* p, size_t n) {
+  ByteReader r(p, n);
+  TxnListResponse m;
+  uint32_t count = r.Count(kMinTxnInfoSize);
+  m.transactions.reserve(count);
+  for (uint32_t i = 0; i < count && r.ok(); ++i) {
+    TxnInfo t;
+    t.transactional_id = r.Str();
+    t.epoch = r.U32();
+    t.serial = r.U64();
+    // Only open and prepared transactions are listed; any other byte is malformed, so that an
+    // accepted body always re-encodes to the same bytes.
+    uint8_t state = r.U8();
+    if (state != static_cast<uint8_t>(TxnState::kOpen) &&
+        state != static_cast<uint8_t>(TxnState::kPrepared)) {
+      r.Fail();
+    }
+    t.state = static_cast<TxnState>(state);
+    t.bytes = r.U64();
+    t.chunks = r.U32();
+    t.streamlets = r.U32();
+    t.started_ms = r.I64();
+    m.transactions.push_back(std::move(t));
+  }
+  return Finish(r, std::move(m), "TxnList response");
 }
 
 }  // namespace nearstream::net

@@ -43,6 +43,13 @@ enum class Opcode : uint16_t {
   kPushSubscribe = 20,
   kPushUpdate = 21,
   kPushClose = 22,
+  kTxnInit = 30,
+  kTxnBegin = 31,
+  kTxnAppend = 32,
+  kTxnPrepare = 33,
+  kTxnCommit = 34,
+  kTxnAbort = 35,
+  kTxnList = 36,
 };
 
 const char* OpcodeName(uint16_t opcode);
@@ -210,6 +217,51 @@ struct StatsResponse {
   std::vector<std::pair<std::string, uint64_t>> values;
 };
 
+// Transactions (docs/protocol.md "Transactions"). A transactional id is scoped to one stream.
+// TxnRef is the whole body of TxnBegin (serial 0, ignored), TxnPrepare, TxnCommit and TxnAbort.
+struct TxnRef {
+  std::string stream;
+  std::string transactional_id;
+  uint32_t epoch = 0;   // the sender's (Begin) or the one the transaction was begun in (others)
+  uint64_t serial = 0;  // the transaction
+};
+struct TxnInitRequest {
+  std::string stream;
+  std::string transactional_id;
+  // Prepared transactions with serial <= this stay prepared; later ones are aborted (0 = all).
+  uint64_t keep_prepared_through = 0;
+};
+struct TxnInitResponse {
+  uint32_t epoch = 0;        // the new epoch
+  uint64_t last_serial = 0;  // the highest serial the id has used (0 = none)
+};
+struct TxnBeginResponse {
+  uint64_t serial = 0;
+};
+// Answered with an AppendResponse whose positions are all-zero (nothing is placed before commit).
+struct TxnAppendRequest {
+  TxnRef txn;
+  std::vector<AppendEntry> entries;
+};
+struct TxnListRequest {
+  std::string stream;
+  std::string id_prefix;  // empty = every transactional id
+};
+enum class TxnState : uint8_t { kOpen = 1, kPrepared = 2 };
+struct TxnInfo {
+  std::string transactional_id;
+  uint32_t epoch = 0;  // the epoch the transaction was begun in
+  uint64_t serial = 0;
+  TxnState state = TxnState::kOpen;
+  uint64_t bytes = 0;  // chunk bytes held
+  uint32_t chunks = 0;
+  uint32_t streamlets = 0;  // streamlets written to
+  int64_t started_ms = 0;   // broker wall clock at TxnBegin
+};
+struct TxnListResponse {
+  std::vector<TxnInfo> transactions;  // ordered by transactional id, then serial
+};
+
 // ---- encoders (append the body to `w`) and decoders (whole body, trailing bytes refused) -----
 
 void EncodePosition(ByteWriter& w, const storage::Position& p);
@@ -260,5 +312,22 @@ Result<PushCloseRequest> DecodePushCloseRequest(const uint8_t* p, size_t n);
 
 void EncodeStatsResponse(ByteWriter& w, const StatsResponse& m);
 Result<StatsResponse> DecodeStatsResponse(const uint8_t* p, size_t n);
+
+const char* TxnStateName(TxnState state);  // "open", "prepared"
+
+void EncodeTxnRef(ByteWriter& w, const TxnRef& m);
+Result<TxnRef> DecodeTxnRef(const uint8_t* p, size_t n);
+void EncodeTxnInitRequest(ByteWriter& w, const TxnInitRequest& m);
+Result<TxnInitRequest> DecodeTxnInitRequest(const uint8_t* p, size_t n);
+void EncodeTxnInitResponse(ByteWriter& w, const TxnInitResponse& m);
+Result<TxnInitResponse> DecodeTxnInitResponse(const uint8_t* p, size_t n);
+void EncodeTxnBeginResponse(ByteWriter& w, const TxnBeginResponse& m);
+Result<TxnBeginResponse> DecodeTxnBeginResponse(const uint8_t* p, size_t n);
+void EncodeTxnAppendRequest(ByteWriter& w, const TxnAppendRequest& m);
+Result<TxnAppendRequest> DecodeTxnAppendRequest(const uint8_t* p, size_t n);
+void EncodeTxnListRequest(ByteWriter& w, const TxnListRequest& m);
+Result<TxnListRequest> DecodeTxnListRequest(const uint8_t* p, size_t n);
+void EncodeTxnListResponse(ByteWriter& w, const TxnListResponse& m);
+Result<TxnListResponse> DecodeTxnListResponse(const uint8_t* p, size_t n);
 
 }  // namespace nearstream::net

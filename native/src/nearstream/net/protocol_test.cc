@@ -224,6 +224,19 @@ constexpr uint64_t kPushSubscribeId = 0xB1B2B3B4B5B6B7B8ull;
 constexpr uint64_t kPushUpdateId = 0xC1C2C3C4C5C6C7C8ull;
 constexpr uint64_t kPushCloseId = 0xD1D2D3D4D5D6D7D8ull;
 constexpr uint64_t kSubscriptionId = 0x0102030405060708ull;
+constexpr uint64_t kTxnInitId = 0xE1E2E3E4E5E6E7E8ull;
+constexpr uint64_t kTxnBeginId = 0xF1F2F3F4F5F6F7F8ull;
+constexpr uint64_t kTxnAppendId = 0xE9EAEBECEDEEEFE0ull;
+constexpr uint64_t kTxnPrepareId = 0xF9FAFBFCFDFEFFF0ull;
+constexpr uint64_t kTxnCommitId = 0x1A1B1C1D1E1F1011ull;
+constexpr uint64_t kTxnAbortId = 0x2A2B2C2D2E2F2021ull;
+constexpr uint64_t kTxnListId = 0x3A3B3C3D3E3F3031ull;
+constexpr uint64_t kTxnFencedId = 0x4A4B4C4D4E4F4041ull;
+constexpr const char* kTxnId = "job-42.sink-3";
+constexpr const char* kTxnIdNonAscii = "job-42.sink-\xc3\xbc";  // "ü": Str counts bytes
+constexpr uint32_t kTxnEpoch = 0x01020304u;
+constexpr uint64_t kTxnSerial = 0x100000008ull;
+constexpr uint64_t kKeptSerial = 0x100000006ull;  // prepared by epoch kTxnEpoch - 1, kept
 
 const std::vector<std::string> kGoldenChunkRecords = {"first", "", "third record \xc3\xbc"};
 
@@ -258,7 +271,22 @@ const std::set<std::string> kGoldenFiles = {
     "push_update_response.bin",
     "push_close_request.bin",
     "push_close_response.bin",
+    "txn_init_request.bin",
+    "txn_init_response.bin",
+    "txn_begin_request.bin",
+    "txn_begin_response.bin",
+    "txn_append_request.bin",
+    "txn_append_response.bin",
+    "txn_prepare_request.bin",
+    "txn_prepare_response.bin",
+    "txn_commit_request.bin",
+    "txn_commit_response.bin",
+    "txn_abort_request.bin",
+    "txn_abort_response.bin",
+    "txn_list_request.bin",
+    "txn_list_response.bin",
     "error_response.bin",
+    "txn_append_response_fenced.bin",
 };
 
 // ---- golden tests -----------------------------------------------------------------------------
@@ -346,7 +374,10 @@ TEST(ProtocolGoldenTest, EmptyOkResponses) {
   for (const Case& c : {Case{"create_stream_response.bin", Opcode::kCreateStream, kCreateId},
                         Case{"delete_stream_response.bin", Opcode::kDeleteStream, kDeleteId},
                         Case{"push_update_response.bin", Opcode::kPushUpdate, kPushUpdateId},
-                        Case{"push_close_response.bin", Opcode::kPushClose, kPushCloseId}}) {
+                        Case{"push_close_response.bin", Opcode::kPushClose, kPushCloseId},
+                        Case{"txn_prepare_response.bin", Opcode::kTxnPrepare, kTxnPrepareId},
+                        Case{"txn_commit_response.bin", Opcode::kTxnCommit, kTxnCommitId},
+                        Case{"txn_abort_response.bin", Opcode::kTxnAbort, kTxnAbortId}}) {
     SCOPED_TRACE(c.file);
     GoldenFrame f;
     ASSERT_NO_FATAL_FAILURE(LoadFrame(c.file, &f));
@@ -773,6 +804,191 @@ TEST(ProtocolGoldenTest, ErrorResponse) {
   ExpectSameBytes(again, f.bytes, "error_response.bin");
 }
 
+TEST(ProtocolGoldenTest, TxnInitRequest) {
+  GoldenFrame f;
+  ASSERT_NO_FATAL_FAILURE(LoadFrame("txn_init_request.bin", &f));
+  ExpectHeader(f, Opcode::kTxnInit, kTxnInitId, /*response=*/false);
+  auto m = DecodeTxnInitRequest(f.body(), f.body_size());
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->stream, kStream);
+  EXPECT_EQ(m->transactional_id, kTxnId);
+  EXPECT_EQ(m->keep_prepared_through, kKeptSerial);
+  Bytes again = EncodeRequest(Opcode::kTxnInit, kTxnInitId,
+                              [&](ByteWriter& w) { EncodeTxnInitRequest(w, *m); });
+  ExpectSameBytes(again, f.bytes, "txn_init_request.bin");
+}
+
+TEST(ProtocolGoldenTest, TxnInitResponse) {
+  GoldenFrame f;
+  ASSERT_NO_FATAL_FAILURE(LoadFrame("txn_init_response.bin", &f));
+  ExpectOkResponse(f, Opcode::kTxnInit, kTxnInitId);
+  auto m = DecodeTxnInitResponse(f.body(), f.body_size());
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->epoch, kTxnEpoch);
+  EXPECT_EQ(m->last_serial, kTxnSerial - 1);
+  Bytes again = EncodeResponse(Opcode::kTxnInit, kTxnInitId, Status::Ok(),
+                               [&](ByteWriter& w) { EncodeTxnInitResponse(w, *m); });
+  ExpectSameBytes(again, f.bytes, "txn_init_response.bin");
+}
+
+// TxnBegin, TxnPrepare, TxnCommit and TxnAbort requests are each one TxnRef.
+TEST(ProtocolGoldenTest, TxnRefRequests) {
+  struct Case {
+    const char* file;
+    Opcode opcode;
+    uint64_t request_id;
+    const char* transactional_id;
+    uint32_t epoch;
+    uint64_t serial;
+  };
+  for (const Case& c : {
+           Case{"txn_begin_request.bin", Opcode::kTxnBegin, kTxnBeginId, kTxnId, kTxnEpoch, 0},
+           Case{"txn_prepare_request.bin", Opcode::kTxnPrepare, kTxnPrepareId, kTxnId, kTxnEpoch,
+                kTxnSerial},
+           // A commit of a prepared transaction that an earlier epoch began and TxnInit kept.
+           Case{"txn_commit_request.bin", Opcode::kTxnCommit, kTxnCommitId, kTxnId, kTxnEpoch - 1,
+                kKeptSerial},
+           Case{"txn_abort_request.bin", Opcode::kTxnAbort, kTxnAbortId, kTxnIdNonAscii, 7,
+                0x0102030405060708ull},
+       }) {
+    SCOPED_TRACE(c.file);
+    GoldenFrame f;
+    ASSERT_NO_FATAL_FAILURE(LoadFrame(c.file, &f));
+    ExpectHeader(f, c.opcode, c.request_id, /*response=*/false);
+    auto m = DecodeTxnRef(f.body(), f.body_size());
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    EXPECT_EQ(m->stream, kStream);
+    EXPECT_EQ(m->transactional_id, c.transactional_id);
+    EXPECT_EQ(m->epoch, c.epoch);
+    EXPECT_EQ(m->serial, c.serial);
+    Bytes again =
+        EncodeRequest(c.opcode, c.request_id, [&](ByteWriter& w) { EncodeTxnRef(w, *m); });
+    ExpectSameBytes(again, f.bytes, c.file);
+  }
+}
+
+TEST(ProtocolGoldenTest, TxnBeginResponse) {
+  GoldenFrame f;
+  ASSERT_NO_FATAL_FAILURE(LoadFrame("txn_begin_response.bin", &f));
+  ExpectOkResponse(f, Opcode::kTxnBegin, kTxnBeginId);
+  auto m = DecodeTxnBeginResponse(f.body(), f.body_size());
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->serial, kTxnSerial);
+  Bytes again = EncodeResponse(Opcode::kTxnBegin, kTxnBeginId, Status::Ok(),
+                               [&](ByteWriter& w) { EncodeTxnBeginResponse(w, *m); });
+  ExpectSameBytes(again, f.bytes, "txn_begin_response.bin");
+}
+
+TEST(ProtocolGoldenTest, TxnAppendRequest) {
+  GoldenFrame f;
+  ASSERT_NO_FATAL_FAILURE(LoadFrame("txn_append_request.bin", &f));
+  ExpectHeader(f, Opcode::kTxnAppend, kTxnAppendId, /*response=*/false);
+  auto m = DecodeTxnAppendRequest(f.body(), f.body_size());
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->txn.stream, kStream);
+  EXPECT_EQ(m->txn.transactional_id, kTxnId);
+  EXPECT_EQ(m->txn.epoch, kTxnEpoch);
+  EXPECT_EQ(m->txn.serial, kTxnSerial);
+  ASSERT_EQ(m->entries.size(), 2u);
+  EXPECT_EQ(m->entries[0].streamlet, 3u);
+  EXPECT_EQ(m->entries[0].chunk_size, 66u);
+  ExpectChunk(m->entries[0].chunk, m->entries[0].chunk_size, kProducer, 0, 1700000004000,
+              {"txn-a", "txn-b"});
+  EXPECT_EQ(m->entries[1].streamlet, 258u);
+  EXPECT_EQ(m->entries[1].chunk_size, 55u);
+  ExpectChunk(m->entries[1].chunk, m->entries[1].chunk_size, kProducer, 0, 1700000004001,
+              {std::string("\x00t\xff", 3)});
+  Bytes again = EncodeRequest(Opcode::kTxnAppend, kTxnAppendId,
+                              [&](ByteWriter& w) { EncodeTxnAppendRequest(w, *m); });
+  ExpectSameBytes(again, f.bytes, "txn_append_request.bin");
+}
+
+// TxnAppend is answered with an AppendResponse whose positions are all-zero.
+TEST(ProtocolGoldenTest, TxnAppendResponse) {
+  GoldenFrame f;
+  ASSERT_NO_FATAL_FAILURE(LoadFrame("txn_append_response.bin", &f));
+  ExpectOkResponse(f, Opcode::kTxnAppend, kTxnAppendId);
+  auto m = DecodeAppendResponse(f.body(), f.body_size());
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  ASSERT_EQ(m->results.size(), 2u);
+  EXPECT_EQ(m->results[0].streamlet, 3u);
+  EXPECT_EQ(m->results[0].status, static_cast<uint16_t>(StatusCode::kOk));
+  EXPECT_EQ(m->results[0].message, "");
+  EXPECT_TRUE(m->results[0].position.is_earliest());
+  EXPECT_FALSE(m->results[0].duplicate);
+  EXPECT_EQ(m->results[1].streamlet, 258u);
+  EXPECT_EQ(m->results[1].status, static_cast<uint16_t>(StatusCode::kOk));
+  EXPECT_EQ(m->results[1].message, "");
+  EXPECT_TRUE(m->results[1].position.is_earliest());
+  EXPECT_TRUE(m->results[1].duplicate);
+  Bytes again = EncodeResponse(Opcode::kTxnAppend, kTxnAppendId, Status::Ok(),
+                               [&](ByteWriter& w) { EncodeAppendResponse(w, *m); });
+  ExpectSameBytes(again, f.bytes, "txn_append_response.bin");
+}
+
+TEST(ProtocolGoldenTest, TxnListRequest) {
+  GoldenFrame f;
+  ASSERT_NO_FATAL_FAILURE(LoadFrame("txn_list_request.bin", &f));
+  ExpectHeader(f, Opcode::kTxnList, kTxnListId, /*response=*/false);
+  auto m = DecodeTxnListRequest(f.body(), f.body_size());
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->stream, kStream);
+  EXPECT_EQ(m->id_prefix, "job-42.");
+  Bytes again = EncodeRequest(Opcode::kTxnList, kTxnListId,
+                              [&](ByteWriter& w) { EncodeTxnListRequest(w, *m); });
+  ExpectSameBytes(again, f.bytes, "txn_list_request.bin");
+}
+
+TEST(ProtocolGoldenTest, TxnListResponse) {
+  GoldenFrame f;
+  ASSERT_NO_FATAL_FAILURE(LoadFrame("txn_list_response.bin", &f));
+  ExpectOkResponse(f, Opcode::kTxnList, kTxnListId);
+  auto m = DecodeTxnListResponse(f.body(), f.body_size());
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  ASSERT_EQ(m->transactions.size(), 2u);
+
+  const TxnInfo& a = m->transactions[0];
+  EXPECT_EQ(a.transactional_id, kTxnId);
+  EXPECT_EQ(a.epoch, kTxnEpoch - 1);
+  EXPECT_EQ(a.serial, kKeptSerial);
+  EXPECT_EQ(a.state, TxnState::kPrepared);
+  EXPECT_EQ(a.bytes, 0x0000000200000010ull);
+  EXPECT_EQ(a.chunks, 0x00010002u);
+  EXPECT_EQ(a.streamlets, 2u);
+  EXPECT_EQ(a.started_ms, 1700000000999);
+
+  const TxnInfo& b = m->transactions[1];
+  EXPECT_EQ(b.transactional_id, kTxnIdNonAscii);
+  EXPECT_EQ(b.epoch, 7u);
+  EXPECT_EQ(b.serial, 0x0102030405060708ull);
+  EXPECT_EQ(b.state, TxnState::kOpen);
+  EXPECT_EQ(b.bytes, 121u);  // the two chunks of txn_append_request.bin
+  EXPECT_EQ(b.chunks, 2u);
+  EXPECT_EQ(b.streamlets, 2u);
+  EXPECT_EQ(b.started_ms, 1700000004000);
+
+  Bytes again = EncodeResponse(Opcode::kTxnList, kTxnListId, Status::Ok(),
+                               [&](ByteWriter& w) { EncodeTxnListResponse(w, *m); });
+  ExpectSameBytes(again, f.bytes, "txn_list_response.bin");
+}
+
+// A zombie producer's TxnAppend: TXN_FENCED with a message and no body.
+TEST(ProtocolGoldenTest, TxnAppendResponseFenced) {
+  GoldenFrame f;
+  ASSERT_NO_FATAL_FAILURE(LoadFrame("txn_append_response_fenced.bin", &f));
+  ExpectHeader(f, Opcode::kTxnAppend, kTxnFencedId, /*response=*/true);
+  EXPECT_EQ(f.status, 19u);
+  EXPECT_EQ(f.status, static_cast<uint16_t>(StatusCode::kTxnFenced));
+  const std::string message =
+      "transactional id 'job-42.sink-3' of stream 'golden.stream-1_x' is at epoch 16909061; the "
+      "request's epoch 16909060 is fenced";
+  EXPECT_EQ(f.message, message);
+  EXPECT_EQ(f.body_size(), 0u);
+  Bytes again =
+      EncodeResponse(Opcode::kTxnAppend, kTxnFencedId, Status::TxnFenced(message), kNoBody);
+  ExpectSameBytes(again, f.bytes, "txn_append_response_fenced.bin");
+}
+
 // The numbering of docs/protocol.md's tables.
 TEST(ProtocolGoldenTest, OpcodesAndStatusCodesMatchTheDocument) {
   const char* opcodes[] = {"Handshake",   "CreateStream",   "DeleteStream", "DescribeStream",
@@ -787,7 +1003,13 @@ TEST(ProtocolGoldenTest, OpcodesAndStatusCodesMatchTheDocument) {
     EXPECT_TRUE(IsKnownOpcode(op)) << op;
     EXPECT_STREQ(OpcodeName(op), push_opcodes[op - 20]);
   }
-  for (uint16_t op : {0, 11, 19, 23, 29, 0xFFFF}) EXPECT_FALSE(IsKnownOpcode(op)) << op;
+  const char* txn_opcodes[] = {"TxnInit",   "TxnBegin", "TxnAppend", "TxnPrepare",
+                               "TxnCommit", "TxnAbort", "TxnList"};
+  for (uint16_t op = 30; op <= 36; ++op) {
+    EXPECT_TRUE(IsKnownOpcode(op)) << op;
+    EXPECT_STREQ(OpcodeName(op), txn_opcodes[op - 30]);
+  }
+  for (uint16_t op : {0, 11, 19, 23, 29, 37, 39, 0xFFFF}) EXPECT_FALSE(IsKnownOpcode(op)) << op;
 
   const char* statuses[] = {"OK",
                             "MALFORMED_REQUEST",
@@ -805,8 +1027,13 @@ TEST(ProtocolGoldenTest, OpcodesAndStatusCodesMatchTheDocument) {
                             "STORAGE_ERROR",
                             "SHUTTING_DOWN",
                             "INTERNAL",
-                            "IO_ERROR"};
-  for (uint16_t code = 0; code <= 16; ++code) {
+                            "IO_ERROR",
+                            "DATA_LOSS",
+                            "TXN_NOT_FOUND",
+                            "TXN_FENCED",
+                            "TXN_ABORTED",
+                            "INVALID_TXN_STATE"};
+  for (uint16_t code = 0; code <= 21; ++code) {
     EXPECT_STREQ(StatusCodeName(static_cast<StatusCode>(code)), statuses[code]) << code;
   }
 }
@@ -852,6 +1079,17 @@ std::vector<DecoderCase> AllDecoders() {
       {"push_subscribe_response.bin", d(DecodePushSubscribeResponse)},
       {"push_update_request.bin", d(DecodePushUpdateRequest)},
       {"push_close_request.bin", d(DecodePushCloseRequest)},
+      {"txn_init_request.bin", d(DecodeTxnInitRequest)},
+      {"txn_init_response.bin", d(DecodeTxnInitResponse)},
+      {"txn_begin_request.bin", d(DecodeTxnRef)},
+      {"txn_begin_response.bin", d(DecodeTxnBeginResponse)},
+      {"txn_append_request.bin", d(DecodeTxnAppendRequest)},
+      {"txn_append_response.bin", d(DecodeAppendResponse)},
+      {"txn_prepare_request.bin", d(DecodeTxnRef)},
+      {"txn_commit_request.bin", d(DecodeTxnRef)},
+      {"txn_abort_request.bin", d(DecodeTxnRef)},
+      {"txn_list_request.bin", d(DecodeTxnListRequest)},
+      {"txn_list_response.bin", d(DecodeTxnListResponse)},
   };
 }
 
@@ -979,6 +1217,16 @@ std::vector<HostileCase> HostileBodies() {
        B().U32(1).U32(0).Pos().Pos().U32(1).U64(1).U8(2).U64(1).U32(1).U64(0).Build()},
       {"duplicate flag 2", d(DecodeAppendResponse),
        B().U32(1).U32(0).U16(0).Str("").Pos().U8(2).Build()},
+      {"TxnAppend count", d(DecodeTxnAppendRequest),
+       B().Str("s").Str("t").U32(1).U64(1).U32(kHostile).U32(0).U32(0).Build()},
+      {"TxnAppend chunk length", d(DecodeTxnAppendRequest),
+       B().Str("s").Str("t").U32(1).U64(1).U32(1).U32(0).U32(kHostile).Zeros(16).Build()},
+      {"TxnList count", d(DecodeTxnListResponse),
+       B().U32(kHostile).Str("t").U32(1).U64(1).U8(1).U64(0).U32(0).U32(0).U64(0).Build()},
+      {"TxnInfo state 0", d(DecodeTxnListResponse),
+       B().U32(1).Str("t").U32(1).U64(1).U8(0).U64(0).U32(0).U32(0).U64(0).Build()},
+      {"TxnInfo state 3", d(DecodeTxnListResponse),
+       B().U32(1).Str("t").U32(1).U64(1).U8(3).U64(0).U32(0).U32(0).U64(0).Build()},
   };
 }
 
@@ -1015,11 +1263,38 @@ TEST(ProtocolRobustnessTest, HostileBodiesAreOtherwiseWellFormed) {
        B().U32(1).U32(0).U16(0).Str("").Pos().Pos().U32(1).Pos().U32(8).Zeros(8).Build()},
       {"durability 2", d(DecodeStreamConfig),
        B().Str("s").U32(1).U32(0).U32(0).U32(0).U8(2).U64(0).U64(0).Build()},
+      {"TxnAppend chunk length", d(DecodeTxnAppendRequest),
+       B().Str("s").Str("t").U32(1).U64(1).U32(1).U32(0).U32(16).Zeros(16).Build()},
+      {"TxnInfo state 1", d(DecodeTxnListResponse),
+       B().U32(1).Str("t").U32(1).U64(1).U8(1).U64(0).U32(0).U32(0).U64(0).Build()},
+      {"TxnInfo state 2", d(DecodeTxnListResponse),
+       B().U32(1).Str("t").U32(1).U64(1).U8(2).U64(0).U32(0).U32(0).U64(0).Build()},
   };
   for (const HostileCase& c : sane) {
     SCOPED_TRACE(c.what);
     Status s = c.decode(c.body.data(), c.body.size());
     EXPECT_TRUE(s.ok()) << s.ToString();
+  }
+}
+
+// A TxnInfo state is 1 (open) or 2 (prepared); every other byte in the golden body's first state
+// field makes the whole response malformed.
+TEST(ProtocolRobustnessTest, TxnInfoStateOutsideOpenAndPreparedIsRefused) {
+  GoldenFrame f;
+  ASSERT_NO_FATAL_FAILURE(LoadFrame("txn_list_response.bin", &f));
+  // count, transactional id, epoch, serial
+  const size_t state_at = 4 + 2 + std::string(kTxnId).size() + 4 + 8;
+  ASSERT_EQ(f.body()[state_at], static_cast<uint8_t>(TxnState::kPrepared));
+  for (int state = 0; state <= 0xFF; ++state) {
+    Bytes body = f.body_copy();
+    body[state_at] = static_cast<uint8_t>(state);
+    auto m = DecodeTxnListResponse(body.data(), body.size());
+    if (state == 1 || state == 2) {
+      ASSERT_TRUE(m.ok()) << state << ": " << m.status().ToString();
+      EXPECT_EQ(static_cast<int>(m->transactions[0].state), state);
+    } else {
+      EXPECT_EQ(m.status().code(), StatusCode::kMalformedRequest) << "state " << state;
+    }
   }
 }
 

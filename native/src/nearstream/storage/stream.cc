@@ -2,9 +2,12 @@
 
 namespace nearstream::storage {
 
-Stream::Stream(StreamConfig config, Env* env, const std::string& dir)
+Stream::Stream(StreamConfig config, Env* env, const std::string& dir, TxnSettings txn_settings,
+               TxnTotals* totals)
     : config_(std::move(config)),
-      streamlet_generations_(new std::atomic<uint64_t>[config_.streamlets]()) {
+      streamlet_generations_(new std::atomic<uint64_t>[config_.streamlets]()),
+      transactions_(std::make_unique<StreamTransactions>(
+          this, env, dir, txn_settings, totals != nullptr ? totals : &own_totals_)) {
   streamlets_.reserve(config_.streamlets);
   for (uint32_t i = 0; i < config_.streamlets; ++i) {
     std::string sdir = dir.empty() ? std::string() : dir + "/" + std::to_string(i);

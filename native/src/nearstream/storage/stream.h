@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "nearstream/storage/stream_transactions.h"
 #include "nearstream/storage/streamlet.h"
 
 namespace nearstream::storage {
@@ -14,7 +15,9 @@ namespace nearstream::storage {
 class Stream {
  public:
   // `dir` holds the streamlet directories of a durable stream; empty for memory-only streams.
-  Stream(StreamConfig config, Env* env, const std::string& dir);
+  // `totals` (may be null: the stream keeps its own) counts finished transactions broker-wide.
+  Stream(StreamConfig config, Env* env, const std::string& dir, TxnSettings txn_settings = {},
+         TxnTotals* totals = nullptr);
 
   const StreamConfig& config() const { return config_; }
   uint32_t streamlet_count() const { return static_cast<uint32_t>(streamlets_.size()); }
@@ -46,6 +49,9 @@ class Stream {
   // groups): bumps every streamlet's generation and the stream-wide one.
   void NoteAppended();
 
+  StreamTransactions& transactions() { return *transactions_; }
+  const StreamTransactions& transactions() const { return *transactions_; }
+
   // Set once the stream has been deleted; handlers holding a reference stop using it.
   bool deleted() const { return deleted_.load(std::memory_order_acquire); }
   void MarkDeleted() { deleted_.store(true, std::memory_order_release); }
@@ -56,6 +62,8 @@ class Stream {
   std::atomic<uint64_t> generation_{0};
   std::unique_ptr<std::atomic<uint64_t>[]> streamlet_generations_;  // streamlet_count() of them
   std::atomic<bool> deleted_{false};
+  TxnTotals own_totals_;
+  std::unique_ptr<StreamTransactions> transactions_;
 };
 
 }  // namespace nearstream::storage

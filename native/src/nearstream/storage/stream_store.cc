@@ -113,10 +113,14 @@ Status StreamStore::Recover(const std::string& name, int64_t now_ms) {
   if (config->name != name) {
     return Status::StorageError("stream.meta in " + dir + " names '" + config->name + "'");
   }
-  auto stream = std::make_shared<Stream>(*config, env, dir);
+  auto stream = std::make_shared<Stream>(*config, env, dir, options_.txn, &txn_totals_);
+  // Committed transactions' files get their group names before the streamlets load them; open
+  // and prepared ones' files are loaded by the transactions afterwards.
+  RETURN_IF_ERROR(stream->transactions().RecoverLog());
   for (uint32_t i = 0; i < stream->streamlet_count(); ++i) {
     RETURN_IF_ERROR(stream->streamlet(i)->Recover(now_ms));
   }
+  RETURN_IF_ERROR(stream->transactions().RecoverParts(now_ms));
   NS_LOG(kInfo) << "recovered stream " << name << " (" << config->streamlets << " streamlets, "
                 << DurabilityName(config->durability) << ")";
   MutexLock lock(&mu_);
@@ -154,7 +158,8 @@ Status StreamStore::Create(const StreamConfig& config) {
       return s;
     }
   }
-  streams_[config.name] = std::make_shared<Stream>(config, options_.env, dir);
+  streams_[config.name] =
+      std::make_shared<Stream>(config, options_.env, dir, options_.txn, &txn_totals_);
   return Status::Ok();
 }
 
@@ -216,6 +221,7 @@ void StreamStore::Maintain(int64_t now_ms) {
       }
     }
     stream->NoteAppended();  // a closed idle group may let a waiting reader move on
+    stream->transactions().ExpireOpen(now_ms);
   }
 }
 
@@ -239,6 +245,18 @@ uint64_t StreamStore::total_bytes() const {
   uint64_t total = 0;
   for (const auto& stream : Snapshot()) {
     for (uint32_t i = 0; i < stream->streamlet_count(); ++i) total += stream->streamlet(i)->bytes();
+  }
+  return total;
+}
+
+TxnGauges StreamStore::transaction_gauges() const {
+  TxnGauges total;
+  for (const auto& stream : Snapshot()) {
+    TxnGauges g = stream->transactions().Gauges();
+    total.open += g.open;
+    total.prepared += g.prepared;
+    total.open_bytes += g.open_bytes;
+    total.prepared_bytes += g.prepared_bytes;
   }
   return total;
 }

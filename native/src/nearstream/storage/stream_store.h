@@ -22,6 +22,7 @@ struct StoreOptions {
   std::string data_dir;  // empty: only durability `none` streams can be created
   Env* env = Env::Default();
   int64_t group_idle_close_ms = 1000;
+  TxnSettings txn;
 };
 
 class StreamStore {
@@ -43,6 +44,9 @@ class StreamStore {
   int FlushAsync() NS_EXCLUDES(mu_);
 
   uint64_t total_bytes() const NS_EXCLUDES(mu_);
+  // Open and prepared transactions of every stream, and the broker's finished-transaction counts.
+  TxnGauges transaction_gauges() const NS_EXCLUDES(mu_);
+  const TxnTotals& transaction_totals() const { return txn_totals_; }
 
  private:
   std::string StreamDir(const std::string& name) const;
@@ -54,6 +58,7 @@ class StreamStore {
   mutable Mutex mu_;
   std::map<std::string, std::shared_ptr<Stream>> streams_ NS_GUARDED_BY(mu_);
   uint64_t deletions_ NS_GUARDED_BY(mu_) = 0;
+  TxnTotals txn_totals_;
 };
 
 // stream.meta is a small text file of key=value lines; exposed for tests.

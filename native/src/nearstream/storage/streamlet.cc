@@ -40,6 +40,66 @@ std::string Streamlet::SegmentPath(uint64_t group, uint64_t segment) const {
   return dir_ + "/" + name;
 }
 
+std::string Streamlet::TxnSegmentName(uint64_t txn, uint64_t segment) {
+  char name[80];
+  std::snprintf(name, sizeof(name), "txn-%020" PRIu64 "-%020" PRIu64 ".seg", txn, segment);
+  return name;
+}
+
+bool Streamlet::ParseTxnSegmentName(const std::string& name, uint64_t* txn, uint64_t* segment) {
+  char tail[8] = {};
+  return std::sscanf(name.c_str(), "txn-%20" SCNu64 "-%20" SCNu64 ".%4s", txn, segment, tail) ==
+             3 &&
+         std::strcmp(tail, "seg") == 0 && *txn > 0 && *segment > 0;
+}
+
+uint64_t Streamlet::AllocateSegmentId() {
+  MutexLock lock(&mu_);
+  return next_segment_id_++;
+}
+
+uint64_t Streamlet::ReserveGroup(int64_t now_ms) {
+  // Every slot's lock, in index order (the only place that takes more than one), so no append
+  // is half done in a group being closed; then mu_, as always after slot locks.
+  std::vector<std::unique_lock<std::mutex>> slot_locks;
+  slot_locks.reserve(slot_count_);
+  for (size_t k = 0; k < slot_count_; ++k) slot_locks.emplace_back(slots_[k].mu);
+  MutexLock lock(&mu_);
+  for (size_t k = 0; k < slot_count_; ++k) {
+    Slot& slot = slots_[k];
+    if (slot.group == nullptr) continue;
+    slot.group->closed = true;
+    if (slot.segment != nullptr) slot.segment->Seal();
+    slot.group = nullptr;
+    slot.segment = nullptr;
+  }
+  auto reserved = std::make_unique<Group>();
+  reserved->id = next_group_id_++;
+  reserved->last_append_ms = now_ms;
+  groups_.push_back(std::move(reserved));
+  return groups_.back()->id;
+}
+
+void Streamlet::LinkReserved(uint64_t group, std::vector<std::shared_ptr<Segment>> segments) {
+  MutexLock lock(&mu_);
+  Group* g = FindGroupLocked(group);
+  NS_CHECK(g != nullptr && g->segments.empty() && !g->closed);
+  for (auto& seg : segments) {
+    seg->Seal();
+    g->last_append_ms = std::max(g->last_append_ms, seg->last_append_ms());
+    g->bytes += seg->committed();
+    bytes_ += seg->committed();
+    g->segments.push_back(std::move(seg));
+  }
+  g->closed = true;
+}
+
+void Streamlet::DropReserved(uint64_t group) {
+  MutexLock lock(&mu_);
+  Group* g = FindGroupLocked(group);
+  if (g != nullptr && g->segments.empty()) g->closed = true;
+}
+
 Streamlet::Group* Streamlet::NewGroupFromRecovery(uint64_t id, int64_t now_ms) {
   auto g = std::make_unique<Group>();
   g->id = id;
@@ -468,8 +528,13 @@ Status Streamlet::Recover(int64_t now_ms) {
     std::string name;
   };
   std::vector<Entry> files;
+  uint64_t txn_segments_above = 0;  // segment ids that open and prepared transactions hold
   for (auto& n : names) {
     uint64_t g = 0, s = 0;
+    if (uint64_t txn = 0; ParseTxnSegmentName(n, &txn, &s)) {
+      txn_segments_above = std::max(txn_segments_above, s);
+      continue;
+    }
     char tail[8] = {};
     if (std::sscanf(n.c_str(), "%20" SCNu64 "-%20" SCNu64 ".%4s", &g, &s, tail) == 3 &&
         std::strcmp(tail, "seg") == 0 && g > 0 && s > 0) {
@@ -488,6 +553,7 @@ Status Streamlet::Recover(int64_t now_ms) {
                                   now_ms, &producers));
     }
     for (auto& g : groups_) g->closed = true;
+    next_segment_id_ = std::max(next_segment_id_, txn_segments_above + 1);
   }
   // Each producer's state goes to the slot it appends through (slot locks come before mu_).
   for (auto& [id, state] : producers) {

@@ -120,6 +120,30 @@ class Streamlet {
   StreamletInfo Describe() const;
   uint64_t bytes() const;
 
+  // ---- transactions (stream_transactions.h) ------------------------------------------------
+  // A transaction's chunks live in private segments (txn_part.h) until its commit links them
+  // into the streamlet as one new closed group, without a copy.
+
+  // The file of segment `segment` of transaction number `txn`, before its commit; recovery
+  // counts its segment id as taken but does not load it (the transaction's owner does).
+  static std::string TxnSegmentName(uint64_t txn, uint64_t segment);
+  // Parses a TxnSegmentName; false for any other name.
+  static bool ParseTxnSegmentName(const std::string& name, uint64_t* txn, uint64_t* segment);
+  std::string GroupSegmentPath(uint64_t group, uint64_t segment) const {
+    return SegmentPath(group, segment);
+  }
+  const std::string& dir() const { return dir_; }
+  // A segment id for a transaction's private segment (ids are unique within the streamlet).
+  uint64_t AllocateSegmentId();
+  // Commit, step 1: closes every active group, so that nothing appended from now on is read
+  // before the transaction, and registers an empty open group with a new id: the
+  // transaction's place in read order, at which readers wait until step 2. Returns its id.
+  uint64_t ReserveGroup(int64_t now_ms);
+  // Step 2: the reserved group takes `segments` (whole chunks, sealed) and is closed.
+  void LinkReserved(uint64_t group, std::vector<std::shared_ptr<Segment>> segments);
+  // Or the commit failed: the reserved group is closed empty (readers skip it).
+  void DropReserved(uint64_t group);
+
   // Retention (size, age) and closing of idle active groups; returns the files to delete.
   std::vector<std::string> Maintain(int64_t now_ms, int64_t group_idle_close_ms);
   // fsyncs segments appended to since the last call (async durability). Returns the first error.

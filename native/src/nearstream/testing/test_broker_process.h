@@ -96,6 +96,20 @@ struct ProcessResult {
   std::string err;
 };
 
+// The exit and the start of both outputs, for a failing expectation's message.
+inline std::string Describe(const ProcessResult& r) {
+  return "exit " + std::to_string(r.exit_code) + (r.timed_out ? " (timed out)" : "") +
+         "\nstdout:\n" + r.out.substr(0, 4000) + "\nstderr:\n" + r.err.substr(0, 4000);
+}
+
+// A tool's output split into lines, without their line ends.
+inline std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
 namespace internal {
 
 inline int DecodeWaitStatus(int status) {

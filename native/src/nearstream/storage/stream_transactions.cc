@@ -1,0 +1,556 @@
+#include "nearstream/storage/stream_transactions.h"
+
+#include <algorithm>
+
+#include "nearstream/common/log.h"
+#include "nearstream/storage/stream.h"
+
+namespace nearstream::storage {
+
+struct StreamTransactions::Txn {
+  Txn(std::string id_, uint32_t epoch_, uint64_t serial_, uint64_t number_, int64_t started)
+      : id(std::move(id_)), epoch(epoch_), serial(serial_), number(number_), started_ms(started) {
+    last_activity_ms.store(started);
+  }
+  const std::string id;
+  const uint32_t epoch;  // the epoch that began it
+  const uint64_t serial;
+  const uint64_t number;  // names its files (unique in the stream, unlike serials)
+  const int64_t started_ms;
+  std::atomic<int64_t> last_activity_ms{0};
+  std::atomic<uint64_t> bytes{0};
+  std::atomic<uint32_t> chunks{0};
+  std::atomic<uint32_t> streamlets{0};
+
+  std::mutex mu;  // held for an append; taken after the stream's mu_ for state changes
+  TxnPhase phase = TxnPhase::kOpen;                    // written with mu_ and mu held
+  std::map<uint32_t, std::unique_ptr<TxnPart>> parts;  // guarded by mu
+};
+
+namespace {
+
+Status CheckTransactionalId(const std::string& id) {
+  if (id.empty() || id.size() > 255) {
+    return Status::InvalidArgument("a transactional id has 1 to 255 bytes, not " +
+                                   std::to_string(id.size()));
+  }
+  for (unsigned char c : id) {
+    if (c < 0x20) return Status::InvalidArgument("a transactional id has no control characters");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StreamTransactions::StreamTransactions(Stream* stream, Env* env, std::string dir,
+                                       TxnSettings settings, TxnTotals* totals)
+    : stream_(stream),
+      env_(env),
+      dir_(std::move(dir)),
+      settings_(settings),
+      totals_(totals),
+      durable_(!dir_.empty()) {}
+
+StreamTransactions::~StreamTransactions() = default;
+
+Status StreamTransactions::Log(const TxnRecord& record, bool sync) {
+  if (!durable_) return Status::Ok();
+  if (log_ == nullptr) {
+    // The first record of a stream that never had one: the file's entry must be durable too.
+    std::vector<TxnRecord> none;
+    ASSIGN_OR_RETURN(log_, TxnLog::Open(env_, dir_ + "/txn.log", &none));
+    Status s = env_->SyncDir(dir_);
+    if (!s.ok()) {
+      log_.reset();
+      return s;
+    }
+  }
+  return log_->Append(record, sync);
+}
+
+void StreamTransactions::MaybeCompactLocked() {
+  if (log_ == nullptr || log_->size() < settings_.compact_log_bytes) return;
+  Status s = log_->Rewrite(StateRecordsLocked());
+  if (!s.ok()) NS_LOG(kWarning) << "compacting " << dir_ << "/txn.log: " << s.ToString();
+}
+
+std::vector<TxnRecord> StreamTransactions::StateRecordsLocked() const {
+  std::vector<TxnRecord> out;
+  for (const auto& [id, st] : ids_) {
+    out.push_back({TxnRecordType::kEpoch, id, st.epoch, st.last_serial, 0, 0, {}});
+    for (const Outcome& o : st.finished) {
+      out.push_back({TxnRecordType::kBegin, id, o.epoch, o.serial, 0, 0, {}});
+      out.push_back({o.committed ? TxnRecordType::kCommit : TxnRecordType::kAbort,
+                     id,
+                     0,
+                     o.serial,
+                     0,
+                     0,
+                     {}});
+    }
+    // Prepared before open: a BEGIN makes its transaction the id's open one until a PREPARE.
+    for (const auto& [serial, t] : st.prepared) {
+      out.push_back({TxnRecordType::kBegin, id, t->epoch, serial, t->number, t->started_ms, {}});
+      out.push_back({TxnRecordType::kPrepare, id, 0, serial, 0, 0, {}});
+    }
+    if (st.open != nullptr) {
+      const Txn& t = *st.open;
+      out.push_back({TxnRecordType::kBegin, id, t.epoch, t.serial, t.number, t.started_ms, {}});
+    }
+  }
+  return out;
+}
+
+StreamTransactions::IdState* StreamTransactions::FindLocked(const std::string& id) {
+  auto it = ids_.find(id);
+  return it == ids_.end() ? nullptr : &it->second;
+}
+
+std::shared_ptr<StreamTransactions::Txn> StreamTransactions::LiveLocked(IdState& st,
+                                                                        uint64_t serial) {
+  if (st.open != nullptr && st.open->serial == serial) return st.open;
+  auto it = st.prepared.find(serial);
+  return it == st.prepared.end() ? nullptr : it->second;
+}
+
+const StreamTransactions::Outcome* StreamTransactions::FinishedLocked(const IdState& st,
+                                                                      uint64_t serial) const {
+  for (const Outcome& o : st.finished) {
+    if (o.serial == serial) return &o;
+  }
+  return nullptr;
+}
+
+void StreamTransactions::FinishLocked(IdState& st, std::shared_ptr<Txn> txn, bool committed) {
+  if (st.open == txn) st.open.reset();
+  st.prepared.erase(txn->serial);
+  st.finished.push_back(Outcome{txn->serial, txn->epoch, committed});
+  while (st.finished.size() > settings_.outcomes_kept) st.finished.pop_front();
+}
+
+namespace {
+
+std::string Quote(const std::string& id) { return "transactional id '" + id + "'"; }
+
+Status Fenced(const std::string& id, uint32_t sent, uint32_t current) {
+  return Status::TxnFenced(Quote(id) + " is at epoch " + std::to_string(current) + "; epoch " +
+                           std::to_string(sent) +
+                           " is fenced (a newer producer initialised the id)");
+}
+
+Status NotFound(const std::string& id, uint64_t serial) {
+  return Status::TxnNotFound(Quote(id) + " has no transaction " + std::to_string(serial) +
+                             " (never begun, or finished too long ago to be remembered)");
+}
+
+}  // namespace
+
+Result<std::pair<uint32_t, uint64_t>> StreamTransactions::Init(const std::string& id,
+                                                               uint64_t keep_prepared_through,
+                                                               int64_t now_ms) {
+  (void)now_ms;
+  RETURN_IF_ERROR(CheckTransactionalId(id));
+  MutexLock lock(&mu_);
+  const bool fresh = !ids_.contains(id);
+  IdState& st = ids_[id];
+  const uint32_t epoch = st.epoch + 1;
+  Status s = Log({TxnRecordType::kEpoch, id, epoch, st.last_serial, 0, 0, {}}, true);
+  if (!s.ok()) {
+    if (fresh) ids_.erase(id);
+    return s;
+  }
+  st.epoch = epoch;
+  // What the previous owner left: its open transaction, and what it prepared after the point
+  // the caller recovers from.
+  if (st.open != nullptr) {
+    RETURN_IF_ERROR(AbortLocked(st, st.open, "its producer was fenced by a new one"));
+  }
+  std::vector<std::shared_ptr<Txn>> doomed;
+  for (auto it = st.prepared.upper_bound(keep_prepared_through); it != st.prepared.end(); ++it) {
+    doomed.push_back(it->second);
+  }
+  for (const auto& t : doomed) {
+    RETURN_IF_ERROR(AbortLocked(st, t, "a new producer of the id did not keep it"));
+  }
+  MaybeCompactLocked();
+  return std::make_pair(st.epoch, st.last_serial);
+}
+
+Result<uint64_t> StreamTransactions::Begin(const std::string& id, uint32_t epoch, int64_t now_ms) {
+  MutexLock lock(&mu_);
+  IdState* st = FindLocked(id);
+  if (st == nullptr) {
+    return Status::TxnNotFound(Quote(id) + " is not known to stream '" + stream_->config().name +
+                               "' (TxnInit it first)");
+  }
+  if (epoch != st->epoch) return Fenced(id, epoch, st->epoch);
+  if (st->open != nullptr) {  // a retried Begin
+    st->open->last_activity_ms.store(now_ms);
+    return st->open->serial;
+  }
+  const uint64_t serial = st->last_serial + 1;
+  const uint64_t number = next_number_;
+  RETURN_IF_ERROR(Log({TxnRecordType::kBegin, id, epoch, serial, number, now_ms, {}},
+                      stream_->config().durability == Durability::kSync));
+  ++next_number_;
+  st->last_serial = serial;
+  st->open = std::make_shared<Txn>(id, epoch, serial, number, now_ms);
+  MaybeCompactLocked();
+  return serial;
+}
+
+Result<std::shared_ptr<StreamTransactions::Txn>> StreamTransactions::ForAppend(
+    const std::string& id, uint32_t epoch, uint64_t serial, int64_t now_ms) {
+  MutexLock lock(&mu_);
+  IdState* st = FindLocked(id);
+  if (st == nullptr) return NotFound(id, serial);
+  if (epoch != st->epoch) return Fenced(id, epoch, st->epoch);
+  if (st->open != nullptr && st->open->serial == serial) {
+    st->open->last_activity_ms.store(now_ms);
+    return st->open;
+  }
+  if (st->prepared.contains(serial)) {
+    return Status::InvalidTxnState("transaction " + std::to_string(serial) + " of " + Quote(id) +
+                                   " is prepared: it takes no more appends");
+  }
+  if (const Outcome* o = FinishedLocked(*st, serial)) {
+    if (o->committed) {
+      return Status::InvalidTxnState("transaction " + std::to_string(serial) + " of " + Quote(id) +
+                                     " is committed: it takes no more appends");
+    }
+    return Status::TxnAborted("transaction " + std::to_string(serial) + " of " + Quote(id) +
+                              " was aborted");
+  }
+  return NotFound(id, serial);
+}
+
+Result<bool> StreamTransactions::Append(Txn& txn, uint32_t streamlet, const uint8_t* chunk,
+                                        const ChunkHeader& h, int64_t now_ms) {
+  Streamlet* s = stream_->streamlet(streamlet);
+  if (s == nullptr) {
+    return Status::StreamletNotFound("stream '" + stream_->config().name + "' has no streamlet " +
+                                     std::to_string(streamlet));
+  }
+  std::lock_guard<std::mutex> lock(txn.mu);
+  if (txn.phase != TxnPhase::kOpen) {
+    if (txn.phase == TxnPhase::kAborted) {
+      return Status::TxnAborted("transaction " + std::to_string(txn.serial) + " of " +
+                                Quote(txn.id) + " was aborted");
+    }
+    return Status::InvalidTxnState("transaction " + std::to_string(txn.serial) + " of " +
+                                   Quote(txn.id) + " is no longer open");
+  }
+  auto& part = txn.parts[streamlet];
+  if (part == nullptr) {
+    part = std::make_unique<TxnPart>(s, &stream_->config(), env_, txn.number);
+    txn.streamlets.store(static_cast<uint32_t>(txn.parts.size()));
+  }
+  ASSIGN_OR_RETURN(bool duplicate, part->Append(chunk, h, now_ms));
+  if (!duplicate) {
+    txn.bytes.fetch_add(h.total_size());
+    txn.chunks.fetch_add(1);
+  }
+  txn.last_activity_ms.store(now_ms);
+  return duplicate;
+}
+
+Status StreamTransactions::PrepareLocked(IdState& st, std::shared_ptr<Txn> txn) {
+  std::lock_guard<std::mutex> lock(txn->mu);
+  for (auto& [streamlet, part] : txn->parts) RETURN_IF_ERROR(part->Sync());
+  RETURN_IF_ERROR(Log({TxnRecordType::kPrepare, txn->id, 0, txn->serial, 0, 0, {}}, true));
+  txn->phase = TxnPhase::kPrepared;
+  st.prepared[txn->serial] = txn;
+  if (st.open == txn) st.open.reset();
+  return Status::Ok();
+}
+
+Status StreamTransactions::Prepare(const std::string& id, uint32_t epoch, uint64_t serial) {
+  MutexLock lock(&mu_);
+  IdState* st = FindLocked(id);
+  if (st == nullptr) return NotFound(id, serial);
+  if (epoch != st->epoch) return Fenced(id, epoch, st->epoch);
+  if (auto txn = LiveLocked(*st, serial)) {
+    if (txn->phase == TxnPhase::kPrepared) return Status::Ok();  // a retried prepare
+    Status s = PrepareLocked(*st, txn);
+    MaybeCompactLocked();
+    return s;
+  }
+  if (const Outcome* o = FinishedLocked(*st, serial)) {
+    if (o->committed) {
+      return Status::InvalidTxnState("transaction " + std::to_string(serial) + " of " + Quote(id) +
+                                     " is already committed");
+    }
+    return Status::TxnAborted("transaction " + std::to_string(serial) + " of " + Quote(id) +
+                              " was aborted");
+  }
+  return NotFound(id, serial);
+}
+
+Status StreamTransactions::CommitLocked(IdState& st, std::shared_ptr<Txn> txn, int64_t now_ms,
+                                        std::vector<uint32_t>* linked) {
+  std::lock_guard<std::mutex> lock(txn->mu);
+  TxnRecord record{TxnRecordType::kCommit, txn->id, 0, txn->serial, 0, 0, {}};
+  for (auto& [streamlet, part] : txn->parts) {
+    if (part->chunks() == 0) continue;
+    record.links.push_back({streamlet, stream_->streamlet(streamlet)->ReserveGroup(now_ms)});
+  }
+  // The commit point. Until the record is durable readers wait at the reserved groups; if it
+  // cannot be written they skip them and the transaction stays prepared.
+  Status s = Log(record, true);
+  if (!s.ok()) {
+    for (const TxnLink& l : record.links) stream_->streamlet(l.streamlet)->DropReserved(l.group);
+    return s;
+  }
+  for (const TxnLink& l : record.links) {
+    TxnPart& part = *txn->parts[l.streamlet];
+    Status renamed = part.RenameTo(l.group);
+    if (!renamed.ok()) {
+      NS_LOG(kError) << "commit of " << Quote(txn->id) << " transaction " << txn->serial << ": "
+                     << renamed.ToString() << " (the next start redoes the rename)";
+    }
+    stream_->streamlet(l.streamlet)->LinkReserved(l.group, part.TakeSegments());
+    linked->push_back(l.streamlet);
+  }
+  for (auto& [streamlet, part] : txn->parts) part->Discard();  // empty parts' files, if any
+  txn->parts.clear();
+  txn->phase = TxnPhase::kCommitted;
+  FinishLocked(st, txn, true);
+  totals_->committed.fetch_add(1);
+  return Status::Ok();
+}
+
+Status StreamTransactions::Commit(const std::string& id, uint32_t epoch, uint64_t serial,
+                                  int64_t now_ms, std::vector<uint32_t>* linked) {
+  MutexLock lock(&mu_);
+  IdState* st = FindLocked(id);
+  if (st == nullptr) return NotFound(id, serial);
+  if (auto txn = LiveLocked(*st, serial)) {
+    if (txn->epoch != epoch) {
+      return Status::TxnFenced("transaction " + std::to_string(serial) + " of " + Quote(id) +
+                               " was begun in epoch " + std::to_string(txn->epoch) + ", not " +
+                               std::to_string(epoch));
+    }
+    if (txn->phase == TxnPhase::kOpen) {
+      if (epoch != st->epoch) {
+        return Status::InvalidTxnState("transaction " + std::to_string(serial) + " of " +
+                                       Quote(id) + " is open and its producer was fenced");
+      }
+      RETURN_IF_ERROR(PrepareLocked(*st, txn));
+    }
+    Status s = CommitLocked(*st, txn, now_ms, linked);
+    MaybeCompactLocked();
+    return s;
+  }
+  if (const Outcome* o = FinishedLocked(*st, serial)) {
+    if (o->epoch != epoch) return Fenced(id, epoch, o->epoch);
+    if (o->committed) return Status::Ok();  // a retried or recovered commit
+    return Status::TxnAborted("transaction " + std::to_string(serial) + " of " + Quote(id) +
+                              " was aborted");
+  }
+  return NotFound(id, serial);
+}
+
+Status StreamTransactions::AbortLocked(IdState& st, std::shared_ptr<Txn> txn, const char* why) {
+  std::lock_guard<std::mutex> lock(txn->mu);
+  RETURN_IF_ERROR(Log({TxnRecordType::kAbort, txn->id, 0, txn->serial, 0, 0, {}}, true));
+  txn->phase = TxnPhase::kAborted;
+  for (auto& [streamlet, part] : txn->parts) part->Discard();
+  txn->parts.clear();
+  FinishLocked(st, txn, false);
+  totals_->aborted.fetch_add(1);
+  NS_LOG(kInfo) << "stream '" << stream_->config().name << "': aborted transaction " << txn->serial
+                << " of " << Quote(txn->id) << ": " << why;
+  return Status::Ok();
+}
+
+Status StreamTransactions::Abort(const std::string& id, uint32_t epoch, uint64_t serial) {
+  MutexLock lock(&mu_);
+  IdState* st = FindLocked(id);
+  if (st == nullptr) return NotFound(id, serial);
+  if (auto txn = LiveLocked(*st, serial)) {
+    if (txn->epoch != epoch || (txn->phase == TxnPhase::kOpen && epoch != st->epoch)) {
+      return Fenced(id, epoch, txn->phase == TxnPhase::kOpen ? st->epoch : txn->epoch);
+    }
+    Status s = AbortLocked(*st, txn, "aborted on request");
+    MaybeCompactLocked();
+    return s;
+  }
+  if (const Outcome* o = FinishedLocked(*st, serial)) {
+    if (o->committed) {
+      return Status::InvalidTxnState("transaction " + std::to_string(serial) + " of " + Quote(id) +
+                                     " is already committed");
+    }
+    return Status::Ok();  // a retried abort
+  }
+  return NotFound(id, serial);
+}
+
+std::vector<TxnListing> StreamTransactions::List(const std::string& prefix) const {
+  MutexLock lock(&mu_);
+  std::vector<TxnListing> out;
+  auto add = [&out](const Txn& t, TxnPhase phase) {
+    out.push_back(TxnListing{t.id, t.epoch, t.serial, phase, t.bytes.load(), t.chunks.load(),
+                             t.streamlets.load(), t.started_ms});
+  };
+  for (auto it = ids_.lower_bound(prefix); it != ids_.end(); ++it) {
+    if (it->first.compare(0, prefix.size(), prefix) != 0) break;
+    const size_t first = out.size();
+    for (const auto& [serial, t] : it->second.prepared) add(*t, TxnPhase::kPrepared);
+    if (it->second.open != nullptr) add(*it->second.open, TxnPhase::kOpen);
+    std::sort(out.begin() + static_cast<std::ptrdiff_t>(first), out.end(),
+              [](const TxnListing& a, const TxnListing& b) { return a.serial < b.serial; });
+  }
+  return out;
+}
+
+TxnGauges StreamTransactions::Gauges() const {
+  MutexLock lock(&mu_);
+  TxnGauges g;
+  for (const auto& [id, st] : ids_) {
+    if (st.open != nullptr) {
+      ++g.open;
+      g.open_bytes += st.open->bytes.load();
+    }
+    for (const auto& [serial, t] : st.prepared) {
+      ++g.prepared;
+      g.prepared_bytes += t->bytes.load();
+    }
+  }
+  return g;
+}
+
+void StreamTransactions::ExpireOpen(int64_t now_ms) {
+  MutexLock lock(&mu_);
+  for (auto& [id, st] : ids_) {
+    if (st.open == nullptr ||
+        now_ms - st.open->last_activity_ms.load() < settings_.open_timeout_ms) {
+      continue;
+    }
+    Status s = AbortLocked(st, st.open, "open for longer than the transaction timeout");
+    if (s.ok()) {
+      totals_->expired.fetch_add(1);
+    } else {
+      NS_LOG(kWarning) << "expiring a transaction of " << Quote(id) << ": " << s.ToString();
+    }
+  }
+  MaybeCompactLocked();
+}
+
+// ---- recovery ---------------------------------------------------------------------------------
+
+void StreamTransactions::ApplyLocked(const TxnRecord& r, uint64_t* committed_number) {
+  IdState& st = ids_[r.id];
+  switch (r.type) {
+    case TxnRecordType::kEpoch:
+      st.epoch = r.epoch;
+      st.last_serial = std::max(st.last_serial, r.serial);
+      break;
+    case TxnRecordType::kBegin:
+      st.last_serial = std::max(st.last_serial, r.serial);
+      st.open = std::make_shared<Txn>(r.id, r.epoch, r.serial, r.number, r.started_ms);
+      next_number_ = std::max(next_number_, r.number + 1);
+      break;
+    case TxnRecordType::kPrepare:
+      if (st.open != nullptr && st.open->serial == r.serial) {
+        st.open->phase = TxnPhase::kPrepared;
+        st.prepared[r.serial] = st.open;
+        st.open.reset();
+      }
+      break;
+    case TxnRecordType::kCommit:
+    case TxnRecordType::kAbort:
+      if (auto txn = LiveLocked(st, r.serial)) {
+        txn->phase = r.type == TxnRecordType::kCommit ? TxnPhase::kCommitted : TxnPhase::kAborted;
+        if (r.type == TxnRecordType::kCommit) *committed_number = txn->number;
+        FinishLocked(st, txn, r.type == TxnRecordType::kCommit);
+      }
+      break;
+  }
+}
+
+Status StreamTransactions::RecoverLog() {
+  if (!durable_) return Status::Ok();
+  MutexLock lock(&mu_);
+  if (!env_->Exists(dir_ + "/txn.log")) return Status::Ok();
+  std::vector<TxnRecord> records;
+  ASSIGN_OR_RETURN(log_, TxnLog::Open(env_, dir_ + "/txn.log", &records));
+  // Committed transactions whose files still carry their transaction names: the broker died
+  // between the COMMIT record and the renames. Redone here, before the streamlets load files.
+  std::vector<std::pair<uint64_t, std::vector<TxnLink>>> commits;
+  for (const TxnRecord& r : records) {
+    uint64_t number = 0;
+    ApplyLocked(r, &number);
+    if (number != 0 && !r.links.empty()) commits.emplace_back(number, r.links);
+  }
+  std::map<uint64_t, const std::vector<TxnLink>*> commit_links;
+  for (const auto& [number, links] : commits) commit_links[number] = &links;
+  std::map<uint64_t, bool> live;  // numbers of open and prepared transactions
+  for (const auto& [id, st] : ids_) {
+    if (st.open != nullptr) live[st.open->number] = true;
+    for (const auto& [serial, t] : st.prepared) live[t->number] = true;
+  }
+  for (uint32_t i = 0; i < stream_->streamlet_count(); ++i) {
+    Streamlet* s = stream_->streamlet(i);
+    if (!env_->Exists(s->dir())) continue;
+    ASSIGN_OR_RETURN(auto names, env_->ListDir(s->dir()));
+    bool renamed = false;
+    for (const auto& name : names) {
+      uint64_t number = 0, segment = 0;
+      if (!Streamlet::ParseTxnSegmentName(name, &number, &segment)) continue;
+      const std::string path = s->dir() + "/" + name;
+      if (live.contains(number)) {
+        auto& where = live_files_[number];
+        if (where.empty() || where.back() != i) where.push_back(i);
+        continue;
+      }
+      auto c = commit_links.find(number);
+      const TxnLink* link = nullptr;
+      if (c != commit_links.end()) {
+        for (const TxnLink& l : *c->second) {
+          if (l.streamlet == i) link = &l;
+        }
+      }
+      if (link != nullptr) {
+        NS_LOG(kInfo) << "recovery: finishing the commit of " << path;
+        RETURN_IF_ERROR(env_->Rename(path, s->GroupSegmentPath(link->group, segment)));
+        renamed = true;
+      } else {
+        // An aborted transaction's, or one whose BEGIN never became durable (never prepared,
+        // so never promised to anyone).
+        RETURN_IF_ERROR(env_->RemoveFile(path));
+      }
+    }
+    if (renamed) RETURN_IF_ERROR(env_->SyncDir(s->dir()));
+  }
+  return Status::Ok();
+}
+
+Status StreamTransactions::RecoverParts(int64_t now_ms) {
+  if (!durable_) return Status::Ok();
+  MutexLock lock(&mu_);
+  auto load = [&](Txn& t) -> Status {
+    std::lock_guard<std::mutex> txn_lock(t.mu);
+    auto it = live_files_.find(t.number);
+    if (it == live_files_.end()) return Status::Ok();
+    for (uint32_t i : it->second) {
+      auto part =
+          std::make_unique<TxnPart>(stream_->streamlet(i), &stream_->config(), env_, t.number);
+      RETURN_IF_ERROR(part->Recover(now_ms));
+      t.bytes.fetch_add(part->bytes());
+      t.chunks.fetch_add(part->chunks());
+      t.parts[i] = std::move(part);
+    }
+    t.streamlets.store(static_cast<uint32_t>(t.parts.size()));
+    t.last_activity_ms.store(now_ms);  // the open timeout restarts with the broker
+    return Status::Ok();
+  };
+  for (auto& [id, st] : ids_) {
+    if (st.open != nullptr) RETURN_IF_ERROR(load(*st.open));
+    for (auto& [serial, t] : st.prepared) RETURN_IF_ERROR(load(*t));
+  }
+  live_files_.clear();
+  if (log_ != nullptr) RETURN_IF_ERROR(log_->Rewrite(StateRecordsLocked()));
+  return Status::Ok();
+}
+
+}  // namespace nearstream::storage

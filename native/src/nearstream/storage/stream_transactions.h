@@ -1,0 +1,156 @@
+// The transactions of one stream (docs/protocol.md "Transactions", docs/broker.md
+// "Transactions"): transactional ids with epochs that fence older owners, and transactions whose
+// chunks stay in private parts (txn_part.h) until a commit links every part into its streamlet
+// as one new group. For a durable stream every state change is a record of `txn.log`
+// (txn_log.h); the COMMIT record is the commit point.
+//
+// Invariants (checked by stream_transactions_test.cc and the crash tests):
+//  - No reader sees a chunk of a transaction that is not committed.
+//  - A commit, once acknowledged, shows every chunk of the transaction, in every streamlet it
+//    wrote to, in append order, contiguously; after a crash a transaction is open, prepared,
+//    committed whole or aborted whole, never part of one.
+//  - A prepared transaction ends only by its commit or abort, or a successor's TxnInit whose
+//    keep_prepared_through is below its serial; never by a timeout.
+//  - A writing request from an epoch older than the id's current one changes nothing.
+//
+// Threading: any thread may call any method. mu_ guards the ids and the state of every
+// transaction; each transaction's own lock guards its parts, so appends to different
+// transactions run in parallel. Lock order: mu_, then a transaction's lock, then streamlet locks.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "nearstream/common/mutex.h"
+#include "nearstream/common/status.h"
+#include "nearstream/common/thread_annotations.h"
+#include "nearstream/storage/txn_log.h"
+#include "nearstream/storage/txn_part.h"
+
+namespace nearstream::storage {
+
+class Stream;
+
+struct TxnSettings {
+  int64_t open_timeout_ms = 900000;       // an open transaction idle this long is aborted
+  size_t outcomes_kept = 1024;            // finished transactions remembered per transactional id
+  uint64_t compact_log_bytes = 8u << 20;  // the log is rewritten from the state beyond this
+};
+
+// Broker-wide counters, shared by every stream's transactions (they outlive deleted streams).
+struct TxnTotals {
+  std::atomic<uint64_t> committed{0};
+  std::atomic<uint64_t> aborted{0};
+  std::atomic<uint64_t> expired{0};  // of `aborted`: open transactions that timed out
+};
+
+enum class TxnPhase : uint8_t { kOpen = 1, kPrepared = 2, kCommitted = 3, kAborted = 4 };
+
+struct TxnListing {
+  std::string id;
+  uint32_t epoch = 0;
+  uint64_t serial = 0;
+  TxnPhase phase = TxnPhase::kOpen;
+  uint64_t bytes = 0;
+  uint32_t chunks = 0;
+  uint32_t streamlets = 0;
+  int64_t started_ms = 0;
+};
+
+struct TxnGauges {
+  uint64_t open = 0, prepared = 0, open_bytes = 0, prepared_bytes = 0;
+};
+
+class StreamTransactions {
+ public:
+  struct Txn;
+
+  // `stream` owns this object; `dir` is the stream's directory ("" for a memory-only stream).
+  StreamTransactions(Stream* stream, Env* env, std::string dir, TxnSettings settings,
+                     TxnTotals* totals);
+  ~StreamTransactions();
+
+  // Recovery, step 1 (before the streamlets recover): replays txn.log, finishes the renames of
+  // committed transactions and deletes the files of aborted and unknown ones.
+  Status RecoverLog() NS_EXCLUDES(mu_);
+  // Step 2 (after the streamlets): loads the files of open and prepared transactions, then
+  // rewrites the log from the state.
+  Status RecoverParts(int64_t now_ms) NS_EXCLUDES(mu_);
+
+  // TxnInit: returns the new epoch and the id's last serial.
+  Result<std::pair<uint32_t, uint64_t>> Init(const std::string& id, uint64_t keep_prepared_through,
+                                             int64_t now_ms) NS_EXCLUDES(mu_);
+  Result<uint64_t> Begin(const std::string& id, uint32_t epoch, int64_t now_ms) NS_EXCLUDES(mu_);
+  // The open transaction a TxnAppend names; the caller then appends entry by entry.
+  Result<std::shared_ptr<Txn>> ForAppend(const std::string& id, uint32_t epoch, uint64_t serial,
+                                         int64_t now_ms) NS_EXCLUDES(mu_);
+  // Appends one chunk (checked by ValidateChunk) to streamlet `streamlet` of `txn`. Returns
+  // true for a duplicate. Fails with TXN_ABORTED / INVALID_TXN_STATE when the transaction
+  // stopped being open since ForAppend.
+  Result<bool> Append(Txn& txn, uint32_t streamlet, const uint8_t* chunk, const ChunkHeader& h,
+                      int64_t now_ms);
+  Status Prepare(const std::string& id, uint32_t epoch, uint64_t serial) NS_EXCLUDES(mu_);
+  // On success `linked` lists the streamlets that gained the transaction's chunks (to wake
+  // their readers).
+  Status Commit(const std::string& id, uint32_t epoch, uint64_t serial, int64_t now_ms,
+                std::vector<uint32_t>* linked) NS_EXCLUDES(mu_);
+  Status Abort(const std::string& id, uint32_t epoch, uint64_t serial) NS_EXCLUDES(mu_);
+
+  // Open and prepared transactions whose id starts with `prefix`, by id then serial.
+  std::vector<TxnListing> List(const std::string& prefix) const NS_EXCLUDES(mu_);
+  TxnGauges Gauges() const NS_EXCLUDES(mu_);
+  // Aborts open transactions idle for longer than the timeout (the maintenance thread).
+  void ExpireOpen(int64_t now_ms) NS_EXCLUDES(mu_);
+
+ private:
+  struct Outcome {
+    uint64_t serial = 0;
+    uint32_t epoch = 0;
+    bool committed = false;
+  };
+  struct IdState {
+    uint32_t epoch = 0;
+    uint64_t last_serial = 0;
+    std::shared_ptr<Txn> open;                          // at most one
+    std::map<uint64_t, std::shared_ptr<Txn>> prepared;  // by serial
+    std::deque<Outcome> finished;                       // oldest first, at most outcomes_kept
+  };
+
+  Status Log(const TxnRecord& record, bool sync) NS_REQUIRES(mu_);
+  void MaybeCompactLocked() NS_REQUIRES(mu_);
+  std::vector<TxnRecord> StateRecordsLocked() const NS_REQUIRES(mu_);
+  IdState* FindLocked(const std::string& id) NS_REQUIRES(mu_);
+  std::shared_ptr<Txn> LiveLocked(IdState& st, uint64_t serial) NS_REQUIRES(mu_);
+  const Outcome* FinishedLocked(const IdState& st, uint64_t serial) const NS_REQUIRES(mu_);
+  // The Txn arguments are taken by value: they are often the id's own `open`, which they reset.
+  void FinishLocked(IdState& st, std::shared_ptr<Txn> txn, bool committed) NS_REQUIRES(mu_);
+  Status PrepareLocked(IdState& st, std::shared_ptr<Txn> txn) NS_REQUIRES(mu_);
+  Status CommitLocked(IdState& st, std::shared_ptr<Txn> txn, int64_t now_ms,
+                      std::vector<uint32_t>* linked) NS_REQUIRES(mu_);
+  Status AbortLocked(IdState& st, std::shared_ptr<Txn> txn, const char* why) NS_REQUIRES(mu_);
+  // Replays one record; a COMMIT's transaction number comes back in `*committed_number`.
+  void ApplyLocked(const TxnRecord& r, uint64_t* committed_number) NS_REQUIRES(mu_);
+
+  Stream* const stream_;
+  Env* const env_;
+  const std::string dir_;
+  const TxnSettings settings_;
+  TxnTotals* const totals_;
+  const bool durable_;  // a durable stream: txn.log and part files
+
+  mutable Mutex mu_;
+  std::unique_ptr<TxnLog> log_ NS_GUARDED_BY(mu_);
+  std::map<std::string, IdState> ids_ NS_GUARDED_BY(mu_);
+  uint64_t next_number_ NS_GUARDED_BY(mu_) = 1;  // names the next transaction's files
+  // Recovery: the streamlets holding files of each open or prepared transaction (by number),
+  // found by RecoverLog for RecoverParts.
+  std::map<uint64_t, std::vector<uint32_t>> live_files_ NS_GUARDED_BY(mu_);
+};
+
+}  // namespace nearstream::storage

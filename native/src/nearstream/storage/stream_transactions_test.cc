@@ -1,0 +1,385 @@
+// Transactions of a stream against its real streamlets and files (docs/broker.md,
+// "Transactions"): visibility, fencing, idempotent retries, timeouts, and what a restart or a
+// power loss leaves.
+#include "nearstream/storage/stream_transactions.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "nearstream/storage/chunk.h"
+#include "nearstream/storage/stream.h"
+#include "nearstream/storage/stream_store.h"
+#include "nearstream/testing/fault_injection_env.h"
+#include "nearstream/testing/test_broker_process.h"
+
+namespace nearstream::storage {
+namespace {
+
+constexpr uint32_t kBig = 1u << 30;
+
+Bytes Chunk(uint64_t producer, uint64_t sequence, uint32_t record_bytes = 200) {
+  ChunkBuilder b;
+  b.Add(std::string(record_bytes, static_cast<char>('a' + sequence % 26)));
+  return b.Finish(producer, sequence, 1700000000000 + static_cast<int64_t>(sequence));
+}
+
+// (producer, sequence) of every chunk a reader gets from the streamlet's start, in read order.
+std::vector<std::pair<uint64_t, uint64_t>> Visible(const Streamlet* s) {
+  std::vector<std::pair<uint64_t, uint64_t>> out;
+  Position from;
+  for (;;) {
+    auto r = s->Read(from, kBig, [&](const Position&, const uint8_t* data, uint32_t size) {
+      for (uint32_t off = 0; off < size;) {
+        auto h = DecodeChunkHeader(data + off, size - off);
+        EXPECT_TRUE(h.ok());
+        if (!h.ok()) return;
+        out.emplace_back(h->producer_id, h->sequence);
+        off += h->total_size();
+      }
+    });
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    if (!r.ok() || r->bytes == 0) break;
+    from = r->next;
+  }
+  return out;
+}
+
+Status PlainAppend(Stream& stream, uint32_t streamlet, const Bytes& chunk) {
+  auto h = ValidateChunk(chunk.data(), chunk.size());
+  if (!h.ok()) return h.status();
+  return stream.streamlet(streamlet)->Append(chunk.data(), *h, 0).status();
+}
+
+Result<bool> TxnAppend(StreamTransactions& t, const std::string& id, uint32_t epoch,
+                       uint64_t serial, uint32_t streamlet, const Bytes& chunk) {
+  ASSIGN_OR_RETURN(auto txn, t.ForAppend(id, epoch, serial, 0));
+  auto h = ValidateChunk(chunk.data(), chunk.size());
+  if (!h.ok()) return h.status();
+  return t.Append(*txn, streamlet, chunk.data(), *h, 0);
+}
+
+StreamConfig Config(Durability d, uint32_t streamlets = 2, uint32_t active_groups = 1) {
+  StreamConfig c;
+  c.name = "txn";
+  c.streamlets = streamlets;
+  c.segment_bytes = 4096;
+  c.segments_per_group = 4;
+  c.active_groups = active_groups;
+  c.durability = d;
+  return c;
+}
+
+using Seq = std::vector<std::pair<uint64_t, uint64_t>>;
+
+TEST(StreamTransactionsTest, NothingIsVisibleUntilCommitThenAllOfItInOrderAfterEarlierChunks) {
+  Stream stream(Config(Durability::kNone), Env::Default(), "");
+  StreamTransactions& t = stream.transactions();
+  ASSERT_TRUE(PlainAppend(stream, 0, Chunk(5, 1)).ok());
+  auto init = t.Init("job-0", 0, 0);
+  ASSERT_TRUE(init.ok()) << init.status().ToString();
+  EXPECT_EQ(init->first, 1u);
+  EXPECT_EQ(init->second, 0u);
+  auto serial = t.Begin("job-0", 1, 0);
+  ASSERT_TRUE(serial.ok());
+  EXPECT_EQ(*serial, 1u);
+  // Enough chunks to take several private segments of 4 KiB.
+  // Producer 100 + s writes streamlet s (sequences are per producer and streamlet).
+  for (uint64_t seq = 1; seq <= 20; ++seq) {
+    for (uint32_t s = 0; s < 2; ++s) {
+      auto r = TxnAppend(t, "job-0", 1, 1, s, Chunk(100 + s, seq));
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      EXPECT_FALSE(*r);
+    }
+  }
+  ASSERT_TRUE(PlainAppend(stream, 0, Chunk(5, 2)).ok());
+  EXPECT_EQ(Visible(stream.streamlet(0)), (Seq{{5, 1}, {5, 2}}));
+  EXPECT_TRUE(Visible(stream.streamlet(1)).empty());
+
+  std::vector<uint32_t> linked;
+  ASSERT_TRUE(t.Commit("job-0", 1, 1, 0, &linked).ok());  // open: prepared and committed at once
+  EXPECT_EQ(linked, (std::vector<uint32_t>{0, 1}));
+  ASSERT_TRUE(PlainAppend(stream, 0, Chunk(5, 3)).ok());
+  Seq want0{{5, 1}, {5, 2}}, want1;
+  for (uint64_t seq = 1; seq <= 20; ++seq) {
+    want0.emplace_back(100, seq);
+    want1.emplace_back(101, seq);
+  }
+  want0.emplace_back(5, 3);  // appended after the commit: read after the transaction
+  EXPECT_EQ(Visible(stream.streamlet(0)), want0);
+  EXPECT_EQ(Visible(stream.streamlet(1)), want1);
+  EXPECT_TRUE(t.List("").empty());
+}
+
+TEST(StreamTransactionsTest, AReaderWaitingAtAnOpenGroupMovesOnToTheCommittedTransaction) {
+  Stream stream(Config(Durability::kNone, 1, 1), Env::Default(), "");
+  StreamTransactions& t = stream.transactions();
+  ASSERT_TRUE(PlainAppend(stream, 0, Chunk(5, 1)).ok());
+  Position at;
+  auto first =
+      stream.streamlet(0)->Read(at, kBig, [](const Position&, const uint8_t*, uint32_t) {});
+  ASSERT_TRUE(first.ok());
+  ASSERT_TRUE(t.Init("a", 0, 0).ok());
+  ASSERT_TRUE(t.Begin("a", 1, 0).ok());
+  ASSERT_TRUE(TxnAppend(t, "a", 1, 1, 0, Chunk(9, 1)).ok());
+  std::vector<uint32_t> linked;
+  ASSERT_TRUE(t.Commit("a", 1, 1, 0, &linked).ok());
+  // The reader was at the end of the (then open) active group; the commit closed it.
+  Seq next;
+  auto r = stream.streamlet(0)->Read(first->next, kBig,
+                                     [&](const Position&, const uint8_t* data, uint32_t size) {
+                                       auto h = DecodeChunkHeader(data, size);
+                                       next.emplace_back(h->producer_id, h->sequence);
+                                     });
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(next, (Seq{{9, 1}}));
+}
+
+TEST(StreamTransactionsTest, AbortDiscardsAndStatusesFollowTheStateMachine) {
+  Stream stream(Config(Durability::kNone), Env::Default(), "");
+  StreamTransactions& t = stream.transactions();
+  std::vector<uint32_t> linked;
+  EXPECT_TRUE(t.Begin("x", 1, 0).status().IsTxnNotFound());
+  ASSERT_TRUE(t.Init("x", 0, 0).ok());
+  ASSERT_EQ(t.Begin("x", 1, 0).value(), 1u);
+  EXPECT_EQ(t.Begin("x", 1, 0).value(), 1u);  // a retried Begin names the open transaction
+  ASSERT_TRUE(TxnAppend(t, "x", 1, 1, 0, Chunk(9, 1)).ok());
+  EXPECT_TRUE(TxnAppend(t, "x", 1, 1, 0, Chunk(9, 1)).value());  // a retried append: duplicate
+  EXPECT_TRUE(TxnAppend(t, "x", 1, 1, 0, Chunk(9, 3)).status().IsOutOfOrderSequence());
+  EXPECT_TRUE(TxnAppend(t, "x", 1, 1, 7, Chunk(9, 2)).status().IsStreamletNotFound());
+  ASSERT_TRUE(t.Abort("x", 1, 1).ok());
+  EXPECT_TRUE(t.Abort("x", 1, 1).ok());  // retried
+  EXPECT_TRUE(t.Commit("x", 1, 1, 0, &linked).IsTxnAborted());
+  EXPECT_TRUE(TxnAppend(t, "x", 1, 1, 0, Chunk(9, 2)).status().IsTxnAborted());
+  EXPECT_TRUE(Visible(stream.streamlet(0)).empty());
+
+  ASSERT_EQ(t.Begin("x", 1, 0).value(), 2u);
+  ASSERT_TRUE(TxnAppend(t, "x", 1, 2, 1, Chunk(9, 1)).ok());
+  ASSERT_TRUE(t.Prepare("x", 1, 2).ok());
+  EXPECT_TRUE(t.Prepare("x", 1, 2).ok());  // retried
+  EXPECT_TRUE(TxnAppend(t, "x", 1, 2, 1, Chunk(9, 2)).status().IsInvalidTxnState());
+  ASSERT_TRUE(t.Commit("x", 1, 2, 0, &linked).ok());
+  EXPECT_TRUE(t.Commit("x", 1, 2, 0, &linked).ok());  // retried: nothing linked twice
+  EXPECT_TRUE(t.Abort("x", 1, 2).IsInvalidTxnState());
+  EXPECT_TRUE(t.Prepare("x", 1, 2).IsInvalidTxnState());
+  EXPECT_TRUE(t.Commit("x", 1, 99, 0, &linked).IsTxnNotFound());
+  EXPECT_EQ(Visible(stream.streamlet(1)), (Seq{{9, 1}}));
+  EXPECT_TRUE(t.Init("", 0, 0).status().IsInvalidArgument());
+  EXPECT_TRUE(t.Init(std::string("a\nb"), 0, 0).status().IsInvalidArgument());
+}
+
+TEST(StreamTransactionsTest, InitFencesTheOldEpochAbortsItsOpenAndLaterPreparedKeepsTheRest) {
+  Stream stream(Config(Durability::kNone), Env::Default(), "");
+  StreamTransactions& t = stream.transactions();
+  std::vector<uint32_t> linked;
+  ASSERT_TRUE(t.Init("w", 0, 0).ok());
+  for (uint64_t serial = 1; serial <= 3; ++serial) {
+    ASSERT_EQ(t.Begin("w", 1, 0).value(), serial);
+    ASSERT_TRUE(TxnAppend(t, "w", 1, serial, 0, Chunk(9, serial)).ok());
+    ASSERT_TRUE(t.Prepare("w", 1, serial).ok());
+  }
+  ASSERT_EQ(t.Begin("w", 1, 0).value(), 4u);
+  ASSERT_TRUE(TxnAppend(t, "w", 1, 4, 0, Chunk(9, 4)).ok());
+  ASSERT_EQ(t.List("w").size(), 4u);
+
+  // The successor recovers from the state in which serial 2 was the last prepared one.
+  auto init = t.Init("w", 2, 0);
+  ASSERT_TRUE(init.ok());
+  EXPECT_EQ(init->first, 2u);
+  EXPECT_EQ(init->second, 4u);
+  EXPECT_TRUE(TxnAppend(t, "w", 1, 4, 0, Chunk(9, 5)).status().IsTxnFenced());
+  EXPECT_TRUE(t.Begin("w", 1, 0).status().IsTxnFenced());
+  EXPECT_TRUE(t.Commit("w", 1, 3, 0, &linked).IsTxnAborted());
+  EXPECT_TRUE(t.Commit("w", 1, 4, 0, &linked).IsTxnAborted());
+  auto left = t.List("");
+  ASSERT_EQ(left.size(), 2u);
+  EXPECT_EQ(left[0].serial, 1u);
+  EXPECT_EQ(left[0].phase, TxnPhase::kPrepared);
+  // The kept ones are committed with the epoch they were begun in.
+  EXPECT_TRUE(t.Commit("w", 2, 1, 0, &linked).IsTxnFenced());
+  ASSERT_TRUE(t.Commit("w", 1, 2, 0, &linked).ok());
+  ASSERT_TRUE(t.Commit("w", 1, 1, 0, &linked).ok());
+  EXPECT_EQ(Visible(stream.streamlet(0)), (Seq{{9, 2}, {9, 1}}));  // commit order
+  EXPECT_EQ(t.Begin("w", 2, 0).value(), 5u);
+}
+
+TEST(StreamTransactionsTest, AnIdleOpenTransactionExpiresAPreparedOneNever) {
+  StreamConfig c = Config(Durability::kNone);
+  TxnSettings settings;
+  settings.open_timeout_ms = 1000;
+  Stream stream(c, Env::Default(), "", settings);
+  StreamTransactions& t = stream.transactions();
+  std::vector<uint32_t> linked;
+  ASSERT_TRUE(t.Init("a", 0, 0).ok());
+  ASSERT_TRUE(t.Init("b", 0, 0).ok());
+  ASSERT_TRUE(t.Begin("a", 1, 0).ok());
+  ASSERT_TRUE(t.Begin("b", 1, 0).ok());
+  ASSERT_TRUE(t.Prepare("b", 1, 1).ok());
+  t.ExpireOpen(999);
+  EXPECT_EQ(t.List("").size(), 2u);
+  t.ExpireOpen(1000 * 1000);
+  auto left = t.List("");
+  ASSERT_EQ(left.size(), 1u);
+  EXPECT_EQ(left[0].id, "b");
+  EXPECT_TRUE(t.Commit("a", 1, 1, 0, &linked).IsTxnAborted());
+  EXPECT_TRUE(t.Commit("b", 1, 1, 0, &linked).ok());
+}
+
+// A durable store restarted on the same directory.
+class TxnRestartTest : public ::testing::TestWithParam<Durability> {
+ protected:
+  std::unique_ptr<StreamStore> Open() {
+    StoreOptions o;
+    o.data_dir = dir_.path();
+    o.env = &env_;
+    auto store = std::make_unique<StreamStore>(o);
+    Status s = store->Open(0);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    return store;
+  }
+  testing::TempDir dir_{"txn-restart"};
+  FaultInjectionEnv env_{Env::Default()};
+};
+
+TEST_P(TxnRestartTest, EveryTransactionComesBackOpenPreparedCommittedWholeOrAborted) {
+  std::vector<uint32_t> linked;
+  {
+    auto store = Open();
+    ASSERT_TRUE(store->Create(Config(GetParam())).ok());
+    Stream& s = *store->Find("txn");
+    StreamTransactions& t = s.transactions();
+    for (const char* id : {"open", "prepared", "committed", "aborted"}) {
+      ASSERT_TRUE(t.Init(id, 0, 0).ok());
+      ASSERT_TRUE(t.Begin(id, 1, 0).ok());
+      for (uint64_t seq = 1; seq <= 15; ++seq) {
+        for (uint32_t streamlet = 0; streamlet < 2; ++streamlet) {
+          ASSERT_TRUE(TxnAppend(t, id, 1, 1, streamlet, Chunk(70 + streamlet, seq)).ok());
+        }
+      }
+    }
+    ASSERT_TRUE(t.Prepare("prepared", 1, 1).ok());
+    ASSERT_TRUE(t.Commit("committed", 1, 1, 0, &linked).ok());
+    ASSERT_TRUE(t.Abort("aborted", 1, 1).ok());
+    ASSERT_TRUE(PlainAppend(s, 0, Chunk(5, 1)).ok());
+  }
+  // A power loss: what was not synced is gone (under `async` the open transaction's appends).
+  ASSERT_TRUE(env_.DropUnsyncedData().ok());
+  ASSERT_TRUE(env_.DropUnsyncedDirEntries().ok());
+  for (int restart = 0; restart < 2; ++restart) {
+    auto store = Open();
+    Stream& s = *store->Find("txn");
+    StreamTransactions& t = s.transactions();
+    auto listed = t.List("");
+    ASSERT_EQ(listed.size(), 2u);
+    EXPECT_EQ(listed[0].id, "open");
+    EXPECT_EQ(listed[1].id, "prepared");
+    EXPECT_EQ(listed[1].phase, TxnPhase::kPrepared);
+    EXPECT_EQ(listed[1].chunks, 30u);
+    if (GetParam() == Durability::kSync) {
+      EXPECT_EQ(listed[0].chunks, 30u);
+    }
+    Seq want0, want1;
+    for (uint64_t seq = 1; seq <= 15; ++seq) {
+      want0.emplace_back(70, seq);
+      want1.emplace_back(71, seq);
+    }
+    want0.emplace_back(5, 1);
+    if (GetParam() == Durability::kSync) {
+      EXPECT_EQ(Visible(s.streamlet(0)), want0);
+    } else {
+      want0.pop_back();  // the plain append was not flushed before the power loss
+      EXPECT_EQ(Visible(s.streamlet(0)), want0);
+    }
+    EXPECT_EQ(Visible(s.streamlet(1)), want1);
+    EXPECT_TRUE(t.Commit("committed", 1, 1, 0, &linked).ok());
+    EXPECT_TRUE(t.Commit("aborted", 1, 1, 0, &linked).IsTxnAborted());
+  }
+  {
+    // The prepared one is committed after the restarts, and shows whole; its producer's epoch
+    // survived, so it goes on with the next serial.
+    auto store = Open();
+    Stream& s = *store->Find("txn");
+    StreamTransactions& t = s.transactions();
+    ASSERT_TRUE(t.Commit("prepared", 1, 1, 0, &linked).ok());
+    EXPECT_EQ(t.Begin("prepared", 1, 0).value(), 2u);
+    Seq want1;
+    for (uint64_t seq = 1; seq <= 15; ++seq) want1.emplace_back(71, seq);
+    for (uint64_t seq = 1; seq <= 15; ++seq) want1.emplace_back(71, seq);
+    EXPECT_EQ(Visible(s.streamlet(1)), want1);
+  }
+  {
+    auto store = Open();
+    Stream& s = *store->Find("txn");
+    auto listed = s.transactions().List("");
+    ASSERT_EQ(listed.size(), 2u);  // "open" (serial 1) and "prepared"'s open serial 2
+    EXPECT_EQ(listed[1].id, "prepared");
+    EXPECT_EQ(listed[1].serial, 2u);
+    EXPECT_TRUE(s.transactions().Commit("prepared", 1, 1, 0, &linked).ok());
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Durabilities, TxnRestartTest,
+                         ::testing::Values(Durability::kAsync, Durability::kSync),
+                         [](const auto& info) { return std::string(DurabilityName(info.param)); });
+
+TEST(TxnLogTest, RecoveryFinishesACommitWhoseRenamesNeverHappened) {
+  testing::TempDir dir("txn-redo");
+  std::vector<uint32_t> linked;
+  StoreOptions o;
+  o.data_dir = dir.path();
+  uint64_t reserved_group = 0;
+  {
+    StreamStore store(o);
+    ASSERT_TRUE(store.Open(0).ok());
+    ASSERT_TRUE(store.Create(Config(Durability::kSync, 1)).ok());
+    Stream& s = *store.Find("txn");
+    ASSERT_TRUE(PlainAppend(s, 0, Chunk(5, 1)).ok());
+    ASSERT_TRUE(s.transactions().Init("t", 0, 0).ok());
+    ASSERT_TRUE(s.transactions().Begin("t", 1, 0).ok());
+    ASSERT_TRUE(TxnAppend(s.transactions(), "t", 1, 1, 0, Chunk(9, 1)).ok());
+    ASSERT_TRUE(s.transactions().Prepare("t", 1, 1).ok());
+    // What a commit writes before it renames anything: the record with the reserved group.
+    reserved_group = s.streamlet(0)->ReserveGroup(0);
+  }
+  {
+    std::vector<TxnRecord> replayed;
+    auto log = TxnLog::Open(Env::Default(), dir.path() + "/streams/txn/txn.log", &replayed);
+    ASSERT_TRUE(log.ok());
+    TxnRecord commit{TxnRecordType::kCommit, "t", 0, 1, 0, 0, {{0, reserved_group}}};
+    ASSERT_TRUE((*log)->Append(commit, true).ok());
+  }
+  StreamStore store(o);
+  ASSERT_TRUE(store.Open(0).ok());
+  Stream& s = *store.Find("txn");
+  EXPECT_EQ(Visible(s.streamlet(0)), (Seq{{5, 1}, {9, 1}}));
+  EXPECT_TRUE(s.transactions().List("").empty());
+  EXPECT_TRUE(s.transactions().Commit("t", 1, 1, 0, &linked).ok());
+}
+
+TEST(TxnLogTest, ATornLastRecordIsCutDamageBeforeWholeRecordsIsAnError) {
+  TxnRecord a{TxnRecordType::kBegin, "id", 3, 4, 5, -6, {}};
+  TxnRecord b{TxnRecordType::kCommit, "id", 0, 4, 0, 0, {{1, 2}, {3, 0x1'0000'0000}}};
+  Bytes log;
+  AppendTxnRecord(a, &log);
+  const size_t first = log.size();
+  AppendTxnRecord(b, &log);
+  size_t valid = 0;
+  auto all = ParseTxnLog(log, &valid);
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(*all, (std::vector<TxnRecord>{a, b}));
+  EXPECT_EQ(valid, log.size());
+  Bytes torn(log.begin(), log.end() - 3);
+  auto cut = ParseTxnLog(torn, &valid);
+  ASSERT_TRUE(cut.ok());
+  EXPECT_EQ(*cut, (std::vector<TxnRecord>{a}));
+  EXPECT_EQ(valid, first);
+  Bytes damaged = log;
+  damaged[10] ^= 0xFF;
+  EXPECT_TRUE(ParseTxnLog(damaged, &valid).status().IsStorageError());
+}
+
+}  // namespace
+}  // namespace nearstream::storage

@@ -1,0 +1,174 @@
+#include "nearstream/storage/txn_part.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "nearstream/common/log.h"
+
+namespace nearstream::storage {
+
+TxnPart::TxnPart(Streamlet* streamlet, const StreamConfig* config, Env* env, uint64_t txn_number)
+    : streamlet_(streamlet), config_(config), env_(env), txn_number_(txn_number) {}
+
+std::string TxnPart::PathOf(uint64_t segment) const {
+  return streamlet_->dir() + "/" + Streamlet::TxnSegmentName(txn_number_, segment);
+}
+
+Result<Segment*> TxnPart::NewSegment(int64_t now_ms) {
+  if (!segments_.empty()) segments_.back()->Seal();
+  const uint64_t id = streamlet_->AllocateSegmentId();
+  ASSIGN_OR_RETURN(std::shared_ptr<Segment> seg,
+                   Segment::Create(id, config_->segment_bytes, now_ms));
+  if (!streamlet_->dir().empty()) {
+    ASSIGN_OR_RETURN(auto file, env_->OpenAppendable(PathOf(id)));
+    // As for a group's segment: under `sync` the file's entry is durable before any append to
+    // it is acknowledged; otherwise the prepare's directory sync covers it.
+    if (config_->durability == Durability::kSync) RETURN_IF_ERROR(env_->SyncDir(streamlet_->dir()));
+    seg->set_file(std::move(file));
+  }
+  segments_.push_back(std::move(seg));
+  return segments_.back().get();
+}
+
+Result<bool> TxnPart::Append(const uint8_t* chunk, const ChunkHeader& header, int64_t now_ms) {
+  const uint32_t size = header.total_size();
+  if (size > config_->segment_bytes) {
+    return Status::ChunkTooLarge("chunk of " + std::to_string(size) +
+                                 " bytes does not fit in a segment of " +
+                                 std::to_string(config_->segment_bytes));
+  }
+  if (header.producer_id != 0) {
+    auto it = last_sequence_.find(header.producer_id);
+    if (it != last_sequence_.end()) {
+      if (header.sequence <= it->second) return true;
+      if (header.sequence != it->second + 1) {
+        return Status::OutOfOrderSequence("producer " + std::to_string(header.producer_id) +
+                                          " sent sequence " + std::to_string(header.sequence) +
+                                          " after " + std::to_string(it->second) +
+                                          " in this transaction");
+      }
+    }
+  }
+  Segment* seg = segments_.empty() ? nullptr : segments_.back().get();
+  if (seg == nullptr || seg->sealed() || seg->committed() + size > seg->capacity()) {
+    ASSIGN_OR_RETURN(seg, NewSegment(now_ms));
+  }
+  const uint32_t offset = seg->committed();
+  std::memcpy(seg->mutable_data() + offset, chunk, size);
+  if (WritableFile* file = seg->file()) {
+    Status s = file->Append(chunk, size);
+    if (s.ok() && config_->durability == Durability::kSync) s = file->Sync();
+    if (!s.ok()) {
+      // Nothing acknowledged: cut back and never write to this file again (as Streamlet::Append).
+      Status cut = file->Truncate(offset);
+      if (!cut.ok())
+        NS_LOG(kError) << "rollback of " << PathOf(seg->id()) << ": " << cut.ToString();
+      seg->Seal();
+      return s;
+    }
+    if (config_->durability != Durability::kSync) seg->dirty().store(true);
+  }
+  // Nobody reads the segment before the commit links it (under the streamlet's lock, which
+  // publishes all of this to readers).
+  seg->IndexChunk(offset);
+  seg->NoteTimestamp(header.first_timestamp_ms);
+  seg->Publish(offset + size);
+  seg->set_last_append_ms(now_ms);
+  bytes_ += size;
+  ++chunks_;
+  if (header.producer_id != 0) last_sequence_[header.producer_id] = header.sequence;
+  return false;
+}
+
+Status TxnPart::Sync() {
+  bool synced_any = false;
+  for (const auto& seg : segments_) {
+    WritableFile* file = seg->file();
+    if (file == nullptr || !seg->dirty().exchange(false)) continue;
+    Status s = file->Sync();
+    if (!s.ok()) {
+      seg->dirty().store(true);
+      return s;
+    }
+    synced_any = true;
+  }
+  if (synced_any && config_->durability != Durability::kSync) {
+    return env_->SyncDir(streamlet_->dir());  // the files' entries, created without a dir sync
+  }
+  return Status::Ok();
+}
+
+Status TxnPart::Recover(int64_t now_ms) {
+  ASSIGN_OR_RETURN(auto names, env_->ListDir(streamlet_->dir()));
+  std::vector<uint64_t> ids;
+  for (const auto& n : names) {
+    uint64_t txn = 0, segment = 0;
+    if (Streamlet::ParseTxnSegmentName(n, &txn, &segment) && txn == txn_number_) {
+      ids.push_back(segment);
+    }
+  }
+  std::sort(ids.begin(), ids.end());
+  for (uint64_t id : ids) {
+    const std::string path = PathOf(id);
+    ASSIGN_OR_RETURN(Bytes data, env_->ReadFile(path));
+    uint32_t off = 0;
+    std::vector<std::pair<ChunkHeader, uint32_t>> chunks;
+    while (off < data.size()) {
+      auto h = DecodeChunkHeader(data.data() + off, data.size() - off);
+      if (!h.ok() || h->total_size() > data.size() - off ||
+          !ValidateChunk(data.data() + off, h->total_size()).ok()) {
+        break;
+      }
+      chunks.emplace_back(*h, off);
+      off += h->total_size();
+    }
+    if (off < data.size()) {
+      // An append that never completed (under `sync` never acknowledged); a prepared
+      // transaction's files were synced whole before its prepare was acknowledged.
+      NS_LOG(kWarning) << "recovery: cutting " << (data.size() - off) << " bytes off " << path;
+      ASSIGN_OR_RETURN(auto file, env_->OpenAppendable(path));
+      RETURN_IF_ERROR(file->Truncate(off));
+      RETURN_IF_ERROR(file->Sync());
+    }
+    if (off == 0) {
+      RETURN_IF_ERROR(env_->RemoveFile(path));
+      continue;
+    }
+    ASSIGN_OR_RETURN(std::shared_ptr<Segment> seg,
+                     Segment::Create(id, std::max(off, config_->segment_bytes), now_ms));
+    std::memcpy(seg->mutable_data(), data.data(), off);
+    for (const auto& [h, at] : chunks) {
+      seg->IndexChunk(at);
+      seg->NoteTimestamp(h.first_timestamp_ms);
+      if (h.producer_id != 0) last_sequence_[h.producer_id] = h.sequence;
+      ++chunks_;
+    }
+    seg->Publish(off);
+    seg->Seal();  // appends after a restart go to a new segment (and file)
+    bytes_ += off;
+    segments_.push_back(std::move(seg));
+  }
+  return Status::Ok();
+}
+
+Status TxnPart::RenameTo(uint64_t group) {
+  if (streamlet_->dir().empty()) return Status::Ok();
+  Status first;
+  for (const auto& seg : segments_) {
+    Status s = env_->Rename(PathOf(seg->id()), streamlet_->GroupSegmentPath(group, seg->id()));
+    if (!s.ok() && first.ok()) first = s;
+  }
+  if (first.ok() && !segments_.empty()) first = env_->SyncDir(streamlet_->dir());
+  return first;
+}
+
+void TxnPart::Discard() {
+  for (const auto& seg : segments_) {
+    if (streamlet_->dir().empty()) break;
+    Status s = env_->RemoveFile(PathOf(seg->id()));
+    if (!s.ok()) NS_LOG(kWarning) << "aborted transaction: " << s.ToString();
+  }
+  segments_.clear();
+}
+
+}  // namespace nearstream::storage

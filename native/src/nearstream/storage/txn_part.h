@@ -1,0 +1,63 @@
+// One transaction's chunks in one streamlet: a private group of segments that no reader sees.
+// Appends go into its segments (and, for a durable stream, into files named
+// Streamlet::TxnSegmentName in the streamlet's directory) exactly as into an active group; the
+// commit hands the segments to Streamlet::LinkReserved after renaming the files to the group's
+// names, so committing copies nothing.
+//
+// Not thread-safe: the transaction's lock (stream_transactions.h) is held around every call.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "nearstream/common/status.h"
+#include "nearstream/storage/chunk.h"
+#include "nearstream/storage/env.h"
+#include "nearstream/storage/segment.h"
+#include "nearstream/storage/stream_config.h"
+#include "nearstream/storage/streamlet.h"
+
+namespace nearstream::storage {
+
+class TxnPart {
+ public:
+  // `streamlet`, `config` and `env` must outlive the part; `txn_number` names its files.
+  TxnPart(Streamlet* streamlet, const StreamConfig* config, Env* env, uint64_t txn_number);
+
+  // Appends one chunk checked by ValidateChunk. Idempotence per producer id within this part
+  // (the rules of an ordinary append). Returns true for a duplicate, which is not stored again.
+  Result<bool> Append(const uint8_t* chunk, const ChunkHeader& header, int64_t now_ms);
+  // Makes everything appended durable (fsync of every file not yet synced).
+  Status Sync();
+  // Loads the part's files after a restart (their names carry segment ids), verifying every
+  // chunk; bytes after the last whole chunk of a file are a torn append and are cut.
+  Status Recover(int64_t now_ms);
+
+  // Commit: renames the files to their names in `group` (the commit record is durable by then,
+  // so a failure is logged and recovery redoes it) and gives up the segments.
+  Status RenameTo(uint64_t group);
+  std::vector<std::shared_ptr<Segment>> TakeSegments() { return std::move(segments_); }
+  // Abort: drops the segments and deletes their files.
+  void Discard();
+
+  uint64_t bytes() const { return bytes_; }
+  uint32_t chunks() const { return chunks_; }
+
+ private:
+  std::string PathOf(uint64_t segment) const;
+  Result<Segment*> NewSegment(int64_t now_ms);
+
+  Streamlet* const streamlet_;
+  const StreamConfig* const config_;
+  Env* const env_;
+  const uint64_t txn_number_;
+  std::vector<std::shared_ptr<Segment>> segments_;
+  std::unordered_map<uint64_t, uint64_t> last_sequence_;  // producer id -> last stored sequence
+  uint64_t bytes_ = 0;
+  uint32_t chunks_ = 0;
+};
+
+}  // namespace nearstream::storage
