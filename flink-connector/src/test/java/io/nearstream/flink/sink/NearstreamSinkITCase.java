@@ -40,17 +40,13 @@ class NearstreamSinkITCase {
     void atLeastOnceDeliversEveryRecordDespiteATaskFailure() throws Exception {
         String stream = "sink-at-least-once";
         BROKER.createStream(StreamConfig.of(stream, STREAMLETS));
-        StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
-        env.setParallelism(2);
-        env.enableCheckpointing(300, CheckpointingMode.AT_LEAST_ONCE);
-        RestartStrategyUtils.configureFixedDelayRestartStrategy(env, 1, 100L);
-        FailOnceMap.reset(RECORDS / 3);
-        env.fromSequence(0, RECORDS - 1)
-                .map(new FailOnceMap())
-                .sinkTo(
+        SinkJobs.numbersJob(
                         SinkJobs.sink(
-                                BROKER.address(), stream, DeliveryGuarantee.AT_LEAST_ONCE, null));
-        env.execute("at-least-once");
+                                BROKER.address(), stream, DeliveryGuarantee.AT_LEAST_ONCE, null),
+                        RECORDS,
+                        RECORDS / 3,
+                        CheckpointingMode.AT_LEAST_ONCE)
+                .execute("at-least-once");
 
         assertThat(FailOnceMap.failed()).as("the failure was injected").isTrue();
         List<String> read = StreamReader.readAll(BROKER.client(), stream);
@@ -97,14 +93,11 @@ class NearstreamSinkITCase {
     void aRecordLargerThanASegmentFailsTheJobNamingTheCause() {
         String stream = "sink-small-segments";
         BROKER.createStream(new StreamConfig(stream, 1, 4096, 0, 0, Durability.NONE, -1, -1));
-        StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
-        env.setParallelism(1);
-        RestartStrategyUtils.configureNoRestartStrategy(env);
-        env.fromSequence(0, 0)
-                .map(i -> "x".repeat(10_000))
-                .sinkTo(
+        StreamExecutionEnvironment env =
+                SinkJobs.oversizedRecordJob(
                         SinkJobs.sink(
-                                BROKER.address(), stream, DeliveryGuarantee.AT_LEAST_ONCE, null));
+                                BROKER.address(), stream, DeliveryGuarantee.AT_LEAST_ONCE, null),
+                        CheckpointingMode.AT_LEAST_ONCE);
         assertThat(messages(failureOf(env)))
                 .contains("Nearstream sink failed to write to stream '" + stream + "'")
                 .contains("CHUNK_TOO_LARGE");

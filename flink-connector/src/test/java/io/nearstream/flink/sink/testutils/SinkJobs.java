@@ -10,6 +10,9 @@ import java.util.TreeMap;
 import javax.annotation.Nullable;
 import org.apache.flink.api.common.serialization.SimpleStringSchema;
 import org.apache.flink.connector.base.DeliveryGuarantee;
+import org.apache.flink.core.execution.CheckpointingMode;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.streaming.util.RestartStrategyUtils;
 
 /** The sink the tests write with, and what they check the stream's contents with. */
 public final class SinkJobs {
@@ -33,6 +36,33 @@ public final class SinkJobs {
             builder.setTransactionalIdPrefix(prefix);
         }
         return builder.build();
+    }
+
+    /**
+     * A job writing the numbers {@code 0 .. records-1} through {@link FailOnceMap} (which fails
+     * once after {@code failAfter} records and a checkpoint) with 2 writers, checkpoints every 300
+     * ms and one restart.
+     */
+    public static StreamExecutionEnvironment numbersJob(
+            NearstreamSink<String> sink, long records, int failAfter, CheckpointingMode mode) {
+        StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
+        env.setParallelism(2);
+        env.enableCheckpointing(300, mode);
+        RestartStrategyUtils.configureFixedDelayRestartStrategy(env, 1, 100L);
+        FailOnceMap.reset(failAfter);
+        env.fromSequence(0, records - 1).map(new FailOnceMap()).sinkTo(sink);
+        return env;
+    }
+
+    /** A job of one record of 10 000 bytes, without restarts: for streams of 4 KiB segments. */
+    public static StreamExecutionEnvironment oversizedRecordJob(
+            NearstreamSink<String> sink, CheckpointingMode mode) {
+        StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
+        env.setParallelism(1);
+        env.enableCheckpointing(300, mode);
+        RestartStrategyUtils.configureNoRestartStrategy(env);
+        env.fromSequence(0, 0).map(i -> "x".repeat(10_000)).sinkTo(sink);
+        return env;
     }
 
     /** How often each of the numbers {@code 0 .. n-1} was read, and anything else read. */
