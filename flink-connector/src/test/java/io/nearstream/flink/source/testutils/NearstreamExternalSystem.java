@@ -37,6 +37,18 @@ public final class NearstreamExternalSystem implements TestResource {
         return broker.client();
     }
 
+    /**
+     * A stream name of its own for one test case: {@code <kind>-<the test's name, letters and
+     * digits only>-<random hex>}, so cases and repeated runs never share a stream.
+     */
+    public static String streamName(String kind, String testName) {
+        return kind
+                + "-"
+                + testName.replaceAll("[^A-Za-z0-9]", "").toLowerCase()
+                + "-"
+                + Long.toHexString(java.util.concurrent.ThreadLocalRandom.current().nextLong());
+    }
+
     @Override
     public String toString() {
         return "nearstreamd";

@@ -9,9 +9,6 @@ import io.nearstream.flink.source.reader.deserializer.NearstreamRecordDeserializ
 import java.net.URL;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Random;
-import java.util.concurrent.ThreadLocalRandom;
-import java.util.concurrent.TimeUnit;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.connector.source.Boundedness;
@@ -40,9 +37,8 @@ public final class NearstreamSourceExternalContext
 
     private final NearstreamExternalSystem system;
     private final ReadMode readMode;
-    private final String stream;
+    private final SuiteStream stream;
     private final List<NearstreamStreamletDataWriter> writers = new ArrayList<>();
-    private boolean streamCreated;
 
     public NearstreamSourceExternalContext(NearstreamExternalSystem system, String testName) {
         this(system, testName, ReadMode.PULL);
@@ -52,33 +48,16 @@ public final class NearstreamSourceExternalContext
             NearstreamExternalSystem system, String testName, ReadMode readMode) {
         this.system = system;
         this.readMode = readMode;
-        this.stream =
-                "suite-"
-                        + testName.replaceAll("[^A-Za-z0-9]", "").toLowerCase()
-                        + "-"
-                        + Long.toHexString(ThreadLocalRandom.current().nextLong());
-    }
-
-    private synchronized void ensureStream() {
-        if (!streamCreated) {
-            try {
-                system.client()
-                        .createStream(io.nearstream.client.StreamConfig.of(stream, STREAMLETS))
-                        .get(30, TimeUnit.SECONDS);
-            } catch (Exception e) {
-                throw new IllegalStateException("cannot create stream " + stream, e);
-            }
-            streamCreated = true;
-        }
+        this.stream = new SuiteStream(system, "suite", testName, STREAMLETS);
     }
 
     @Override
     public Source<String, ?, ?> createSource(TestingSourceSettings sourceSettings) {
-        ensureStream();
+        stream.ensureCreated();
         NearstreamSourceBuilder<String> builder =
                 NearstreamSource.<String>builder()
                         .setBrokers(system.address())
-                        .setStream(stream)
+                        .setStream(stream.name())
                         .setReadMode(readMode)
                         .setDeserializer(NearstreamRecordDeserializationSchema.utf8())
                         .setFetchMaxWaitMs(200);
@@ -91,14 +70,18 @@ public final class NearstreamSourceExternalContext
     @Override
     public synchronized ExternalSystemSplitDataWriter<String> createSourceSplitDataWriter(
             TestingSourceSettings sourceSettings) {
-        ensureStream();
+        stream.ensureCreated();
         if (writers.size() == STREAMLETS) {
             throw new IllegalStateException(
-                    "stream " + stream + " has " + STREAMLETS + " streamlets, all have a writer");
+                    "stream "
+                            + stream.name()
+                            + " has "
+                            + STREAMLETS
+                            + " streamlets, all have a writer");
         }
         NearstreamClient client = system.client();
         NearstreamStreamletDataWriter writer =
-                new NearstreamStreamletDataWriter(client, stream, writers.size());
+                new NearstreamStreamletDataWriter(client, stream.name(), writers.size());
         writers.add(writer);
         return writer;
     }
@@ -106,18 +89,7 @@ public final class NearstreamSourceExternalContext
     @Override
     public List<String> generateTestData(
             TestingSourceSettings sourceSettings, int splitIndex, long seed) {
-        Random random = new Random(seed);
-        int n = MIN_RECORDS + random.nextInt(MAX_RECORDS - MIN_RECORDS);
-        List<String> records = new ArrayList<>(n);
-        for (int i = 0; i < n; i++) {
-            StringBuilder value = new StringBuilder().append(splitIndex).append('-');
-            int length = 1 + random.nextInt(50);
-            for (int c = 0; c < length; c++) {
-                value.append((char) ('a' + random.nextInt(26)));
-            }
-            records.add(value.toString());
-        }
-        return records;
+        return SuiteStream.randomRecords(splitIndex, seed, MIN_RECORDS, MAX_RECORDS, 50);
     }
 
     @Override
@@ -133,9 +105,7 @@ public final class NearstreamSourceExternalContext
     @Override
     public synchronized void close() throws Exception {
         writers.clear();
-        if (streamCreated) {
-            system.client().deleteStream(stream).get(30, TimeUnit.SECONDS);
-        }
+        stream.deleteIfCreated();
     }
 
     @Override
