@@ -189,7 +189,7 @@ public final class NettyNearstreamClient implements NearstreamClient {
             client.close();
             Throwable cause = e instanceof ExecutionException ? e.getCause() : e;
             if (cause instanceof NearstreamClientException nce) {
-                throw new NearstreamClientException(nce.status(), nce.getMessage(), nce);
+                throw new NearstreamClientException(nce.status(), nce.reason(), nce);
             }
             throw new NearstreamClientException(
                     StatusCode.IO_ERROR, "cannot connect to " + hostPort + ": " + cause, cause);
