@@ -28,8 +28,8 @@ void RequestHandler::TxnInit(const Request& req, Bytes* out) {
   if (!m.ok()) return Error(req, m.status(), out);
   auto stream = FindStream(store_, m->stream);
   if (!stream.ok()) return Error(req, stream.status(), out);
-  auto r = (*stream)->transactions().Init(m->transactional_id, m->keep_prepared_through,
-                                          WallNowMs());
+  auto r =
+      (*stream)->transactions().Init(m->transactional_id, m->keep_prepared_through, WallNowMs());
   if (!r.ok()) return Error(req, r.status(), out);
   net::TxnInitResponse resp{r->first, r->second};
   Respond(req, out, [&](ByteWriter& w) { net::EncodeTxnInitResponse(w, resp); });
@@ -64,8 +64,8 @@ void RequestHandler::TxnAppend(const Request& req, Bytes* out) {
     net::AppendResult res;
     res.streamlet = e.streamlet;
     auto h = storage::ValidateChunk(e.chunk, e.chunk_size);
-    Result<bool> duplicate = h.ok() ? txns.Append(**txn, e.streamlet, e.chunk, *h, now)
-                                    : Result<bool>(h.status());
+    Result<bool> duplicate =
+        h.ok() ? txns.Append(**txn, e.streamlet, e.chunk, *h, now) : Result<bool>(h.status());
     if (duplicate.ok()) {
       res.duplicate = *duplicate;
       if (!*duplicate) {
@@ -94,7 +94,9 @@ void RequestHandler::TxnEnd(const Request& req, Bytes* out) {
   Status s;
   std::vector<uint32_t> linked;
   switch (static_cast<net::Opcode>(req.frame.header.opcode)) {
-    case net::Opcode::kTxnPrepare: s = txns.Prepare(m->transactional_id, m->epoch, m->serial); break;
+    case net::Opcode::kTxnPrepare:
+      s = txns.Prepare(m->transactional_id, m->epoch, m->serial);
+      break;
     case net::Opcode::kTxnCommit:
       s = txns.Commit(m->transactional_id, m->epoch, m->serial, WallNowMs(), &linked);
       break;
@@ -122,8 +124,8 @@ void RequestHandler::TxnList(const Request& req, Bytes* out) {
     info.transactional_id = t.id;
     info.epoch = t.epoch;
     info.serial = t.serial;
-    info.state = t.phase == storage::TxnPhase::kPrepared ? net::TxnState::kPrepared
-                                                         : net::TxnState::kOpen;
+    info.state =
+        t.phase == storage::TxnPhase::kPrepared ? net::TxnState::kPrepared : net::TxnState::kOpen;
     info.bytes = t.bytes;
     info.chunks = t.chunks;
     info.streamlets = t.streamlets;

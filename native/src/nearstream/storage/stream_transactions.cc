@@ -121,6 +121,7 @@ const StreamTransactions::Outcome* StreamTransactions::FinishedLocked(const IdSt
   return nullptr;
 }
 
+// NOLINTNEXTLINE(performance-unnecessary-value-param): by value on purpose (see the header)
 void StreamTransactions::FinishLocked(IdState& st, std::shared_ptr<Txn> txn, bool committed) {
   if (st.open == txn) st.open.reset();
   st.prepared.erase(txn->serial);
@@ -254,6 +255,7 @@ Result<bool> StreamTransactions::Append(Txn& txn, uint32_t streamlet, const uint
   return duplicate;
 }
 
+// NOLINTNEXTLINE(performance-unnecessary-value-param): by value on purpose (see the header)
 Status StreamTransactions::PrepareLocked(IdState& st, std::shared_ptr<Txn> txn) {
   std::lock_guard<std::mutex> lock(txn->mu);
   for (auto& [streamlet, part] : txn->parts) RETURN_IF_ERROR(part->Sync());
@@ -286,6 +288,7 @@ Status StreamTransactions::Prepare(const std::string& id, uint32_t epoch, uint64
   return NotFound(id, serial);
 }
 
+// NOLINTNEXTLINE(performance-unnecessary-value-param): by value on purpose (see the header)
 Status StreamTransactions::CommitLocked(IdState& st, std::shared_ptr<Txn> txn, int64_t now_ms,
                                         std::vector<uint32_t>* linked) {
   std::lock_guard<std::mutex> lock(txn->mu);
@@ -350,6 +353,7 @@ Status StreamTransactions::Commit(const std::string& id, uint32_t epoch, uint64_
   return NotFound(id, serial);
 }
 
+// NOLINTNEXTLINE(performance-unnecessary-value-param): by value on purpose (see the header)
 Status StreamTransactions::AbortLocked(IdState& st, std::shared_ptr<Txn> txn, const char* why) {
   std::lock_guard<std::mutex> lock(txn->mu);
   RETURN_IF_ERROR(Log({TxnRecordType::kAbort, txn->id, 0, txn->serial, 0, 0, {}}, true));
@@ -525,28 +529,29 @@ Status StreamTransactions::RecoverLog() {
   return Status::Ok();
 }
 
+Status StreamTransactions::LoadPartsLocked(Txn& t, int64_t now_ms) {
+  std::lock_guard<std::mutex> txn_lock(t.mu);
+  auto it = live_files_.find(t.number);
+  if (it == live_files_.end()) return Status::Ok();
+  for (uint32_t i : it->second) {
+    auto part =
+        std::make_unique<TxnPart>(stream_->streamlet(i), &stream_->config(), env_, t.number);
+    RETURN_IF_ERROR(part->Recover(now_ms));
+    t.bytes.fetch_add(part->bytes());
+    t.chunks.fetch_add(part->chunks());
+    t.parts[i] = std::move(part);
+  }
+  t.streamlets.store(static_cast<uint32_t>(t.parts.size()));
+  t.last_activity_ms.store(now_ms);  // the open timeout restarts with the broker
+  return Status::Ok();
+}
+
 Status StreamTransactions::RecoverParts(int64_t now_ms) {
   if (!durable_) return Status::Ok();
   MutexLock lock(&mu_);
-  auto load = [&](Txn& t) -> Status {
-    std::lock_guard<std::mutex> txn_lock(t.mu);
-    auto it = live_files_.find(t.number);
-    if (it == live_files_.end()) return Status::Ok();
-    for (uint32_t i : it->second) {
-      auto part =
-          std::make_unique<TxnPart>(stream_->streamlet(i), &stream_->config(), env_, t.number);
-      RETURN_IF_ERROR(part->Recover(now_ms));
-      t.bytes.fetch_add(part->bytes());
-      t.chunks.fetch_add(part->chunks());
-      t.parts[i] = std::move(part);
-    }
-    t.streamlets.store(static_cast<uint32_t>(t.parts.size()));
-    t.last_activity_ms.store(now_ms);  // the open timeout restarts with the broker
-    return Status::Ok();
-  };
   for (auto& [id, st] : ids_) {
-    if (st.open != nullptr) RETURN_IF_ERROR(load(*st.open));
-    for (auto& [serial, t] : st.prepared) RETURN_IF_ERROR(load(*t));
+    if (st.open != nullptr) RETURN_IF_ERROR(LoadPartsLocked(*st.open, now_ms));
+    for (auto& [serial, t] : st.prepared) RETURN_IF_ERROR(LoadPartsLocked(*t, now_ms));
   }
   live_files_.clear();
   if (log_ != nullptr) RETURN_IF_ERROR(log_->Rewrite(StateRecordsLocked()));

@@ -128,12 +128,15 @@ class StreamTransactions {
   IdState* FindLocked(const std::string& id) NS_REQUIRES(mu_);
   std::shared_ptr<Txn> LiveLocked(IdState& st, uint64_t serial) NS_REQUIRES(mu_);
   const Outcome* FinishedLocked(const IdState& st, uint64_t serial) const NS_REQUIRES(mu_);
-  // The Txn arguments are taken by value: they are often the id's own `open`, which they reset.
+  // The Txn arguments are taken by value on purpose: they are often the id's own `open` (or a
+  // `prepared` entry), which these reset, so a reference would dangle.
   void FinishLocked(IdState& st, std::shared_ptr<Txn> txn, bool committed) NS_REQUIRES(mu_);
   Status PrepareLocked(IdState& st, std::shared_ptr<Txn> txn) NS_REQUIRES(mu_);
   Status CommitLocked(IdState& st, std::shared_ptr<Txn> txn, int64_t now_ms,
                       std::vector<uint32_t>* linked) NS_REQUIRES(mu_);
   Status AbortLocked(IdState& st, std::shared_ptr<Txn> txn, const char* why) NS_REQUIRES(mu_);
+  // Loads the files of a transaction recovered from the log (RecoverParts).
+  Status LoadPartsLocked(Txn& txn, int64_t now_ms) NS_REQUIRES(mu_);
   // Replays one record; a COMMIT's transaction number comes back in `*committed_number`.
   void ApplyLocked(const TxnRecord& r, uint64_t* committed_number) NS_REQUIRES(mu_);
 

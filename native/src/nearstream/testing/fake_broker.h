@@ -1,6 +1,7 @@
 // Test support: a scripted fake broker for client and tool tests (testing/: linked by the tests
 // only). It speaks only what its script reads and writes, so a test can check the exact request
-// a client sends and answer anything, including what the real broker does not serve yet.
+// a client sends and answer anything, including what the real broker answers only in a race.
+// Where the real broker can give the answer, test against it (test_broker_process.h) instead.
 #pragma once
 
 #include <arpa/inet.h>
