@@ -3,8 +3,10 @@
 #include <sys/mman.h>
 
 #include <cerrno>
+#include <cstring>
 #include <vector>
 
+#include "nearstream/common/log.h"
 #include "nearstream/common/mutex.h"
 #include "nearstream/common/thread_annotations.h"
 
@@ -74,6 +76,24 @@ Result<std::shared_ptr<Segment>> Segment::Create(uint64_t id, uint32_t capacity,
 
 Segment::~Segment() {
   if (!Pool().Give(data_, capacity_)) ::munmap(data_, capacity_);
+}
+
+Status Segment::WriteChunk(const uint8_t* chunk, uint32_t size, bool sync) {
+  const uint32_t offset = committed();
+  std::memcpy(data_ + offset, chunk, size);
+  if (file_ == nullptr) return Status::Ok();
+  Status s = file_->Append(chunk, size);
+  if (s.ok() && sync) s = file_->Sync();
+  if (!s.ok()) {
+    Status cut = file_->Truncate(offset);
+    if (cut.ok()) cut = file_->Sync();  // or a power loss could resurrect the refused chunk
+    // The file layer's messages name the file.
+    if (!cut.ok()) NS_LOG(kError) << "rollback of segment " << id_ << " failed: " << cut.ToString();
+    Seal();
+    return s;
+  }
+  if (!sync) dirty_.store(true);
+  return Status::Ok();
 }
 
 }  // namespace nearstream::storage

@@ -37,6 +37,12 @@ class Segment {
 
   // ---- appender side (slot lock held; Publish and last_append_ms with the streamlet lock) ----
   uint8_t* mutable_data() { return data_; }
+  // Copies `chunk` to committed() and, for a segment with a file, appends it there (fsync'd when
+  // `sync`; marked dirty for the async flusher otherwise). A failed write or fsync cuts the file
+  // back and seals the segment: nothing was acknowledged, and after a failed fsync the kernel may
+  // have dropped dirty pages, so the file is not trusted again. Publishes nothing (the caller
+  // does).
+  Status WriteChunk(const uint8_t* chunk, uint32_t size, bool sync);
   void Publish(uint32_t committed) { committed_.store(committed, std::memory_order_release); }
   void Seal() { sealed_.store(true, std::memory_order_release); }
   int64_t last_append_ms() const { return last_append_ms_; }

@@ -144,6 +144,16 @@ Status NotFound(const std::string& id, uint64_t serial) {
                              " (never begun, or finished too long ago to be remembered)");
 }
 
+// The answer to an append or prepare naming a transaction that is no longer live: `outcome` is
+// what the id remembers of it (null: nothing).
+template <typename Outcome>
+Status WritingToFinished(const std::string& id, uint64_t serial, const Outcome* outcome) {
+  if (outcome == nullptr) return NotFound(id, serial);
+  const std::string txn = "transaction " + std::to_string(serial) + " of " + Quote(id);
+  if (outcome->committed) return Status::InvalidTxnState(txn + " is already committed");
+  return Status::TxnAborted(txn + " was aborted");
+}
+
 }  // namespace
 
 Result<std::pair<uint32_t, uint64_t>> StreamTransactions::Init(const std::string& id,
@@ -214,15 +224,7 @@ Result<std::shared_ptr<StreamTransactions::Txn>> StreamTransactions::ForAppend(
     return Status::InvalidTxnState("transaction " + std::to_string(serial) + " of " + Quote(id) +
                                    " is prepared: it takes no more appends");
   }
-  if (const Outcome* o = FinishedLocked(*st, serial)) {
-    if (o->committed) {
-      return Status::InvalidTxnState("transaction " + std::to_string(serial) + " of " + Quote(id) +
-                                     " is committed: it takes no more appends");
-    }
-    return Status::TxnAborted("transaction " + std::to_string(serial) + " of " + Quote(id) +
-                              " was aborted");
-  }
-  return NotFound(id, serial);
+  return WritingToFinished(id, serial, FinishedLocked(*st, serial));
 }
 
 Result<bool> StreamTransactions::Append(Txn& txn, uint32_t streamlet, const uint8_t* chunk,
@@ -277,15 +279,7 @@ Status StreamTransactions::Prepare(const std::string& id, uint32_t epoch, uint64
     MaybeCompactLocked();
     return s;
   }
-  if (const Outcome* o = FinishedLocked(*st, serial)) {
-    if (o->committed) {
-      return Status::InvalidTxnState("transaction " + std::to_string(serial) + " of " + Quote(id) +
-                                     " is already committed");
-    }
-    return Status::TxnAborted("transaction " + std::to_string(serial) + " of " + Quote(id) +
-                              " was aborted");
-  }
-  return NotFound(id, serial);
+  return WritingToFinished(id, serial, FinishedLocked(*st, serial));
 }
 
 // NOLINTNEXTLINE(performance-unnecessary-value-param): by value on purpose (see the header)

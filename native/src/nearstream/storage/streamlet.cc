@@ -222,24 +222,7 @@ Result<AppendOutcome> Streamlet::Append(const uint8_t* chunk, const ChunkHeader&
   Group* g = slot.group;
 
   const uint32_t offset = seg->committed();
-  std::memcpy(seg->mutable_data() + offset, chunk, size);
-  if (WritableFile* file = seg->file()) {
-    Status s = file->Append(chunk, size);
-    if (s.ok() && config_->durability == Durability::kSync) s = file->Sync();
-    if (!s.ok()) {
-      // Nothing was acknowledged: cut the file back and never append to it again (after a
-      // failed fsync the kernel may have dropped the dirty pages, so the file is not trusted).
-      Status cut = file->Truncate(offset);
-      if (cut.ok()) cut = file->Sync();  // or a power loss could resurrect the refused chunk
-      if (!cut.ok()) {
-        NS_LOG(kError) << "rollback of " << SegmentPath(g->id, seg->id())
-                       << " failed: " << cut.ToString();
-      }
-      seg->Seal();
-      return s;
-    }
-    if (config_->durability == Durability::kAsync) seg->dirty().store(true);
-  }
+  RETURN_IF_ERROR(seg->WriteChunk(chunk, size, config_->durability == Durability::kSync));
   {
     // Publish: what readers, Maintain and LookupTimestamp look at under mu_, then committed().
     MutexLock lock(&mu_);

@@ -54,20 +54,7 @@ Result<bool> TxnPart::Append(const uint8_t* chunk, const ChunkHeader& header, in
     ASSIGN_OR_RETURN(seg, NewSegment(now_ms));
   }
   const uint32_t offset = seg->committed();
-  std::memcpy(seg->mutable_data() + offset, chunk, size);
-  if (WritableFile* file = seg->file()) {
-    Status s = file->Append(chunk, size);
-    if (s.ok() && config_->durability == Durability::kSync) s = file->Sync();
-    if (!s.ok()) {
-      // Nothing acknowledged: cut back and never write to this file again (as Streamlet::Append).
-      Status cut = file->Truncate(offset);
-      if (!cut.ok())
-        NS_LOG(kError) << "rollback of " << PathOf(seg->id()) << ": " << cut.ToString();
-      seg->Seal();
-      return s;
-    }
-    if (config_->durability != Durability::kSync) seg->dirty().store(true);
-  }
+  RETURN_IF_ERROR(seg->WriteChunk(chunk, size, config_->durability == Durability::kSync));
   // Nobody reads the segment before the commit links it (under the streamlet's lock, which
   // publishes all of this to readers).
   seg->IndexChunk(offset);
