@@ -55,6 +55,34 @@ public record JobOptions(
                 Map.of());
     }
 
+    /**
+     * A bounded job with the default source settings ({@link #DEFAULT_FETCH_BYTES}, {@link
+     * #DEFAULT_PUSH_SLOTS} of {@link #DEFAULT_PUSH_SLOT_BYTES}), no filter pattern, and workload
+     * parameters.
+     */
+    public static JobOptions bounded(
+            String workload,
+            SourceMode mode,
+            String broker,
+            String stream,
+            int parallelism,
+            long expectedRecords,
+            Map<String, String> params) {
+        return new JobOptions(
+                workload,
+                mode,
+                broker,
+                stream,
+                parallelism,
+                expectedRecords,
+                DEFAULT_FETCH_BYTES,
+                DEFAULT_PUSH_SLOTS,
+                DEFAULT_PUSH_SLOT_BYTES,
+                "",
+                false,
+                params);
+    }
+
     /** A workload parameter ({@code --NAME VALUE} flags the runner passes on), or the default. */
     public String param(String name, String defaultValue) {
         return params.getOrDefault(name, defaultValue);

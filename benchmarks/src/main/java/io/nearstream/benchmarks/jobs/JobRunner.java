@@ -40,9 +40,13 @@ import org.apache.flink.streaming.api.graph.StreamGraph;
  * {@code --preload N} instead of {@code --broker}: starts {@code nearstreamd} ({@code --workers},
  * default 2) and loads N records of {@code --record-bytes} (100) into {@code --streamlets} (4)
  * streamlets in chunks of {@code --chunk-bytes} (65536). Workload flags ({@link Workload#PARAMS}):
- * {@code --output-dir DIR} (wordcount, windowed-wordcount, ysb: where the results go), {@code
- * --ysb-campaigns FILE} (ysb: the producer's ad -> campaign table), {@code --out-of-orderness-ms}
- * (ysb: the watermark bound, default 1000).
+ * {@code --output-dir DIR} (wordcount, windowed-wordcount, ysb: where the result files go), {@code
+ * --output-stream NAME} (the same workloads: their results as records of that stream, instead of or
+ * beside the files) with {@code --output-guarantee none|at-least-once|exactly-once}, {@code
+ * --output-broker}, {@code --output-streamlets}, {@code --output-txn-prefix} and {@code
+ * --checkpoint-interval-ms} ({@link StreamOutput}), {@code --ysb-campaigns FILE} (ysb: the
+ * producer's ad -> campaign table), {@code --out-of-orderness-ms} (ysb: the watermark bound,
+ * default 1000).
  *
  * <p>Exit status 1 when the job read a different number of records than expected, 2 on bad flags.
  */
@@ -231,20 +235,34 @@ public final class JobRunner {
         return m;
     }
 
-    /** The job graph of {@code options}: its source, then the workload's operators. */
-    static JobGraph jobGraph(JobOptions options) {
+    /**
+     * The job graph of {@code options}: its source, then the workload's operators. Creates the
+     * {@code --output-stream} when it does not exist.
+     */
+    static JobGraph jobGraph(JobOptions options) throws Exception {
         Workload workload = Workload.named(options.workload());
+        StreamExecutionEnvironment env = environment(options);
+        StreamOutput.createStreamIfMissing(options);
+        workload.addTo(options.mode().source(env, options), options);
+        StreamGraph graph = env.getStreamGraph();
+        graph.setJobName(
+                workload.name() + "-" + options.mode().label() + "-p" + options.parallelism());
+        return graph.getJobGraph();
+    }
+
+    /**
+     * The environment a job of {@code options} is built in: its parallelism, object reuse, and the
+     * checkpoints of {@link StreamOutput#configureCheckpoints}.
+     */
+    static StreamExecutionEnvironment environment(JobOptions options) {
         // Only builds the graph (executed on the given cluster); a test context may provide the
         // env.
         StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
         env.setParallelism(options.parallelism());
         // Chained operators pass the source's byte[] on instead of copying it, in every mode.
         env.getConfig().enableObjectReuse();
-        workload.addTo(options.mode().source(env, options), options);
-        StreamGraph graph = env.getStreamGraph();
-        graph.setJobName(
-                workload.name() + "-" + options.mode().label() + "-p" + options.parallelism());
-        return graph.getJobGraph();
+        StreamOutput.configureCheckpoints(env, options);
+        return env;
     }
 
     /** The broker's process CPU time from its Stats RPC, or -1 without a connection or counter. */

@@ -1,5 +1,6 @@
 package io.nearstream.benchmarks.jobs;
 
+import io.nearstream.benchmarks.workloads.ResultRecords;
 import io.nearstream.benchmarks.workloads.WordCountFileSink;
 import io.nearstream.benchmarks.workloads.WordCountPipeline;
 import io.nearstream.benchmarks.workloads.WordWindowCount;
@@ -16,6 +17,8 @@ import org.apache.flink.streaming.api.datastream.DataStream;
  * window) results. The files in {@code --output-dir} hold, per word, the sum of its window counts
  * ({@link WordCountFileSink#sumPerWord}), which on bounded input is {@value
  * WordCountPipeline#WINDOW_SECONDS} times its total: every occurrence lies in that many windows.
+ * With {@code --output-stream NAME} every (word, window) result also (or only) goes to that stream
+ * as a {@code word<TAB>count<TAB>window_end} record ({@link StreamOutput}, {@link ResultRecords}).
  */
 public final class WindowedWordCountWorkload implements Workload {
 
@@ -34,13 +37,22 @@ public final class WindowedWordCountWorkload implements Workload {
     @Override
     public void addTo(DataStream<byte[]> records, JobOptions options) {
         Path out = WordCountWorkload.outputDir(options, NAME);
-        WordCountPipeline.windowedWordCounts(records.map(new MeterIn()).name("meter in"))
-                .map(new MeterOut<WordWindowCount>())
-                .name("meter out")
-                .map(w -> Tuple2.of(w.word, w.count))
-                .returns(Types.TUPLE(Types.STRING, Types.LONG))
-                .name("(word, window count)")
-                .sinkTo(WordCountFileSink.sumPerWord(out))
-                .name("window counts summed per word to " + out);
+        DataStream<WordWindowCount> counts =
+                WordCountPipeline.windowedWordCounts(records.map(new MeterIn()).name("meter in"))
+                        .map(new MeterOut<WordWindowCount>())
+                        .name("meter out");
+        if (out != null) {
+            counts.map(w -> Tuple2.of(w.word, w.count))
+                    .returns(Types.TUPLE(Types.STRING, Types.LONG))
+                    .name("(word, window count)")
+                    .sinkTo(WordCountFileSink.sumPerWord(out))
+                    .name("window counts summed per word to " + out);
+        }
+        if (StreamOutput.requested(options)) {
+            counts.sinkTo(
+                            StreamOutput.<WordWindowCount>sink(
+                                    options, ResultRecords::wordWindowCount, w -> w.word))
+                    .name("window counts " + StreamOutput.describe(options));
+        }
     }
 }

@@ -2,6 +2,7 @@ package io.nearstream.benchmarks.jobs;
 
 import java.util.List;
 import java.util.Locale;
+import java.util.stream.Stream;
 import org.apache.flink.api.common.JobExecutionResult;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.streaming.api.datastream.DataStream;
@@ -13,12 +14,18 @@ import org.apache.flink.streaming.api.datastream.DataStream;
  */
 public interface Workload {
 
-    /** Workload-specific flags JobRunner accepts and hands on ({@link JobOptions#param}). */
+    /**
+     * Workload-specific flags JobRunner accepts and hands on ({@link JobOptions#param}), those of
+     * {@link StreamOutput} included.
+     */
     List<String> PARAMS =
-            List.of(
-                    WordCountWorkload.OUTPUT_DIR,
-                    YsbWorkload.CAMPAIGNS,
-                    YsbWorkload.OUT_OF_ORDERNESS_MS);
+            Stream.concat(
+                            Stream.of(
+                                    WordCountWorkload.OUTPUT_DIR,
+                                    YsbWorkload.CAMPAIGNS,
+                                    YsbWorkload.OUT_OF_ORDERNESS_MS),
+                            StreamOutput.PARAMS.stream())
+                    .toList();
 
     /** The name on the command line and in results. */
     String name();

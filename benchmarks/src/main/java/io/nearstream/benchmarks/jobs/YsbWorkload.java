@@ -15,7 +15,9 @@ import org.apache.flink.streaming.api.datastream.DataStream;
  * The Yahoo Streaming Benchmark query ({@link YsbPipeline#campaignWindowCounts}) over the JSON ad
  * events {@code YsbProducer} writes: records in are events, records out are the (campaign, 10 s
  * window) results, which go as CSV to {@code --output-dir} ({@link YsbWindowSink}; read them with
- * {@code YsbSummary}). {@code --ysb-campaigns FILE} is the producer's ad -> campaign table, {@code
+ * {@code YsbSummary}) and/or, with {@code --output-stream NAME}, to that stream, one record per
+ * (campaign, window) holding the same CSV row ({@link CampaignWindowCount#toCsv()}, {@link
+ * StreamOutput}). {@code --ysb-campaigns FILE} is the producer's ad -> campaign table, {@code
  * --out-of-orderness-ms} the watermark bound (default 1000).
  */
 public final class YsbWorkload implements Workload {
@@ -32,15 +34,34 @@ public final class YsbWorkload implements Workload {
 
     @Override
     public void addTo(DataStream<byte[]> records, JobOptions options) {
-        Path out = WordCountWorkload.outputDir(options, NAME);
-        YsbPipeline.campaignWindowCounts(
+        addOutputs(results(records, options), options);
+    }
+
+    /** The window results of the YSB query over {@code records}, metered in and out. */
+    static DataStream<CampaignWindowCount> results(DataStream<byte[]> records, JobOptions options) {
+        return YsbPipeline.campaignWindowCounts(
                         records.map(new MeterIn()).name("meter in"),
                         adToCampaign(options),
                         outOfOrderness(options))
                 .map(new MeterOut<CampaignWindowCount>())
-                .name("meter out")
-                .sinkTo(new YsbWindowSink(out))
-                .name("window results to " + out);
+                .name("meter out");
+    }
+
+    /**
+     * The sinks of the window results: CSV files in {@code --output-dir}, records of {@code
+     * --output-stream}, or both.
+     */
+    static void addOutputs(DataStream<CampaignWindowCount> results, JobOptions options) {
+        Path out = WordCountWorkload.outputDir(options, NAME);
+        if (out != null) {
+            results.sinkTo(new YsbWindowSink(out)).name("window results to " + out);
+        }
+        if (StreamOutput.requested(options)) {
+            results.sinkTo(
+                            StreamOutput.<CampaignWindowCount>sink(
+                                    options, CampaignWindowCount::toCsv, r -> r.campaignId))
+                    .name("window results " + StreamOutput.describe(options));
+        }
     }
 
     private static Map<String, String> adToCampaign(JobOptions options) {

@@ -35,6 +35,47 @@ public class CampaignWindowCount {
         this.emittedAt = emittedAt;
     }
 
+    /**
+     * The result as one line of {@link YsbSummary#CSV_HEADER}'s columns, no newline: {@code
+     * campaign_id,window_end,count,max_event_time,emitted_at,latency_ms}. The row of the CSV files
+     * ({@link YsbWindowSink}) and the value of a record in an output stream.
+     */
+    public String toCsv() {
+        return campaignId
+                + ","
+                + windowEnd
+                + ","
+                + count
+                + ","
+                + maxEventTime
+                + ","
+                + emittedAt
+                + ","
+                + latencyMs();
+    }
+
+    /**
+     * Parses a line {@link #toCsv} wrote (the derived {@code latency_ms} column may be absent).
+     *
+     * @throws IllegalArgumentException when it is not one
+     */
+    public static CampaignWindowCount parseCsv(String line) {
+        String[] f = line.split(",");
+        if (f.length < 5 || f.length > 6 || f[0].isEmpty()) {
+            throw new IllegalArgumentException("not a YSB window row: " + line);
+        }
+        try {
+            return new CampaignWindowCount(
+                    f[0],
+                    Long.parseLong(f[1]),
+                    Long.parseLong(f[2]),
+                    Long.parseLong(f[3]),
+                    Long.parseLong(f[4]));
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("not a YSB window row: " + line, e);
+        }
+    }
+
     /** YSB's window latency: emission time minus window end. */
     public long latencyMs() {
         return emittedAt - windowEnd;

@@ -9,7 +9,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 
 /** Creates the stream a producer writes to, or checks the one that is there. */
-final class StreamSetup {
+public final class StreamSetup {
 
     private StreamSetup() {}
 
@@ -17,7 +17,8 @@ final class StreamSetup {
      * Creates {@code stream} with {@code streamlets} streamlets (memory only, broker defaults) when
      * it does not exist; an existing stream must have that many streamlets.
      */
-    static void ensure(NearstreamClient client, String stream, int streamlets) throws Exception {
+    public static void ensure(NearstreamClient client, String stream, int streamlets)
+            throws Exception {
         try {
             StreamConfig existing = client.describeStream(stream).get(30, TimeUnit.SECONDS);
             if (existing.streamlets() != streamlets) {

@@ -1,10 +1,13 @@
 package io.nearstream.benchmarks.workloads;
 
+import io.nearstream.client.NearstreamClient;
+import io.nearstream.client.NettyNearstreamClient;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
@@ -32,6 +35,7 @@ import javax.annotation.Nullable;
  *
  * <pre>
  * java -cp benchmarks.jar io.nearstream.benchmarks.workloads.YsbSummary DIR [VIEWS_FILE]
+ * java -cp benchmarks.jar io.nearstream.benchmarks.workloads.YsbSummary --stream HOST:PORT/STREAM [VIEWS_FILE]
  * </pre>
  */
 public final class YsbSummary {
@@ -109,16 +113,9 @@ public final class YsbSummary {
                 parts++;
                 List<String> lines = Files.readAllLines(file, StandardCharsets.UTF_8);
                 for (int i = 1; i < lines.size(); i++) {
-                    String[] f = lines.get(i).split(",");
                     try {
-                        windows.add(
-                                new CampaignWindowCount(
-                                        f[0],
-                                        Long.parseLong(f[1]),
-                                        Long.parseLong(f[2]),
-                                        Long.parseLong(f[3]),
-                                        Long.parseLong(f[4])));
-                    } catch (RuntimeException e) {
+                        windows.add(CampaignWindowCount.parseCsv(lines.get(i)));
+                    } catch (IllegalArgumentException e) {
                         throw new IOException(
                                 file
                                         + " line "
@@ -221,16 +218,47 @@ public final class YsbSummary {
         return json.append('}').toString();
     }
 
-    public static void main(String[] args) throws IOException {
-        if (args.length < 1 || args.length > 2) {
-            System.err.println("usage: YsbSummary RESULTS_DIR [VIEWS_FILE]");
+    /**
+     * Reads the window results an output stream holds ({@code JobRunner --output-stream}: one
+     * {@link CampaignWindowCount#toCsv()} record per result), waiting until none has come for 2 s.
+     */
+    public static List<CampaignWindowCount> readStream(NearstreamClient client, String stream)
+            throws Exception {
+        List<CampaignWindowCount> windows = new ArrayList<>();
+        for (String r : ResultRecords.readAll(client, stream, Duration.ofSeconds(2))) {
+            windows.add(CampaignWindowCount.parseCsv(r));
+        }
+        return windows;
+    }
+
+    public static void main(String[] args) throws Exception {
+        boolean fromStream = args.length > 0 && args[0].equals("--stream");
+        int first = fromStream ? 2 : 1;
+        if (args.length < first || args.length > first + 1) {
+            System.err.println(
+                    "usage: YsbSummary RESULTS_DIR [VIEWS_FILE]\n"
+                            + "       YsbSummary --stream HOST:PORT/STREAM [VIEWS_FILE]");
             System.exit(2);
         }
-        List<CampaignWindowCount> windows = read(Path.of(args[0]));
+        List<CampaignWindowCount> windows;
+        if (fromStream) {
+            int slash = args[1].lastIndexOf('/');
+            if (slash <= 0 || slash == args[1].length() - 1) {
+                System.err.println("YsbSummary: --stream takes HOST:PORT/STREAM, got " + args[1]);
+                System.exit(2);
+            }
+            try (NearstreamClient client =
+                    NettyNearstreamClient.connect(args[1].substring(0, slash))) {
+                windows = readStream(client, args[1].substring(slash + 1));
+            }
+        } else {
+            windows = read(Path.of(args[0]));
+        }
         YsbSummary summary =
-                args.length == 2
-                        ? YsbSummary.of(windows, readProducedViews(Path.of(args[1])))
+                args.length == first + 1
+                        ? YsbSummary.of(windows, readProducedViews(Path.of(args[first])))
                         : YsbSummary.of(windows);
         System.out.println(summary.toJson());
+        System.exit(0); // Netty leaves non-daemon threads behind
     }
 }

@@ -46,19 +46,8 @@ public final class YsbWindowSink implements Sink<CampaignWindowCount> {
 
         @Override
         public void write(CampaignWindowCount r, Context context) throws IOException {
-            out.write(
-                    r.campaignId
-                            + ","
-                            + r.windowEnd
-                            + ","
-                            + r.count
-                            + ","
-                            + r.maxEventTime
-                            + ","
-                            + r.emittedAt
-                            + ","
-                            + r.latencyMs()
-                            + "\n");
+            out.write(r.toCsv());
+            out.write('\n');
             out.flush();
         }
 

@@ -76,18 +76,13 @@ class KafkaWordCountITCase {
 
     private static JobOptions options(
             KafkaBroker kafka, String workload, long records, Path outputDir) {
-        return new JobOptions(
+        return JobOptions.bounded(
                 workload,
                 SourceMode.KAFKA,
                 kafka.bootstrapServers(),
                 TOPIC,
                 2,
                 records,
-                JobOptions.DEFAULT_FETCH_BYTES,
-                JobOptions.DEFAULT_PUSH_SLOTS,
-                JobOptions.DEFAULT_PUSH_SLOT_BYTES,
-                "",
-                false,
                 Map.of("output-dir", outputDir.toString()));
     }
 }

@@ -8,16 +8,16 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 /** Runs scripts/wordcount_reference.py, the independent count the jobs are checked against. */
-final class ReferenceWordCount {
+public final class ReferenceWordCount {
 
     private ReferenceWordCount() {}
 
     /** The test resource {@code workloads/hamlet-opening.txt} as a file. */
-    static Path hamletOpening() {
+    public static Path hamletOpening() {
         return repoRoot().resolve("benchmarks/src/test/resources/workloads/hamlet-opening.txt");
     }
 
-    static Map<String, Long> count(Path text, int repeat, Path workDir) throws Exception {
+    public static Map<String, Long> count(Path text, int repeat, Path workDir) throws Exception {
         Path script = repoRoot().resolve("scripts/wordcount_reference.py");
         Path out = Files.createTempFile(workDir, "reference-", ".tsv");
         Process p =
