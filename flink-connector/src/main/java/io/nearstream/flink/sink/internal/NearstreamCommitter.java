@@ -100,9 +100,29 @@ public final class NearstreamCommitter implements Committer<NearstreamCommittabl
         }
     }
 
+    /**
+     * The client, connected on first use. A broker that cannot be reached is tried again with
+     * back-off for up to the request timeout, as a failing TxnCommit is: Flink retries a {@code
+     * retryLater()} at once, so the pause must be the committer's — without it a restored committer
+     * meeting a restarting broker used up Flink's commit retries within milliseconds.
+     */
     private NearstreamClient client() {
-        if (client == null) {
-            client = NettyNearstreamClient.connect(settings.broker(), settings.clientOptions());
+        long deadline = System.nanoTime() + settings.requestTimeout().toNanos();
+        while (client == null) {
+            try {
+                client = NettyNearstreamClient.connect(settings.broker(), settings.clientOptions());
+            } catch (NearstreamClientException e) {
+                if (!e.isRetriable()
+                        || System.nanoTime() + settings.retryBackoff().toNanos() - deadline > 0) {
+                    throw e;
+                }
+                try {
+                    Thread.sleep(settings.retryBackoff().toMillis());
+                } catch (InterruptedException interrupted) {
+                    Thread.currentThread().interrupt();
+                    throw e;
+                }
+            }
         }
         return client;
     }
