@@ -36,8 +36,12 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  */
 class NearstreamSinkExactlyOnceITCase {
 
-    /** Records of the failure-and-restart job (200 000 in CI). */
-    private static final int RECORDS = 200_000;
+    /**
+     * Records of the failure-and-restart job: 200 000 in CI; the long variant sets the system
+     * property, e.g. {@code mvn -B verify -pl flink-connector -DskipSanitizers
+     * -Dit.test=NearstreamSinkExactlyOnceITCase -Dnearstream.sink.it.records=1000000}.
+     */
+    private static final int RECORDS = Integer.getInteger("nearstream.sink.it.records", 200_000);
 
     private static final int STREAMLETS = 4;
     private static final int PARALLELISM = 2;
