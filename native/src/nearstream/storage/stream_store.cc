@@ -213,6 +213,10 @@ std::vector<std::shared_ptr<Stream>> StreamStore::Snapshot() const {
 
 void StreamStore::Maintain(int64_t now_ms) {
   for (const auto& stream : Snapshot()) {
+    // Committed transactions' files take their group names first: retention deletes by them.
+    if (Status s = stream->transactions().FinishCommits(); !s.ok()) {
+      NS_LOG(kWarning) << "finishing commits of " << stream->config().name << ": " << s.ToString();
+    }
     for (uint32_t i = 0; i < stream->streamlet_count(); ++i) {
       for (const auto& path :
            stream->streamlet(i)->Maintain(now_ms, options_.group_idle_close_ms)) {
@@ -229,6 +233,12 @@ int StreamStore::FlushAsync() {
   int failures = 0;
   for (const auto& stream : Snapshot()) {
     if (stream->config().durability != Durability::kAsync) continue;
+    // Transactions first: a commit's renamed files then get their directory synced below.
+    if (Status s = stream->transactions().FlushAsync(); !s.ok()) {
+      ++failures;
+      NS_LOG(kError) << "async flush of " << stream->config().name
+                     << " transactions: " << s.ToString();
+    }
     for (uint32_t i = 0; i < stream->streamlet_count(); ++i) {
       Status s = stream->streamlet(i)->SyncDirty();
       if (!s.ok()) {

@@ -68,6 +68,80 @@ Status StreamTransactions::Log(const TxnRecord& record, bool sync) {
   return log_->Append(record, sync);
 }
 
+bool StreamTransactions::SyncEach() const {
+  return stream_->config().durability == Durability::kSync;
+}
+
+Status StreamTransactions::FinishCommits() {
+  MutexLock lock(&mu_);
+  return FinishCommitsLocked();
+}
+
+Status StreamTransactions::FinishCommitsLocked() {
+  if (pending_renames_.empty()) return Status::Ok();
+  RETURN_IF_ERROR(log_->Sync());
+  Status first;
+  std::vector<uint32_t> streamlets;
+  for (const PendingRename& r : pending_renames_) {
+    Status s = env_->Rename(r.from, r.to);
+    if (!s.ok()) {
+      NS_LOG(kError) << "commit: " << s.ToString() << " (the next start redoes the rename)";
+      if (first.ok()) first = s;
+    }
+    if (streamlets.empty() || streamlets.back() != r.streamlet) streamlets.push_back(r.streamlet);
+  }
+  pending_renames_.clear();
+  // The new names made durable at once (off the request path): a flush interval later the
+  // streamlet's own sync would do, but nothing should depend on a rename that may be undone.
+  std::sort(streamlets.begin(), streamlets.end());
+  streamlets.erase(std::unique(streamlets.begin(), streamlets.end()), streamlets.end());
+  for (uint32_t i : streamlets) {
+    Status s = env_->SyncDir(stream_->streamlet(i)->dir());
+    if (!s.ok() && first.ok()) first = s;
+  }
+  return first;
+}
+
+Status StreamTransactions::FlushAsync() {
+  std::vector<std::shared_ptr<Segment>> dirty;
+  std::vector<std::string> dirs;
+  Status first;
+  {
+    MutexLock lock(&mu_);
+    if (log_ != nullptr) first = log_->Sync();
+    if (Status s = FinishCommitsLocked(); !s.ok() && first.ok()) first = s;
+    std::vector<std::shared_ptr<Txn>> live;
+    for (const auto& [id, st] : ids_) {
+      if (st.open != nullptr) live.push_back(st.open);
+      for (const auto& [serial, t] : st.prepared) live.push_back(t);
+    }
+    for (const auto& t : live) {
+      std::lock_guard<std::mutex> txn_lock(t->mu);
+      for (auto& [streamlet, part] : t->parts) {
+        bool dir = false;
+        part->TakeDirty(&dirty, &dir);
+        if (dir) dirs.push_back(stream_->streamlet(streamlet)->dir());
+      }
+    }
+  }
+  // Outside the locks, as Streamlet::SyncDirty: appends go on meanwhile.
+  for (const auto& seg : dirty) {
+    if (!seg->dirty().exchange(false)) continue;
+    Status s = seg->file()->Sync();
+    if (!s.ok()) {
+      seg->dirty().store(true);  // again next round
+      if (first.ok()) first = s;
+    }
+  }
+  std::sort(dirs.begin(), dirs.end());
+  dirs.erase(std::unique(dirs.begin(), dirs.end()), dirs.end());
+  for (const auto& dir : dirs) {
+    Status s = env_->SyncDir(dir);
+    if (!s.ok() && first.ok()) first = s;
+  }
+  return first;
+}
+
 void StreamTransactions::MaybeCompactLocked() {
   if (log_ == nullptr || log_->size() < settings_.compact_log_bytes) return;
   Status s = log_->Rewrite(StateRecordsLocked());
@@ -201,8 +275,7 @@ Result<uint64_t> StreamTransactions::Begin(const std::string& id, uint32_t epoch
   }
   const uint64_t serial = st->last_serial + 1;
   const uint64_t number = next_number_;
-  RETURN_IF_ERROR(Log({TxnRecordType::kBegin, id, epoch, serial, number, now_ms, {}},
-                      stream_->config().durability == Durability::kSync));
+  RETURN_IF_ERROR(Log({TxnRecordType::kBegin, id, epoch, serial, number, now_ms, {}}, SyncEach()));
   ++next_number_;
   st->last_serial = serial;
   st->open = std::make_shared<Txn>(id, epoch, serial, number, now_ms);
@@ -260,8 +333,9 @@ Result<bool> StreamTransactions::Append(Txn& txn, uint32_t streamlet, const uint
 // NOLINTNEXTLINE(performance-unnecessary-value-param): by value on purpose (see the header)
 Status StreamTransactions::PrepareLocked(IdState& st, std::shared_ptr<Txn> txn) {
   std::lock_guard<std::mutex> lock(txn->mu);
-  for (auto& [streamlet, part] : txn->parts) RETURN_IF_ERROR(part->Sync());
-  RETURN_IF_ERROR(Log({TxnRecordType::kPrepare, txn->id, 0, txn->serial, 0, 0, {}}, true));
+  // Under `sync` every append was fsync'd before it was acknowledged; under `async` the flusher
+  // syncs parts and log together, so a prepare costs no fsync of the transaction's bytes.
+  RETURN_IF_ERROR(Log({TxnRecordType::kPrepare, txn->id, 0, txn->serial, 0, 0, {}}, SyncEach()));
   txn->phase = TxnPhase::kPrepared;
   st.prepared[txn->serial] = txn;
   if (st.open == txn) st.open.reset();
@@ -293,19 +367,32 @@ Status StreamTransactions::CommitLocked(IdState& st, std::shared_ptr<Txn> txn, i
   }
   // The commit point. Until the record is durable readers wait at the reserved groups; if it
   // cannot be written they skip them and the transaction stays prepared.
-  Status s = Log(record, true);
+  Status s = Log(record, SyncEach());
   if (!s.ok()) {
     for (const TxnLink& l : record.links) stream_->streamlet(l.streamlet)->DropReserved(l.group);
     return s;
   }
   for (const TxnLink& l : record.links) {
     TxnPart& part = *txn->parts[l.streamlet];
-    Status renamed = part.RenameTo(l.group);
-    if (!renamed.ok()) {
-      NS_LOG(kError) << "commit of " << Quote(txn->id) << " transaction " << txn->serial << ": "
-                     << renamed.ToString() << " (the next start redoes the rename)";
+    Streamlet* streamlet = stream_->streamlet(l.streamlet);
+    bool renamed_any = false;
+    for (auto& [from, to] : part.RenamesTo(l.group)) {
+      if (!SyncEach()) {
+        pending_renames_.push_back({l.streamlet, std::move(from), std::move(to)});
+        continue;
+      }
+      Status renamed = env_->Rename(from, to);
+      if (!renamed.ok()) {
+        NS_LOG(kError) << "commit of " << Quote(txn->id) << " transaction " << txn->serial << ": "
+                       << renamed.ToString() << " (the next start redoes the rename)";
+      }
+      renamed_any = true;
     }
-    stream_->streamlet(l.streamlet)->LinkReserved(l.group, part.TakeSegments());
+    if (renamed_any) {
+      Status synced = env_->SyncDir(streamlet->dir());
+      if (!synced.ok()) NS_LOG(kError) << "commit: " << synced.ToString();
+    }
+    streamlet->LinkReserved(l.group, part.TakeSegments());
     linked->push_back(l.streamlet);
   }
   for (auto& [streamlet, part] : txn->parts) part->Discard();  // empty parts' files, if any
@@ -350,7 +437,7 @@ Status StreamTransactions::Commit(const std::string& id, uint32_t epoch, uint64_
 // NOLINTNEXTLINE(performance-unnecessary-value-param): by value on purpose (see the header)
 Status StreamTransactions::AbortLocked(IdState& st, std::shared_ptr<Txn> txn, const char* why) {
   std::lock_guard<std::mutex> lock(txn->mu);
-  RETURN_IF_ERROR(Log({TxnRecordType::kAbort, txn->id, 0, txn->serial, 0, 0, {}}, true));
+  RETURN_IF_ERROR(Log({TxnRecordType::kAbort, txn->id, 0, txn->serial, 0, 0, {}}, SyncEach()));
   txn->phase = TxnPhase::kAborted;
   for (auto& [streamlet, part] : txn->parts) part->Discard();
   txn->parts.clear();

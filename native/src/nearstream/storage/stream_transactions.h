@@ -105,6 +105,15 @@ class StreamTransactions {
   // Open and prepared transactions whose id starts with `prefix`, by id then serial.
   std::vector<TxnListing> List(const std::string& prefix) const NS_EXCLUDES(mu_);
   TxnGauges Gauges() const NS_EXCLUDES(mu_);
+  // `async` streams: fsyncs the log, renames the files of the transactions committed since (see
+  // FinishCommits) and fsyncs the files appended to since the last call (the maintenance thread,
+  // every flush interval). Returns the first error.
+  Status FlushAsync() NS_EXCLUDES(mu_);
+  // `async` streams: gives the files of transactions committed since the last call their group
+  // names, after an fsync of the log (a renamed file is read as part of its group on recovery,
+  // so its COMMIT record must be durable first). The maintenance thread calls it before retention
+  // looks for files by their group names.
+  Status FinishCommits() NS_EXCLUDES(mu_);
   // Aborts open transactions idle for longer than the timeout (the maintenance thread).
   void ExpireOpen(int64_t now_ms) NS_EXCLUDES(mu_);
 
@@ -123,6 +132,9 @@ class StreamTransactions {
   };
 
   Status Log(const TxnRecord& record, bool sync) NS_REQUIRES(mu_);
+  // Whether a state change is fsync'd before it is acknowledged: under `sync`; under `async` the
+  // flusher syncs it within the flush interval (what `async` promises for appends too).
+  bool SyncEach() const;
   void MaybeCompactLocked() NS_REQUIRES(mu_);
   std::vector<TxnRecord> StateRecordsLocked() const NS_REQUIRES(mu_);
   IdState* FindLocked(const std::string& id) NS_REQUIRES(mu_);
@@ -154,6 +166,13 @@ class StreamTransactions {
   // Recovery: the streamlets holding files of each open or prepared transaction (by number),
   // found by RecoverLog for RecoverParts.
   std::map<uint64_t, std::vector<uint32_t>> live_files_ NS_GUARDED_BY(mu_);
+  // `async`: renames of committed transactions' files waiting for their COMMIT to be fsync'd.
+  struct PendingRename {
+    uint32_t streamlet;
+    std::string from, to;
+  };
+  std::vector<PendingRename> pending_renames_ NS_GUARDED_BY(mu_);
+  Status FinishCommitsLocked() NS_REQUIRES(mu_);
 };
 
 }  // namespace nearstream::storage

@@ -154,6 +154,7 @@ Result<std::unique_ptr<TxnLog>> TxnLog::Open(Env* env, const std::string& path,
 Status TxnLog::Reopen() {
   ASSIGN_OR_RETURN(file_, env_->OpenAppendable(path_));
   size_ = file_->size();
+  synced_ = size_;  // what a reopened file holds was read back or written atomically
   return Status::Ok();
 }
 
@@ -174,6 +175,14 @@ Status TxnLog::Append(const TxnRecord& record, bool sync) {
     return s;
   }
   size_ += buf.size();
+  if (sync) synced_ = size_;
+  return Status::Ok();
+}
+
+Status TxnLog::Sync() {
+  if (file_ == nullptr || synced_ == size_) return Status::Ok();
+  RETURN_IF_ERROR(file_->Sync());
+  synced_ = size_;
   return Status::Ok();
 }
 

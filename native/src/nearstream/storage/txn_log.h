@@ -60,6 +60,8 @@ class TxnLog {
   // Appends one record; `sync` fsyncs it before returning. On failure the file is cut back and
   // the record is not in the log.
   Status Append(const TxnRecord& record, bool sync);
+  // fsyncs what was appended without `sync` (the async flusher).
+  Status Sync();
   // Replaces the whole log by `records` (written aside, fsync'd, renamed over it).
   Status Rewrite(const std::vector<TxnRecord>& records);
   uint64_t size() const { return size_; }
@@ -72,6 +74,7 @@ class TxnLog {
   const std::string path_;
   std::unique_ptr<WritableFile> file_;
   uint64_t size_ = 0;
+  uint64_t synced_ = 0;  // size_ at the last fsync
 };
 
 }  // namespace nearstream::storage

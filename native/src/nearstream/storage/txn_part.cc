@@ -22,8 +22,12 @@ Result<Segment*> TxnPart::NewSegment(int64_t now_ms) {
   if (!streamlet_->dir().empty()) {
     ASSIGN_OR_RETURN(auto file, env_->OpenAppendable(PathOf(id)));
     // As for a group's segment: under `sync` the file's entry is durable before any append to
-    // it is acknowledged; otherwise the prepare's directory sync covers it.
-    if (config_->durability == Durability::kSync) RETURN_IF_ERROR(env_->SyncDir(streamlet_->dir()));
+    // it is acknowledged; under `async` the flusher syncs the directory.
+    if (config_->durability == Durability::kSync) {
+      RETURN_IF_ERROR(env_->SyncDir(streamlet_->dir()));
+    } else {
+      dir_dirty_ = true;
+    }
     seg->set_file(std::move(file));
   }
   segments_.push_back(std::move(seg));
@@ -67,22 +71,12 @@ Result<bool> TxnPart::Append(const uint8_t* chunk, const ChunkHeader& header, in
   return false;
 }
 
-Status TxnPart::Sync() {
-  bool synced_any = false;
+void TxnPart::TakeDirty(std::vector<std::shared_ptr<Segment>>* dirty, bool* dir) {
   for (const auto& seg : segments_) {
-    WritableFile* file = seg->file();
-    if (file == nullptr || !seg->dirty().exchange(false)) continue;
-    Status s = file->Sync();
-    if (!s.ok()) {
-      seg->dirty().store(true);
-      return s;
-    }
-    synced_any = true;
+    if (seg->file() != nullptr && seg->dirty().load()) dirty->push_back(seg);
   }
-  if (synced_any && config_->durability != Durability::kSync) {
-    return env_->SyncDir(streamlet_->dir());  // the files' entries, created without a dir sync
-  }
-  return Status::Ok();
+  *dir = *dir || dir_dirty_;
+  dir_dirty_ = false;
 }
 
 Status TxnPart::Recover(int64_t now_ms) {
@@ -138,15 +132,13 @@ Status TxnPart::Recover(int64_t now_ms) {
   return Status::Ok();
 }
 
-Status TxnPart::RenameTo(uint64_t group) {
-  if (streamlet_->dir().empty()) return Status::Ok();
-  Status first;
+std::vector<std::pair<std::string, std::string>> TxnPart::RenamesTo(uint64_t group) const {
+  std::vector<std::pair<std::string, std::string>> out;
+  if (streamlet_->dir().empty()) return out;
   for (const auto& seg : segments_) {
-    Status s = env_->Rename(PathOf(seg->id()), streamlet_->GroupSegmentPath(group, seg->id()));
-    if (!s.ok() && first.ok()) first = s;
+    out.emplace_back(PathOf(seg->id()), streamlet_->GroupSegmentPath(group, seg->id()));
   }
-  if (first.ok() && !segments_.empty()) first = env_->SyncDir(streamlet_->dir());
-  return first;
+  return out;
 }
 
 void TxnPart::Discard() {

@@ -30,15 +30,17 @@ class TxnPart {
   // Appends one chunk checked by ValidateChunk. Idempotence per producer id within this part
   // (the rules of an ordinary append). Returns true for a duplicate, which is not stored again.
   Result<bool> Append(const uint8_t* chunk, const ChunkHeader& header, int64_t now_ms);
-  // Makes everything appended durable (fsync of every file not yet synced).
-  Status Sync();
+  // The segments appended to since the last call whose files are not yet synced (`async`), for
+  // the flusher to fsync outside the transaction's lock; `dir` is set when a file was created.
+  void TakeDirty(std::vector<std::shared_ptr<Segment>>* dirty, bool* dir);
   // Loads the part's files after a restart (their names carry segment ids), verifying every
   // chunk; bytes after the last whole chunk of a file are a torn append and are cut.
   Status Recover(int64_t now_ms);
 
-  // Commit: renames the files to their names in `group` (the commit record is durable by then,
-  // so a failure is logged and recovery redoes it) and gives up the segments.
-  Status RenameTo(uint64_t group);
+  // Commit: the (from, to) renames that give the files their names in `group`. They may be done
+  // only once the COMMIT record is durable (a renamed file is read as part of its group on
+  // recovery); recovery redoes any that were not.
+  std::vector<std::pair<std::string, std::string>> RenamesTo(uint64_t group) const;
   std::vector<std::shared_ptr<Segment>> TakeSegments() { return std::move(segments_); }
   // Abort: drops the segments and deletes their files.
   void Discard();
@@ -58,6 +60,7 @@ class TxnPart {
   std::unordered_map<uint64_t, uint64_t> last_sequence_;  // producer id -> last stored sequence
   uint64_t bytes_ = 0;
   uint32_t chunks_ = 0;
+  bool dir_dirty_ = false;  // a file was created without a directory fsync (`async`)
 };
 
 }  // namespace nearstream::storage

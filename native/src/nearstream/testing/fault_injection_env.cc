@@ -34,8 +34,16 @@ Status Injected(const std::string& what, const std::string& path, int err) {
 // switches live in one place under one lock.
 class FaultInjectionEnv::File final : public WritableFile {
  public:
+  // Registered with the env (its lock held), which renames follow: a file written through an
+  // open handle after its rename is tracked under its new name, as the kernel's inode would be.
   File(FaultInjectionEnv* env, std::string path, std::unique_ptr<WritableFile> base)
-      : env_(env), path_(std::move(path)), base_(std::move(base)) {}
+      : env_(env), path_(std::move(path)), base_(std::move(base)) {
+    env_->open_files_.insert(this);
+  }
+  ~File() override {
+    MutexLock lock(&env_->mu_);
+    env_->open_files_.erase(this);
+  }
 
   Status Append(const uint8_t* data, size_t n) override {
     MutexLock lock(&env_->mu_);
@@ -53,10 +61,13 @@ class FaultInjectionEnv::File final : public WritableFile {
     MutexLock lock(&env_->mu_);
     return base_->size();
   }
+  // Rename, with the env's lock held.
+  const std::string& path() const { return path_; }
+  void set_path(std::string path) { path_ = std::move(path); }
 
  private:
   FaultInjectionEnv* const env_;
-  const std::string path_;
+  std::string path_;  // guarded by env_->mu_
   const std::unique_ptr<WritableFile> base_;
 };
 
@@ -171,6 +182,9 @@ Status FaultInjectionEnv::Rename(const std::string& from, const std::string& to)
   std::map<std::string, FileState> files;
   for (auto& [p, state] : files_) files[IsUnder(p, f) ? moved(p) : p] = state;
   files_ = std::move(files);
+  for (File* open : open_files_) {
+    if (IsUnder(open->path(), f)) open->set_path(moved(open->path()));
+  }
   std::set<std::string> entries;
   for (const auto& p : new_entries_) {
     if (p != f) entries.insert(IsUnder(p, f) ? moved(p) : p);

@@ -107,6 +107,7 @@ class FaultInjectionEnv final : public Env {
   mutable Mutex mu_;
   std::map<std::string, FileState> files_ NS_GUARDED_BY(mu_);
   std::set<std::string> new_entries_ NS_GUARDED_BY(mu_);  // created, parent not yet synced
+  std::set<File*> open_files_ NS_GUARDED_BY(mu_);         // handles OpenAppendable gave out
   int64_t space_budget_ NS_GUARDED_BY(mu_) = -1;
   bool torn_writes_ NS_GUARDED_BY(mu_) = false;
   bool fail_sync_ NS_GUARDED_BY(mu_) = false;
