@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Runs one experiment of the pull-vs-push evaluation and writes CSV, Markdown and PNG: the figures
 of Marcu and Bouvry, "Colocating Real-time Storage and Processing: An Analysis of Pull-based versus
-Push-based Streaming" (Figs. 3-9), and the Yahoo Streaming Benchmark as AIR (Venugopal et al.)
-runs it.
+Push-based Streaming" (Figs. 3-9), the Yahoo Streaming Benchmark as AIR (Venugopal et al.)
+runs it, and the Flink sinks side by side (`sink`).
 
   benchmarks/runner/run.py EXPERIMENT [--out DIR] [experiment flags]
   benchmarks/runner/run.py EXPERIMENT --help
@@ -20,7 +20,8 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from nsbench import exp_consume, exp_ingest, exp_kafka_count, exp_wordcount, exp_ysb  # noqa: E402
+from nsbench import (  # noqa: E402
+    exp_consume, exp_ingest, exp_kafka_count, exp_sink, exp_wordcount, exp_ysb)
 
 
 class _Preset:
@@ -39,6 +40,7 @@ class _Preset:
 DRAWERS = {
     "fig3-ingest.csv": exp_ingest.draw,
     "kafka-count.csv": exp_kafka_count.draw,
+    "sink-throughput.csv": exp_sink.draw,
     "wordcount.csv": exp_wordcount.draw,
     "ysb.csv": exp_ysb.draw,
     **{f"{name}.csv": functools.partial(exp_consume.draw, name) for name in exp_consume.PRESETS},
@@ -63,6 +65,7 @@ def plot(dirs):
 EXPERIMENTS = {
     "ingest": exp_ingest,
     "kafka-count": exp_kafka_count,
+    "sink": exp_sink,
     "wordcount": exp_wordcount,
     "ysb": exp_ysb,
     **{name: _Preset(name) for name in exp_consume.PRESETS},

@@ -29,7 +29,9 @@ _VENV = os.path.join(paths.ROOT, "benchmarks", "target", "runner-venv")
 _REQUIREMENTS = os.path.join(paths.ROOT, "benchmarks", "runner", "requirements.txt")
 
 # One colour per source/consumer kind, the same in every figure.
-_COLORS = {"pull": "#1f77b4", "push": "#ff7f0e", "kafka": "#2ca02c", "cpp-pull": "#7f7f7f"}
+_COLORS = {"pull": "#1f77b4", "push": "#ff7f0e", "kafka": "#2ca02c", "cpp-pull": "#7f7f7f",
+           "nearstream-alo": "#ff7f0e", "nearstream-eo": "#c45a00", "kafka-alo": "#2ca02c",
+           "kafka-eo": "#1a6b1a", "discard": "#7f7f7f"}
 _OTHER_COLORS = ["#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#d62728"]
 
 # How series and panels are named in legends and titles.
@@ -80,6 +82,15 @@ def rate_sweep_plot(csv_path, png_path, title, y="latency_p99_ms", ylabel="p99 w
     asked when the producer delivered less than 95 % of it (`offered` False), else what failed."""
     return _run(dict(kind="rate_sweep", csv=csv_path, png=png_path, title=title, y=y,
                      ylabel=ylabel, yscale=yscale))
+
+
+def bar_plot(csv_path, png_path, category, panels, title, labels=None, only=None):
+    """One panel per (column, axis label, scale) of `panels`: a bar per distinct value of
+    `category` (in the CSV's order; only those in `only` if given) at the median of its rows'
+    column / scale, every row a dot."""
+    return _run(dict(kind="bars", csv=csv_path, png=png_path, category=category,
+                     panels=[list(p) for p in panels], title=title, labels=labels or {},
+                     only=only))
 
 
 # ---- drawing (runs where matplotlib is installed) ----------------------------------------------
@@ -218,6 +229,34 @@ def _draw_rate_sweep(spec, plt):
     fig.savefig(spec["png"], dpi=110)
 
 
+def _draw_bars(spec, plt):
+    with open(spec["csv"]) as f:
+        rows = list(csv.DictReader(f))
+    names = [n for n in dict.fromkeys(r[spec["category"]] for r in rows)
+             if not spec["only"] or n in spec["only"]]
+    panels = spec["panels"]
+    fig, axes = plt.subplots(1, len(panels), figsize=((1.1 * len(names) + 1.4) * len(panels), 4.2),
+                             squeeze=False)
+    others = {}
+    colors = [_color(n, others) for n in names]
+    for ax, (column, ylabel, scale) in zip(axes[0], panels):
+        values = [[float(r[column]) / scale for r in rows if r[spec["category"]] == n]
+                  for n in names]
+        ax.bar(range(len(names)), [statistics.median(v) for v in values], color=colors,
+               alpha=0.8, zorder=2)
+        for i, v in enumerate(values):
+            ax.scatter([i] * len(v), v, s=14, color="0.15", alpha=0.6, zorder=3, linewidths=0)
+        ax.set_xticks(range(len(names)))
+        ax.set_xticklabels([spec["labels"].get(n, n) for n in names], fontsize=8)
+        ax.ticklabel_format(axis="y", style="plain", useOffset=False)
+        _zero_based(ax, max((u for v in values for u in v), default=0.0))
+        ax.set_ylabel(ylabel)
+        ax.grid(True, axis="y", alpha=0.3)
+    fig.suptitle(spec["title"] + " (bar: median of the runs, dot: each run)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(spec["png"], dpi=110)
+
+
 def _zero_based(ax, data_max):
     """y from 0 to the first round tick above the data, so the top gridline is labelled."""
     from matplotlib.ticker import MaxNLocator
@@ -244,7 +283,8 @@ def _draw(spec):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    {"lines": _draw_lines, "rate_sweep": _draw_rate_sweep}[spec["kind"]](spec, plt)
+    {"lines": _draw_lines, "rate_sweep": _draw_rate_sweep,
+     "bars": _draw_bars}[spec["kind"]](spec, plt)
     plt.close("all")
 
 

@@ -20,7 +20,12 @@ public final class LocalFlinkCluster implements AutoCloseable {
 
     /** Starts a cluster with {@code slots} task slots. */
     public static LocalFlinkCluster start(int slots) throws Exception {
-        Configuration config = new Configuration();
+        return start(slots, new Configuration());
+    }
+
+    /** Starts a cluster with {@code slots} task slots and {@code extra} settings. */
+    public static LocalFlinkCluster start(int slots, Configuration extra) throws Exception {
+        Configuration config = new Configuration(extra);
         config.set(RestOptions.BIND_ADDRESS, "127.0.0.1");
         config.set(RestOptions.ADDRESS, "127.0.0.1");
         config.set(RestOptions.BIND_PORT, "0");
@@ -36,7 +41,8 @@ public final class LocalFlinkCluster implements AutoCloseable {
         return new LocalFlinkCluster(cluster);
     }
 
-    MiniCluster cluster() {
+    /** The MiniCluster, for what this class does not wrap (submitting, cancelling, statistics). */
+    public MiniCluster cluster() {
         return cluster;
     }
 

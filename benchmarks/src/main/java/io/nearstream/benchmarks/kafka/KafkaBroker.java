@@ -307,11 +307,24 @@ public final class KafkaBroker implements AutoCloseable {
 
     /** Creates a topic with replication factor 1 and waits until every partition has a leader. */
     public void createTopic(String topic, int partitions) {
+        createTopic(topic, partitions, Map.of());
+    }
+
+    /**
+     * As {@link #createTopic(String, int)}, with topic-level settings ({@code retention.bytes}…).
+     */
+    public void createTopic(String topic, int partitions, Map<String, String> configs) {
         if (partitions < 1) {
             throw new IllegalArgumentException("partitions must be at least 1, got " + partitions);
         }
-        await(admin.createTopics(List.of(new NewTopic(topic, partitions, (short) 1))).all());
+        NewTopic newTopic = new NewTopic(topic, partitions, (short) 1).configs(configs);
+        await(admin.createTopics(List.of(newTopic)).all());
         KafkaTopics.awaitReady(admin, topic, ADMIN_TIMEOUT);
+    }
+
+    /** Deletes a topic (its files go in the background). */
+    public void deleteTopic(String topic) {
+        await(admin.deleteTopics(List.of(topic)).all());
     }
 
     /** The topic's partition count. */
