@@ -213,16 +213,19 @@ std::vector<std::shared_ptr<Stream>> StreamStore::Snapshot() const {
 
 void StreamStore::Maintain(int64_t now_ms) {
   for (const auto& stream : Snapshot()) {
-    // Committed transactions' files take their group names first: retention deletes by them.
+    std::vector<std::string> doomed;
+    for (uint32_t i = 0; i < stream->streamlet_count(); ++i) {
+      auto dropped = stream->streamlet(i)->Maintain(now_ms, options_.group_idle_close_ms);
+      doomed.insert(doomed.end(), dropped.begin(), dropped.end());
+    }
+    // Committed transactions' files take their group names before retention deletes files by
+    // those names (a segment dropped here may belong to a transaction committed a moment ago).
     if (Status s = stream->transactions().FinishCommits(); !s.ok()) {
       NS_LOG(kWarning) << "finishing commits of " << stream->config().name << ": " << s.ToString();
     }
-    for (uint32_t i = 0; i < stream->streamlet_count(); ++i) {
-      for (const auto& path :
-           stream->streamlet(i)->Maintain(now_ms, options_.group_idle_close_ms)) {
-        Status s = options_.env->RemoveFile(path);
-        if (!s.ok()) NS_LOG(kWarning) << "retention: " << s.ToString();
-      }
+    for (const auto& path : doomed) {
+      Status s = options_.env->RemoveFile(path);
+      if (!s.ok()) NS_LOG(kWarning) << "retention: " << s.ToString();
     }
     stream->NoteAppended();  // a closed idle group may let a waiting reader move on
     stream->transactions().ExpireOpen(now_ms);

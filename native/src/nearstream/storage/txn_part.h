@@ -41,7 +41,11 @@ class TxnPart {
   // only once the COMMIT record is durable (a renamed file is read as part of its group on
   // recovery); recovery redoes any that were not.
   std::vector<std::pair<std::string, std::string>> RenamesTo(uint64_t group) const;
-  std::vector<std::shared_ptr<Segment>> TakeSegments() { return std::move(segments_); }
+  std::vector<std::shared_ptr<Segment>> TakeSegments() {
+    std::vector<std::shared_ptr<Segment>> out;
+    out.swap(segments_);  // left empty: a later Discard must not delete the committed files
+    return out;
+  }
   // Abort: drops the segments and deletes their files.
   void Discard();
 
