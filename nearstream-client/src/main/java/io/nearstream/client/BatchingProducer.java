@@ -5,9 +5,13 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 import javax.annotation.Nullable;
@@ -38,8 +42,17 @@ import org.slf4j.LoggerFactory;
  * record: for producers of millions of records a second that only watch for failures (one callback
  * instance for all sends), the futures and their completion were a fifth of the producer's CPU.
  *
- * <p>A chunk's timestamp (its header's {@code first_timestamp_ms}) is its first record's: the time
- * of the {@code send()}, or the timestamp given to it.
+ * <p>A chunk's timestamp (its header's {@code first_timestamp_ms}) is its first record's: the
+ * timestamp given to it, or for a record sent without one ({@link #NO_TIMESTAMP}) the time the
+ * chunk began, which is that record's {@code send()}.
+ *
+ * <p><b>Locking.</b> A record takes only its streamlet's append lock (uncontended while one thread
+ * writes), never the producer's lock: with one shared lock per record, the lock's hand-offs between
+ * the writing thread and the sender and I/O threads cost more CPU than the rest of {@code send()}.
+ * The producer's lock guards what the sender and I/O threads share (sealed chunks ready to go, the
+ * chunk in flight, sequences); a writer takes it once per chunk, to wake the sender. Lock order:
+ * the producer's lock, then an append lock; a thread holding an append lock never takes the
+ * producer's lock.
  *
  * <p>Thread-safe.
  */
@@ -48,11 +61,25 @@ public abstract sealed class BatchingProducer implements AutoCloseable
 
     private static final Logger LOG = LoggerFactory.getLogger(BatchingProducer.class);
 
+    /**
+     * The timestamp of a record sent without one: a chunk that begins with it takes the time it
+     * began (only a chunk's first record's timestamp is stored, so reading the clock per record
+     * would be wasted: on a Flink task that was an eighth of its CPU).
+     */
+    public static final long NO_TIMESTAMP = Long.MIN_VALUE;
+
+    /** When the sender looks again at a streamlet whose append lock was taken. */
+    private static final long LINGER_RECHECK_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
+
     private final NearstreamProducerConfig config;
     private final NearstreamClient client;
     private final boolean ownsClient;
     private final String stream;
     private final int streamlets;
+
+    /** The stream's segment size: no chunk may be larger (0 if the broker did not say). */
+    private final int segmentBytes;
+
     private final NearstreamPartitioner partitioner;
     private final long producerId;
     private final long lingerNanos;
@@ -67,14 +94,29 @@ public abstract sealed class BatchingProducer implements AutoCloseable
     /** Signalled when buffer memory was released. */
     private final Condition space = lock.newCondition();
 
-    // Guarded by lock.
     private final StreamletState[] states;
-    private long bufferedBytes;
+
+    /**
+     * Bytes of records taken and not yet stored or failed: added by writers (compare-and-set, never
+     * above {@code buffer.memory}), subtracted under {@link #lock}, which then signals {@link
+     * #space}.
+     */
+    private final AtomicLong bufferedBytes = new AtomicLong();
+
+    /** Set under {@link #lock}; writers read it under their streamlet's append lock. */
+    private volatile boolean closing;
+
+    // Guarded by lock.
     private int inFlightRequests;
-    private boolean closing;
     private boolean aborting;
 
     private final Thread sender;
+
+    /**
+     * The batchers in front of this producer; {@link #flush()}, {@link #discardUnsent} and {@link
+     * #resetSequences} reach what they hold.
+     */
+    private final List<RecordBatcher> batchers = new CopyOnWriteArrayList<>();
 
     /** How long the last answered request took, from dispatch to response. */
     private volatile long lastRequestNanos;
@@ -94,7 +136,9 @@ public abstract sealed class BatchingProducer implements AutoCloseable
             this.ownsClient = true;
         }
         try {
-            this.streamlets = client.describeStream(stream).join().streamlets();
+            StreamConfig described = client.describeStream(stream).join();
+            this.streamlets = described.streamlets();
+            this.segmentBytes = described.segmentBytes();
         } catch (RuntimeException e) {
             if (ownsClient) {
                 client.close();
@@ -140,7 +184,8 @@ public abstract sealed class BatchingProducer implements AutoCloseable
         return client;
     }
 
-    final NearstreamProducerConfig config() {
+    /** The configuration the producer was built with. */
+    public final NearstreamProducerConfig config() {
         return config;
     }
 
@@ -181,7 +226,7 @@ public abstract sealed class BatchingProducer implements AutoCloseable
     /** Sends a record to a given streamlet. */
     public CompletableFuture<RecordPosition> sendTo(int streamlet, byte[] value) {
         CompletableFuture<RecordPosition> future = new CompletableFuture<>();
-        enqueue(streamlet, value, System.currentTimeMillis(), future);
+        enqueue(streamlet, value, NO_TIMESTAMP, future);
         return future;
     }
 
@@ -196,12 +241,12 @@ public abstract sealed class BatchingProducer implements AutoCloseable
 
     /** As {@link #send(byte[], SendCallback)}; the partitioner picks from the key (may be null). */
     public void send(byte[] key, byte[] value, SendCallback callback) {
-        send(key, value, System.currentTimeMillis(), callback);
+        send(key, value, NO_TIMESTAMP, callback);
     }
 
     /**
      * As {@link #send(byte[], byte[], SendCallback)}, with the record's timestamp (ms since the
-     * Unix epoch): a chunk carries its first record's.
+     * Unix epoch, or {@link #NO_TIMESTAMP}): a chunk carries its first record's.
      */
     public void send(byte[] key, byte[] value, long timestampMs, SendCallback callback) {
         enqueue(partitioner.streamlet(key, value, streamlets), value, timestampMs, callback);
@@ -209,7 +254,7 @@ public abstract sealed class BatchingProducer implements AutoCloseable
 
     /** As {@link #send(byte[], SendCallback)}, to a given streamlet. */
     public void sendTo(int streamlet, byte[] value, SendCallback callback) {
-        enqueue(streamlet, value, System.currentTimeMillis(), callback);
+        enqueue(streamlet, value, NO_TIMESTAMP, callback);
     }
 
     /** As {@link #sendTo(int, byte[], SendCallback)}, with the record's timestamp. */
@@ -245,64 +290,161 @@ public abstract sealed class BatchingProducer implements AutoCloseable
                                     + ")"));
             return;
         }
-        NearstreamClientException failure = null; // reported after the lock is released
-        lock.lock();
+        if (closing) {
+            throw new IllegalStateException("the producer is closed");
+        }
+        NearstreamClientException failure = reserve(need);
+        if (failure != null) {
+            reportFailed(completion, failure);
+            return;
+        }
+        StreamletState st = states[streamlet];
+        boolean wakeSender = false;
+        st.appendLock.lock();
         try {
             if (closing) {
+                // close() may have found every streamlet idle already: the record would be
+                // stranded.
+                bufferedBytes.addAndGet(-need);
                 throw new IllegalStateException("the producer is closed");
             }
-            if (bufferedBytes + need > config.bufferMemoryBytes()) {
-                long left = config.maxBlock().toNanos();
-                while (bufferedBytes + need > config.bufferMemoryBytes()) {
-                    if (left <= 0) {
-                        failure =
-                                new NearstreamClientException(
-                                        StatusCode.IO_ERROR,
-                                        "buffer.memory full for max.block "
-                                                + config.maxBlock()
-                                                + " (broker not keeping up or unreachable)");
-                        return;
-                    }
-                    left = space.awaitNanos(left);
-                    if (closing) {
-                        throw new IllegalStateException("the producer is closed");
-                    }
-                }
-            }
-            StreamletState st = states[streamlet];
-            ChunkBuilder open = st.open;
-            boolean signal = false;
-            if (!open.isEmpty() && open.sizeWith(value.length) > config.batchSizeBytes()) {
+            OpenChunk open = st.open;
+            if (open.wouldExceed(value.length, config.batchSizeBytes())) {
                 seal(st);
-                signal = true;
+                wakeSender = true;
             }
-            if (open.isEmpty()) {
-                st.openCreatedNanos = System.nanoTime();
-                st.openTimestampMs = timestampMs;
-                signal = true; // the sender must arm this batch's linger timer
+            if (open.add(value, timestampMs, completion)) {
+                wakeSender = true; // the sender must arm this batch's linger timer
             }
-            open.add(value);
-            st.openCompletions.add(completion);
-            st.openBytes += need;
-            bufferedBytes += need;
-            if (open.size() >= config.batchSizeBytes()) {
+            if (open.builder.size() >= config.batchSizeBytes()) {
                 seal(st);
-                signal = true;
+                wakeSender = true;
             }
-            if (signal) {
-                work.signal();
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            failure =
-                    new NearstreamClientException(
-                            StatusCode.IO_ERROR, "interrupted while waiting for buffer space", e);
+        } finally {
+            st.appendLock.unlock();
+        }
+        if (wakeSender) {
+            wakeSender();
+        }
+    }
+
+    private void wakeSender() {
+        lock.lock();
+        try {
+            work.signal();
         } finally {
             lock.unlock();
-            if (failure != null) {
-                reportFailed(completion, failure);
+        }
+    }
+
+    /**
+     * A new {@link RecordBatcher} in front of this producer, for a caller confined to one thread.
+     */
+    public RecordBatcher newRecordBatcher() {
+        RecordBatcher batcher = new RecordBatcher(this, streamlets, segmentBytes, partitioner);
+        batchers.add(batcher);
+        return batcher;
+    }
+
+    /** Whether a chunk of {@code streamlet} is on its way (sealed, not yet stored or failed). */
+    final boolean hasPendingChunks(int streamlet) {
+        return states[streamlet].pendingChunks.get() > 0;
+    }
+
+    /** Refuses a record when the producer is closed or the subclass says so. */
+    final void checkOpen() {
+        if (closing) {
+            throw new IllegalStateException("the producer is closed");
+        }
+        checkSendAllowed();
+    }
+
+    /**
+     * Takes a {@link RecordBatcher}'s chunk for {@code streamlet} (and resets it): waits up to
+     * {@code max.block} for its buffer memory, then queues it for the sender. On the batcher's
+     * thread, holding no lock.
+     */
+    final void handOver(int streamlet, OpenChunk open) {
+        if (closing) {
+            // The sender may have stopped: the chunk would never complete.
+            failUnsent(
+                    open,
+                    new NearstreamClientException(
+                            StatusCode.IO_ERROR, "producer closed before sending"));
+            return;
+        }
+        NearstreamClientException failure = reserve(open.bytes);
+        if (failure != null) {
+            failUnsent(open, failure);
+            return;
+        }
+        StreamletState st = states[streamlet];
+        st.pendingChunks.incrementAndGet();
+        st.sealed.add(toBatch(streamlet, open));
+        wakeSender();
+    }
+
+    /** Fails a {@link RecordBatcher}'s chunk with {@code reason} (and resets it). */
+    static void failUnsent(OpenChunk open, Exception reason) {
+        List<Object> completions = open.completions;
+        open.reset();
+        for (Object c : completions) {
+            reportFailed(c, reason);
+        }
+    }
+
+    /**
+     * Takes {@code need} bytes of {@code buffer.memory}, waiting up to {@code max.block} for them;
+     * returns why it could not (the caller holds no lock).
+     */
+    @Nullable
+    private NearstreamClientException reserve(long need) {
+        if (tryReserve(need)) {
+            return null;
+        }
+        lock.lock();
+        try {
+            long left = config.maxBlock().toNanos();
+            while (!tryReserve(need)) {
+                if (closing) {
+                    throw new IllegalStateException("the producer is closed");
+                }
+                if (left <= 0) {
+                    return new NearstreamClientException(
+                            StatusCode.IO_ERROR,
+                            "buffer.memory full for max.block "
+                                    + config.maxBlock()
+                                    + " (broker not keeping up or unreachable)");
+                }
+                left = space.awaitNanos(left);
+            }
+            return null;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return new NearstreamClientException(
+                    StatusCode.IO_ERROR, "interrupted while waiting for buffer space", e);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private boolean tryReserve(long need) {
+        long limit = config.bufferMemoryBytes();
+        while (true) {
+            long used = bufferedBytes.get();
+            if (used + need > limit) {
+                return false;
+            }
+            if (bufferedBytes.compareAndSet(used, used + need)) {
+                return true;
             }
         }
+    }
+
+    /** Gives back buffer memory of a chunk stored or failed; under {@link #lock}. */
+    private void release(long bytes) {
+        bufferedBytes.addAndGet(-bytes);
+        space.signalAll();
     }
 
     /** Completes a record's future or runs its callback; a callback that throws is logged. */
@@ -311,7 +453,7 @@ public abstract sealed class BatchingProducer implements AutoCloseable
     }
 
     /** Fails a record's future or runs its callback with the error. */
-    private static void reportFailed(Object completion, Exception error) {
+    static void reportFailed(Object completion, Exception error) {
         report(completion, null, error);
     }
 
@@ -336,20 +478,22 @@ public abstract sealed class BatchingProducer implements AutoCloseable
 
     /**
      * Sends every buffered record now and waits until each record sent before this call has
-     * succeeded or failed.
+     * succeeded or failed. What a {@link RecordBatcher} holds is handed over first, so with a
+     * batcher call it on the batcher's thread.
      */
     public void flush() {
         flush(Long.MAX_VALUE);
     }
 
     private boolean flush(long timeoutNanos) {
+        for (RecordBatcher batcher : batchers) {
+            batcher.handOverAll();
+        }
         List<CompletableFuture<Void>> waits = new ArrayList<>();
         lock.lock();
         try {
             for (StreamletState st : states) {
-                if (!st.open.isEmpty()) {
-                    seal(st);
-                }
+                takeSealed(st, true);
                 for (Batch b : st.ready) {
                     waits.add(b.done);
                 }
@@ -386,14 +530,15 @@ public abstract sealed class BatchingProducer implements AutoCloseable
      * what was sent before is pending.
      */
     final CompletableFuture<Void> discardUnsent(NearstreamClientException reason) {
+        for (RecordBatcher batcher : batchers) {
+            batcher.discard(reason);
+        }
         List<Runnable> completions = new ArrayList<>();
         List<CompletableFuture<Void>> waits = new ArrayList<>();
         lock.lock();
         try {
             for (StreamletState st : states) {
-                if (!st.open.isEmpty()) {
-                    seal(st);
-                }
+                takeSealed(st, true);
                 Batch b;
                 while ((b = st.ready.pollFirst()) != null) {
                     b.discarded = true;
@@ -416,10 +561,15 @@ public abstract sealed class BatchingProducer implements AutoCloseable
      * (docs/protocol.md, "Idempotence inside a transaction"). Only while nothing is pending.
      */
     final void resetSequences() {
+        for (RecordBatcher batcher : batchers) {
+            if (!batcher.isEmpty()) {
+                throw new IllegalStateException("records of the last transaction are pending");
+            }
+        }
         lock.lock();
         try {
             for (StreamletState st : states) {
-                if (!st.open.isEmpty() || !st.ready.isEmpty() || st.inFlight != null) {
+                if (hasPending(st)) {
                     throw new IllegalStateException("records of the last transaction are pending");
                 }
                 st.nextSequence = 0;
@@ -475,17 +625,33 @@ public abstract sealed class BatchingProducer implements AutoCloseable
 
     // ---- sender -----------------------------------------------------------------------------
 
-    /** Per-streamlet state; guarded by the producer's lock. */
+    /**
+     * Per-streamlet state: the writers' side is guarded by {@link #appendLock}, the sender's side
+     * by the producer's lock.
+     */
     private static final class StreamletState {
         final int streamlet;
-        final ChunkBuilder open;
 
-        /** Per record of the open chunk: its CompletableFuture or SendCallback. */
-        List<Object> openCompletions = new ArrayList<>();
+        final ReentrantLock appendLock = new ReentrantLock();
 
-        long openCreatedNanos;
-        long openTimestampMs;
-        long openBytes;
+        // ---- guarded by appendLock
+        final OpenChunk open;
+
+        /**
+         * Chunks sealed and not yet stored or failed (sealed, ready or in flight): a {@link
+         * RecordBatcher} grows its chunk while there are some.
+         */
+        final AtomicInteger pendingChunks = new AtomicInteger();
+
+        /**
+         * Chunks sealed (under appendLock, so in send order) that the sender has not taken yet. A
+         * queue without a lock, so that the sender never waits for a writer's append lock: a writer
+         * that unlocks with a waiter behind it pays for waking that thread, and with one shared
+         * lock that was a third of the writer's CPU.
+         */
+        final ConcurrentLinkedQueue<Batch> sealed = new ConcurrentLinkedQueue<>();
+
+        // ---- guarded by the producer's lock
 
         /** Sealed chunks in send order; the head may be a chunk waiting for its retry. */
         final ArrayDeque<Batch> ready = new ArrayDeque<>();
@@ -500,7 +666,7 @@ public abstract sealed class BatchingProducer implements AutoCloseable
 
         StreamletState(int streamlet, int initialCapacity) {
             this.streamlet = streamlet;
-            this.open = new ChunkBuilder(initialCapacity);
+            this.open = new OpenChunk(initialCapacity);
         }
     }
 
@@ -539,18 +705,56 @@ public abstract sealed class BatchingProducer implements AutoCloseable
         }
     }
 
+    /** Seals the open chunk into {@code sealed}; under the streamlet's append lock. */
     private void seal(StreamletState st) {
-        byte[] chunk = st.open.build(producerId, 0, st.openTimestampMs);
-        st.ready.addLast(
-                new Batch(
-                        st.streamlet,
-                        chunk,
-                        st.openCompletions,
-                        st.openCreatedNanos,
-                        st.openBytes));
-        st.open.reset();
-        st.openCompletions = new ArrayList<>();
-        st.openBytes = 0;
+        st.pendingChunks.incrementAndGet();
+        st.sealed.add(toBatch(st.streamlet, st.open));
+    }
+
+    /** The chunk {@code open} holds, as a batch to send; resets {@code open}. */
+    private Batch toBatch(int streamlet, OpenChunk open) {
+        byte[] chunk = open.builder.build(producerId, 0, open.firstTimestampMs);
+        Batch b = new Batch(streamlet, chunk, open.completions, open.createdNanos, open.bytes);
+        open.reset();
+        return b;
+    }
+
+    /**
+     * Moves the streamlet's sealed chunks to {@code ready}, sealing the open chunk first when
+     * {@code sealOpen} (which waits for the append lock: only flush, discard and abort do); under
+     * the producer's lock.
+     */
+    private void takeSealed(StreamletState st, boolean sealOpen) {
+        if (sealOpen) {
+            st.appendLock.lock();
+            try {
+                if (!st.open.isEmpty()) {
+                    seal(st);
+                }
+            } finally {
+                st.appendLock.unlock();
+            }
+        }
+        Batch b;
+        while ((b = st.sealed.poll()) != null) {
+            st.ready.addLast(b);
+        }
+    }
+
+    /**
+     * Whether the streamlet has records not yet stored or failed; under the producer's lock (only
+     * when flushing or closing: it waits for the append lock).
+     */
+    private boolean hasPending(StreamletState st) {
+        if (!st.ready.isEmpty() || st.inFlight != null || !st.sealed.isEmpty()) {
+            return true;
+        }
+        st.appendLock.lock();
+        try {
+            return !st.open.isEmpty() || !st.sealed.isEmpty();
+        } finally {
+            st.appendLock.unlock();
+        }
     }
 
     private void runSender() {
@@ -614,7 +818,7 @@ public abstract sealed class BatchingProducer implements AutoCloseable
             return false;
         }
         for (StreamletState st : states) {
-            if (!st.open.isEmpty() || !st.ready.isEmpty() || st.inFlight != null) {
+            if (hasPending(st)) {
                 return false;
             }
         }
@@ -628,6 +832,7 @@ public abstract sealed class BatchingProducer implements AutoCloseable
     private long expireAndSeal(long now, List<Runnable> completions) {
         long wake = Long.MAX_VALUE;
         for (StreamletState st : states) {
+            takeSealed(st, aborting);
             while (!st.ready.isEmpty()) {
                 Batch head = st.ready.peekFirst();
                 if (st.inFlight != null) {
@@ -650,26 +855,37 @@ public abstract sealed class BatchingProducer implements AutoCloseable
                                                 + config.deliveryTimeout()),
                         completions);
             }
-            if (!st.open.isEmpty()) {
-                if (aborting) {
-                    seal(st);
-                    giveUp(
-                            st,
-                            st.ready.pollLast(),
-                            new NearstreamClientException(
-                                    StatusCode.IO_ERROR, "producer closed before sending"),
-                            completions);
-                } else if (st.inFlight == null && st.ready.isEmpty()) {
-                    long due = st.openCreatedNanos + lingerNanos;
-                    if (closing || due - now <= 0) {
-                        seal(st);
-                    } else {
-                        wake = Math.min(wake, due);
-                    }
-                }
+            if (!aborting && st.inFlight == null && st.ready.isEmpty()) {
+                wake = Math.min(wake, sealLingered(st, now));
             }
         }
         return wake;
+    }
+
+    /**
+     * Seals the open chunk of an idle streamlet once its linger is over (or the producer closes)
+     * and makes it ready; returns when to look again, or {@code Long.MAX_VALUE}.
+     */
+    private long sealLingered(StreamletState st, long now) {
+        if (!st.appendLock.tryLock()) {
+            // A writer is appending: it wakes the sender when it seals; look again soon in case
+            // this was its last record.
+            return now + LINGER_RECHECK_NANOS;
+        }
+        try {
+            if (st.open.isEmpty()) {
+                return Long.MAX_VALUE;
+            }
+            long due = st.open.createdNanos + lingerNanos;
+            if (!closing && due - now > 0) {
+                return due;
+            }
+            seal(st);
+            takeSealed(st, false);
+            return Long.MAX_VALUE;
+        } finally {
+            st.appendLock.unlock();
+        }
     }
 
     /** Takes the head chunk of every streamlet that may send, up to max request bytes. */
@@ -816,8 +1032,8 @@ public abstract sealed class BatchingProducer implements AutoCloseable
                 st.nextSequence = b.sequence; // certainly not stored: reuse its sequence
             }
         }
-        bufferedBytes -= b.bytes;
-        space.signalAll();
+        release(b.bytes);
+        states[b.streamlet].pendingChunks.decrementAndGet();
         chunkFailed(e, b.discarded);
         completions.add(
                 () -> {
@@ -829,8 +1045,8 @@ public abstract sealed class BatchingProducer implements AutoCloseable
     }
 
     private void succeed(Batch b, Position position, List<Runnable> completions) {
-        bufferedBytes -= b.bytes;
-        space.signalAll();
+        release(b.bytes);
+        states[b.streamlet].pendingChunks.decrementAndGet();
         completions.add(
                 () -> {
                     List<Object> cs = b.completions;

@@ -260,6 +260,84 @@ class NearstreamProducerTest {
     }
 
     @Test
+    void concurrentSendersWhileTheSenderSealsLingeredChunksLoseAndReorderNothing()
+            throws Exception {
+        int threads = 4;
+        int perThread = 5_000;
+        FakeNearstreamClient client = new FakeNearstreamClient(2);
+        // Per streamlet, the records in the order the broker got them.
+        List<List<String>> stored = List.of(new ArrayList<>(), new ArrayList<>());
+        java.util.concurrent.atomic.AtomicBoolean done =
+                new java.util.concurrent.atomic.AtomicBoolean();
+        Thread broker =
+                new Thread(
+                        () -> {
+                            while (!done.get()) {
+                                AppendCall call;
+                                try {
+                                    call = client.pollAppend(10);
+                                } catch (InterruptedException e) {
+                                    return;
+                                }
+                                if (call == null) {
+                                    continue;
+                                }
+                                for (int i = 0; i < call.size(); i++) {
+                                    stored.get(call.streamlets[i])
+                                            .addAll(ChunkRecords.of(call.chunks.get(i)));
+                                }
+                                call.ok();
+                            }
+                        });
+        broker.start();
+        java.util.concurrent.atomic.AtomicInteger completed =
+                new java.util.concurrent.atomic.AtomicInteger();
+        SendCallback count =
+                (position, error) -> {
+                    if (error == null) {
+                        completed.incrementAndGet();
+                    }
+                };
+        try (NearstreamProducer p =
+                new NearstreamProducer(
+                        config(client).linger(Duration.ZERO).batchSizeBytes(512).build())) {
+            List<Thread> senders = new ArrayList<>();
+            for (int t = 0; t < threads; t++) {
+                int thread = t;
+                senders.add(
+                        new Thread(
+                                () -> {
+                                    for (int i = 0; i < perThread; i++) {
+                                        p.sendTo(i % 2, bytes(thread + ":" + i), count);
+                                    }
+                                }));
+            }
+            senders.forEach(Thread::start);
+            for (Thread t : senders) {
+                t.join();
+            }
+            p.flush();
+        } finally {
+            done.set(true);
+            broker.join();
+        }
+        assertThat(completed.get()).isEqualTo(threads * perThread);
+        for (int streamlet = 0; streamlet < 2; streamlet++) {
+            int[] last = new int[threads];
+            java.util.Arrays.fill(last, streamlet - 2);
+            for (String r : stored.get(streamlet)) {
+                int thread = Integer.parseInt(r.substring(0, r.indexOf(':')));
+                int i = Integer.parseInt(r.substring(r.indexOf(':') + 1));
+                assertThat(i)
+                        .as("record after %s in streamlet %s", last[thread], streamlet)
+                        .isEqualTo(last[thread] + 2);
+                last[thread] = i;
+            }
+            assertThat(stored.get(streamlet)).hasSize(threads * perThread / 2);
+        }
+    }
+
+    @Test
     void keyHashIsKafkasMurmur2() {
         assertThat(NearstreamPartitioner.murmur2(bytes("21"))).isEqualTo(-973932308);
         assertThat(NearstreamPartitioner.murmur2(bytes("foobar"))).isEqualTo(-790332482);

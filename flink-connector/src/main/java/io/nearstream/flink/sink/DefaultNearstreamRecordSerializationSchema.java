@@ -56,6 +56,6 @@ final class DefaultNearstreamRecordSerializationSchema<T>
         }
         Long ts = timestampExtractor != null ? timestampExtractor.apply(element) : timestamp;
         return new NearstreamSinkRecord(
-                key, value, streamlet, ts != null ? ts : System.currentTimeMillis());
+                key, value, streamlet, ts != null ? ts : NearstreamSinkRecord.NO_TIMESTAMP);
     }
 }

@@ -2,6 +2,7 @@ package io.nearstream.flink.sink.internal;
 
 import io.nearstream.client.BatchingProducer;
 import io.nearstream.client.NearstreamClientException;
+import io.nearstream.client.RecordBatcher;
 import io.nearstream.client.RecordPosition;
 import io.nearstream.client.SendCallback;
 import io.nearstream.client.StatusCode;
@@ -15,6 +16,7 @@ import java.util.List;
 import java.util.function.Supplier;
 import javax.annotation.Nullable;
 import org.apache.flink.annotation.Internal;
+import org.apache.flink.api.common.operators.ProcessingTimeService;
 import org.apache.flink.api.connector.sink2.CommittingSinkWriter;
 import org.apache.flink.api.connector.sink2.StatefulSinkWriter;
 import org.apache.flink.api.connector.sink2.WriterInitContext;
@@ -55,6 +57,21 @@ public abstract class NearstreamWriter<IN, P extends BatchingProducer>
     private final Counter numRecordsOutErrors;
     private final SendCallback callback = this::onCompletion;
 
+    /**
+     * Batches records on the task thread and hands chunks to the producer (null with {@code
+     * linger.ms} 0: records go to the producer one by one). Everything that touches it runs in the
+     * task's mailbox: {@link #write}, the linger timer, flush, the transaction methods and close.
+     */
+    @Nullable private final RecordBatcher batcher;
+
+    private final ProcessingTimeService timers;
+    private final long lingerMs;
+
+    /** Whether a linger timer is registered (a record went into the batcher since it last ran). */
+    private boolean lingerTimerArmed;
+
+    private boolean closed;
+
     /** The first record the producer gave up on; fails the task at the next call. */
     @Nullable private volatile Exception asyncError;
 
@@ -91,6 +108,9 @@ public abstract class NearstreamWriter<IN, P extends BatchingProducer>
         this.numBytesOut = metrics.getNumBytesSendCounter();
         this.numRecordsOutErrors = metrics.getNumRecordsOutErrorsCounter();
         metrics.setCurrentSendTimeGauge(producer::lastRequestMillis);
+        this.timers = context.getProcessingTimeService();
+        this.lingerMs = producer.config().linger().toMillis();
+        this.batcher = lingerMs > 0 ? producer.newRecordBatcher() : null;
         try {
             serializer.open(context.asSerializationSchemaInitializationContext(), sinkContext);
         } catch (Exception e) {
@@ -138,16 +158,46 @@ public abstract class NearstreamWriter<IN, P extends BatchingProducer>
         }
         try {
             beforeSend();
-            if (streamlet == NearstreamSinkRecord.ANY_STREAMLET) {
-                producer.send(record.key(), record.value(), record.timestampMs(), callback);
+            if (batcher == null) {
+                send(producer, streamlet, record);
             } else {
-                producer.sendTo(streamlet, record.value(), record.timestampMs(), callback);
+                if (streamlet == NearstreamSinkRecord.ANY_STREAMLET) {
+                    batcher.send(record.key(), record.value(), record.timestampMs(), callback);
+                } else {
+                    batcher.sendTo(streamlet, record.value(), record.timestampMs(), callback);
+                }
+                if (!lingerTimerArmed) {
+                    lingerTimerArmed = true;
+                    timers.registerTimer(
+                            timers.getCurrentProcessingTime() + lingerMs, this::onLinger);
+                }
             }
         } catch (NearstreamClientException e) {
             throw failure(e);
         }
         numRecordsOut.inc();
         numBytesOut.inc(record.size());
+    }
+
+    private void send(BatchingProducer p, int streamlet, NearstreamSinkRecord record) {
+        if (streamlet == NearstreamSinkRecord.ANY_STREAMLET) {
+            p.send(record.key(), record.value(), record.timestampMs(), callback);
+        } else {
+            p.sendTo(streamlet, record.value(), record.timestampMs(), callback);
+        }
+    }
+
+    /** The linger timer: the chunks being filled go to the producer's sender. */
+    private void onLinger(long time) {
+        lingerTimerArmed = false;
+        if (closed || batcher == null) {
+            return;
+        }
+        try {
+            batcher.handOverAll();
+        } catch (NearstreamClientException e) {
+            throw failure(e);
+        }
     }
 
     /** Flushes the producer and fails on any record it could not deliver. */
@@ -211,6 +261,7 @@ public abstract class NearstreamWriter<IN, P extends BatchingProducer>
 
     @Override
     public void close() {
+        closed = true;
         producer.close(CLOSE_TIMEOUT);
     }
 }

@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import io.nearstream.client.StreamConfig;
 import io.nearstream.client.TransactionInfo;
 import io.nearstream.flink.sink.NearstreamRecordSerializationSchema;
+import io.nearstream.flink.sink.testutils.NoTimestampContext;
 import io.nearstream.flink.sink.testutils.StreamReader;
 import io.nearstream.flink.sink.testutils.TestCommitRequest;
 import io.nearstream.flink.sink.testutils.TestCommitRequest.Outcome;
@@ -15,7 +16,6 @@ import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
 import org.apache.flink.api.common.serialization.SimpleStringSchema;
-import org.apache.flink.api.connector.sink2.SinkWriter;
 import org.apache.flink.api.connector.sink2.WriterInitContext;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -216,19 +216,7 @@ class TransactionalRecoveryITCase {
     }
 
     private static void write(TransactionalNearstreamWriter<String> writer, String value) {
-        writer.write(
-                value,
-                new SinkWriter.Context() {
-                    @Override
-                    public long currentWatermark() {
-                        return Long.MIN_VALUE;
-                    }
-
-                    @Override
-                    public Long timestamp() {
-                        return null;
-                    }
-                });
+        writer.write(value, NoTimestampContext.INSTANCE);
     }
 
     private static TestCommitRequest<NearstreamCommittable> commit(

@@ -7,7 +7,6 @@ import org.apache.flink.api.common.JobInfoImpl;
 import org.apache.flink.api.common.TaskInfo;
 import org.apache.flink.api.common.TaskInfoImpl;
 import org.apache.flink.api.common.operators.MailboxExecutor;
-import org.apache.flink.api.common.operators.ProcessingTimeService;
 import org.apache.flink.api.common.serialization.SerializationSchema;
 import org.apache.flink.api.common.typeutils.TypeSerializer;
 import org.apache.flink.api.connector.sink2.WriterInitContext;
@@ -29,6 +28,7 @@ public final class TestWriterContext implements WriterInitContext {
     private final OptionalLong restoredCheckpointId;
     private final SinkWriterMetricGroup metrics =
             UnregisteredMetricsGroup.createSinkWriterMetricGroup();
+    private final ManualProcessingTimeService timers = new ManualProcessingTimeService();
 
     private TestWriterContext(int subtask, int parallelism, OptionalLong restoredCheckpointId) {
         this.subtask = subtask;
@@ -92,8 +92,8 @@ public final class TestWriterContext implements WriterInitContext {
     }
 
     @Override
-    public ProcessingTimeService getProcessingTimeService() {
-        throw new UnsupportedOperationException("the Nearstream writers use no timers");
+    public ManualProcessingTimeService getProcessingTimeService() {
+        return timers;
     }
 
     @Override
