@@ -1,6 +1,7 @@
 #include "nearstream/storage/stream_transactions.h"
 
 #include <algorithm>
+#include <set>
 
 #include "nearstream/common/log.h"
 #include "nearstream/storage/stream.h"
@@ -25,6 +26,7 @@ struct StreamTransactions::Txn {
   std::mutex mu;  // held for an append; taken after the stream's mu_ for state changes
   TxnPhase phase = TxnPhase::kOpen;                    // written with mu_ and mu held
   std::map<uint32_t, std::unique_ptr<TxnPart>> parts;  // guarded by mu
+  std::vector<TxnLink> prepared_parts;  // each part's bytes at the prepare (with mu_)
 };
 
 namespace {
@@ -73,16 +75,31 @@ bool StreamTransactions::SyncEach() const {
 }
 
 Status StreamTransactions::FinishCommits() {
-  MutexLock lock(&mu_);
-  return FinishCommitsLocked();
-}
-
-Status StreamTransactions::FinishCommitsLocked() {
-  if (pending_renames_.empty()) return Status::Ok();
-  RETURN_IF_ERROR(log_->Sync());
+  std::vector<PendingRename> renames;
+  {
+    MutexLock lock(&mu_);
+    if (pending_renames_.empty()) return Status::Ok();
+    RETURN_IF_ERROR(log_->Sync());  // the COMMIT records first
+    renames.swap(pending_renames_);
+  }
+  // Then the data, outside the lock (appends and other commits go on): a file that has its group
+  // name holds all its bytes, so recovery need only check files that still carry transaction
+  // names (RecoverLog). Only the maintenance thread gets here, so renames never race.
   Status first;
+  for (PendingRename& r : renames) {
+    if (r.segment == nullptr || r.segment->file() == nullptr) continue;
+    Status s = r.segment->file()->Sync();
+    if (!s.ok()) {
+      // Not renamed: the file keeps its transaction name and recovery finishes the commit
+      // after checking it.
+      NS_LOG(kError) << "commit: " << s.ToString() << " (the next start finishes the commit)";
+      if (first.ok()) first = s;
+      r.from.clear();
+    }
+  }
   std::vector<uint32_t> streamlets;
-  for (const PendingRename& r : pending_renames_) {
+  for (const PendingRename& r : renames) {
+    if (r.from.empty()) continue;
     Status s = env_->Rename(r.from, r.to);
     if (!s.ok()) {
       NS_LOG(kError) << "commit: " << s.ToString() << " (the next start redoes the rename)";
@@ -90,7 +107,6 @@ Status StreamTransactions::FinishCommitsLocked() {
     }
     if (streamlets.empty() || streamlets.back() != r.streamlet) streamlets.push_back(r.streamlet);
   }
-  pending_renames_.clear();
   // The new names made durable at once (off the request path): a flush interval later the
   // streamlet's own sync would do, but nothing should depend on a rename that may be undone.
   std::sort(streamlets.begin(), streamlets.end());
@@ -105,11 +121,12 @@ Status StreamTransactions::FinishCommitsLocked() {
 Status StreamTransactions::FlushAsync() {
   std::vector<std::shared_ptr<Segment>> dirty;
   std::vector<std::string> dirs;
-  Status first;
+  Status first = FinishCommits();
   {
     MutexLock lock(&mu_);
-    if (log_ != nullptr) first = log_->Sync();
-    if (Status s = FinishCommitsLocked(); !s.ok() && first.ok()) first = s;
+    if (log_ != nullptr) {
+      if (Status s = log_->Sync(); !s.ok() && first.ok()) first = s;
+    }
     std::vector<std::shared_ptr<Txn>> live;
     for (const auto& [id, st] : ids_) {
       if (st.open != nullptr) live.push_back(st.open);
@@ -165,7 +182,7 @@ std::vector<TxnRecord> StreamTransactions::StateRecordsLocked() const {
     // Prepared before open: a BEGIN makes its transaction the id's open one until a PREPARE.
     for (const auto& [serial, t] : st.prepared) {
       out.push_back({TxnRecordType::kBegin, id, t->epoch, serial, t->number, t->started_ms, {}});
-      out.push_back({TxnRecordType::kPrepare, id, 0, serial, 0, 0, {}});
+      out.push_back({TxnRecordType::kPrepare, id, 0, serial, 0, 0, t->prepared_parts});
     }
     if (st.open != nullptr) {
       const Txn& t = *st.open;
@@ -334,8 +351,15 @@ Result<bool> StreamTransactions::Append(Txn& txn, uint32_t streamlet, const uint
 Status StreamTransactions::PrepareLocked(IdState& st, std::shared_ptr<Txn> txn) {
   std::lock_guard<std::mutex> lock(txn->mu);
   // Under `sync` every append was fsync'd before it was acknowledged; under `async` the flusher
-  // syncs parts and log together, so a prepare costs no fsync of the transaction's bytes.
-  RETURN_IF_ERROR(Log({TxnRecordType::kPrepare, txn->id, 0, txn->serial, 0, 0, {}}, SyncEach()));
+  // syncs parts and log every interval, so a prepare costs no fsync of the transaction's bytes.
+  // The record says how many bytes each part holds: a power loss may keep the record and lose
+  // the parts' last pages, and recovery must notice (RecoverParts).
+  TxnRecord record{TxnRecordType::kPrepare, txn->id, 0, txn->serial, 0, 0, {}};
+  for (const auto& [streamlet, part] : txn->parts) {
+    if (part->chunks() > 0) record.links.push_back({streamlet, 0, part->bytes()});
+  }
+  RETURN_IF_ERROR(Log(record, SyncEach()));
+  txn->prepared_parts = std::move(record.links);
   txn->phase = TxnPhase::kPrepared;
   st.prepared[txn->serial] = txn;
   if (st.open == txn) st.open.reset();
@@ -363,7 +387,8 @@ Status StreamTransactions::CommitLocked(IdState& st, std::shared_ptr<Txn> txn, i
   TxnRecord record{TxnRecordType::kCommit, txn->id, 0, txn->serial, 0, 0, {}};
   for (auto& [streamlet, part] : txn->parts) {
     if (part->chunks() == 0) continue;
-    record.links.push_back({streamlet, stream_->streamlet(streamlet)->ReserveGroup(now_ms)});
+    record.links.push_back(
+        {streamlet, stream_->streamlet(streamlet)->ReserveGroup(now_ms), part->bytes()});
   }
   // The commit point. Until the record is durable readers wait at the reserved groups; if it
   // cannot be written they skip them and the transaction stays prepared.
@@ -376,9 +401,12 @@ Status StreamTransactions::CommitLocked(IdState& st, std::shared_ptr<Txn> txn, i
     TxnPart& part = *txn->parts[l.streamlet];
     Streamlet* streamlet = stream_->streamlet(l.streamlet);
     bool renamed_any = false;
-    for (auto& [from, to] : part.RenamesTo(l.group)) {
+    auto renames = part.RenamesTo(l.group);
+    std::vector<std::shared_ptr<Segment>> segments = part.TakeSegments();  // in the same order
+    for (size_t i = 0; i < renames.size(); ++i) {
+      auto& [from, to] = renames[i];
       if (!SyncEach()) {
-        pending_renames_.push_back({l.streamlet, std::move(from), std::move(to)});
+        pending_renames_.push_back({l.streamlet, std::move(from), std::move(to), segments[i]});
         continue;
       }
       Status renamed = env_->Rename(from, to);
@@ -392,7 +420,7 @@ Status StreamTransactions::CommitLocked(IdState& st, std::shared_ptr<Txn> txn, i
       Status synced = env_->SyncDir(streamlet->dir());
       if (!synced.ok()) NS_LOG(kError) << "commit: " << synced.ToString();
     }
-    streamlet->LinkReserved(l.group, part.TakeSegments());
+    streamlet->LinkReserved(l.group, std::move(segments));
     linked->push_back(l.streamlet);
   }
   for (auto& [streamlet, part] : txn->parts) part->Discard();  // empty parts' files, if any
@@ -538,6 +566,7 @@ void StreamTransactions::ApplyLocked(const TxnRecord& r, uint64_t* committed_num
     case TxnRecordType::kPrepare:
       if (st.open != nullptr && st.open->serial == r.serial) {
         st.open->phase = TxnPhase::kPrepared;
+        st.open->prepared_parts = r.links;
         st.prepared[r.serial] = st.open;
         st.open.reset();
       }
@@ -574,10 +603,15 @@ Status StreamTransactions::RecoverLog() {
     if (st.open != nullptr) live[st.open->number] = true;
     for (const auto& [serial, t] : st.prepared) live[t->number] = true;
   }
+  std::vector<std::vector<std::string>> listing(stream_->streamlet_count());
   for (uint32_t i = 0; i < stream_->streamlet_count(); ++i) {
     Streamlet* s = stream_->streamlet(i);
-    if (!env_->Exists(s->dir())) continue;
-    ASSIGN_OR_RETURN(auto names, env_->ListDir(s->dir()));
+    if (env_->Exists(s->dir())) ASSIGN_OR_RETURN(listing[i], env_->ListDir(s->dir()));
+  }
+  ASSIGN_OR_RETURN(std::set<uint64_t> lost, ShortCommitsLocked(commits, listing));
+  for (uint32_t i = 0; i < stream_->streamlet_count(); ++i) {
+    Streamlet* s = stream_->streamlet(i);
+    const std::vector<std::string>& names = listing[i];
     bool renamed = false;
     for (const auto& name : names) {
       uint64_t number = 0, segment = 0;
@@ -590,7 +624,7 @@ Status StreamTransactions::RecoverLog() {
       }
       auto c = commit_links.find(number);
       const TxnLink* link = nullptr;
-      if (c != commit_links.end()) {
+      if (c != commit_links.end() && !lost.contains(number)) {
         for (const TxnLink& l : *c->second) {
           if (l.streamlet == i) link = &l;
         }
@@ -610,20 +644,92 @@ Status StreamTransactions::RecoverLog() {
   return Status::Ok();
 }
 
-Status StreamTransactions::LoadPartsLocked(Txn& t, int64_t now_ms) {
+namespace {
+
+// The bytes of the whole, valid chunks at the start of a transaction's file: what recovery
+// would keep of it.
+Result<uint64_t> WholeChunkBytes(Env* env, const std::string& path) {
+  ASSIGN_OR_RETURN(Bytes data, env->ReadFile(path));
+  size_t off = 0;
+  while (off < data.size()) {
+    auto h = DecodeChunkHeader(data.data() + off, data.size() - off);
+    if (!h.ok() || h->total_size() > data.size() - off ||
+        !ValidateChunk(data.data() + off, h->total_size()).ok()) {
+      break;
+    }
+    off += h->total_size();
+  }
+  return off;
+}
+
+}  // namespace
+
+Result<std::set<uint64_t>> StreamTransactions::ShortCommitsLocked(
+    const std::vector<std::pair<uint64_t, std::vector<TxnLink>>>& commits,
+    const std::vector<std::vector<std::string>>& listing) {
+  std::set<uint64_t> lost;
+  for (const auto& [number, links] : commits) {
+    bool pending = false;  // files still carry the transaction's name
+    bool renamed = false;  // a file already carries its group's name
+    bool checkable = true;
+    uint64_t missing = 0;
+    for (const TxnLink& l : links) {
+      if (l.bytes == 0 || l.streamlet >= listing.size()) {
+        checkable = false;  // written before records carried sizes
+        break;
+      }
+      Streamlet* s = stream_->streamlet(l.streamlet);
+      const std::string path = s->GroupSegmentPath(l.group, 0);
+      const std::string group_prefix = path.substr(path.rfind('/') + 1, 21);  // "<group>-"
+      uint64_t have = 0;
+      for (const auto& name : listing[l.streamlet]) {
+        uint64_t txn = 0, segment = 0;
+        if (Streamlet::ParseTxnSegmentName(name, &txn, &segment)) {
+          if (txn != number) continue;
+          pending = true;
+          ASSIGN_OR_RETURN(uint64_t whole, WholeChunkBytes(env_, s->dir() + "/" + name));
+          have += whole;
+        } else if (name.compare(0, group_prefix.size(), group_prefix) == 0) {
+          renamed = true;
+        }
+      }
+      if (have < l.bytes) missing += l.bytes - have;
+    }
+    // The flusher fsyncs a commit's data before it renames any of its files, so one renamed
+    // file means every file was whole; only a commit none of whose files were renamed can
+    // have lost pages.
+    if (checkable && pending && !renamed && missing > 0) {
+      NS_LOG(kError) << "recovery: transaction number " << number << " of stream '"
+                     << stream_->config().name << "' was committed, but " << missing
+                     << " of its bytes were not on disk (an `async` stream after a power loss): "
+                        "dropping all of it, so that it is not visible in part";
+      lost.insert(number);
+    }
+  }
+  return lost;
+}
+
+Status StreamTransactions::LoadPartsLocked(Txn& t, int64_t now_ms, uint64_t* short_by) {
   std::lock_guard<std::mutex> txn_lock(t.mu);
   auto it = live_files_.find(t.number);
-  if (it == live_files_.end()) return Status::Ok();
-  for (uint32_t i : it->second) {
-    auto part =
-        std::make_unique<TxnPart>(stream_->streamlet(i), &stream_->config(), env_, t.number);
-    RETURN_IF_ERROR(part->Recover(now_ms));
-    t.bytes.fetch_add(part->bytes());
-    t.chunks.fetch_add(part->chunks());
-    t.parts[i] = std::move(part);
+  if (it != live_files_.end()) {
+    for (uint32_t i : it->second) {
+      auto part =
+          std::make_unique<TxnPart>(stream_->streamlet(i), &stream_->config(), env_, t.number);
+      RETURN_IF_ERROR(part->Recover(now_ms));
+      t.bytes.fetch_add(part->bytes());
+      t.chunks.fetch_add(part->chunks());
+      t.parts[i] = std::move(part);
+    }
   }
   t.streamlets.store(static_cast<uint32_t>(t.parts.size()));
   t.last_activity_ms.store(now_ms);  // the open timeout restarts with the broker
+  *short_by = 0;
+  for (const TxnLink& l : t.prepared_parts) {
+    auto p = t.parts.find(l.streamlet);
+    const uint64_t have = p == t.parts.end() ? 0 : p->second->bytes();
+    if (have < l.bytes) *short_by += l.bytes - have;
+  }
   return Status::Ok();
 }
 
@@ -631,8 +737,27 @@ Status StreamTransactions::RecoverParts(int64_t now_ms) {
   if (!durable_) return Status::Ok();
   MutexLock lock(&mu_);
   for (auto& [id, st] : ids_) {
-    if (st.open != nullptr) RETURN_IF_ERROR(LoadPartsLocked(*st.open, now_ms));
-    for (auto& [serial, t] : st.prepared) RETURN_IF_ERROR(LoadPartsLocked(*t, now_ms));
+    uint64_t short_by = 0;
+    if (st.open != nullptr) RETURN_IF_ERROR(LoadPartsLocked(*st.open, now_ms, &short_by));
+    std::vector<std::shared_ptr<Txn>> lost;
+    for (auto& [serial, t] : st.prepared) {
+      RETURN_IF_ERROR(LoadPartsLocked(*t, now_ms, &short_by));
+      if (short_by > 0) {
+        NS_LOG(kError) << "recovery: transaction " << serial << " of " << Quote(id)
+                       << " was prepared, but " << short_by
+                       << " of its bytes were not on disk (an `async` stream after a power "
+                          "loss): aborting it, so that none of its records are ever visible";
+        lost.push_back(t);
+      }
+    }
+    for (const auto& t : lost) {
+      std::lock_guard<std::mutex> txn_lock(t->mu);
+      for (auto& [streamlet, part] : t->parts) part->Discard();
+      t->parts.clear();
+      t->phase = TxnPhase::kAborted;
+      FinishLocked(st, t, false);
+      totals_->aborted.fetch_add(1);
+    }
   }
   live_files_.clear();
   if (log_ != nullptr) RETURN_IF_ERROR(log_->Rewrite(StateRecordsLocked()));

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <set>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -147,8 +148,15 @@ class StreamTransactions {
   Status CommitLocked(IdState& st, std::shared_ptr<Txn> txn, int64_t now_ms,
                       std::vector<uint32_t>* linked) NS_REQUIRES(mu_);
   Status AbortLocked(IdState& st, std::shared_ptr<Txn> txn, const char* why) NS_REQUIRES(mu_);
-  // Loads the files of a transaction recovered from the log (RecoverParts).
-  Status LoadPartsLocked(Txn& txn, int64_t now_ms) NS_REQUIRES(mu_);
+  // RecoverLog: the numbers of committed transactions (their COMMIT links) whose files, all
+  // still named for the transaction, hold fewer bytes than the links say; `listing` has each
+  // streamlet's file names.
+  Result<std::set<uint64_t>> ShortCommitsLocked(
+      const std::vector<std::pair<uint64_t, std::vector<TxnLink>>>& commits,
+      const std::vector<std::vector<std::string>>& listing) NS_REQUIRES(mu_);
+  // Loads the files of a transaction recovered from the log (RecoverParts); `*short_by` gets the
+  // bytes its parts miss against its PREPARE record (an `async` power loss).
+  Status LoadPartsLocked(Txn& txn, int64_t now_ms, uint64_t* short_by) NS_REQUIRES(mu_);
   // Replays one record; a COMMIT's transaction number comes back in `*committed_number`.
   void ApplyLocked(const TxnRecord& r, uint64_t* committed_number) NS_REQUIRES(mu_);
 
@@ -170,9 +178,9 @@ class StreamTransactions {
   struct PendingRename {
     uint32_t streamlet;
     std::string from, to;
+    std::shared_ptr<Segment> segment;  // fsync'd before the rename
   };
   std::vector<PendingRename> pending_renames_ NS_GUARDED_BY(mu_);
-  Status FinishCommitsLocked() NS_REQUIRES(mu_);
 };
 
 }  // namespace nearstream::storage

@@ -9,6 +9,30 @@ namespace nearstream::storage {
 namespace {
 
 constexpr size_t kRecordPrefix = 8;  // u32 length, u32 crc
+constexpr size_t kOldLinkBytes = 12;  // a COMMIT's link before `bytes` existed
+
+void EncodeLinks(const std::vector<TxnLink>& links, ByteWriter& w) {
+  w.U32(static_cast<uint32_t>(links.size()));
+  for (const auto& l : links) {
+    w.U32(l.streamlet);
+    w.U64(l.group);
+    w.U64(l.bytes);
+  }
+}
+
+// Links as EncodeLinks writes them, or (`old_size` set and the count says so) as they were
+// written without `bytes`.
+void DecodeLinks(ByteReader& rd, bool old_size, std::vector<TxnLink>* links) {
+  const uint32_t count = rd.Count(kOldLinkBytes);
+  const bool old = old_size && rd.remaining() == size_t{count} * kOldLinkBytes;
+  for (uint32_t i = 0; i < count && rd.ok(); ++i) {
+    TxnLink l;
+    l.streamlet = rd.U32();
+    l.group = rd.U64();
+    if (!old) l.bytes = rd.U64();
+    links->push_back(l);
+  }
+}
 
 void EncodeBody(const TxnRecord& r, ByteWriter& w) {
   w.U8(static_cast<uint8_t>(r.type));
@@ -24,15 +48,11 @@ void EncodeBody(const TxnRecord& r, ByteWriter& w) {
       w.U64(r.number);
       w.I64(r.started_ms);
       break;
-    case TxnRecordType::kPrepare:
     case TxnRecordType::kAbort: w.U64(r.serial); break;
+    case TxnRecordType::kPrepare:
     case TxnRecordType::kCommit:
       w.U64(r.serial);
-      w.U32(static_cast<uint32_t>(r.links.size()));
-      for (const auto& l : r.links) {
-        w.U32(l.streamlet);
-        w.U64(l.group);
-      }
+      EncodeLinks(r.links, w);
       break;
   }
 }
@@ -53,19 +73,15 @@ Result<TxnRecord> DecodeBody(const uint8_t* p, size_t n) {
       r.number = rd.U64();
       r.started_ms = rd.I64();
       break;
-    case static_cast<uint8_t>(TxnRecordType::kPrepare):
     case static_cast<uint8_t>(TxnRecordType::kAbort): r.serial = rd.U64(); break;
-    case static_cast<uint8_t>(TxnRecordType::kCommit): {
+    case static_cast<uint8_t>(TxnRecordType::kPrepare):
       r.serial = rd.U64();
-      const uint32_t count = rd.Count(12);
-      for (uint32_t i = 0; i < count && rd.ok(); ++i) {
-        TxnLink l;
-        l.streamlet = rd.U32();
-        l.group = rd.U64();
-        r.links.push_back(l);
-      }
+      if (rd.remaining() != 0) DecodeLinks(rd, false, &r.links);  // none before sizes existed
       break;
-    }
+    case static_cast<uint8_t>(TxnRecordType::kCommit):
+      r.serial = rd.U64();
+      DecodeLinks(rd, true, &r.links);
+      break;
     default:
       return Status::StorageError("unknown transaction log record type " + std::to_string(type));
   }

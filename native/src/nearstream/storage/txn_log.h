@@ -23,14 +23,18 @@ namespace nearstream::storage {
 enum class TxnRecordType : uint8_t {
   kEpoch = 1,    // id, epoch, serial = the id's last serial (so compaction never lowers it)
   kBegin = 2,    // id, epoch, serial, number (names the transaction's files), started_ms
-  kPrepare = 3,  // id, serial
-  kCommit = 4,   // id, serial, links: the group each streamlet's part became
+  kPrepare = 3,  // id, serial, links: each streamlet's part and its bytes (group 0)
+  kCommit = 4,   // id, serial, links: the group each streamlet's part became, and its bytes
   kAbort = 5,    // id, serial
 };
 
+// A transaction's part in one streamlet. `bytes` (its chunks' total size when the record was
+// written) lets recovery tell a part that an `async` power loss shortened from a whole one; 0 in
+// records written before the field existed, which are not checked.
 struct TxnLink {
   uint32_t streamlet = 0;
   uint64_t group = 0;
+  uint64_t bytes = 0;
   bool operator==(const TxnLink&) const = default;
 };
 
