@@ -606,7 +606,9 @@ Status StreamTransactions::RecoverLog() {
   std::vector<std::vector<std::string>> listing(stream_->streamlet_count());
   for (uint32_t i = 0; i < stream_->streamlet_count(); ++i) {
     Streamlet* s = stream_->streamlet(i);
-    if (env_->Exists(s->dir())) ASSIGN_OR_RETURN(listing[i], env_->ListDir(s->dir()));
+    if (env_->Exists(s->dir())) {
+      ASSIGN_OR_RETURN(listing[i], env_->ListDir(s->dir()));
+    }
   }
   ASSIGN_OR_RETURN(std::set<uint64_t> lost, ShortCommitsLocked(commits, listing));
   for (uint32_t i = 0; i < stream_->streamlet_count(); ++i) {

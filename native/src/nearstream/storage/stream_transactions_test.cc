@@ -385,7 +385,9 @@ TEST_F(TxnRestartTest, APreparedTransactionThatLostPagesInAPowerLossComesBackAbo
       ASSERT_TRUE(t.Begin(id, 1, 0).ok());
     }
     for (uint64_t seq = 1; seq <= 10; ++seq) {
-      if (seq == 6) ASSERT_EQ(store->FlushAsync(), 0);  // chunks 1-5 durable, 6-10 not
+      if (seq == 6) {
+        ASSERT_EQ(store->FlushAsync(), 0);  // chunks 1-5 durable, 6-10 not
+      }
       for (uint32_t streamlet = 0; streamlet < 2; ++streamlet) {
         ASSERT_TRUE(TxnAppend(t, "p", 1, 1, streamlet, Chunk(90 + streamlet, seq)).ok());
       }
@@ -497,7 +499,9 @@ TEST(TxnLogTest, ACommitWhoseUnrenamedFilesFallShortIsDroppedWholeNotShownInPart
       EXPECT_EQ(Visible(s.streamlet(0)), (Seq{{5, 1}}));
       EXPECT_TRUE(Visible(s.streamlet(1)).empty());
       for (uint32_t streamlet = 0; streamlet < 2; ++streamlet) {
-        for (const auto& name : Env::Default()->ListDir(s.streamlet(streamlet)->dir()).value()) {
+        auto names = Env::Default()->ListDir(s.streamlet(streamlet)->dir());
+        ASSERT_TRUE(names.ok());
+        for (const auto& name : *names) {
           uint64_t txn = 0, segment = 0;
           EXPECT_FALSE(Streamlet::ParseTxnSegmentName(name, &txn, &segment)) << name;
         }

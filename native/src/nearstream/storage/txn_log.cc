@@ -8,7 +8,7 @@ namespace nearstream::storage {
 
 namespace {
 
-constexpr size_t kRecordPrefix = 8;  // u32 length, u32 crc
+constexpr size_t kRecordPrefix = 8;   // u32 length, u32 crc
 constexpr size_t kOldLinkBytes = 12;  // a COMMIT's link before `bytes` existed
 
 void EncodeLinks(const std::vector<TxnLink>& links, ByteWriter& w) {
