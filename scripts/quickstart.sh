@@ -15,7 +15,7 @@
 #
 # Environment: QUICKSTART_REPEAT (corpus copies to produce, default 1), QUICKSTART_MODE (push or
 # pull, default push), QUICKSTART_PARALLELISM (default 2).
-# Needs Java 17, Maven, python3, curl, and the native toolchain the README lists.
+# Needs Java 17, Maven, python3 with pip, and the native toolchain the README lists.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -53,9 +53,19 @@ fail() {
   exit 1
 }
 
-for tool in java python3 curl; do
+for tool in java python3; do
   command -v "$tool" >/dev/null || fail "$tool is not installed (see the README's requirements)"
 done
+# pip fetches the corpus; Debian's python3 comes without it.
+if ! python3 -m pip --version >/dev/null 2>&1; then
+  echo "Installing python3-pip with apt-get (it fetches the corpus)..."
+  sudo=()
+  [[ $(id -u) == 0 ]] || sudo=(sudo)
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -q --no-install-recommends \
+    python3-pip >"$work/apt.log" 2>&1 ||
+    fail "could not install python3-pip (log: $work/apt.log); install it and run again"
+fi
+
 
 if [[ ! -x "$BIN/nearstreamd" || ! -f "$JAR" ]]; then
   echo "Building (first run: a few minutes; log in $work/build.log)..."
