@@ -50,6 +50,21 @@ Result<ChunkHeader> DecodeChunkHeader(const uint8_t* data, size_t available) {
   return h;
 }
 
+size_t ScanWholeChunks(const uint8_t* data, size_t size,
+                       const std::function<void(const ChunkHeader&, size_t offset)>& each) {
+  size_t off = 0;
+  while (off < size) {
+    auto h = DecodeChunkHeader(data + off, size - off);
+    if (!h.ok() || h->total_size() > size - off ||
+        !ValidateChunk(data + off, h->total_size()).ok()) {
+      break;
+    }
+    each(*h, off);
+    off += h->total_size();
+  }
+  return off;
+}
+
 Result<ChunkHeader> ValidateChunk(const uint8_t* data, size_t size) {
   ASSIGN_OR_RETURN(ChunkHeader h, DecodeChunkHeader(data, size));
   if (h.total_size() != size) {

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string_view>
 
 #include "nearstream/common/byte_io.h"
@@ -52,6 +53,12 @@ Result<ChunkHeader> DecodeChunkHeader(const uint8_t* data, size_t available);
 // Full validation of one chunk occupying exactly `size` bytes: header, payload CRC and record
 // framing (record lengths sum to the payload length, count matches). Used on append and recovery.
 Result<ChunkHeader> ValidateChunk(const uint8_t* data, size_t size);
+
+// The whole, valid chunks at the start of `data` (a transaction's file read back): calls `each`
+// with each one's header and offset and returns where the last one ends. Stops at the first
+// bytes that are not a whole valid chunk (a torn append).
+size_t ScanWholeChunks(const uint8_t* data, size_t size,
+                       const std::function<void(const ChunkHeader&, size_t offset)>& each);
 
 // Builds chunks record by record; used by clients, tools and tests.
 class ChunkBuilder {

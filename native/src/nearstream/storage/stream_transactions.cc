@@ -646,26 +646,6 @@ Status StreamTransactions::RecoverLog() {
   return Status::Ok();
 }
 
-namespace {
-
-// The bytes of the whole, valid chunks at the start of a transaction's file: what recovery
-// would keep of it.
-Result<uint64_t> WholeChunkBytes(Env* env, const std::string& path) {
-  ASSIGN_OR_RETURN(Bytes data, env->ReadFile(path));
-  size_t off = 0;
-  while (off < data.size()) {
-    auto h = DecodeChunkHeader(data.data() + off, data.size() - off);
-    if (!h.ok() || h->total_size() > data.size() - off ||
-        !ValidateChunk(data.data() + off, h->total_size()).ok()) {
-      break;
-    }
-    off += h->total_size();
-  }
-  return off;
-}
-
-}  // namespace
-
 Result<std::set<uint64_t>> StreamTransactions::ShortCommitsLocked(
     const std::vector<std::pair<uint64_t, std::vector<TxnLink>>>& commits,
     const std::vector<std::vector<std::string>>& listing) {
@@ -681,17 +661,16 @@ Result<std::set<uint64_t>> StreamTransactions::ShortCommitsLocked(
         break;
       }
       Streamlet* s = stream_->streamlet(l.streamlet);
-      const std::string path = s->GroupSegmentPath(l.group, 0);
-      const std::string group_prefix = path.substr(path.rfind('/') + 1, 21);  // "<group>-"
       uint64_t have = 0;
       for (const auto& name : listing[l.streamlet]) {
-        uint64_t txn = 0, segment = 0;
+        uint64_t txn = 0, group = 0, segment = 0;
         if (Streamlet::ParseTxnSegmentName(name, &txn, &segment)) {
           if (txn != number) continue;
           pending = true;
-          ASSIGN_OR_RETURN(uint64_t whole, WholeChunkBytes(env_, s->dir() + "/" + name));
-          have += whole;
-        } else if (name.compare(0, group_prefix.size(), group_prefix) == 0) {
+          // What TxnPart::Recover would keep of the file.
+          ASSIGN_OR_RETURN(Bytes data, env_->ReadFile(s->dir() + "/" + name));
+          have += ScanWholeChunks(data.data(), data.size(), [](const ChunkHeader&, size_t) {});
+        } else if (Streamlet::ParseGroupSegmentName(name, &group, &segment) && group == l.group) {
           renamed = true;
         }
       }

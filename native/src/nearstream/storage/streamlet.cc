@@ -53,6 +53,12 @@ bool Streamlet::ParseTxnSegmentName(const std::string& name, uint64_t* txn, uint
          std::strcmp(tail, "seg") == 0 && *txn > 0 && *segment > 0;
 }
 
+bool Streamlet::ParseGroupSegmentName(const std::string& name, uint64_t* group, uint64_t* segment) {
+  char tail[8] = {};
+  return std::sscanf(name.c_str(), "%20" SCNu64 "-%20" SCNu64 ".%4s", group, segment, tail) == 3 &&
+         std::strcmp(tail, "seg") == 0 && *group > 0 && *segment > 0;
+}
+
 uint64_t Streamlet::AllocateSegmentId() {
   MutexLock lock(&mu_);
   return next_segment_id_++;
@@ -518,11 +524,7 @@ Status Streamlet::Recover(int64_t now_ms) {
       txn_segments_above = std::max(txn_segments_above, s);
       continue;
     }
-    char tail[8] = {};
-    if (std::sscanf(n.c_str(), "%20" SCNu64 "-%20" SCNu64 ".%4s", &g, &s, tail) == 3 &&
-        std::strcmp(tail, "seg") == 0 && g > 0 && s > 0) {
-      files.push_back({g, s, n});
-    }
+    if (ParseGroupSegmentName(n, &g, &s)) files.push_back({g, s, n});
   }
   std::sort(files.begin(), files.end(), [](const Entry& a, const Entry& b) {
     return std::tie(a.group, a.segment) < std::tie(b.group, b.segment);

@@ -129,6 +129,9 @@ class Streamlet {
   static std::string TxnSegmentName(uint64_t txn, uint64_t segment);
   // Parses a TxnSegmentName; false for any other name.
   static bool ParseTxnSegmentName(const std::string& name, uint64_t* txn, uint64_t* segment);
+  // Parses the name of a group's segment file (GroupSegmentPath's last part); false for any
+  // other name.
+  static bool ParseGroupSegmentName(const std::string& name, uint64_t* group, uint64_t* segment);
   std::string GroupSegmentPath(uint64_t group, uint64_t segment) const {
     return SegmentPath(group, segment);
   }

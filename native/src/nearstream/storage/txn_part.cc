@@ -92,17 +92,11 @@ Status TxnPart::Recover(int64_t now_ms) {
   for (uint64_t id : ids) {
     const std::string path = PathOf(id);
     ASSIGN_OR_RETURN(Bytes data, env_->ReadFile(path));
-    uint32_t off = 0;
     std::vector<std::pair<ChunkHeader, uint32_t>> chunks;
-    while (off < data.size()) {
-      auto h = DecodeChunkHeader(data.data() + off, data.size() - off);
-      if (!h.ok() || h->total_size() > data.size() - off ||
-          !ValidateChunk(data.data() + off, h->total_size()).ok()) {
-        break;
-      }
-      chunks.emplace_back(*h, off);
-      off += h->total_size();
-    }
+    const auto off = static_cast<uint32_t>(
+        ScanWholeChunks(data.data(), data.size(), [&](const ChunkHeader& h, size_t at) {
+          chunks.emplace_back(h, static_cast<uint32_t>(at));
+        }));
     if (off < data.size()) {
       // An append that never completed (under `sync` never acknowledged); a prepared
       // transaction's files were synced whole before its prepare was acknowledged.

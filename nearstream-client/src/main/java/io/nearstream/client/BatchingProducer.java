@@ -269,30 +269,15 @@ public abstract sealed class BatchingProducer implements AutoCloseable
      */
     private void enqueue(int streamlet, byte[] value, long timestampMs, Object completion) {
         checkSendAllowed();
-        if (streamlet < 0 || streamlet >= streamlets) {
-            reportFailed(
-                    completion,
-                    new NearstreamClientException(
-                            StatusCode.STREAMLET_NOT_FOUND,
-                            "streamlet " + streamlet + " of a stream with " + streamlets));
-            return;
-        }
-        long need = (long) value.length + Chunks.RECORD_PREFIX_BYTES;
-        if (need > config.bufferMemoryBytes()) {
-            reportFailed(
-                    completion,
-                    new NearstreamClientException(
-                            StatusCode.INVALID_ARGUMENT,
-                            "record of "
-                                    + value.length
-                                    + " bytes exceeds buffer.memory ("
-                                    + config.bufferMemoryBytes()
-                                    + ")"));
+        NearstreamClientException refused = refusal(streamlet, value);
+        if (refused != null) {
+            reportFailed(completion, refused);
             return;
         }
         if (closing) {
             throw new IllegalStateException("the producer is closed");
         }
+        long need = (long) value.length + Chunks.RECORD_PREFIX_BYTES;
         NearstreamClientException failure = reserve(need);
         if (failure != null) {
             reportFailed(completion, failure);
@@ -351,6 +336,29 @@ public abstract sealed class BatchingProducer implements AutoCloseable
         return states[streamlet].pendingChunks.get() > 0;
     }
 
+    /**
+     * Why a record can never be sent ({@code streamlet} out of range, or larger than {@code
+     * buffer.memory}), or null: the checks of {@code send()} and of a {@link RecordBatcher}.
+     */
+    @Nullable
+    final NearstreamClientException refusal(int streamlet, byte[] value) {
+        if (streamlet < 0 || streamlet >= streamlets) {
+            return new NearstreamClientException(
+                    StatusCode.STREAMLET_NOT_FOUND,
+                    "streamlet " + streamlet + " of a stream with " + streamlets);
+        }
+        if ((long) value.length + Chunks.RECORD_PREFIX_BYTES > config.bufferMemoryBytes()) {
+            return new NearstreamClientException(
+                    StatusCode.INVALID_ARGUMENT,
+                    "record of "
+                            + value.length
+                            + " bytes exceeds buffer.memory ("
+                            + config.bufferMemoryBytes()
+                            + ")");
+        }
+        return null;
+    }
+
     /** Refuses a record when the producer is closed or the subclass says so. */
     final void checkOpen() {
         if (closing) {
@@ -373,7 +381,7 @@ public abstract sealed class BatchingProducer implements AutoCloseable
                             StatusCode.IO_ERROR, "producer closed before sending"));
             return;
         }
-        NearstreamClientException failure = reserve(open.bytes);
+        NearstreamClientException failure = reserve(open.bytes());
         if (failure != null) {
             failUnsent(open, failure);
             return;
@@ -714,7 +722,7 @@ public abstract sealed class BatchingProducer implements AutoCloseable
     /** The chunk {@code open} holds, as a batch to send; resets {@code open}. */
     private Batch toBatch(int streamlet, OpenChunk open) {
         byte[] chunk = open.builder.build(producerId, 0, open.firstTimestampMs);
-        Batch b = new Batch(streamlet, chunk, open.completions, open.createdNanos, open.bytes);
+        Batch b = new Batch(streamlet, chunk, open.completions, open.createdNanos, open.bytes());
         open.reset();
         return b;
     }

@@ -22,9 +22,6 @@ final class OpenChunk {
     /** The first record's timestamp: the chunk header's {@code first_timestamp_ms}. */
     long firstTimestampMs;
 
-    /** Buffer memory the records take (payload and length prefix). */
-    long bytes;
-
     OpenChunk(int initialCapacity) {
         this.builder = new ChunkBuilder(initialCapacity);
     }
@@ -53,8 +50,14 @@ final class OpenChunk {
         }
         builder.add(value);
         completions.add(completion);
-        bytes += (long) value.length + Chunks.RECORD_PREFIX_BYTES;
         return first;
+    }
+
+    /**
+     * Buffer memory the records take: their bytes and length prefixes, the chunk less its header.
+     */
+    long bytes() {
+        return builder.size() - Chunks.HEADER_BYTES;
     }
 
     /**
@@ -65,6 +68,5 @@ final class OpenChunk {
         int records = completions.size();
         builder.reset();
         completions = new ArrayList<>(Math.max(10, records));
-        bytes = 0;
     }
 }

@@ -66,30 +66,15 @@ public final class RecordBatcher {
     /** As {@link BatchingProducer#sendTo(int, byte[], long, SendCallback)}. */
     public void sendTo(int streamlet, byte[] value, long timestampMs, SendCallback callback) {
         producer.checkOpen();
-        if (streamlet < 0 || streamlet >= open.length) {
-            BatchingProducer.reportFailed(
-                    callback,
-                    new NearstreamClientException(
-                            StatusCode.STREAMLET_NOT_FOUND,
-                            "streamlet " + streamlet + " of a stream with " + open.length));
+        NearstreamClientException refused = producer.refusal(streamlet, value);
+        if (refused != null) {
+            BatchingProducer.reportFailed(callback, refused);
             return;
         }
         long need = (long) value.length + Chunks.RECORD_PREFIX_BYTES;
-        if (need > bufferMemoryBytes) {
-            BatchingProducer.reportFailed(
-                    callback,
-                    new NearstreamClientException(
-                            StatusCode.INVALID_ARGUMENT,
-                            "record of "
-                                    + value.length
-                                    + " bytes exceeds buffer.memory ("
-                                    + bufferMemoryBytes
-                                    + ")"));
-            return;
-        }
         OpenChunk chunk = open[streamlet];
         if (chunk.wouldExceed(value.length, grownChunkBytes)
-                || (!chunk.isEmpty() && chunk.bytes + need > bufferMemoryBytes)) {
+                || (!chunk.isEmpty() && chunk.bytes() + need > bufferMemoryBytes)) {
             producer.handOver(streamlet, chunk);
         }
         chunk.add(value, timestampMs, callback);

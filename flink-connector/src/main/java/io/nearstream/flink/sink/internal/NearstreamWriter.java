@@ -159,7 +159,7 @@ public abstract class NearstreamWriter<IN, P extends BatchingProducer>
         try {
             beforeSend();
             if (batcher == null) {
-                send(producer, streamlet, record);
+                sendDirectly(streamlet, record);
             } else {
                 if (streamlet == NearstreamSinkRecord.ANY_STREAMLET) {
                     batcher.send(record.key(), record.value(), record.timestampMs(), callback);
@@ -179,11 +179,12 @@ public abstract class NearstreamWriter<IN, P extends BatchingProducer>
         numBytesOut.inc(record.size());
     }
 
-    private void send(BatchingProducer p, int streamlet, NearstreamSinkRecord record) {
+    /** With {@code linger.ms} 0: the record goes to the producer, which batches it. */
+    private void sendDirectly(int streamlet, NearstreamSinkRecord record) {
         if (streamlet == NearstreamSinkRecord.ANY_STREAMLET) {
-            p.send(record.key(), record.value(), record.timestampMs(), callback);
+            producer.send(record.key(), record.value(), record.timestampMs(), callback);
         } else {
-            p.sendTo(streamlet, record.value(), record.timestampMs(), callback);
+            producer.sendTo(streamlet, record.value(), record.timestampMs(), callback);
         }
     }
 
