@@ -11,6 +11,7 @@ import io.nearstream.flink.source.reader.NearstreamSourceReader;
 import io.nearstream.flink.source.reader.PullSplitReader;
 import io.nearstream.flink.source.reader.RecordRun;
 import io.nearstream.flink.source.reader.deserializer.NearstreamRecordDeserializationSchema;
+import io.nearstream.flink.source.reader.push.PushElection;
 import io.nearstream.flink.source.reader.push.PushSplitReader;
 import io.nearstream.flink.source.reader.push.PushSubscriptionRegistry;
 import io.nearstream.flink.source.split.NearstreamSplit;
@@ -127,9 +128,13 @@ public class NearstreamSource<T>
         int subtask = readerContext.getIndexOfSubtask();
         Supplier<SplitReader<RecordRun, NearstreamSplit>> splitReaderSupplier;
         PushSubscriptionRegistry.Key key = null;
+        PushElection election = null;
         if (pushes(readerContext.getLocalHostName())) {
             key = new PushSubscriptionRegistry.Key(broker, stream, sourceId);
             PushSubscriptionRegistry.Key pushGroup = key;
+            PushElection pushElection =
+                    new PushElection(readerContext::sendSourceEventToCoordinator);
+            election = pushElection;
             splitReaderSupplier =
                     () ->
                             new PushSplitReader(
@@ -138,6 +143,7 @@ public class NearstreamSource<T>
                                     config,
                                     metrics,
                                     PushSubscriptionRegistry.INSTANCE,
+                                    pushElection,
                                     pushGroup,
                                     subtask);
         } else {
@@ -151,7 +157,8 @@ public class NearstreamSource<T>
                 config,
                 readerContext,
                 PushSubscriptionRegistry.INSTANCE,
-                key);
+                key,
+                election);
     }
 
     /**

@@ -9,7 +9,8 @@ import io.nearstream.flink.source.NearstreamClientFactory;
 import io.nearstream.flink.source.NearstreamException;
 import io.nearstream.flink.source.NearstreamStartingPositions;
 import io.nearstream.flink.source.NearstreamStoppingPositions;
-import io.nearstream.flink.source.event.PushPeersEvent;
+import io.nearstream.flink.source.event.PushRingAssignedEvent;
+import io.nearstream.flink.source.event.PushRingRequestEvent;
 import io.nearstream.flink.source.event.ReaderStartedEvent;
 import io.nearstream.flink.source.split.NearstreamSplit;
 import java.io.IOException;
@@ -52,9 +53,11 @@ import org.slf4j.LoggerFactory;
  * back to its owner when that reader registers again. A bounded source tells each reader that no
  * more splits will come once no waiting split is owed to it.
  *
- * <p>Before splits reach their readers, every reader learns which subtasks of its push election
- * scope hold splits ({@link PushPeersEvent}, computed by {@link PushPeerTracker}): its push group
- * waits for all of them and subscribes once.
+ * <p>Before splits reach their readers, every reader learns which subtasks of its host hold splits
+ * and which TaskManager JVM holds the host's push subscription ({@code PushPeersEvent}, computed by
+ * {@link PushPeerTracker}): that JVM's push group waits for all of them and subscribes once.
+ * Readers of the host's other JVMs get their rings from it through this enumerator, which relays
+ * their {@link PushRingRequestEvent}s and the {@link PushRingAssignedEvent} answers.
  */
 @Internal
 public class NearstreamSourceEnumerator
@@ -327,7 +330,7 @@ public class NearstreamSourceEnumerator
         ReaderInfo info = context.registeredReaders().get(subtaskId);
         String host = info == null || info.getLocation() == null ? "" : info.getLocation();
         readerHosts.put(subtaskId, host);
-        pushPeers.readerRegistered(subtaskId); // its ReaderStartedEvent follows
+        pushPeers.readerRegistered(subtaskId, host); // its ReaderStartedEvent follows
         noMoreSplitsSignalled.remove(subtaskId); // a new reader attempt
         LOG.debug("Reader {} registered on '{}'", subtaskId, host);
         assignPendingSplits();
@@ -350,8 +353,38 @@ public class NearstreamSourceEnumerator
             LOG.debug("Reader {} started: {}", subtaskId, started);
             pushPeers.readerStarted(subtaskId, started);
             assignPendingSplits();
+        } else if (sourceEvent instanceof PushRingRequestEvent request) {
+            relayRingRequest(subtaskId, request);
+        } else if (sourceEvent instanceof PushRingAssignedEvent assigned) {
+            relay(assigned.subtask(), assigned);
         } else {
             LOG.warn("Ignoring unknown source event {} from reader {}", sourceEvent, subtaskId);
+        }
+    }
+
+    /**
+     * Forwards a reader's ring request to the reader whose group holds its host's subscription;
+     * when that reader is gone, answers the asking reader with a failure (a request of a reader
+     * that left needs no answer), so it fails and Flink restarts it instead of it waiting for a
+     * ring.
+     */
+    private void relayRingRequest(int from, PushRingRequestEvent request) {
+        if (context.registeredReaders().containsKey(request.leader())) {
+            context.sendEventToSourceReader(request.leader(), request);
+        } else if (!request.left()) {
+            String failure =
+                    "the reader holding this host's push subscription (subtask "
+                            + request.leader()
+                            + ") is gone";
+            relay(from, new PushRingAssignedEvent(from, null, failure));
+        }
+    }
+
+    private void relay(int to, SourceEvent event) {
+        if (context.registeredReaders().containsKey(to)) {
+            context.sendEventToSourceReader(to, event);
+        } else {
+            LOG.info("Not relaying {} to reader {}: it is not registered", event, to);
         }
     }
 
@@ -409,10 +442,7 @@ public class NearstreamSourceEnumerator
             // wait for when the splits make it join.
             pushPeers
                     .changedPeers()
-                    .forEach(
-                            (reader, peers) ->
-                                    context.sendEventToSourceReader(
-                                            reader, new PushPeersEvent(peers)));
+                    .forEach((reader, peers) -> context.sendEventToSourceReader(reader, peers));
         }
         if (!assignment.isEmpty()) {
             LOG.info("Assigning splits {} (local readers: {})", assignment, local);

@@ -7,28 +7,36 @@ import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Set;
 import java.util.TreeSet;
 import org.apache.flink.annotation.Internal;
 
 /**
- * The enumerator's view of the push election scopes (docs/flink-connector.md, "Push mode"): which
- * readers share a scope (from their {@link ReaderStartedEvent}) and which of them hold splits
- * (restored, or assigned by this enumerator), so that every reader learns the peers its push group
- * must wait for ({@link PushPeersEvent}) before the group subscribes.
+ * The enumerator's view of the push election (docs/flink-connector.md, "Push mode"): on which host
+ * and in which TaskManager JVM (election scope, from its {@link ReaderStartedEvent}) every reader
+ * runs and which readers hold splits (restored, or assigned by this enumerator). Per host, the
+ * lowest split-holding subtask's JVM holds the host's one push subscription; every reader learns
+ * the host's split holders and whether its own JVM holds the subscription or which subtask to ask
+ * for its ring ({@link PushPeersEvent}).
  *
  * <p>Coordinator thread only.
  */
 @Internal
 final class PushPeerTracker {
 
+    private final Map<Integer, String> hostOf = new HashMap<>();
     private final Map<Integer, String> scopeOf = new HashMap<>();
     private final Set<Integer> restoredSplitHolders = new HashSet<>();
     private final Map<Integer, Integer> ownerOfStreamlet = new HashMap<>();
-    private final Map<Integer, List<Integer>> lastSent = new HashMap<>();
+    private final Map<Integer, PushPeersEvent> lastSent = new HashMap<>();
 
-    /** A (new attempt of a) reader registered: what its previous attempt said no longer holds. */
-    void readerRegistered(int subtask) {
+    /**
+     * A (new attempt of a) reader registered on {@code host}: what its previous attempt said no
+     * longer holds.
+     */
+    void readerRegistered(int subtask, String host) {
+        hostOf.put(subtask, host);
         scopeOf.remove(subtask);
         restoredSplitHolders.remove(subtask);
         lastSent.remove(subtask);
@@ -56,28 +64,54 @@ final class PushPeerTracker {
     }
 
     /**
-     * For every started reader whose peers changed since it was last told: the sorted subtasks of
-     * its scope that hold splits.
+     * The reader holding the subscription of {@code subtask}'s host now: the host's lowest
+     * split-holding started subtask, or -1 when there is none.
      */
-    Map<Integer, List<Integer>> changedPeers() {
-        Set<Integer> holders = new HashSet<>(restoredSplitHolders);
-        holders.addAll(ownerOfStreamlet.values());
-        Map<String, TreeSet<Integer>> holdersByScope = new HashMap<>();
-        for (int subtask : holders) {
-            String scope = scopeOf.get(subtask);
-            if (scope != null) {
-                holdersByScope.computeIfAbsent(scope, s -> new TreeSet<>()).add(subtask);
-            }
-        }
-        Map<Integer, List<Integer>> changed = new HashMap<>();
+    int leaderFor(int subtask) {
+        TreeSet<Integer> holders = holdersByHost().get(hostOf.getOrDefault(subtask, ""));
+        return holders == null ? -1 : holders.first();
+    }
+
+    /**
+     * For every started reader whose word changed since it was last told: the sorted split holders
+     * of its host, and where their subscription lives.
+     */
+    Map<Integer, PushPeersEvent> changedPeers() {
+        Map<String, TreeSet<Integer>> holdersByHost = holdersByHost();
+        Map<Integer, PushPeersEvent> changed = new HashMap<>();
         for (Map.Entry<Integer, String> reader : scopeOf.entrySet()) {
-            TreeSet<Integer> peers = holdersByScope.get(reader.getValue());
-            List<Integer> list = peers == null ? List.of() : new ArrayList<>(peers);
-            if (!list.equals(lastSent.get(reader.getKey()))) {
-                lastSent.put(reader.getKey(), list);
-                changed.put(reader.getKey(), list);
+            int subtask = reader.getKey();
+            TreeSet<Integer> peers = holdersByHost.get(hostOf.getOrDefault(subtask, ""));
+            PushPeersEvent event;
+            if (peers == null) {
+                event = new PushPeersEvent(List.of(), PushPeersEvent.HOLDS_SUBSCRIPTION);
+            } else {
+                int leader = peers.first();
+                boolean sameJvm = Objects.equals(scopeOf.get(leader), reader.getValue());
+                event =
+                        new PushPeersEvent(
+                                new ArrayList<>(peers),
+                                sameJvm ? PushPeersEvent.HOLDS_SUBSCRIPTION : leader);
+            }
+            if (!event.equals(lastSent.get(subtask))) {
+                lastSent.put(subtask, event);
+                changed.put(subtask, event);
             }
         }
         return changed;
+    }
+
+    /** The started split holders, by host. */
+    private Map<String, TreeSet<Integer>> holdersByHost() {
+        Set<Integer> holders = new HashSet<>(restoredSplitHolders);
+        holders.addAll(ownerOfStreamlet.values());
+        Map<String, TreeSet<Integer>> byHost = new HashMap<>();
+        for (int subtask : holders) {
+            if (scopeOf.containsKey(subtask)) {
+                String host = hostOf.getOrDefault(subtask, "");
+                byHost.computeIfAbsent(host, h -> new TreeSet<>()).add(subtask);
+            }
+        }
+        return byHost;
     }
 }

@@ -1,7 +1,11 @@
 package io.nearstream.flink.source.reader;
 
 import io.nearstream.flink.source.event.PushPeersEvent;
+import io.nearstream.flink.source.event.PushRingAssignedEvent;
+import io.nearstream.flink.source.event.PushRingRequestEvent;
 import io.nearstream.flink.source.event.ReaderStartedEvent;
+import io.nearstream.flink.source.reader.push.PushElection;
+import io.nearstream.flink.source.reader.push.PushSplitReader;
 import io.nearstream.flink.source.reader.push.PushSubscriptionRegistry;
 import io.nearstream.flink.source.split.NearstreamSplit;
 import io.nearstream.flink.source.split.NearstreamSplitState;
@@ -24,10 +28,13 @@ import org.slf4j.LoggerFactory;
  * the task thread. Checkpoints carry each split's chunk position and the records already emitted
  * from that chunk; Nearstream keeps no consumer offsets, so nothing is committed to the broker.
  *
- * <p>On start it tells the enumerator its push election scope ({@link ReaderStartedEvent}); in push
- * mode it passes the {@link PushPeersEvent} it gets back to its push group, which then waits for
- * all those peers before it subscribes. A reader that restored splits joins its group before that
- * event can arrive, so it first tells the group to wait for it.
+ * <p>On start it tells the enumerator its push election scope, its JVM ({@link
+ * ReaderStartedEvent}); in push mode it passes the {@link PushPeersEvent} it gets back to its
+ * {@link PushElection} and, when its JVM holds the host's subscription, to its push group, which
+ * then waits for all those peers before it subscribes. A reader that restored splits has them
+ * before that event can arrive, so it first tells its group to wait for it. Between the TaskManager
+ * JVMs of one host it relays: the {@link PushRingRequestEvent}s of the host's other JVMs' readers
+ * go to its push group, the {@link PushRingAssignedEvent} answers to its split reader.
  */
 @Internal
 public class NearstreamSourceReader<T>
@@ -41,6 +48,12 @@ public class NearstreamSourceReader<T>
     /** The push group of this reader, or null when it pulls. */
     @Nullable private final PushSubscriptionRegistry.Key pushGroup;
 
+    /** Where this reader's push ring comes from; null when it pulls. */
+    @Nullable private final PushElection election;
+
+    /** Ring geometry of this source's push subscription (used for relayed members). */
+    @Nullable private final PushSubscriptionRegistry.Geometry geometry;
+
     private boolean started;
     private boolean restoredSplits;
 
@@ -50,10 +63,13 @@ public class NearstreamSourceReader<T>
             Configuration config,
             SourceReaderContext context,
             PushSubscriptionRegistry registry,
-            @Nullable PushSubscriptionRegistry.Key pushGroup) {
+            @Nullable PushSubscriptionRegistry.Key pushGroup,
+            @Nullable PushElection election) {
         super(splitReaderSupplier, recordEmitter, config, context);
         this.registry = registry;
         this.pushGroup = pushGroup;
+        this.election = election;
+        this.geometry = pushGroup == null ? null : PushSplitReader.geometry(config);
     }
 
     @Override
@@ -64,6 +80,7 @@ public class NearstreamSourceReader<T>
             restoredSplits = true;
             if (pushGroup != null) {
                 registry.awaitPeers(pushGroup);
+                election.restoredSplits();
             }
         }
         super.addSplits(splits);
@@ -81,12 +98,57 @@ public class NearstreamSourceReader<T>
     public void handleSourceEvents(SourceEvent sourceEvent) {
         if (sourceEvent instanceof PushPeersEvent peers) {
             if (pushGroup != null) {
-                registry.peersKnown(pushGroup, peers.subtasks());
+                election.told(peers);
+                if (!peers.relayed()) {
+                    registry.peersKnown(pushGroup, peers.subtasks());
+                }
+            }
+        } else if (sourceEvent instanceof PushRingRequestEvent request) {
+            if (pushGroup != null) {
+                registry.relayed(
+                        pushGroup,
+                        request.subtask(),
+                        request.splits(),
+                        request.left(),
+                        geometry,
+                        ringRelay);
+            } else {
+                LOG.warn("Reader pulls: ignoring {}", request);
+            }
+        } else if (sourceEvent instanceof PushRingAssignedEvent assigned) {
+            if (election != null) {
+                election.answered(assigned);
             }
         } else {
             super.handleSourceEvents(sourceEvent);
         }
     }
+
+    /**
+     * Answers relayed members through the enumerator; any thread (the group answers on the thread
+     * that ran its RPC). Best effort: a reader that is closing cannot send any more, and the asking
+     * reader then fails on its answer timeout.
+     */
+    private final PushSubscriptionRegistry.RingRelay ringRelay =
+            new PushSubscriptionRegistry.RingRelay() {
+                @Override
+                public void assigned(int subtaskIndex, PushSubscriptionRegistry.Attachment a) {
+                    send(new PushRingAssignedEvent(subtaskIndex, a, null));
+                }
+
+                @Override
+                public void failed(int subtaskIndex, String failure) {
+                    send(new PushRingAssignedEvent(subtaskIndex, null, failure));
+                }
+
+                private void send(PushRingAssignedEvent answer) {
+                    try {
+                        context.sendSourceEventToCoordinator(answer);
+                    } catch (RuntimeException e) {
+                        LOG.warn("Could not relay {}: {}", answer, e.toString());
+                    }
+                }
+            };
 
     @Override
     protected void onSplitFinished(Map<String, NearstreamSplitState> finishedSplitIds) {

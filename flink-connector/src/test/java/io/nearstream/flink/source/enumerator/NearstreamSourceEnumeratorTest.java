@@ -4,12 +4,16 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.nearstream.client.Position;
+import io.nearstream.client.PushSplitStart;
 import io.nearstream.client.StatusCode;
 import io.nearstream.flink.source.NearstreamException;
 import io.nearstream.flink.source.NearstreamStartingPositions;
 import io.nearstream.flink.source.NearstreamStoppingPositions;
 import io.nearstream.flink.source.event.PushPeersEvent;
+import io.nearstream.flink.source.event.PushRingAssignedEvent;
+import io.nearstream.flink.source.event.PushRingRequestEvent;
 import io.nearstream.flink.source.event.ReaderStartedEvent;
+import io.nearstream.flink.source.reader.push.PushSubscriptionRegistry.Attachment;
 import io.nearstream.flink.source.split.NearstreamSplit;
 import io.nearstream.flink.source.testutils.FakeNearstreamClient;
 import java.util.ArrayList;
@@ -520,7 +524,14 @@ class NearstreamSourceEnumeratorTest {
         @Override
         public void sendEventToSourceReader(int subtaskId, SourceEvent event) {
             if (event instanceof PushPeersEvent peers) {
-                log.add("peers " + subtaskId + " " + peers.subtasks());
+                log.add(
+                        "peers "
+                                + subtaskId
+                                + " "
+                                + peers.subtasks()
+                                + (peers.relayed() ? " via " + peers.relayTo() : ""));
+            } else {
+                log.add(subtaskId + " <- " + event);
             }
             super.sendEventToSourceReader(subtaskId, event);
         }
@@ -557,17 +568,18 @@ class NearstreamSourceEnumeratorTest {
         enumerator.handleSourceEvent(3, new ReaderStartedEvent(scopes[3], false));
 
         // Streamlets 0, 1, 2 go to subtasks 0, 1, 2; each reader learns the split holders of its
-        // JVM, and every reader hears of its peers before it gets splits.
+        // host and that subtask 0's JVM holds the host's subscription (the readers of jvm-b ask
+        // subtask 0 for their rings), and every reader hears of its peers before it gets splits.
         assertThat(streamletsBySubtask(context))
                 .containsEntry(0, List.of(0))
                 .containsEntry(1, List.of(1))
                 .containsEntry(2, List.of(2));
         assertThat(context.log)
                 .contains(
-                        "peers 0 [0, 1]",
-                        "peers 1 [0, 1]",
-                        "peers 2 [2]",
-                        "peers 3 [2]",
+                        "peers 0 [0, 1, 2]",
+                        "peers 1 [0, 1, 2]",
+                        "peers 2 [0, 1, 2] via 0",
+                        "peers 3 [0, 1, 2] via 0",
                         "splits 0 x1",
                         "splits 1 x1",
                         "splits 2 x1");
@@ -609,5 +621,64 @@ class NearstreamSourceEnumeratorTest {
         enumerator.addReader(1);
         enumerator.handleSourceEvent(1, new ReaderStartedEvent("jvm", false));
         assertThat(context.log).containsExactlyInAnyOrder("peers 0 [0]", "peers 1 [0]");
+    }
+
+    @Test
+    void eachHostHasItsOwnSubscriptionHolder() {
+        client.createStream(STREAM, 4, 1024);
+        OrderedContext context = new OrderedContext(4);
+        NearstreamSourceEnumerator enumerator = unbounded(context);
+        enumerator.start();
+        // Host a runs subtasks 1 (jvm-a2) and 3 (jvm-a1); host b runs 0 and 2 in one JVM.
+        String[] hosts = {"host-b", "host-a", "host-b", "host-a"};
+        String[] scopes = {"jvm-b", "jvm-a2", "jvm-b", "jvm-a1"};
+        for (int i = 0; i < 4; i++) {
+            context.registerReader(i, hosts[i]);
+            enumerator.addReader(i);
+            enumerator.handleSourceEvent(i, new ReaderStartedEvent(scopes[i], false));
+        }
+        context.getExecutorService().triggerAll();
+        assertThat(context.log)
+                .contains(
+                        "peers 0 [0, 2]",
+                        "peers 2 [0, 2]",
+                        "peers 1 [1, 3]",
+                        "peers 3 [1, 3] via 1");
+    }
+
+    @Test
+    void ringRequestsAndAnswersAreRelayedBetweenTheReadersOfOneHost() {
+        client.createStream(STREAM, 2, 1024);
+        OrderedContext context = new OrderedContext(2);
+        NearstreamSourceEnumerator enumerator = unbounded(context);
+        enumerator.start();
+        for (int i = 0; i < 2; i++) {
+            context.registerReader(i, "localhost");
+            enumerator.addReader(i);
+            enumerator.handleSourceEvent(i, new ReaderStartedEvent("jvm-" + i, false));
+        }
+        context.getExecutorService().triggerAll();
+        assertThat(context.log).contains("peers 1 [0, 1] via 0");
+        context.log.clear();
+
+        PushSplitStart split = new PushSplitStart(1, Position.EARLIEST);
+        PushRingRequestEvent request = new PushRingRequestEvent(1, 0, List.of(split), false);
+        enumerator.handleSourceEvent(1, request);
+        Attachment ring = new Attachment(1, 7, 3, "/dev/shm/nearstream-push-1-7", 1);
+        PushRingAssignedEvent answer = new PushRingAssignedEvent(1, ring, null);
+        enumerator.handleSourceEvent(0, answer);
+        assertThat(context.log).containsExactly("0 <- " + request, "1 <- " + answer);
+
+        // The holder's reader is gone: the asking reader hears so instead of waiting.
+        context.log.clear();
+        context.registeredReaders().remove(0);
+        enumerator.handleSourceEvent(1, request);
+        assertThat(context.log).hasSize(1);
+        assertThat(context.log.get(0)).startsWith("1 <- PushRingAssignedEvent[subtask=1,");
+        assertThat(context.log.get(0)).contains("subtask 0", "is gone");
+        // A reader that left needs no answer.
+        context.log.clear();
+        enumerator.handleSourceEvent(1, new PushRingRequestEvent(1, 0, List.of(), true));
+        assertThat(context.log).isEmpty();
     }
 }

@@ -82,6 +82,7 @@ class NearstreamSourceReaderTest {
                         config,
                         new TestingReaderContext(new Configuration(), readerMetrics),
                         new PushSubscriptionRegistry(),
+                        null,
                         null);
         reader.start();
         return reader;

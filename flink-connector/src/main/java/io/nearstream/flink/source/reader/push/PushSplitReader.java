@@ -10,7 +10,6 @@ import io.nearstream.flink.source.reader.RecordRun;
 import io.nearstream.flink.source.reader.WakeUpSignal;
 import io.nearstream.flink.source.reader.push.PushSubscriptionRegistry.Geometry;
 import io.nearstream.flink.source.reader.push.PushSubscriptionRegistry.Key;
-import io.nearstream.flink.source.reader.push.PushSubscriptionRegistry.Member;
 import io.nearstream.flink.source.split.NearstreamSplit;
 import io.nearstream.jni.ArrowSlotView;
 import io.nearstream.jni.ShmLayout;
@@ -49,10 +48,11 @@ import org.slf4j.LoggerFactory;
  * in pull mode: chunks before a split's position and records already emitted from the resume chunk
  * are skipped, a bounded split finishes at its stopping position.
  *
- * <p>The subscription is shared with the other push readers of the source in this JVM ({@link
- * PushSubscriptionRegistry}): the reader joins its group with its first splits, tells it when they
- * change and leaves it on {@link #close()}; it attaches to whichever ring the group's current
- * subscription gives it.
+ * <p>The subscription is shared with the other push readers of the source on this host ({@link
+ * PushSubscriptionRegistry}): the reader joins its host's group with its first splits - directly
+ * when its JVM holds the group, through the enumerator ({@link RelayedMembership}) when another
+ * TaskManager JVM of the host does ({@link PushElection}) - tells it when they change and leaves it
+ * on {@link #close()}; it attaches to whichever ring the group's current subscription gives it.
  *
  * <p>Slots are released after emission: {@link #fetch()} only walks the slot's chunk map (one step
  * per chunk) and returns a {@link PushSlotRecords} holding the loaded view; the task thread copies
@@ -70,9 +70,9 @@ import org.slf4j.LoggerFactory;
  * <p>The concerns around the slots live apart: {@link RingSession} (attach, liveness, heartbeat,
  * detach), {@link PushPending} (pending metrics from periodic Metadata, and the retention loss they
  * reveal), marker slots through {@link DamagedData} and {@link OversizeChunkFetcher}. The ring
- * heartbeat and the pending refresh run on the group's scheduler ({@link
- * PushSubscriptionRegistry.Member#schedule}), which ends with the group, i.e. with the job. {@link
- * #wakeUp()} is honoured within {@value #AWAIT_MS} ms.
+ * heartbeat and the pending refresh run on the group's scheduler ({@link PushMembership#schedule}),
+ * which ends with the membership, i.e. with the job. {@link #wakeUp()} is honoured within {@value
+ * #AWAIT_MS} ms.
  *
  * <p>Runs on the split fetcher thread; only {@link #wakeUp()} is called from other threads.
  */
@@ -84,10 +84,17 @@ public class PushSplitReader implements SplitReader<RecordRun, NearstreamSplit> 
     /** Longest single wait on the ring, so wakeUp() and liveness checks run. */
     static final long AWAIT_MS = 50;
 
+    /**
+     * How long a relayed reader waits for its ring: the holding group waits up to {@link
+     * PushSubscriptionRegistry#PEER_WAIT_MS} for its peers, then subscribes.
+     */
+    static final long RELAYED_ANSWER_TIMEOUT_MS = 3 * PushSubscriptionRegistry.PEER_WAIT_MS;
+
     private final NearstreamClient client;
     private final String stream;
     private final NearstreamSourceReaderMetrics metrics;
     private final PushSubscriptionRegistry registry;
+    private final PushElection election;
     private final Key key;
     private final int subtaskIndex;
     private final Geometry geometry;
@@ -107,8 +114,8 @@ public class PushSplitReader implements SplitReader<RecordRun, NearstreamSplit> 
     private final OversizeChunkFetcher oversizeChunks;
     private final WakeUpSignal wakeUp = new WakeUpSignal();
 
-    /** Set when the reader joins its group with its first splits. */
-    @Nullable private Member member;
+    /** Set when the reader joins its host's group with its first splits. */
+    @Nullable private PushMembership member;
 
     @Nullable private RingSession session;
     private final List<ScheduledFuture<?>> scheduled = new ArrayList<>(2);
@@ -123,21 +130,18 @@ public class PushSplitReader implements SplitReader<RecordRun, NearstreamSplit> 
             Configuration config,
             NearstreamSourceReaderMetrics metrics,
             PushSubscriptionRegistry registry,
+            PushElection election,
             Key key,
             int subtaskIndex) {
         this.client = client;
+        this.election = election;
         this.stream = stream;
         this.metrics = metrics;
         this.registry = registry;
         this.key = key;
         this.subtaskIndex = subtaskIndex;
         long timeoutMs = config.get(NearstreamSourceOptions.PUSH_CONSUMER_TIMEOUT).toMillis();
-        this.geometry =
-                new Geometry(
-                        config.get(NearstreamSourceOptions.PUSH_SLOTS_PER_RING),
-                        config.get(NearstreamSourceOptions.PUSH_SLOT_BYTES),
-                        (int) timeoutMs,
-                        config.get(NearstreamSourceOptions.REQUEST_TIMEOUT).toMillis());
+        this.geometry = geometry(config);
         this.staleAfterNanos = TimeUnit.MILLISECONDS.toNanos(timeoutMs);
         this.heartbeatPeriodMs = Math.max(10, timeoutMs / 4);
         this.pendingRefreshMs =
@@ -154,6 +158,15 @@ public class PushSplitReader implements SplitReader<RecordRun, NearstreamSplit> 
                 () -> TimeUnit.NANOSECONDS.toMillis(ringStat(SlotRing::waitNanos)));
     }
 
+    /** The ring geometry and timeouts of a push subscription made with {@code config}. */
+    public static Geometry geometry(Configuration config) {
+        return new Geometry(
+                config.get(NearstreamSourceOptions.PUSH_SLOTS_PER_RING),
+                config.get(NearstreamSourceOptions.PUSH_SLOT_BYTES),
+                (int) config.get(NearstreamSourceOptions.PUSH_CONSUMER_TIMEOUT).toMillis(),
+                config.get(NearstreamSourceOptions.REQUEST_TIMEOUT).toMillis());
+    }
+
     private long ringStat(ToLongFunction<SlotRing> stat) {
         RingSession s = session;
         return s != null ? s.stat(stat) : 0;
@@ -168,7 +181,11 @@ public class PushSplitReader implements SplitReader<RecordRun, NearstreamSplit> 
             }
             return records.build();
         }
-        Exception failure = member != null ? member.failure() : null;
+        if (member == null && !join()) {
+            wakeUp.sleep(10); // the enumerator's word on where the host's subscription lives
+            return records.build();
+        }
+        Exception failure = member.failure();
         if (failure != null) {
             throw new IOException(failure.getMessage(), failure);
         }
@@ -440,18 +457,45 @@ public class PushSplitReader implements SplitReader<RecordRun, NearstreamSplit> 
     }
 
     /**
-     * Joins the group with the first splits; from then on the group's scheduler heartbeats the ring
-     * (the fetcher thread blocks while Flink's element queue is full, and the broker must not
-     * reclaim the ring meanwhile) and refreshes the pending metrics.
+     * Joins the host's group with the first splits, in this JVM or, when the enumerator said
+     * another JVM of the host holds the subscription, through the enumerator; from then on the
+     * membership's scheduler heartbeats the ring (the fetcher thread blocks while Flink's element
+     * queue is full, and the broker must not reclaim the ring meanwhile) and refreshes the pending
+     * metrics.
+     *
+     * @return false while the reader waits for the enumerator's word (it restored splits)
      */
-    private void join() {
-        member = registry.join(key, subtaskIndex, client, geometry, this::currentPositions);
+    private boolean join() {
+        switch (election.decide()) {
+            case WAIT:
+                return false;
+            case RELAYED:
+                RelayedMembership relayed =
+                        new RelayedMembership(
+                                stream,
+                                subtaskIndex,
+                                election.relayTo(),
+                                election.toEnumerator(),
+                                this::currentPositions,
+                                RELAYED_ANSWER_TIMEOUT_MS);
+                election.relayed(relayed);
+                relayed.join();
+                LOG.info(
+                        "Subtask {} asks subtask {}'s TaskManager for its push ring",
+                        subtaskIndex,
+                        relayed.leader());
+                member = relayed;
+                break;
+            default:
+                member = registry.join(key, subtaskIndex, client, geometry, this::currentPositions);
+        }
         RingSession s = new RingSession(member, subtaskIndex, staleAfterNanos, metrics);
         session = s;
         scheduled.add(member.schedule(s::heartbeat, heartbeatPeriodMs, heartbeatPeriodMs));
         if (pendingRefreshMs > 0) {
             scheduled.add(member.schedule(pending::refresh, 0, pendingRefreshMs));
         }
+        return true;
     }
 
     /** Moves a split on; a paused split's position is not offered to a re-subscribe. */

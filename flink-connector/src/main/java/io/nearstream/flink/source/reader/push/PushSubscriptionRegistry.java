@@ -5,6 +5,7 @@ import io.nearstream.client.PushRingSpec;
 import io.nearstream.client.PushSplitStart;
 import io.nearstream.client.PushSubscription;
 import java.io.IOException;
+import java.io.Serializable;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -23,26 +24,28 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The JVM-local election of push mode (docs/flink-connector.md, "Push mode"): the push split
- * readers of one source (same broker, stream and per-source id) in this JVM form a group; the
- * member with the lowest subtask index is the leader and holds the group's one push subscription,
- * carrying one ring per member (ring {@code i} ↔ the member with the {@code i}-th lowest subtask
- * index) with its splits and their current positions. Every member learns its ring through {@link
- * Member#attachment()}.
+ * The push groups of this JVM (docs/flink-connector.md, "Push mode"): the push split readers of one
+ * source (same broker, stream and per-source id) on one host form a group, held by the TaskManager
+ * JVM of the host's lowest split-holding subtask (the enumerator tells every reader which JVM that
+ * is). Readers of that JVM join directly ({@link #join}); readers of the host's other JVMs join
+ * through the enumerator ({@link #relayed}). The lowest member of this JVM holds the group's one
+ * push subscription, carrying one ring per member (ring {@code i} ↔ the member with the {@code
+ * i}-th lowest subtask index) with its splits and their current positions. Every member learns its
+ * ring through {@link Member#attachment()}, a relayed one through its {@link RingRelay}.
  *
  * <p>The first subscription of a group waits for its peers: the enumerator tells every reader which
- * subtasks of its scope hold splits ({@link #peersKnown}), and the group subscribes once all of
- * them have joined - one PushSubscribe per scope and job start. Without that word (a registry used
- * on its own) the first member subscribes at once, unless a reader announced restored splits
- * ({@link #awaitPeers}); a group still waiting {@link #PEER_WAIT_MS} ms after its first join
- * subscribes with the members it has.
+ * subtasks of its host hold splits ({@link #peersKnown}), and the group subscribes once all of them
+ * have joined - one PushSubscribe per host and job start. Without that word (a registry used on its
+ * own) the first member subscribes at once, unless a reader announced restored splits ({@link
+ * #awaitPeers}); a group still waiting {@link #PEER_WAIT_MS} ms after its first join subscribes
+ * with the members it has.
  *
  * <p>After that, changes are applied at once, on the calling thread, under the group's lock: splits
  * of a member changed, or a member left → PushUpdate on the same rings (a left member's ring gets
  * no splits; if it was the leader, the group keeps its connection, which carries the subscription,
  * open until the subscription ends); a member without a ring joined → PushSubscribe a new
- * subscription with one ring per member from their current positions (through the lowest member's
- * connection), publish it, then PushClose the old one (best effort; it also ends when its
+ * subscription with one ring per member from their current positions (through the lowest local
+ * member's connection), publish it, then PushClose the old one (best effort; it also ends when its
  * connection closes). A failed RPC fails every member ({@link Member#failure()}), which turns into
  * an {@link IOException} of their next fetch, so Flink restores from its checkpoint.
  */
@@ -70,7 +73,18 @@ public final class PushSubscriptionRegistry {
             long subscriptionId,
             long brokerEpoch,
             String regionPath,
-            int ringIndex) {}
+            int ringIndex)
+            implements Serializable {}
+
+    /**
+     * How the group answers a member relayed from another JVM of the host (through the enumerator):
+     * the ring it reads now, or why the group's last push RPC failed.
+     */
+    public interface RingRelay {
+        void assigned(int subtaskIndex, Attachment attachment);
+
+        void failed(int subtaskIndex, String failure);
+    }
 
     /**
      * How long a group waits for the peers the enumerator announced before it subscribes with the
@@ -162,6 +176,56 @@ public final class PushSubscriptionRegistry {
         }
     }
 
+    /**
+     * A reader of another TaskManager JVM on this host asks for its ring, tells that its splits
+     * changed, or that it left ({@link io.nearstream.flink.source.event.PushRingRequestEvent},
+     * relayed by the enumerator). The group treats it as a member whose positions are the ones it
+     * sent (a re-subscribe may push it chunks it has read since: it skips them, as after a restore)
+     * and answers through {@code relay}. Runs the push RPC, if any, on the calling thread.
+     */
+    public void relayed(
+            Key key,
+            int subtaskIndex,
+            List<PushSplitStart> splits,
+            boolean left,
+            Geometry geometry,
+            RingRelay relay) {
+        Group group = group(key);
+        synchronized (group) {
+            Member known = group.members.get(subtaskIndex);
+            if (left) {
+                if (known != null && known.relay != null) {
+                    known.leave();
+                }
+                return;
+            }
+            if (known != null && known.relay != null) {
+                known.relayedSplits = List.copyOf(splits);
+                known.relay = relay;
+                if (group.ringMembers.contains(known) && known.attachment != null) {
+                    // Already reads a ring: answer again (the request may be a new attempt's).
+                    relay.assigned(subtaskIndex, known.attachment);
+                }
+                group.reconcile(true);
+                return;
+            }
+            if (group.geometry == null) {
+                group.geometry = geometry;
+            }
+            if (group.waitingSinceNanos == 0) {
+                group.waitingSinceNanos = System.nanoTime();
+            }
+            Member member = new Member(group, subtaskIndex, null, null);
+            member.relay = relay;
+            member.relayedSplits = List.copyOf(splits);
+            if (known != null) {
+                LOG.warn("Push group {}: subtask {} joined from another JVM", key, subtaskIndex);
+            }
+            group.members.put(subtaskIndex, member);
+            group.reconcile(false);
+        }
+    }
+
     private Group group(Key key) {
         synchronized (groups) {
             return groups.computeIfAbsent(key, Group::new);
@@ -179,24 +243,39 @@ public final class PushSubscriptionRegistry {
         return ++generations;
     }
 
-    /** A reader's handle on its group. */
-    public static final class Member {
+    /**
+     * A reader's handle on its group: a reader of this JVM (with its own connection), or one of
+     * another JVM on the host, relayed through the enumerator ({@link #relay} set, no connection;
+     * its positions are the ones it sent last).
+     */
+    public static final class Member implements PushMembership {
         private final Group group;
         private final int subtaskIndex;
-        private final NearstreamClient client;
-        private final Supplier<List<PushSplitStart>> positions;
+        @Nullable private final NearstreamClient client;
+        @Nullable private final Supplier<List<PushSplitStart>> positions;
         @Nullable private volatile Attachment attachment;
         @Nullable private volatile Exception failure;
+
+        /** Guarded by the group: how a relayed member is answered, null for a local one. */
+        @Nullable private RingRelay relay;
+
+        /** Guarded by the group: a relayed member's splits as it sent them last. */
+        private List<PushSplitStart> relayedSplits = List.of();
 
         Member(
                 Group group,
                 int subtaskIndex,
-                NearstreamClient client,
-                Supplier<List<PushSplitStart>> positions) {
+                @Nullable NearstreamClient client,
+                @Nullable Supplier<List<PushSplitStart>> positions) {
             this.group = group;
             this.subtaskIndex = subtaskIndex;
             this.client = client;
             this.positions = positions;
+        }
+
+        /** The splits of this member's ring with the positions they continue at. */
+        private List<PushSplitStart> splits() {
+            return relay != null ? relayedSplits : positions.get();
         }
 
         public int subtaskIndex() {
@@ -207,6 +286,7 @@ public final class PushSubscriptionRegistry {
          * The ring to read, or null before the first subscription (a group that waited for its
          * peers for too long subscribes from here, on the polling reader's thread).
          */
+        @Override
         @Nullable
         public Attachment attachment() {
             Attachment a = attachment;
@@ -222,14 +302,16 @@ public final class PushSubscriptionRegistry {
         }
 
         /** Why the group's last RPC failed, or null. */
+        @Override
         @Nullable
         public Exception failure() {
             return failure;
         }
 
+        /** Whether this member's connection would carry the group's next subscription. */
         public boolean isLeader() {
             synchronized (group) {
-                return !group.members.isEmpty() && group.members.firstKey() == subtaskIndex;
+                return group.firstLocalMember() == this;
             }
         }
 
@@ -238,6 +320,7 @@ public final class PushSubscriptionRegistry {
          * scheduler thread, until the returned future is cancelled or the group ends (its last
          * member left). A task must not block: it shares the thread with the group's others.
          */
+        @Override
         public ScheduledFuture<?> schedule(Runnable task, long initialDelayMs, long periodMs) {
             synchronized (group) {
                 return group.scheduler()
@@ -247,6 +330,7 @@ public final class PushSubscriptionRegistry {
         }
 
         /** The member's splits changed: the leader updates the subscription. */
+        @Override
         public void splitsChanged() {
             synchronized (group) {
                 if (group.members.get(subtaskIndex) == this) {
@@ -263,6 +347,7 @@ public final class PushSubscriptionRegistry {
          *
          * @return whether the caller must close its connection itself (false: the group took it)
          */
+        @Override
         public boolean leave() {
             synchronized (group) {
                 if (!group.members.remove(subtaskIndex, this)) {
@@ -331,6 +416,17 @@ public final class PushSubscriptionRegistry {
             return waitingSinceNanos != 0 && System.nanoTime() - waitingSinceNanos > peerWaitNanos;
         }
 
+        /** The lowest member of this JVM: its connection carries a new subscription. */
+        @Nullable
+        Member firstLocalMember() {
+            for (Member m : members.values()) {
+                if (m.relay == null) {
+                    return m;
+                }
+            }
+            return null;
+        }
+
         /** Whether every member reads a ring of the current subscription. */
         private boolean everyMemberHasARing() {
             for (Member m : members.values()) {
@@ -349,7 +445,7 @@ public final class PushSubscriptionRegistry {
                 rings.add(
                         m == null
                                 ? new PushRingSpec(ringSubtasks.get(i), List.of())
-                                : new PushRingSpec(m.subtaskIndex, m.positions.get()));
+                                : new PushRingSpec(m.subtaskIndex, m.splits()));
             }
             return rings;
         }
@@ -407,6 +503,9 @@ public final class PushSubscriptionRegistry {
                 LOG.warn("{}", failure.getMessage());
                 for (Member m : members.values()) {
                     m.failure = failure;
+                    if (m.relay != null) {
+                        m.relay.failed(m.subtaskIndex, failure.getMessage());
+                    }
                 }
             }
         }
@@ -416,11 +515,16 @@ public final class PushSubscriptionRegistry {
          * per member from their current positions, through the lowest member's connection.
          */
         private void subscribe() throws Exception {
-            Member newLeader = members.firstEntry().getValue();
+            Member newLeader = firstLocalMember();
+            if (newLeader == null) {
+                throw new IOException(
+                        "no reader of this JVM is left to subscribe for subtasks "
+                                + members.keySet());
+            }
             List<Integer> owners = new ArrayList<>(members.keySet());
             List<PushRingSpec> rings = new ArrayList<>(owners.size());
             for (Member m : members.values()) {
-                rings.add(new PushRingSpec(m.subtaskIndex, m.positions.get()));
+                rings.add(new PushRingSpec(m.subtaskIndex, m.splits()));
             }
             PushSubscription created =
                     newLeader
@@ -456,6 +560,9 @@ public final class PushSubscriptionRegistry {
                                 created.brokerEpoch(),
                                 created.regionPath(),
                                 ring++);
+                if (m.relay != null) {
+                    m.relay.assigned(m.subtaskIndex, m.attachment);
+                }
             }
             // Only now: a member that still reads the old region sees its new ring first.
             close(previous, previousLeader);

@@ -2,7 +2,6 @@ package io.nearstream.flink.source.reader.push;
 
 import io.nearstream.flink.source.metrics.NearstreamSourceReaderMetrics;
 import io.nearstream.flink.source.reader.push.PushSubscriptionRegistry.Attachment;
-import io.nearstream.flink.source.reader.push.PushSubscriptionRegistry.Member;
 import io.nearstream.jni.ShmLayout;
 import io.nearstream.jni.ShmRegion;
 import io.nearstream.jni.SlotRing;
@@ -31,7 +30,7 @@ final class RingSession {
 
     private static final Logger LOG = LoggerFactory.getLogger(RingSession.class);
 
-    private final Member member;
+    private final PushMembership member;
     private final int subtaskIndex;
     private final long staleAfterNanos;
     private final NearstreamSourceReaderMetrics metrics;
@@ -49,7 +48,7 @@ final class RingSession {
     private final Object lock = new Object();
 
     RingSession(
-            Member member,
+            PushMembership member,
             int subtaskIndex,
             long staleAfterNanos,
             NearstreamSourceReaderMetrics metrics) {

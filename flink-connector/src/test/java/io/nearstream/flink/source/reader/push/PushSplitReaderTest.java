@@ -76,7 +76,16 @@ class PushSplitReaderTest {
                 new NearstreamSourceReaderMetrics(
                         UnregisteredMetricsGroup.createSourceReaderMetricGroup());
         metrics.put(subtask, m);
-        PushSplitReader r = new PushSplitReader(client, STREAM, config, m, registry, key, subtask);
+        PushSplitReader r =
+                new PushSplitReader(
+                        client,
+                        STREAM,
+                        config,
+                        m,
+                        registry,
+                        new PushElection(event -> {}),
+                        key,
+                        subtask);
         readers.add(r);
         return r;
     }

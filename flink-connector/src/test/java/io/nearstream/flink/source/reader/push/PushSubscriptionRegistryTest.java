@@ -307,4 +307,72 @@ class PushSubscriptionRegistryTest {
         old0.member.leave();
         assertThat(new0.client.openSubscriptions()).containsOnlyKeys(current);
     }
+
+    /** Records what a group answers a member relayed from another JVM of the host. */
+    private static final class RelayLog implements PushSubscriptionRegistry.RingRelay {
+        final List<String> answers = new CopyOnWriteArrayList<>();
+        volatile Attachment last;
+
+        @Override
+        public void assigned(int subtaskIndex, Attachment attachment) {
+            last = attachment;
+            answers.add(subtaskIndex + " ring " + attachment.ringIndex());
+        }
+
+        @Override
+        public void failed(int subtaskIndex, String failure) {
+            answers.add(subtaskIndex + " failed");
+        }
+    }
+
+    /**
+     * Two TaskManager JVMs on one host: the group of subtask 0's JVM waits for subtask 2 of the
+     * other JVM, subscribes once with a ring for each, and keeps the relayed ring's splits current.
+     */
+    @Test
+    void readersOfAnotherJvmOfTheHostGetTheirRingsFromTheOneSubscription() {
+        Reader r0 = new Reader(0, 1);
+        registry.peersKnown(KEY, List.of(0, 2));
+        r0.join(registry, KEY, 0);
+        assertThat(r0.client.pushCalls()).isEmpty(); // waits for subtask 2
+
+        RelayLog relay = new RelayLog();
+        List<PushSplitStart> splitsOf2 = List.of(new PushSplitStart(2, Position.EARLIEST));
+        registry.relayed(KEY, 2, splitsOf2, false, GEOMETRY, relay);
+
+        assertThat(r0.client.pushCalls()).hasSize(1).first().asString().startsWith("subscribe");
+        long id = r0.member.attachment().subscriptionId();
+        assertThat(r0.client.openSubscriptions().get(id))
+                .containsExactly(new PushRingSpec(0, r0.splits), new PushRingSpec(2, splitsOf2));
+        assertThat(relay.answers).containsExactly("2 ring 1");
+        assertThat(relay.last.subscriptionId()).isEqualTo(id);
+        assertThat(relay.last.regionPath()).isEqualTo(r0.member.attachment().regionPath());
+
+        // Its splits moved on: a PushUpdate on the same rings, no new subscription.
+        Position later = new Position(1, 0, 4096);
+        List<PushSplitStart> moved = List.of(new PushSplitStart(2, later));
+        registry.relayed(KEY, 2, moved, false, GEOMETRY, relay);
+        assertThat(r0.client.pushCalls()).last().asString().startsWith("update " + id);
+        assertThat(r0.client.openSubscriptions().get(id).get(1))
+                .isEqualTo(new PushRingSpec(2, moved));
+
+        // It left: its ring is emptied; the local reader keeps reading.
+        registry.relayed(KEY, 2, List.of(), true, GEOMETRY, relay);
+        assertThat(r0.client.openSubscriptions().get(id).get(1))
+                .isEqualTo(new PushRingSpec(2, List.of()));
+        assertThat(r0.member.attachment().subscriptionId()).isEqualTo(id);
+    }
+
+    @Test
+    void aRelayedReaderHearsOfAFailedSubscribe() {
+        Reader r0 = new Reader(0);
+        r0.client.close(); // the subscribe fails
+        registry.peersKnown(KEY, List.of(0, 1));
+        RelayLog relay = new RelayLog();
+        registry.relayed(
+                KEY, 1, List.of(new PushSplitStart(1, Position.EARLIEST)), false, GEOMETRY, relay);
+        r0.join(registry, KEY, 0);
+        assertThat(relay.answers).containsExactly("1 failed");
+        assertThat(r0.member.failure()).isNotNull();
+    }
 }
