@@ -12,6 +12,7 @@ import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import javax.annotation.Nullable;
 import org.apache.flink.api.common.JobExecutionResult;
+import org.apache.flink.core.execution.JobClient;
 import org.apache.flink.runtime.jobgraph.JobGraph;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.graph.StreamGraph;
@@ -48,6 +49,9 @@ import org.apache.flink.streaming.api.graph.StreamGraph;
  * producer's ad -> campaign table), {@code --out-of-orderness-ms} (ysb: the watermark bound,
  * default 1000).
  *
+ * <p>{@code --cluster session} submits the job to the Flink cluster that runs this main instead
+ * ({@code flink run}, or a jar run through the REST API; {@link #submitToSessionCluster}).
+ *
  * <p>Exit status 1 when the job read a different number of records than expected, 2 on bad flags.
  */
 public final class JobRunner {
@@ -70,7 +74,8 @@ public final class JobRunner {
                             "streamlets",
                             "record-bytes",
                             "chunk-bytes",
-                            "duration-s"));
+                            "duration-s",
+                            "cluster"));
 
     private static Set<String> withWorkloadParams(Set<String> flags) {
         Set<String> all = new java.util.HashSet<>(flags);
@@ -84,12 +89,23 @@ public final class JobRunner {
     private JobRunner() {}
 
     public static void main(String[] args) throws Exception {
+        if (onSessionCluster(args)) {
+            // Runs inside `flink run` or the JobManager (REST jar run): never System.exit, which
+            // would end the JobManager; a bad flag is the exception the submitter sees.
+            submitToSessionCluster(args);
+            return;
+        }
         Flags flags;
         JobOptions options;
         try {
             flags = new Flags(args, FLAGS);
             if (flags.has("preload") == flags.has("broker")) {
                 throw new IllegalArgumentException("give either --broker or --preload");
+            }
+            if (!flags.string("cluster", "local").equals("local")) {
+                throw new IllegalArgumentException(
+                        "--cluster must be local or " + SESSION_CLUSTER + ", not "
+                                + flags.required("cluster"));
             }
             long records =
                     flags.positiveLong(
@@ -127,6 +143,48 @@ public final class JobRunner {
         System.out.println(m.summary());
         System.out.println(m.toJson());
         System.exit(0); // Netty and Flink leave non-daemon threads behind
+    }
+
+    /** The value of {@code --cluster} that submits to the cluster running this main. */
+    private static final String SESSION_CLUSTER = "session";
+
+    /** Whether the arguments hold {@code --cluster session}. */
+    static boolean onSessionCluster(String[] args) {
+        for (int i = 0; i + 1 < args.length; i++) {
+            if (args[i].equals("--cluster") && args[i + 1].equals(SESSION_CLUSTER)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
+     * {@code --cluster session}: submits the job to the Flink cluster that runs this main ({@code
+     * flink run}, or a jar run through the REST API) instead of starting a local MiniCluster, and
+     * returns once it is submitted (the job's own results are its outputs: {@code --output-stream}
+     * or {@code --output-dir}). No measurement, and no {@code --preload} or {@code --duration-s}.
+     */
+    static JobClient submitToSessionCluster(String[] args) throws Exception {
+        Flags flags = new Flags(args, FLAGS);
+        if (flags.has("preload") || flags.has("duration-s")) {
+            throw new IllegalArgumentException(
+                    "--cluster session runs on the cluster as it is: no --preload, no --duration-s");
+        }
+        JobOptions options =
+                options(flags, flags.required("broker"), flags.positiveLong("records", 0));
+        Workload workload = Workload.named(options.workload());
+        StreamExecutionEnvironment env = environment(options);
+        StreamOutput.createStreamIfMissing(options);
+        workload.addTo(options.mode().source(env, options), options);
+        JobClient job =
+                env.executeAsync(
+                        workload.name()
+                                + "-"
+                                + options.mode().label()
+                                + "-p"
+                                + options.parallelism());
+        System.out.println("JOB " + job.getJobID());
+        return job;
     }
 
     private static JobMeasurement runPreloaded(Flags flags, JobOptions options) throws Exception {
