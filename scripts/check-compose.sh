@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Validates docker/docker-compose.yml without a Docker engine: Debian's docker-compose (v1) parses
 # and normalizes it, then scripts/compose_invariants.py asserts what push mode needs (TaskManager
-# in the broker's IPC namespace, shm_size raised, connector in /opt/flink/lib, --mode push).
+# in the broker's IPC namespace, shm_size raised, connector in /opt/flink/lib, --mode push) and
+# that the job reads what its producer writes (YsbProducer for ysb, nearstream-perf for count and
+# filter; one stream, one ad -> campaign table, submitted once there is data).
 # The images themselves are not built here: that needs an engine (docker/README.md).
 set -euo pipefail
 
@@ -40,9 +42,21 @@ trap 'rm -f "$no_env_file"' EXIT
 compose() {
   env "${unset_tunables[@]}" "$COMPOSE" --env-file "$no_env_file" -f "$compose_file" "$@"
 }
+# The same with WORKLOAD set (env applies -u first, then the assignment).
+compose_for() {
+  local workload=$1
+  shift
+  env "${unset_tunables[@]}" WORKLOAD="$workload" "$COMPOSE" --env-file "$no_env_file" \
+    -f "$compose_file" "$@"
+}
 
 if ! compose config -q; then
   echo "check-compose: $compose_file is not a valid compose file (see above)." >&2
   exit 1
 fi
 compose config | "$python" scripts/compose_invariants.py
+# The other workloads with a producer in the stack: the WORKLOAD variable must switch the job and
+# the producer together (a default written into one place only would pass the check above).
+for workload in count filter; do
+  compose_for "$workload" config | "$python" scripts/compose_invariants.py --workload "$workload"
+done
