@@ -26,8 +26,12 @@
 
 #define NS_EXPORT __attribute__((visibility("default")))
 
-// Cached in JNI_OnLoad, released in JNI_OnUnload.
-static jclass g_native_exception;  // global ref
+// Cached in JNI_OnLoad, released in JNI_OnUnload. A weak global ref: a strong one is a GC root
+// that keeps NativeException's class loader alive, so a class loader that loaded this library
+// (each Flink job that bundles the connector) could never be collected, and the JVM unloads the
+// library only when its class loader is collected. While native code of this library runs, the
+// calling class keeps that loader, and so the class, alive: the weak ref is always valid then.
+static jweak g_native_exception;
 static jmethodID g_native_exception_ctor;
 
 // Throws NativeException(op, err, strerror(err)). Returns nothing; callers return at once.
@@ -38,8 +42,10 @@ static void throw_errno(JNIEnv* env, const char* op, int err) {
   if (jop == NULL) return;  // OutOfMemoryError pending
   jstring jtext = (*env)->NewStringUTF(env, text);
   if (jtext == NULL) return;
-  jobject ex =
-      (*env)->NewObject(env, g_native_exception, g_native_exception_ctor, jop, (jint)err, jtext);
+  jclass cls = (jclass)(*env)->NewLocalRef(env, g_native_exception);
+  if (cls == NULL) return;  // cannot happen while a class of this loader calls in (see above)
+  jobject ex = (*env)->NewObject(env, cls, g_native_exception_ctor, jop, (jint)err, jtext);
+  (*env)->DeleteLocalRef(env, cls);
   if (ex != NULL) (*env)->Throw(env, (jthrowable)ex);
 }
 
@@ -49,12 +55,11 @@ NS_EXPORT JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM* vm, void* reserved) {
   if ((*vm)->GetEnv(vm, (void**)&env, JNI_VERSION_1_8) != JNI_OK) return JNI_ERR;
   jclass local = (*env)->FindClass(env, "io/nearstream/jni/NativeException");
   if (local == NULL) return JNI_ERR;
-  g_native_exception = (jclass)(*env)->NewGlobalRef(env, local);
+  g_native_exception_ctor =
+      (*env)->GetMethodID(env, local, "<init>", "(Ljava/lang/String;ILjava/lang/String;)V");
+  g_native_exception = (*env)->NewWeakGlobalRef(env, local);
   (*env)->DeleteLocalRef(env, local);
-  if (g_native_exception == NULL) return JNI_ERR;
-  g_native_exception_ctor = (*env)->GetMethodID(env, g_native_exception, "<init>",
-                                                "(Ljava/lang/String;ILjava/lang/String;)V");
-  if (g_native_exception_ctor == NULL) return JNI_ERR;
+  if (g_native_exception_ctor == NULL || g_native_exception == NULL) return JNI_ERR;
   return JNI_VERSION_1_8;
 }
 
@@ -62,7 +67,7 @@ NS_EXPORT JNIEXPORT void JNICALL JNI_OnUnload(JavaVM* vm, void* reserved) {
   (void)reserved;
   JNIEnv* env;
   if ((*vm)->GetEnv(vm, (void**)&env, JNI_VERSION_1_8) != JNI_OK) return;
-  if (g_native_exception != NULL) (*env)->DeleteGlobalRef(env, g_native_exception);
+  if (g_native_exception != NULL) (*env)->DeleteWeakGlobalRef(env, g_native_exception);
   g_native_exception = NULL;
 }
 

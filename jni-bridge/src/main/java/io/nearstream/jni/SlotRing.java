@@ -245,6 +245,20 @@ public final class SlotRing {
         LONG.setRelease(ring, RING_CONSUMER_HEARTBEAT_NS, System.nanoTime());
     }
 
+    /**
+     * The consumer stops for good: stores 0 in {@code consumer_heartbeat_ns}, which reads as dead
+     * at once (docs/shm-layout.md, "Liveness"), so the broker reclaims the ring at its next check
+     * and a process watching the ring's consumer sees it gone without waiting for the timeout.
+     */
+    public void abandon() {
+        LONG.setRelease(ring, RING_CONSUMER_HEARTBEAT_NS, 0L);
+    }
+
+    /** The consumer's last heartbeat, CLOCK_MONOTONIC ns; 0 once it abandoned the ring. */
+    public long consumerHeartbeatNanos() {
+        return (long) LONG.getAcquire(ring, RING_CONSUMER_HEARTBEAT_NS);
+    }
+
     // ---- descriptor fields of a taken slot (plain reads: ordered by the sequence acquire) ----
 
     public int rowCount(long position) {

@@ -85,6 +85,21 @@ import java.util.concurrent.atomic.AtomicLong;
  */
 public final class NettyNearstreamClient implements NearstreamClient {
 
+    /** Netty's switch for its allocator's JDK Flight Recorder events. */
+    static final String NETTY_JFR_PROPERTY = "io.netty.jfr.enabled";
+
+    static {
+        // Netty's pooled allocators register a JDK Flight Recorder listener that the JDK keeps for
+        // the JVM's lifetime; when Netty comes from a class loader that should go away (a Flink
+        // job jar bundling this client), that listener keeps the whole class loader, its
+        // metaspace and the JNI library it loaded, one per job. So Netty's allocator events are
+        // off unless the user asked for them; this must run before Netty initializes in this
+        // class loader, which every connection of the client does through this class.
+        if (System.getProperty(NETTY_JFR_PROPERTY) == null) {
+            System.setProperty(NETTY_JFR_PROPERTY, "false");
+        }
+    }
+
     private final String address;
     private final String host;
     private final int port;

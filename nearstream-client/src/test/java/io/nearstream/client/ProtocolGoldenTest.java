@@ -26,6 +26,7 @@ import io.nearstream.client.ProtocolCodec.TxnInitRequest;
 import io.nearstream.client.ProtocolCodec.TxnListRequest;
 import io.nearstream.client.ProtocolCodec.TxnRefRequest;
 import io.nearstream.client.ProtocolTestCodec.DecodedRequest;
+import io.nearstream.testing.Json;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
 import io.netty.buffer.Unpooled;
@@ -67,7 +68,7 @@ class ProtocolGoldenTest {
     static Map<String, Object> files() throws IOException {
         Map<String, Object> root =
                 (Map<String, Object>)
-                        MiniJson.parse(
+                        Json.parse(
                                 Files.readString(
                                         protocolDir().resolve("vectors.json"),
                                         StandardCharsets.UTF_8));

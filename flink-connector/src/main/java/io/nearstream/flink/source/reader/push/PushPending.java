@@ -12,7 +12,6 @@ import java.util.Collection;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.flink.annotation.Internal;
 import org.slf4j.Logger;
@@ -34,7 +33,6 @@ final class PushPending {
     private final NearstreamClient client;
     private final String stream;
     private final NearstreamSourceReaderMetrics metrics;
-    private final long rpcTimeoutMs;
 
     /** Splits by streamlet (any thread). */
     private final Map<Integer, PushCursor> splits = new ConcurrentHashMap<>();
@@ -42,15 +40,10 @@ final class PushPending {
     private final AtomicBoolean tailsRequested = new AtomicBoolean();
     private volatile boolean segmentSizeKnown;
 
-    PushPending(
-            NearstreamClient client,
-            String stream,
-            NearstreamSourceReaderMetrics metrics,
-            long rpcTimeoutMs) {
+    PushPending(NearstreamClient client, String stream, NearstreamSourceReaderMetrics metrics) {
         this.client = client;
         this.stream = stream;
         this.metrics = metrics;
-        this.rpcTimeoutMs = rpcTimeoutMs;
     }
 
     void add(PushCursor s) {
@@ -97,7 +90,9 @@ final class PushPending {
 
     /**
      * Asks the streamlets' tails without waiting and, when they come, updates the pending metrics
-     * from each split's position at that moment. One request at a time.
+     * from each split's position at that moment. One request at a time. The client times its
+     * requests out itself; no {@code CompletableFuture.orTimeout} here, whose JDK-wide delay thread
+     * would keep the class loader of the job that started it for the JVM's lifetime.
      */
     void refresh() {
         if (splits.isEmpty() || !tailsRequested.compareAndSet(false, true)) {
@@ -106,7 +101,6 @@ final class PushPending {
         try {
             if (!segmentSizeKnown) {
                 client.describeStream(stream)
-                        .orTimeout(rpcTimeoutMs, TimeUnit.MILLISECONDS)
                         .whenComplete(
                                 (config, error) -> {
                                     if (config != null) {
@@ -121,7 +115,6 @@ final class PushPending {
             }
             long askedAt = System.nanoTime();
             client.metadata(stream)
-                    .orTimeout(rpcTimeoutMs, TimeUnit.MILLISECONDS)
                     .whenComplete(
                             (streamlets, error) -> {
                                 try {

@@ -147,7 +147,7 @@ public class PushSplitReader implements SplitReader<RecordRun, NearstreamSplit> 
         this.pendingRefreshMs =
                 config.get(NearstreamSourceOptions.PUSH_PENDING_REFRESH_INTERVAL).toMillis();
         long rpcTimeoutMs = config.get(NearstreamSourceOptions.REQUEST_TIMEOUT).toMillis();
-        this.pending = new PushPending(client, stream, metrics, rpcTimeoutMs);
+        this.pending = new PushPending(client, stream, metrics);
         this.damagedData = new DamagedData(stream, config, metrics);
         this.oversizeChunks = new OversizeChunkFetcher(client, stream, rpcTimeoutMs);
         metrics.registerPushGauges(
@@ -565,6 +565,11 @@ public class PushSplitReader implements SplitReader<RecordRun, NearstreamSplit> 
         } finally {
             scheduled.forEach(f -> f.cancel(false));
             if (session != null) {
+                if (member instanceof RelayedMembership) {
+                    // The group holding our ring in another JVM learns of it through the ring
+                    // (our "left" event may not reach it when the job is being cancelled).
+                    session.abandon();
+                }
                 session.detach();
             }
             views.close(); // outstanding batches keep their view (and mapping) until recycled

@@ -4,8 +4,12 @@ import io.nearstream.client.NearstreamClient;
 import io.nearstream.client.PushRingSpec;
 import io.nearstream.client.PushSplitStart;
 import io.nearstream.client.PushSubscription;
+import io.nearstream.jni.ShmLayout;
+import io.nearstream.jni.ShmRegion;
+import io.nearstream.jni.SlotRing;
 import java.io.IOException;
 import java.io.Serializable;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -92,6 +96,15 @@ public final class PushSubscriptionRegistry {
      */
     static final long PEER_WAIT_MS = 10_000;
 
+    /** How often a group of relayed members only checks that one of them still reads. */
+    static final long WATCH_MS = 200;
+
+    /**
+     * The generation of a ring as its subscription created it: regions start zeroed and each
+     * activation adds one (docs/shm-layout.md, ring header); a reclaim re-activates.
+     */
+    static final int FIRST_RING_GENERATION = 1;
+
     private final Map<Key, Group> groups = new HashMap<>();
     private final String scopeId = UUID.randomUUID().toString();
     private final long peerWaitNanos;
@@ -129,6 +142,7 @@ public final class PushSubscriptionRegistry {
             if (group.waitingSinceNanos == 0) {
                 group.waitingSinceNanos = System.nanoTime();
             }
+            group.hadLocalMember = true;
             Member stale = group.members.put(subtaskIndex, member);
             if (stale != null) {
                 // A new attempt of the subtask while the old one has not left (a TaskManager
@@ -397,6 +411,15 @@ public final class PushSubscriptionRegistry {
         /** The members' periodic work (ring heartbeats, tail refreshes); ends with the group. */
         @Nullable ScheduledExecutorService scheduler;
 
+        /** Whether a reader of this JVM joined: before that, relayed members wait for one. */
+        boolean hadLocalMember;
+
+        /** Watches relayed members' rings once every local member left ({@link #watch}). */
+        @Nullable ScheduledFuture<?> relayedWatch;
+
+        /** The subscription's region, mapped by {@link #relayedWatch}. */
+        @Nullable ShmRegion watchedRegion;
+
         Group(Key key) {
             this.key = key;
         }
@@ -465,14 +488,25 @@ public final class PushSubscriptionRegistry {
 
         void reconcile(boolean splitsChanged) {
             if (members.isEmpty()) {
+                closeSubscription();
+                if (watchedRegion != null) {
+                    watchedRegion.close();
+                    watchedRegion = null;
+                }
                 if (scheduler != null) {
-                    scheduler.shutdownNow();
+                    scheduler.shutdownNow(); // last: this may run on it (the relayed watch)
                     scheduler = null;
                 }
-                closeSubscription();
                 synchronized (groups) {
                     groups.remove(key, this);
                 }
+                return;
+            }
+            if (!hadLocalMember) {
+                LOG.info(
+                        "Push group {}: relayed members {} wait for this JVM's readers",
+                        key,
+                        members.keySet());
                 return;
             }
             if (waitingForPeers()) {
@@ -491,6 +525,9 @@ public final class PushSubscriptionRegistry {
                                 .pushUpdate(subscription.subscriptionId(), ringSpecs())
                                 .get(geometry.rpcTimeoutMs(), TimeUnit.MILLISECONDS);
                     }
+                    if (firstLocalMember() == null) {
+                        watch();
+                    }
                     return;
                 }
                 subscribe();
@@ -508,6 +545,71 @@ public final class PushSubscriptionRegistry {
                     }
                 }
             }
+        }
+
+        /**
+         * Every reader of this JVM left while readers of other JVMs still read rings of the
+         * subscription (a bounded job whose readers here finished first; or a cancelled job, whose
+         * relayed readers can no longer tell us they left): the group keeps the subscription for
+         * them and checks their rings every {@value #WATCH_MS} ms. Once none of them heartbeats
+         * (each abandons its ring when it closes, and a dead one goes stale after the consumer
+         * timeout), the group ends: the subscription closes and the broker unlinks its region.
+         */
+        private void watch() {
+            if (relayedWatch != null) {
+                return;
+            }
+            LOG.info(
+                    "Push group {}: this JVM's readers left; keeping {} for relayed members {}",
+                    key,
+                    subscription,
+                    members.keySet());
+            relayedWatch =
+                    scheduler()
+                            .scheduleWithFixedDelay(
+                                    () -> {
+                                        synchronized (Group.this) {
+                                            endUnlessARelayedMemberReads();
+                                        }
+                                    },
+                                    WATCH_MS,
+                                    WATCH_MS,
+                                    TimeUnit.MILLISECONDS);
+        }
+
+        private void endUnlessARelayedMemberReads() {
+            if (members.isEmpty() || subscription == null) {
+                return;
+            }
+            try {
+                if (watchedRegion == null) {
+                    watchedRegion = ShmRegion.map(Path.of(subscription.regionPath()));
+                }
+                long now = System.nanoTime();
+                long limit = TimeUnit.MILLISECONDS.toNanos(geometry.consumerTimeoutMs());
+                for (int i = 0; i < ringMembers.size(); i++) {
+                    Member m = ringMembers.get(i);
+                    if (m == null || m.relay == null) {
+                        continue;
+                    }
+                    SlotRing ring = watchedRegion.ring(i);
+                    long heartbeat = ring.consumerHeartbeatNanos();
+                    // A reclaimed ring is never read again by the member it was made for (its
+                    // reader fails instead), and the broker may have re-activated it for a next
+                    // consumer with a fresh heartbeat: only the first generation counts.
+                    if (ring.state() == ShmLayout.RING_ACTIVE
+                            && ring.generation() == FIRST_RING_GENERATION
+                            && heartbeat != 0
+                            && now - heartbeat <= limit) {
+                        return; // still read
+                    }
+                }
+                LOG.info("Push group {}: no relayed member reads any more; ending it", key);
+            } catch (IOException | RuntimeException e) {
+                LOG.info("Push group {}: its region is gone ({}); ending it", key, e.toString());
+            }
+            members.clear();
+            reconcile(false);
         }
 
         /**

@@ -176,6 +176,20 @@ final class RingSession {
         throw problem;
     }
 
+    /**
+     * The reader stops for good: marks the ring's consumer dead at once (docs/shm-layout.md,
+     * "Liveness"), so whoever watches it - the broker, and a push group in another JVM holding the
+     * subscription for this reader - need not wait for the heartbeat to go stale.
+     */
+    void abandon() {
+        synchronized (lock) {
+            SlotRing r = ring;
+            if (r != null) {
+                r.abandon();
+            }
+        }
+    }
+
     /** Stops reading the ring; batches of its slots still held release them when recycled. */
     void detach() {
         attached = null;

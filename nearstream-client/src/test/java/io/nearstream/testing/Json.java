@@ -1,4 +1,4 @@
-package io.nearstream.client;
+package io.nearstream.testing;
 
 import java.math.BigDecimal;
 import java.math.BigInteger;
@@ -8,25 +8,46 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * A tiny JSON reader for the test vectors: objects become {@link LinkedHashMap}s, arrays {@link
- * List}s, integers {@link BigInteger} (u64 values exceed a long), other numbers {@link BigDecimal}.
+ * A tiny JSON reader for tests (the protocol's test vectors, Flink's REST answers): objects become
+ * {@link LinkedHashMap}s, arrays {@link List}s, integers {@link BigInteger} (u64 values exceed a
+ * long), other numbers {@link BigDecimal}.
  */
-final class MiniJson {
+public final class Json {
     private final String s;
     private int i;
 
-    private MiniJson(String s) {
+    private Json(String s) {
         this.s = s;
     }
 
-    static Object parse(String text) {
-        MiniJson p = new MiniJson(text);
+    public static Object parse(String text) {
+        Json p = new Json(text);
         Object v = p.value();
         p.ws();
         if (p.i != text.length()) {
             throw p.error("trailing characters");
         }
         return v;
+    }
+
+    /** {@link #parse} for a JSON object. */
+    @SuppressWarnings("unchecked")
+    public static Map<String, Object> object(String text) {
+        Object value = parse(text);
+        if (!(value instanceof Map)) {
+            throw new IllegalArgumentException("not a JSON object: " + text);
+        }
+        return (Map<String, Object>) value;
+    }
+
+    /** {@link #parse} for a JSON array. */
+    @SuppressWarnings("unchecked")
+    public static List<Object> array(String text) {
+        Object value = parse(text);
+        if (!(value instanceof List)) {
+            throw new IllegalArgumentException("not a JSON array: " + text);
+        }
+        return (List<Object>) value;
     }
 
     private Object value() {
