@@ -6,6 +6,7 @@ import io.nearstream.client.NettyNearstreamClient;
 import io.nearstream.flink.source.NearstreamSourceOptions;
 import io.nearstream.flink.source.metrics.NearstreamSourceReaderMetrics;
 import io.nearstream.flink.source.reader.RecordRun;
+import io.nearstream.flink.source.reader.push.PushElection;
 import io.nearstream.flink.source.reader.push.PushSplitReader;
 import io.nearstream.flink.source.reader.push.PushSubscriptionRegistry;
 import io.nearstream.flink.source.split.NearstreamSplit;
@@ -112,6 +113,7 @@ public class PushReaderBenchmark extends PreloadedStreamBenchmark {
                         config,
                         metrics,
                         PushSubscriptionRegistry.INSTANCE,
+                        new PushElection(event -> {}), // one reader: its own JVM subscribes
                         key,
                         0);
         long records = 0;

@@ -2,6 +2,11 @@ package io.nearstream.flinkcluster;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.nearstream.benchmarks.workloads.CampaignWindowCount;
+import io.nearstream.benchmarks.workloads.ResultRecords;
+import io.nearstream.benchmarks.workloads.YsbReference;
+import io.nearstream.client.NearstreamProducer;
+import io.nearstream.client.NearstreamProducerConfig;
 import io.nearstream.testing.Json;
 import io.nearstream.testing.NearstreamBrokerExtension;
 import java.nio.charset.StandardCharsets;
@@ -43,6 +48,12 @@ import org.junit.jupiter.api.io.TempDir;
 class TaskManagerLifecycleITCase {
 
     private static final int PARALLELISM = 4;
+
+    /** YSB: 16 000 events 10 ms apart (16 windows of 10 s), at 800/s per subtask about 5 s. */
+    private static final int YSB_EVENTS = 16_000;
+
+    private static final long YSB_START_MS = 1_700_000_000_000L; // a multiple of 10 s
+    private static final long YSB_SPACING_MS = 10;
     private static final Duration RESULT_TIMEOUT = Duration.ofSeconds(120);
     private static final String JNI_LIBRARY = "libnearstream_jni.so";
 
@@ -189,6 +200,72 @@ class TaskManagerLifecycleITCase {
     }
 
     /**
+     * YSB as the benchmarks run it ({@code JobRunner --cluster session}, the benchmarks' fat jar
+     * submitted with {@code flink run}), push, exactly-once output, over a bounded stream of
+     * generated ad events slowed to last several seconds: one TaskManager running it dies once the
+     * first window counts are committed. The job must still finish with every (campaign, window)
+     * count exactly once, as the generator's own record of its events says.
+     */
+    @Test
+    @Order(5)
+    void ysbRecoversExactlyFromAKilledTaskManager() throws Exception {
+        Path table = tmp.resolve("ysb-campaigns.csv");
+        YsbReference reference =
+                YsbReference.withTable(table, 21, YSB_EVENTS, YSB_START_MS, YSB_SPACING_MS);
+        BROKER.createStream("ysb-in", PARALLELISM);
+        // Streamlet i mod 4: each streamlet in event-time order, so no view is ever late.
+        try (NearstreamProducer producer =
+                new NearstreamProducer(
+                        NearstreamProducerConfig.builder(BROKER.client(), "ysb-in").build())) {
+            for (int i = 0; i < reference.events.size(); i++) {
+                producer.sendTo(i % PARALLELISM, reference.events.get(i), (pos, error) -> {});
+            }
+            producer.flush();
+        }
+        List<String> args =
+                List.of(
+                        "--cluster", "session",
+                        "--workload", "ysb",
+                        "--mode", "push",
+                        "--broker", BROKER.address(),
+                        "--stream", "ysb-in",
+                        "--parallelism", Integer.toString(PARALLELISM),
+                        "--ysb-campaigns", table.toString(),
+                        "--output-stream", "ysb-out",
+                        "--output-streamlets", "2",
+                        "--output-guarantee", "exactly-once",
+                        "--checkpoint-interval-ms", "300",
+                        "--max-records-per-second-per-subtask", "800");
+        String id =
+                FLINK.submitCli(
+                        Repository.file("benchmarks/target/benchmarks.jar"),
+                        "io.nearstream.benchmarks.jobs.JobRunner",
+                        args);
+        try (Streams.Reader output = new Streams.Reader(BROKER.client(), "ysb-out")) {
+            FLINK.awaitJobState(id, "RUNNING", Duration.ofSeconds(60));
+            assertThat(output.readAtLeast(1, RESULT_TIMEOUT))
+                    .as("window counts committed with a checkpoint")
+                    .isNotEmpty();
+            String victim = sourceTaskManagers(id).iterator().next();
+            assertThat(FLINK.jobState(id))
+                    .as("the job when the TaskManager dies")
+                    .isEqualTo("RUNNING");
+            FLINK.killTaskManager(victim);
+            FLINK.startTaskManager("replacement-" + ++replacements);
+            FLINK.awaitJobState(id, "FINISHED", RESULT_TIMEOUT);
+            assertThat(FLINK.restGet("/jobs/" + id + "/exceptions"))
+                    .as("the job's exception history names the lost TaskManager")
+                    .contains(victim);
+        }
+        List<CampaignWindowCount> windows = new ArrayList<>();
+        for (String r : ResultRecords.readAll(BROKER.client(), "ysb-out", Duration.ofSeconds(2))) {
+            windows.add(CampaignWindowCount.parseCsv(r));
+        }
+        reference.assertExactlyOnceEach(windows);
+        assertThat(awaitNoPushRegions()).as("push regions left after the job").isEmpty();
+    }
+
+    /**
      * Half of the text goes in, the first counts come out (a checkpoint committed), then one of the
      * TaskManagers running the job dies with SIGKILL, a replacement starts, the other half goes in,
      * and the committed output must be exactly the reference counts.
@@ -261,37 +338,8 @@ class TaskManagerLifecycleITCase {
                     .isEmpty();
         }
 
-        /**
-         * The resource ids of the TaskManagers running the source's subtasks, once every subtask
-         * runs.
-         */
         Set<String> sourceTaskManagers() throws Exception {
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-            Set<String> tms = sourceTaskManagersNow();
-            while (tms.contains(UNASSIGNED) && System.nanoTime() < deadline) {
-                Thread.sleep(200);
-                tms = sourceTaskManagersNow();
-            }
-            assertThat(tms).as("TaskManagers of the source's subtasks").doesNotContain(UNASSIGNED);
-            return tms;
-        }
-
-        private Set<String> sourceTaskManagersNow() throws Exception {
-            Map<String, Object> job = Json.object(FLINK.restGet("/jobs/" + id));
-            for (Object v : (List<?>) job.get("vertices")) {
-                Map<?, ?> vertex = (Map<?, ?>) v;
-                if (String.valueOf(vertex.get("name")).startsWith("Source")) {
-                    Map<String, Object> details =
-                            Json.object(
-                                    FLINK.restGet("/jobs/" + id + "/vertices/" + vertex.get("id")));
-                    Set<String> tms = new HashSet<>();
-                    for (Object s : (List<?>) details.get("subtasks")) {
-                        tms.add(String.valueOf(((Map<?, ?>) s).get("taskmanager-id")));
-                    }
-                    return tms;
-                }
-            }
-            throw new AssertionError("no source vertex in " + job);
+            return TaskManagerLifecycleITCase.sourceTaskManagers(id);
         }
 
         @Override
@@ -299,6 +347,37 @@ class TaskManagerLifecycleITCase {
             output.close();
             FLINK.cancel(id);
         }
+    }
+
+    /**
+     * The resource ids of the TaskManagers running the source's subtasks, once every subtask runs.
+     */
+    static Set<String> sourceTaskManagers(String id) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        Set<String> tms = sourceTaskManagersNow(id);
+        while (tms.contains(UNASSIGNED) && System.nanoTime() < deadline) {
+            Thread.sleep(200);
+            tms = sourceTaskManagersNow(id);
+        }
+        assertThat(tms).as("TaskManagers of the source's subtasks").doesNotContain(UNASSIGNED);
+        return tms;
+    }
+
+    private static Set<String> sourceTaskManagersNow(String id) throws Exception {
+        Map<String, Object> job = Json.object(FLINK.restGet("/jobs/" + id));
+        for (Object v : (List<?>) job.get("vertices")) {
+            Map<?, ?> vertex = (Map<?, ?>) v;
+            if (String.valueOf(vertex.get("name")).startsWith("Source")) {
+                Map<String, Object> details =
+                        Json.object(FLINK.restGet("/jobs/" + id + "/vertices/" + vertex.get("id")));
+                Set<String> tms = new HashSet<>();
+                for (Object s : (List<?>) details.get("subtasks")) {
+                    tms.add(String.valueOf(((Map<?, ?>) s).get("taskmanager-id")));
+                }
+                return tms;
+            }
+        }
+        throw new AssertionError("no source vertex in " + job);
     }
 
     /** The region files of the test broker's push subscriptions in its push directory. */

@@ -14,6 +14,7 @@ import javax.annotation.Nullable;
 import org.apache.flink.api.common.JobExecutionResult;
 import org.apache.flink.core.execution.JobClient;
 import org.apache.flink.runtime.jobgraph.JobGraph;
+import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.graph.StreamGraph;
 
@@ -56,6 +57,9 @@ import org.apache.flink.streaming.api.graph.StreamGraph;
  */
 public final class JobRunner {
 
+    /** {@code --cluster session} only: a rate limit after the source ({@link RateLimit}). */
+    static final String RATE_LIMIT = "max-records-per-second-per-subtask";
+
     private static final Set<String> FLAGS =
             withWorkloadParams(
                     Set.of(
@@ -75,7 +79,8 @@ public final class JobRunner {
                             "record-bytes",
                             "chunk-bytes",
                             "duration-s",
-                            "cluster"));
+                            "cluster",
+                            RATE_LIMIT));
 
     private static Set<String> withWorkloadParams(Set<String> flags) {
         Set<String> all = new java.util.HashSet<>(flags);
@@ -102,9 +107,15 @@ public final class JobRunner {
             if (flags.has("preload") == flags.has("broker")) {
                 throw new IllegalArgumentException("give either --broker or --preload");
             }
+            if (flags.has(RATE_LIMIT)) {
+                throw new IllegalArgumentException(
+                        "--" + RATE_LIMIT + " is for --cluster " + SESSION_CLUSTER + " only");
+            }
             if (!flags.string("cluster", "local").equals("local")) {
                 throw new IllegalArgumentException(
-                        "--cluster must be local or " + SESSION_CLUSTER + ", not "
+                        "--cluster must be local or "
+                                + SESSION_CLUSTER
+                                + ", not "
                                 + flags.required("cluster"));
             }
             long records =
@@ -163,6 +174,7 @@ public final class JobRunner {
      * flink run}, or a jar run through the REST API) instead of starting a local MiniCluster, and
      * returns once it is submitted (the job's own results are its outputs: {@code --output-stream}
      * or {@code --output-dir}). No measurement, and no {@code --preload} or {@code --duration-s}.
+     * {@code --max-records-per-second-per-subtask N} slows the job down ({@link RateLimit}).
      */
     static JobClient submitToSessionCluster(String[] args) throws Exception {
         Flags flags = new Flags(args, FLAGS);
@@ -175,7 +187,12 @@ public final class JobRunner {
         Workload workload = Workload.named(options.workload());
         StreamExecutionEnvironment env = environment(options);
         StreamOutput.createStreamIfMissing(options);
-        workload.addTo(options.mode().source(env, options), options);
+        DataStream<byte[]> records = options.mode().source(env, options);
+        if (flags.has(RATE_LIMIT)) {
+            records =
+                    records.map(new RateLimit(flags.positiveLong(RATE_LIMIT, 1))).name(RATE_LIMIT);
+        }
+        workload.addTo(records, options);
         JobClient job =
                 env.executeAsync(
                         workload.name()
