@@ -375,4 +375,52 @@ class PushSubscriptionRegistryTest {
         assertThat(relay.answers).containsExactly("1 failed");
         assertThat(r0.member.failure()).isNotNull();
     }
+
+    /**
+     * The local readers of the holding JVM leave first (a bounded job whose splits here finished
+     * earlier, or a cancel): the group keeps the subscription for the relayed reader instead of
+     * pulling its ring away, and ends it once no relayed reader reads any more (here: the fake
+     * broker's region cannot be mapped, which reads as gone) or the last one says it left.
+     */
+    @Test
+    void aGroupWhoseLocalReadersLeftKeepsTheSubscriptionForRelayedReadersUntilTheyAreGone()
+            throws Exception {
+        Key key = new Key("127.0.0.1:7420", "watch-" + System.nanoTime(), "source-1");
+        Reader r0 = new Reader(0);
+        registry.peersKnown(key, List.of(0, 1));
+        r0.join(registry, key, 0);
+        RelayLog relay = new RelayLog();
+        registry.relayed(
+                key, 1, List.of(new PushSplitStart(1, Position.EARLIEST)), false, GEOMETRY, relay);
+        long id = r0.member.attachment().subscriptionId();
+
+        assertThat(r0.member.leave()).as("the group keeps the leader's connection").isFalse();
+        assertThat(r0.client.openSubscriptions()).as("kept for the relayed reader").containsKey(id);
+
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (!r0.client.openSubscriptions().isEmpty() && System.nanoTime() < deadline) {
+            Thread.sleep(20);
+        }
+        assertThat(r0.client.pushCalls()).last().isEqualTo("close " + id);
+        assertThat(r0.client.openSubscriptions()).isEmpty();
+        assertThat(registry.groupCount()).isZero();
+    }
+
+    @Test
+    void theLastRelayedReaderLeavingEndsAGroupWithoutLocalReaders() {
+        Key key = new Key("127.0.0.1:7420", "left-" + System.nanoTime(), "source-1");
+        PushSubscriptionRegistry slowWatch = new PushSubscriptionRegistry();
+        Reader r0 = new Reader(0);
+        slowWatch.peersKnown(key, List.of(0, 1));
+        r0.join(slowWatch, key, 0);
+        RelayLog relay = new RelayLog();
+        List<PushSplitStart> splits = List.of(new PushSplitStart(1, Position.EARLIEST));
+        slowWatch.relayed(key, 1, splits, false, GEOMETRY, relay);
+        long id = r0.member.attachment().subscriptionId();
+        r0.member.leave();
+
+        slowWatch.relayed(key, 1, List.of(), true, GEOMETRY, relay);
+        assertThat(r0.client.pushCalls()).last().isEqualTo("close " + id);
+        assertThat(slowWatch.groupCount()).isZero();
+    }
 }
