@@ -18,6 +18,7 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.MethodOrderer;
@@ -65,6 +66,13 @@ class TaskManagerLifecycleITCase {
      * job.
      */
     private static final int MAX_RETAINED_JNI_COPIES = 2;
+
+    /**
+     * Threads a TaskManager may gain over four cycles without a leak: Flink grows some pools lazily
+     * (its I/O executor, the RPC dispatchers). The connector's own threads are checked exactly:
+     * none after a cancel.
+     */
+    private static final int FLINK_THREAD_SLACK = 6;
 
     /** The REST API's TaskManager of a subtask not deployed (yet). */
     private static final String UNASSIGNED = "(unassigned)";
@@ -151,6 +159,9 @@ class TaskManagerLifecycleITCase {
                 assertThat(awaitJniCopiesUnloaded(tm))
                         .as("JNI copies still mapped by %s once cycle %d's job is gone", tm, cycle)
                         .hasSizeLessThanOrEqualTo(MAX_RETAINED_JNI_COPIES);
+                assertThat(awaitNoConnectorThreads(tm))
+                        .as("connector threads left in %s after cycle %d", tm, cycle)
+                        .isEmpty();
                 after.put(tm, jvmFigures(tm));
             }
             if (cycle == 1) {
@@ -172,7 +183,7 @@ class TaskManagerLifecycleITCase {
                             last[2]);
                     assertThat(last[0])
                             .as("%s thread count after 5 cycles (after cycle 1: %d)", tm, first[0])
-                            .isLessThanOrEqualTo(first[0] + 2);
+                            .isLessThanOrEqualTo(first[0] + FLINK_THREAD_SLACK);
                     assertThat(last[1])
                             .as(
                                     "%s metaspace bytes after 5 cycles (after cycle 1: %d)",
@@ -261,6 +272,13 @@ class TaskManagerLifecycleITCase {
         for (String r : ResultRecords.readAll(BROKER.client(), "ysb-out", Duration.ofSeconds(2))) {
             windows.add(CampaignWindowCount.parseCsv(r));
         }
+        // The views per window first: a difference there is lost or repeated events, one only in
+        // the exact check below is events counted for the wrong campaign.
+        TreeMap<Long, Long> viewsPerWindow = new TreeMap<>();
+        for (CampaignWindowCount w : windows) {
+            viewsPerWindow.merge(w.windowEnd, w.count, Long::sum);
+        }
+        assertThat(viewsPerWindow).as("views per window").isEqualTo(reference.viewsPerWindow);
         reference.assertExactlyOnceEach(windows);
         assertThat(awaitNoPushRegions()).as("push regions left after the job").isEmpty();
     }
@@ -449,17 +467,47 @@ class TaskManagerLifecycleITCase {
         };
     }
 
+    /**
+     * Waits up to 10 s until the TaskManager runs no thread of the connector (named {@code
+     * nearstream-...}: push group schedulers, client I/O threads, producers); returns those left.
+     */
+    private static List<String> awaitNoConnectorThreads(String tm) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        List<String> left = connectorThreads(tm);
+        while (!left.isEmpty() && System.nanoTime() < deadline) {
+            Thread.sleep(200);
+            left = connectorThreads(tm);
+        }
+        return left;
+    }
+
+    private static List<String> connectorThreads(String tm) throws Exception {
+        List<String> names = new ArrayList<>();
+        for (String line : jcmd(tm, "Thread.print").split("\n")) {
+            if (line.startsWith("\"nearstream-")) {
+                names.add(line.substring(1, line.indexOf('"', 1)));
+            }
+        }
+        return names;
+    }
+
     /** A full GC in the TaskManager's JVM, with the JDK's jcmd. */
     private static void collectGarbage(String tm) throws Exception {
+        jcmd(tm, "GC.run");
+    }
+
+    /** Runs a jcmd command against the TaskManager's JVM and returns its output. */
+    private static String jcmd(String tm, String jcmdCommand) throws Exception {
         Path jcmd = Path.of(System.getProperty("java.home"), "bin", "jcmd");
         List<String> command = new ArrayList<>();
         command.add(jcmd.toString());
         command.add(Long.toString(FLINK.taskManagerPid(tm)));
-        command.add("GC.run");
+        command.add(jcmdCommand);
         Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
         String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        assertThat(p.waitFor(30, TimeUnit.SECONDS)).as("jcmd GC.run").isTrue();
-        assertThat(p.exitValue()).as("jcmd GC.run: %s", out).isZero();
+        assertThat(p.waitFor(30, TimeUnit.SECONDS)).as("jcmd %s", jcmdCommand).isTrue();
+        assertThat(p.exitValue()).as("jcmd %s: %s", jcmdCommand, out).isZero();
+        return out;
     }
 
     private static long brokerStat(String name) throws Exception {

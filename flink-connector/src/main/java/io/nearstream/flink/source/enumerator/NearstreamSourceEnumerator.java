@@ -363,14 +363,16 @@ public class NearstreamSourceEnumerator
     }
 
     /**
-     * Forwards a reader's ring request to the reader whose group holds its host's subscription;
-     * when that reader is gone, answers the asking reader with a failure (a request of a reader
-     * that left needs no answer), so it fails and Flink restarts it instead of it waiting for a
-     * ring.
+     * Forwards a reader's ring request to the group that holds its host's subscription: through the
+     * holding reader, or, once that one finished, through any other live reader of its JVM (the
+     * group belongs to the JVM and outlives its first reader). When none is left, answers the
+     * asking reader with a failure (a request of a reader that left needs no answer), so it fails
+     * and Flink restarts it instead of it waiting for a ring.
      */
     private void relayRingRequest(int from, PushRingRequestEvent request) {
-        if (context.registeredReaders().containsKey(request.leader())) {
-            context.sendEventToSourceReader(request.leader(), request);
+        int via = pushPeers.liveReaderOfJvm(request.leader(), context.registeredReaders().keySet());
+        if (via >= 0) {
+            context.sendEventToSourceReader(via, request);
         } else if (!request.left()) {
             String failure =
                     "the reader holding this host's push subscription (subtask "
@@ -441,7 +443,7 @@ public class NearstreamSourceEnumerator
             // Before the splits: events reach a reader in order, so its push group knows whom to
             // wait for when the splits make it join.
             pushPeers
-                    .changedPeers()
+                    .changedPeers(registered.keySet())
                     .forEach((reader, peers) -> context.sendEventToSourceReader(reader, peers));
         }
         if (!assignment.isEmpty()) {

@@ -681,4 +681,46 @@ class NearstreamSourceEnumeratorTest {
         enumerator.handleSourceEvent(1, new PushRingRequestEvent(1, 0, List.of(), true));
         assertThat(context.log).isEmpty();
     }
+
+    /**
+     * After a failover the readers start one by one, each with restored splits, and each is told at
+     * once: those of the JVM that starts first hold the host's subscription, and a lower subtask of
+     * another JVM starting later is told to ask them, never to hold a second one.
+     */
+    @Test
+    void theHostsHolderStaysWhileItsReaderLives() {
+        client.createStream(STREAM, 4, 1024);
+        OrderedContext context = new OrderedContext(4);
+        NearstreamSourceEnumerator enumerator = unbounded(context);
+        enumerator.start();
+        String[] scopes = {"jvm-a", "jvm-b", "jvm-a", "jvm-b"};
+        for (int i = 0; i < 4; i++) {
+            context.registerReader(i, "localhost");
+            enumerator.addReader(i);
+        }
+        enumerator.handleSourceEvent(1, new ReaderStartedEvent(scopes[1], true));
+        enumerator.handleSourceEvent(3, new ReaderStartedEvent(scopes[3], true));
+        context.getExecutorService().triggerAll(); // the discovery
+        // The others are slow to start (a replacement TaskManager): the grace period ends, and
+        // the readers that started hear of the holder at once.
+        context.getExecutorService().triggerPeriodicScheduledTasks();
+        assertThat(context.log).contains("peers 1 [1, 3]", "peers 3 [1, 3]");
+        enumerator.handleSourceEvent(0, new ReaderStartedEvent(scopes[0], true));
+        enumerator.handleSourceEvent(2, new ReaderStartedEvent(scopes[2], true));
+
+        assertThat(context.log)
+                .contains(
+                        "peers 0 [0, 1, 2, 3] via 1",
+                        "peers 2 [0, 1, 2, 3] via 1",
+                        "peers 1 [0, 1, 2, 3]",
+                        "peers 3 [0, 1, 2, 3]")
+                .noneMatch(line -> line.matches("peers [13] .* via .*"))
+                .noneMatch(line -> line.matches("peers [02] .*") && !line.endsWith("via 1"));
+
+        // Subtask 1 fails over: the holder goes with it, and the next word names a live one.
+        context.log.clear();
+        enumerator.addReader(1);
+        enumerator.handleSourceEvent(1, new ReaderStartedEvent("jvm-c", false));
+        assertThat(context.log).contains("peers 3 [0, 2, 3] via 0", "peers 0 [0, 2, 3]");
+    }
 }
