@@ -112,6 +112,9 @@ final class PushPeerTracker {
         Map<Integer, PushPeersEvent> changed = new HashMap<>();
         for (Map.Entry<Integer, String> reader : scopeOf.entrySet()) {
             int subtask = reader.getKey();
+            if (!registered.contains(subtask)) {
+                continue; // failed and not back yet: it cannot take events, its next attempt asks
+            }
             String host = hostOf.getOrDefault(subtask, "");
             TreeSet<Integer> peers = holdersByHost.get(host);
             PushPeersEvent event;
