@@ -3,6 +3,7 @@ package io.nearstream.flinkcluster;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.nearstream.benchmarks.workloads.CampaignWindowCount;
+import io.nearstream.benchmarks.workloads.ReferenceWordCount;
 import io.nearstream.benchmarks.workloads.ResultRecords;
 import io.nearstream.benchmarks.workloads.YsbReference;
 import io.nearstream.client.NearstreamProducer;
@@ -109,7 +110,7 @@ class TaskManagerLifecycleITCase {
                 Files.readAllLines(corpus, StandardCharsets.UTF_8).stream()
                         .filter(line -> !line.isBlank())
                         .toList();
-        totals = ReferenceWordCount.count(corpus, tmp);
+        totals = ReferenceWordCount.count(corpus, 1, tmp);
     }
 
     @Test

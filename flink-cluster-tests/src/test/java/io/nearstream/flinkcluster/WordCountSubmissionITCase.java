@@ -2,6 +2,7 @@ package io.nearstream.flinkcluster;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.nearstream.benchmarks.workloads.ReferenceWordCount;
 import io.nearstream.testing.NearstreamBrokerExtension;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -47,7 +48,7 @@ class WordCountSubmissionITCase {
                 Files.readAllLines(corpus, StandardCharsets.UTF_8).stream()
                         .filter(line -> !line.isBlank())
                         .toList();
-        totals = ReferenceWordCount.count(corpus, tmp);
+        totals = ReferenceWordCount.count(corpus, 1, tmp);
         assertThat(totals).hasSizeGreaterThan(800);
     }
 
