@@ -158,7 +158,8 @@ public class NearstreamSource<T>
                 readerContext,
                 PushSubscriptionRegistry.INSTANCE,
                 key,
-                election);
+                election,
+                this::openClient);
     }
 
     /**

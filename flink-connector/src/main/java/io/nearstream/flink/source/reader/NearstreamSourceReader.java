@@ -1,5 +1,6 @@
 package io.nearstream.flink.source.reader;
 
+import io.nearstream.client.NearstreamClient;
 import io.nearstream.flink.source.event.PushPeersEvent;
 import io.nearstream.flink.source.event.PushRingAssignedEvent;
 import io.nearstream.flink.source.event.PushRingRequestEvent;
@@ -9,8 +10,10 @@ import io.nearstream.flink.source.reader.push.PushSplitReader;
 import io.nearstream.flink.source.reader.push.PushSubscriptionRegistry;
 import io.nearstream.flink.source.split.NearstreamSplit;
 import io.nearstream.flink.source.split.NearstreamSplitState;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.function.Supplier;
 import javax.annotation.Nullable;
 import org.apache.flink.annotation.Internal;
@@ -34,7 +37,9 @@ import org.slf4j.LoggerFactory;
  * then waits for all those peers before it subscribes. A reader that restored splits has them
  * before that event can arrive, so it first tells its group to wait for it. Between the TaskManager
  * JVMs of one host it relays: the {@link PushRingRequestEvent}s of the host's other JVMs' readers
- * go to its push group, the {@link PushRingAssignedEvent} answers to its split reader.
+ * go to its push group, the {@link PushRingAssignedEvent} answers to its split reader. It tells the
+ * registry when it has nothing left to read (no more splits will come and every one it had
+ * finished), so that relayed readers stop waiting for it to join.
  */
 @Internal
 public class NearstreamSourceReader<T>
@@ -54,8 +59,18 @@ public class NearstreamSourceReader<T>
     /** Ring geometry of this source's push subscription (used for relayed members). */
     @Nullable private final PushSubscriptionRegistry.Geometry geometry;
 
+    /** Opens a connection to the broker (for a push group that has no reader of this JVM). */
+    private final Supplier<NearstreamClient> connect;
+
     private boolean started;
     private boolean restoredSplits;
+
+    /**
+     * Splits added and not finished yet; with {@link #noMoreSplits}: whether this reader is done.
+     */
+    private final Set<String> unfinishedSplits = new HashSet<>();
+
+    private boolean noMoreSplits;
 
     public NearstreamSourceReader(
             Supplier<SplitReader<RecordRun, NearstreamSplit>> splitReaderSupplier,
@@ -64,12 +79,17 @@ public class NearstreamSourceReader<T>
             SourceReaderContext context,
             PushSubscriptionRegistry registry,
             @Nullable PushSubscriptionRegistry.Key pushGroup,
-            @Nullable PushElection election) {
+            @Nullable PushElection election,
+            Supplier<NearstreamClient> connect) {
         super(splitReaderSupplier, recordEmitter, config, context);
         this.registry = registry;
         this.pushGroup = pushGroup;
         this.election = election;
+        this.connect = connect;
         this.geometry = pushGroup == null ? null : PushSplitReader.geometry(config);
+        if (pushGroup != null) {
+            registry.readerOpened(pushGroup, context.getIndexOfSubtask());
+        }
     }
 
     @Override
@@ -83,7 +103,32 @@ public class NearstreamSourceReader<T>
                 election.restoredSplits();
             }
         }
+        splits.forEach(s -> unfinishedSplits.add(s.splitId()));
         super.addSplits(splits);
+    }
+
+    @Override
+    public void notifyNoMoreSplits() {
+        noMoreSplits = true;
+        tellRegistryIfDone();
+        super.notifyNoMoreSplits();
+    }
+
+    private void tellRegistryIfDone() {
+        if (pushGroup != null && noMoreSplits && unfinishedSplits.isEmpty()) {
+            registry.readerDone(pushGroup, context.getIndexOfSubtask());
+        }
+    }
+
+    @Override
+    public void close() throws Exception {
+        try {
+            super.close();
+        } finally {
+            if (pushGroup != null) {
+                registry.readerDone(pushGroup, context.getIndexOfSubtask());
+            }
+        }
     }
 
     @Override
@@ -111,7 +156,8 @@ public class NearstreamSourceReader<T>
                         request.splits(),
                         request.left(),
                         geometry,
-                        ringRelay);
+                        ringRelay,
+                        connect);
             } else {
                 LOG.warn("Reader pulls: ignoring {}", request);
             }
@@ -152,6 +198,8 @@ public class NearstreamSourceReader<T>
 
     @Override
     protected void onSplitFinished(Map<String, NearstreamSplitState> finishedSplitIds) {
+        unfinishedSplits.removeAll(finishedSplitIds.keySet());
+        tellRegistryIfDone();
         finishedSplitIds.forEach(
                 (id, state) ->
                         LOG.info(

@@ -83,7 +83,8 @@ class NearstreamSourceReaderTest {
                         new TestingReaderContext(new Configuration(), readerMetrics),
                         new PushSubscriptionRegistry(),
                         null,
-                        null);
+                        null,
+                        () -> client);
         reader.start();
         return reader;
     }

@@ -12,8 +12,10 @@ import java.io.Serializable;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.UUID;
 import java.util.concurrent.Executors;
@@ -52,6 +54,14 @@ import org.slf4j.LoggerFactory;
  * member's connection), publish it, then PushClose the old one (best effort; it also ends when its
  * connection closes). A failed RPC fails every member ({@link Member#failure()}), which turns into
  * an {@link IOException} of their next fetch, so Flink restores from its checkpoint.
+ *
+ * <p>Relayed members wait for a reader of this JVM to join before the group subscribes (at a job
+ * start they often ask first, and one subscription must carry every ring), but only while a reader
+ * of this JVM may still join: every reader of the key tells when it opens ({@link #readerOpened})
+ * and when it has nothing left to read or closed ({@link #readerDone}). Once none may join (a
+ * bounded job restored from a checkpoint whose readers here emitted their last records before the
+ * other JVM's readers asked), the group subscribes for the relayed members through a connection of
+ * its own, which it closes with the subscription.
  */
 @Internal
 public final class PushSubscriptionRegistry {
@@ -106,6 +116,10 @@ public final class PushSubscriptionRegistry {
     static final int FIRST_RING_GENERATION = 1;
 
     private final Map<Key, Group> groups = new HashMap<>();
+
+    /** Guarded by {@link #groups}: per key, the open readers of this JVM that may still join. */
+    private final Map<Key, Set<Integer>> readersThatMayJoin = new HashMap<>();
+
     private final String scopeId = UUID.randomUUID().toString();
     private final long peerWaitNanos;
     private long generations;
@@ -196,6 +210,9 @@ public final class PushSubscriptionRegistry {
      * relayed by the enumerator). The group treats it as a member whose positions are the ones it
      * sent (a re-subscribe may push it chunks it has read since: it skips them, as after a restore)
      * and answers through {@code relay}. Runs the push RPC, if any, on the calling thread.
+     *
+     * @param connect opens a connection to the broker, for a group that must subscribe while no
+     *     reader of this JVM is a member (see the class comment)
      */
     public void relayed(
             Key key,
@@ -203,9 +220,11 @@ public final class PushSubscriptionRegistry {
             List<PushSplitStart> splits,
             boolean left,
             Geometry geometry,
-            RingRelay relay) {
+            RingRelay relay,
+            Supplier<NearstreamClient> connect) {
         Group group = group(key);
         synchronized (group) {
+            group.connect = connect;
             Member known = group.members.get(subtaskIndex);
             if (left) {
                 if (known != null && known.relay != null) {
@@ -237,6 +256,43 @@ public final class PushSubscriptionRegistry {
             }
             group.members.put(subtaskIndex, member);
             group.reconcile(false);
+        }
+    }
+
+    /** A reader of {@code key} opened in this JVM: relayed members may wait for it to join. */
+    public void readerOpened(Key key, int subtaskIndex) {
+        synchronized (groups) {
+            readersThatMayJoin.computeIfAbsent(key, k -> new HashSet<>()).add(subtaskIndex);
+        }
+    }
+
+    /**
+     * A reader of {@code key} in this JVM will not join (again): it read all its splits and was
+     * told no more will come, or it closed. When it was the last one that could, relayed members
+     * waiting for one get their rings now.
+     */
+    public void readerDone(Key key, int subtaskIndex) {
+        Group group;
+        synchronized (groups) {
+            Set<Integer> open = readersThatMayJoin.get(key);
+            if (open == null || !open.remove(subtaskIndex) || !open.isEmpty()) {
+                return;
+            }
+            readersThatMayJoin.remove(key);
+            group = groups.get(key);
+        }
+        if (group != null) {
+            synchronized (group) {
+                if (!group.hadLocalMember && !group.members.isEmpty()) {
+                    group.reconcile(false);
+                }
+            }
+        }
+    }
+
+    private boolean aReaderMayJoin(Key key) {
+        synchronized (groups) {
+            return readersThatMayJoin.containsKey(key);
         }
     }
 
@@ -420,6 +476,12 @@ public final class PushSubscriptionRegistry {
         /** The subscription's region, mapped by {@link #relayedWatch}. */
         @Nullable ShmRegion watchedRegion;
 
+        /** Opens the group's own connection when no reader of this JVM is a member. */
+        @Nullable Supplier<NearstreamClient> connect;
+
+        /** When the current subscription was made (System.nanoTime()). */
+        long subscribedAtNanos;
+
         Group(Key key) {
             this.key = key;
         }
@@ -502,7 +564,7 @@ public final class PushSubscriptionRegistry {
                 }
                 return;
             }
-            if (!hadLocalMember) {
+            if (!hadLocalMember && aReaderMayJoin(key)) {
                 LOG.info(
                         "Push group {}: relayed members {} wait for this JVM's readers",
                         key,
@@ -531,6 +593,9 @@ public final class PushSubscriptionRegistry {
                     return;
                 }
                 subscribe();
+                if (firstLocalMember() == null) {
+                    watch();
+                }
             } catch (Exception e) {
                 if (e instanceof InterruptedException) {
                     Thread.currentThread().interrupt();
@@ -581,12 +646,20 @@ public final class PushSubscriptionRegistry {
             if (members.isEmpty() || subscription == null) {
                 return;
             }
+            if (firstLocalMember() != null) {
+                // A reader of this JVM joined again: the group lives as long as it does.
+                relayedWatch.cancel(false);
+                relayedWatch = null;
+                return;
+            }
             try {
                 if (watchedRegion == null) {
                     watchedRegion = ShmRegion.map(Path.of(subscription.regionPath()));
                 }
                 long now = System.nanoTime();
                 long limit = TimeUnit.MILLISECONDS.toNanos(geometry.consumerTimeoutMs());
+                // A relayed reader may not have read its new ring yet (heartbeat still 0).
+                boolean fresh = now - subscribedAtNanos <= limit;
                 for (int i = 0; i < ringMembers.size(); i++) {
                     Member m = ringMembers.get(i);
                     if (m == null || m.relay == null) {
@@ -599,8 +672,7 @@ public final class PushSubscriptionRegistry {
                     // consumer with a fresh heartbeat: only the first generation counts.
                     if (ring.state() == ShmLayout.RING_ACTIVE
                             && ring.generation() == FIRST_RING_GENERATION
-                            && heartbeat != 0
-                            && now - heartbeat <= limit) {
+                            && (heartbeat == 0 ? fresh : now - heartbeat <= limit)) {
                         return; // still read
                     }
                 }
@@ -619,34 +691,49 @@ public final class PushSubscriptionRegistry {
         private void subscribe() throws Exception {
             Member newLeader = firstLocalMember();
             if (newLeader == null) {
-                throw new IOException(
-                        "no reader of this JVM is left to subscribe for subtasks "
-                                + members.keySet());
+                if (connect == null) {
+                    throw new IOException(
+                            "no reader of this JVM is left to subscribe for subtasks "
+                                    + members.keySet());
+                }
+                // Not in members: close() closes its connection with the subscription.
+                newLeader = new Member(this, -1, connect.get(), null);
             }
             List<Integer> owners = new ArrayList<>(members.keySet());
             List<PushRingSpec> rings = new ArrayList<>(owners.size());
             for (Member m : members.values()) {
                 rings.add(new PushRingSpec(m.subtaskIndex, m.splits()));
             }
-            PushSubscription created =
-                    newLeader
-                            .client
-                            .pushSubscribe(
-                                    key.stream(),
-                                    geometry.slotsPerRing(),
-                                    geometry.slotBytes(),
-                                    geometry.consumerTimeoutMs(),
-                                    rings)
-                            .get(geometry.rpcTimeoutMs(), TimeUnit.MILLISECONDS);
+            PushSubscription created;
+            try {
+                created =
+                        newLeader
+                                .client
+                                .pushSubscribe(
+                                        key.stream(),
+                                        geometry.slotsPerRing(),
+                                        geometry.slotBytes(),
+                                        geometry.consumerTimeoutMs(),
+                                        rings)
+                                .get(geometry.rpcTimeoutMs(), TimeUnit.MILLISECONDS);
+            } catch (Exception e) {
+                if (newLeader.subtaskIndex < 0) {
+                    newLeader.client.close();
+                }
+                throw e;
+            }
             LOG.info(
-                    "Push group {}: subtask {} subscribed {} for rings of subtasks {}",
+                    "Push group {}: {} subscribed {} for rings of subtasks {}",
                     key,
-                    newLeader.subtaskIndex,
+                    newLeader.subtaskIndex < 0
+                            ? "the group's own connection"
+                            : "subtask " + newLeader.subtaskIndex,
                     created,
                     owners);
             PushSubscription previous = subscription;
             Member previousLeader = leader;
             subscription = created;
+            subscribedAtNanos = System.nanoTime();
             leader = newLeader;
             ringSubtasks = owners;
             ringMembers.clear();

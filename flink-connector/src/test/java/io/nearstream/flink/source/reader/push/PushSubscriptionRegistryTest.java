@@ -2,6 +2,7 @@ package io.nearstream.flink.source.reader.push;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.nearstream.client.NearstreamClient;
 import io.nearstream.client.Position;
 import io.nearstream.client.PushRingSpec;
 import io.nearstream.client.PushSplitStart;
@@ -16,6 +17,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Supplier;
 import org.junit.jupiter.api.Test;
 
 /** The JVM-local push election, against fake brokers (one fake connection per reader). */
@@ -338,7 +340,7 @@ class PushSubscriptionRegistryTest {
 
         RelayLog relay = new RelayLog();
         List<PushSplitStart> splitsOf2 = List.of(new PushSplitStart(2, Position.EARLIEST));
-        registry.relayed(KEY, 2, splitsOf2, false, GEOMETRY, relay);
+        registry.relayed(KEY, 2, splitsOf2, false, GEOMETRY, relay, FakeNearstreamClient::new);
 
         assertThat(r0.client.pushCalls()).hasSize(1).first().asString().startsWith("subscribe");
         long id = r0.member.attachment().subscriptionId();
@@ -351,13 +353,13 @@ class PushSubscriptionRegistryTest {
         // Its splits moved on: a PushUpdate on the same rings, no new subscription.
         Position later = new Position(1, 0, 4096);
         List<PushSplitStart> moved = List.of(new PushSplitStart(2, later));
-        registry.relayed(KEY, 2, moved, false, GEOMETRY, relay);
+        registry.relayed(KEY, 2, moved, false, GEOMETRY, relay, FakeNearstreamClient::new);
         assertThat(r0.client.pushCalls()).last().asString().startsWith("update " + id);
         assertThat(r0.client.openSubscriptions().get(id).get(1))
                 .isEqualTo(new PushRingSpec(2, moved));
 
         // It left: its ring is emptied; the local reader keeps reading.
-        registry.relayed(KEY, 2, List.of(), true, GEOMETRY, relay);
+        registry.relayed(KEY, 2, List.of(), true, GEOMETRY, relay, FakeNearstreamClient::new);
         assertThat(r0.client.openSubscriptions().get(id).get(1))
                 .isEqualTo(new PushRingSpec(2, List.of()));
         assertThat(r0.member.attachment().subscriptionId()).isEqualTo(id);
@@ -367,10 +369,17 @@ class PushSubscriptionRegistryTest {
     void aRelayedReaderHearsOfAFailedSubscribe() {
         Reader r0 = new Reader(0);
         r0.client.close(); // the subscribe fails
+        registry.readerOpened(KEY, 0);
         registry.peersKnown(KEY, List.of(0, 1));
         RelayLog relay = new RelayLog();
         registry.relayed(
-                KEY, 1, List.of(new PushSplitStart(1, Position.EARLIEST)), false, GEOMETRY, relay);
+                KEY,
+                1,
+                List.of(new PushSplitStart(1, Position.EARLIEST)),
+                false,
+                GEOMETRY,
+                relay,
+                FakeNearstreamClient::new);
         r0.join(registry, KEY, 0);
         assertThat(relay.answers).containsExactly("1 failed");
         assertThat(r0.member.failure()).isNotNull();
@@ -391,7 +400,13 @@ class PushSubscriptionRegistryTest {
         r0.join(registry, key, 0);
         RelayLog relay = new RelayLog();
         registry.relayed(
-                key, 1, List.of(new PushSplitStart(1, Position.EARLIEST)), false, GEOMETRY, relay);
+                key,
+                1,
+                List.of(new PushSplitStart(1, Position.EARLIEST)),
+                false,
+                GEOMETRY,
+                relay,
+                FakeNearstreamClient::new);
         long id = r0.member.attachment().subscriptionId();
 
         assertThat(r0.member.leave()).as("the group keeps the leader's connection").isFalse();
@@ -415,12 +430,70 @@ class PushSubscriptionRegistryTest {
         r0.join(slowWatch, key, 0);
         RelayLog relay = new RelayLog();
         List<PushSplitStart> splits = List.of(new PushSplitStart(1, Position.EARLIEST));
-        slowWatch.relayed(key, 1, splits, false, GEOMETRY, relay);
+        slowWatch.relayed(key, 1, splits, false, GEOMETRY, relay, FakeNearstreamClient::new);
         long id = r0.member.attachment().subscriptionId();
         r0.member.leave();
 
-        slowWatch.relayed(key, 1, List.of(), true, GEOMETRY, relay);
+        slowWatch.relayed(key, 1, List.of(), true, GEOMETRY, relay, FakeNearstreamClient::new);
         assertThat(r0.client.pushCalls()).last().isEqualTo("close " + id);
         assertThat(slowWatch.groupCount()).isZero();
+    }
+
+    /**
+     * A bounded job restored from a checkpoint: this JVM's readers emitted their last records and
+     * left before the other JVM's reader asked for its ring. The relayed reader waits only while a
+     * reader of this JVM may still join; once the last one is done, the group subscribes for it
+     * through a connection of its own, and closes both when the relayed reader leaves.
+     */
+    @Test
+    void relayedReadersWaitForThisJvmsReadersOnlyWhileOneMayStillJoin() {
+        Key key = new Key("127.0.0.1:7420", "done-" + System.nanoTime(), "source-1");
+        List<FakeNearstreamClient> opened = new CopyOnWriteArrayList<>();
+        Supplier<NearstreamClient> connect =
+                () -> {
+                    FakeNearstreamClient c = new FakeNearstreamClient();
+                    opened.add(c);
+                    return c;
+                };
+        registry.readerOpened(key, 0);
+        registry.readerOpened(key, 3);
+        RelayLog relay = new RelayLog();
+        List<PushSplitStart> splits = List.of(new PushSplitStart(1, Position.EARLIEST));
+        registry.relayed(key, 1, splits, false, GEOMETRY, relay, connect);
+        assertThat(relay.answers).as("waits for subtasks 0 and 3 of this JVM").isEmpty();
+
+        registry.readerDone(key, 0);
+        assertThat(relay.answers).as("subtask 3 may still join").isEmpty();
+        registry.readerDone(key, 3);
+        assertThat(relay.answers).containsExactly("1 ring 0");
+        assertThat(opened).hasSize(1);
+        FakeNearstreamClient own = opened.get(0);
+        long id = relay.last.subscriptionId();
+        assertThat(own.openSubscriptions()).containsOnlyKeys(id);
+        assertThat(own.openSubscriptions().get(id)).containsExactly(new PushRingSpec(1, splits));
+
+        registry.relayed(key, 1, List.of(), true, GEOMETRY, relay, connect);
+        assertThat(own.pushCalls()).last().isEqualTo("close " + id);
+        assertThat(own.isClosed()).as("the group's own connection closes with it").isTrue();
+        assertThat(registry.groupCount()).isZero();
+    }
+
+    /** At a job start the relayed reader asks first: one subscription carries both rings. */
+    @Test
+    void aRelayedReaderAskingBeforeThisJvmsReaderJoinsSharesItsFirstSubscription() {
+        Key key = new Key("127.0.0.1:7420", "start-" + System.nanoTime(), "source-1");
+        registry.readerOpened(key, 0);
+        RelayLog relay = new RelayLog();
+        List<PushSplitStart> splits = List.of(new PushSplitStart(1, Position.EARLIEST));
+        registry.relayed(key, 1, splits, false, GEOMETRY, relay, FakeNearstreamClient::new);
+        assertThat(relay.answers).isEmpty();
+
+        Reader r0 = new Reader(0);
+        r0.join(registry, key, 0);
+        assertThat(r0.client.pushCalls()).hasSize(1);
+        assertThat(relay.answers).containsExactly("1 ring 1");
+        r0.member.leave();
+        registry.relayed(key, 1, List.of(), true, GEOMETRY, relay, FakeNearstreamClient::new);
+        assertThat(registry.groupCount()).isZero();
     }
 }
