@@ -73,8 +73,15 @@ final class RecordMeter implements Serializable {
         context.addAccumulator(LAST_NANOS, last);
     }
 
-    /** At the end of the subtask's input: adds its figures to the accumulators. */
+    /**
+     * At the end of the subtask's input: adds its figures to the accumulators. A subtask cancelled
+     * before it opened (a failover that cancels tasks still restoring) has none to add; Flink
+     * closes its functions all the same, and an exception thrown there is fatal to the TaskManager.
+     */
     void publish() {
+        if (recordsIn == null) {
+            return;
+        }
         long lastNanos = System.nanoTime();
         LIVE.add(unreported);
         unreported = 0;
