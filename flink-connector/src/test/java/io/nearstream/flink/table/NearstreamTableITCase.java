@@ -12,8 +12,10 @@ import io.nearstream.testing.NearstreamBrokerExtension;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
@@ -232,6 +234,66 @@ class NearstreamTableITCase {
         // What other clients read: the bytes of the string, nothing around them.
         assertThat(StreamReader.readAll(BROKER.client(), stream))
                 .containsExactlyInAnyOrderElementsOf(written);
+    }
+
+    /**
+     * Records carry no key: 'key.fields' serialized with 'key.format' choose the streamlet, so rows
+     * with equal keys land in one streamlet; a table whose value leaves the key out cannot be read.
+     */
+    @Test
+    void keyFieldsChooseTheStreamletAndAnExceptKeyTableIsWriteOnly() throws Exception {
+        String stream = "table-keyed";
+        BROKER.createStream(stream, STREAMLETS);
+        TableEnvironment env = streaming();
+        env.executeSql(
+                table(
+                        "orders",
+                        stream,
+                        "customer STRING, amount INT, streamlet INT METADATA VIRTUAL",
+                        "'value.format' = 'json'",
+                        "'key.format' = 'raw'",
+                        "'key.fields' = 'customer'"));
+        StringBuilder values = new StringBuilder();
+        for (int i = 0; i < 200; i++) {
+            values.append(i == 0 ? "" : ", ")
+                    .append("('c")
+                    .append(i % 20)
+                    .append("', ")
+                    .append(i)
+                    .append(")");
+        }
+        env.executeSql("INSERT INTO orders SELECT * FROM (VALUES " + values + ") AS v(c, a)")
+                .await(2, TimeUnit.MINUTES);
+        List<Row> rows =
+                collect(env, "SELECT * FROM orders /*+ OPTIONS('scan.bounded.mode' = 'latest') */");
+        assertThat(rows).hasSize(200);
+        Map<String, Set<Integer>> streamletsOfCustomer = new HashMap<>();
+        for (Row r : rows) {
+            streamletsOfCustomer
+                    .computeIfAbsent((String) r.getField(0), c -> new HashSet<>())
+                    .add((Integer) r.getField(2));
+        }
+        assertThat(streamletsOfCustomer).hasSize(20);
+        assertThat(streamletsOfCustomer.values()).allSatisfy(s -> assertThat(s).hasSize(1));
+        assertThat(streamletsOfCustomer.values().stream().flatMap(Set::stream).distinct().count())
+                .as("20 keys spread over more than one streamlet")
+                .isGreaterThan(1);
+
+        env.executeSql(
+                table(
+                        "values_only",
+                        stream,
+                        "customer STRING, amount INT",
+                        "'value.format' = 'json'",
+                        "'key.format' = 'raw'",
+                        "'key.fields' = 'customer'",
+                        "'value.fields-include' = 'EXCEPT_KEY'"));
+        assertThatThrownBy(() -> env.executeSql("SELECT * FROM values_only"))
+                .satisfies(
+                        e ->
+                                assertThat(causes(e))
+                                        .contains(
+                                                "'value.fields-include' = 'EXCEPT_KEY' cannot be read"));
     }
 
     @Test
