@@ -62,6 +62,9 @@ public class NearstreamSourceReader<T>
     /** Opens a connection to the broker (for a push group that has no reader of this JVM). */
     private final Supplier<NearstreamClient> connect;
 
+    /** This reader in the registry's count of readers that may still join, or null (pull). */
+    @Nullable private final Object registryToken;
+
     private boolean started;
     private boolean restoredSplits;
 
@@ -87,9 +90,7 @@ public class NearstreamSourceReader<T>
         this.election = election;
         this.connect = connect;
         this.geometry = pushGroup == null ? null : PushSplitReader.geometry(config);
-        if (pushGroup != null) {
-            registry.readerOpened(pushGroup, context.getIndexOfSubtask());
-        }
+        this.registryToken = pushGroup == null ? null : registry.readerOpened(pushGroup);
     }
 
     @Override
@@ -116,7 +117,7 @@ public class NearstreamSourceReader<T>
 
     private void tellRegistryIfDone() {
         if (pushGroup != null && noMoreSplits && unfinishedSplits.isEmpty()) {
-            registry.readerDone(pushGroup, context.getIndexOfSubtask());
+            registry.readerDone(pushGroup, registryToken);
         }
     }
 
@@ -126,7 +127,7 @@ public class NearstreamSourceReader<T>
             super.close();
         } finally {
             if (pushGroup != null) {
-                registry.readerDone(pushGroup, context.getIndexOfSubtask());
+                registry.readerDone(pushGroup, registryToken);
             }
         }
     }

@@ -118,7 +118,7 @@ public final class PushSubscriptionRegistry {
     private final Map<Key, Group> groups = new HashMap<>();
 
     /** Guarded by {@link #groups}: per key, the open readers of this JVM that may still join. */
-    private final Map<Key, Set<Integer>> readersThatMayJoin = new HashMap<>();
+    private final Map<Key, Set<Object>> readersThatMayJoin = new HashMap<>();
 
     private final String scopeId = UUID.randomUUID().toString();
     private final long peerWaitNanos;
@@ -259,11 +259,17 @@ public final class PushSubscriptionRegistry {
         }
     }
 
-    /** A reader of {@code key} opened in this JVM: relayed members may wait for it to join. */
-    public void readerOpened(Key key, int subtaskIndex) {
+    /**
+     * A reader of {@code key} opened in this JVM: relayed members may wait for it to join. Returns
+     * the reader's token for {@link #readerDone} (one per reader object: a new attempt of a subtask
+     * and its old attempt closing late are two readers).
+     */
+    public Object readerOpened(Key key) {
+        Object reader = new Object();
         synchronized (groups) {
-            readersThatMayJoin.computeIfAbsent(key, k -> new HashSet<>()).add(subtaskIndex);
+            readersThatMayJoin.computeIfAbsent(key, k -> new HashSet<>()).add(reader);
         }
+        return reader;
     }
 
     /**
@@ -271,11 +277,11 @@ public final class PushSubscriptionRegistry {
      * told no more will come, or it closed. When it was the last one that could, relayed members
      * waiting for one get their rings now.
      */
-    public void readerDone(Key key, int subtaskIndex) {
+    public void readerDone(Key key, Object reader) {
         Group group;
         synchronized (groups) {
-            Set<Integer> open = readersThatMayJoin.get(key);
-            if (open == null || !open.remove(subtaskIndex) || !open.isEmpty()) {
+            Set<Object> open = readersThatMayJoin.get(key);
+            if (open == null || !open.remove(reader) || !open.isEmpty()) {
                 return;
             }
             readersThatMayJoin.remove(key);

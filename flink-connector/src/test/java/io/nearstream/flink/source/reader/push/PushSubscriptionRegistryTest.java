@@ -369,7 +369,7 @@ class PushSubscriptionRegistryTest {
     void aRelayedReaderHearsOfAFailedSubscribe() {
         Reader r0 = new Reader(0);
         r0.client.close(); // the subscribe fails
-        registry.readerOpened(KEY, 0);
+        registry.readerOpened(KEY);
         registry.peersKnown(KEY, List.of(0, 1));
         RelayLog relay = new RelayLog();
         registry.relayed(
@@ -455,16 +455,16 @@ class PushSubscriptionRegistryTest {
                     opened.add(c);
                     return c;
                 };
-        registry.readerOpened(key, 0);
-        registry.readerOpened(key, 3);
+        Object reader0 = registry.readerOpened(key);
+        Object reader3 = registry.readerOpened(key);
         RelayLog relay = new RelayLog();
         List<PushSplitStart> splits = List.of(new PushSplitStart(1, Position.EARLIEST));
         registry.relayed(key, 1, splits, false, GEOMETRY, relay, connect);
         assertThat(relay.answers).as("waits for subtasks 0 and 3 of this JVM").isEmpty();
 
-        registry.readerDone(key, 0);
+        registry.readerDone(key, reader0);
         assertThat(relay.answers).as("subtask 3 may still join").isEmpty();
-        registry.readerDone(key, 3);
+        registry.readerDone(key, reader3);
         assertThat(relay.answers).containsExactly("1 ring 0");
         assertThat(opened).hasSize(1);
         FakeNearstreamClient own = opened.get(0);
@@ -478,11 +478,32 @@ class PushSubscriptionRegistryTest {
         assertThat(registry.groupCount()).isZero();
     }
 
+    /** A subtask's old attempt closing after its new attempt opened does not end the wait. */
+    @Test
+    void anOldAttemptClosingLateStillLeavesItsNewAttemptToJoin() {
+        Key key = new Key("127.0.0.1:7420", "attempts-" + System.nanoTime(), "source-1");
+        Object oldAttempt = registry.readerOpened(key);
+        Object newAttempt = registry.readerOpened(key);
+        RelayLog relay = new RelayLog();
+        List<PushSplitStart> splits = List.of(new PushSplitStart(1, Position.EARLIEST));
+        registry.relayed(key, 1, splits, false, GEOMETRY, relay, FakeNearstreamClient::new);
+        registry.readerDone(key, oldAttempt);
+        assertThat(relay.answers).as("the new attempt may still join").isEmpty();
+
+        Reader r0 = new Reader(0);
+        r0.join(registry, key, 0);
+        assertThat(relay.answers).containsExactly("1 ring 1");
+        registry.readerDone(key, newAttempt);
+        r0.member.leave();
+        registry.relayed(key, 1, List.of(), true, GEOMETRY, relay, FakeNearstreamClient::new);
+        assertThat(registry.groupCount()).isZero();
+    }
+
     /** At a job start the relayed reader asks first: one subscription carries both rings. */
     @Test
     void aRelayedReaderAskingBeforeThisJvmsReaderJoinsSharesItsFirstSubscription() {
         Key key = new Key("127.0.0.1:7420", "start-" + System.nanoTime(), "source-1");
-        registry.readerOpened(key, 0);
+        registry.readerOpened(key);
         RelayLog relay = new RelayLog();
         List<PushSplitStart> splits = List.of(new PushSplitStart(1, Position.EARLIEST));
         registry.relayed(key, 1, splits, false, GEOMETRY, relay, FakeNearstreamClient::new);
