@@ -6,10 +6,12 @@
 # Usage:
 #   scripts/flink-cluster.sh start [--dir DIR] [--taskmanagers N] [--slots N] [--rest-port P]
 #                                  [--rpc-port P] [--connector-in-lib [--connector-jars JARDIR]]
+#                                  [--sql [--sql-connector-jar JAR]]
 #                                  [--set KEY=VALUE]... [--timeout S]
 #   scripts/flink-cluster.sh stop [--dir DIR]
 #   scripts/flink-cluster.sh taskmanager start|kill ID [--dir DIR] [--timeout S]
 #   scripts/flink-cluster.sh submit [--dir DIR] [--via rest|cli] JAR [--class MAIN] [-- ARGS...]
+#   scripts/flink-cluster.sh sql [--dir DIR] -f SCRIPT.sql
 #   scripts/flink-cluster.sh cancel [--dir DIR] JOBID
 #   scripts/flink-cluster.sh status [--dir DIR]
 #
@@ -27,6 +29,12 @@
 #                               copied from JARDIR with --connector-jars (a directory holding that
 #                               set already). Also sets classloader.parent-first-patterns.additional
 #                               so copies inside a fat job jar are ignored.
+#           --sql               lib/ as a distribution's for SQL: the table jars (API, planner
+#                               loader, runtime) and the json and csv formats, with the shaded
+#                               flink-sql-connector-nearstream jar (built from this repository, or
+#                               JAR with --sql-connector-jar); the SQL client and gateway go to
+#                               opt/ (scripts/flink-cluster/sql-pom.xml). Not with
+#                               --connector-in-lib: one copy of the connector in lib/.
 #           --set KEY=VALUE     any other Flink option (overrides the defaults written here).
 # stop    stops every process of the cluster: SIGTERM, SIGKILL after 15 s; removes the pid files.
 # taskmanager start ID   starts one more TaskManager with resource id ID (e.g. a replacement) and
@@ -35,6 +43,9 @@
 # submit  submits a job jar. --via rest (default): POST /jars/upload, then POST /jars/:id/run
 #         (entryClass, programArgsList). --via cli: Flink's CliFrontend (`flink run --detached`)
 #         with FLINK_CONF_DIR=DIR/conf. Prints the job id on stdout.
+# sql     runs SCRIPT.sql with Flink's SQL client (embedded gateway, FLINK_CONF_DIR=DIR/conf, so
+#         its jobs go to this cluster) from lib/ and opt/ of a cluster started with --sql; prints
+#         what the client prints and exits with its status.
 # cancel  cancels a job (PATCH /jobs/:id?mode=cancel) and waits until it is CANCELED.
 # status  the processes and the REST /overview.
 #
@@ -46,6 +57,7 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 LIB_POM="$ROOT/scripts/flink-cluster/pom.xml"
+SQL_POM="$ROOT/scripts/flink-cluster/sql-pom.xml"
 JAVA="${JAVA_HOME:+$JAVA_HOME/bin/}java"
 MVN="${MVN:-mvn}"
 read -r -a MVN_EXTRA <<<"${FLINK_CLUSTER_MVN_ARGS:-}"
@@ -309,8 +321,9 @@ json_field() {
 # stage_lib CONNECTOR(yes|no) JARDIR: DIR/lib with the Flink jars, and the connector's when asked.
 # Kept across starts of the same directory unless what it should hold changed.
 stage_lib() {
-  local connector="$1" jars="$2" marker="$dir/lib/.staged"
-  local want="flink-cluster/pom.xml $(cksum <"$LIB_POM") connector=$connector $jars"
+  local connector="$1" jars="$2" sql="$3" sql_jar="$4" marker="$dir/lib/.staged"
+  local want="flink-cluster/pom.xml $(cksum <"$LIB_POM") connector=$connector $jars sql=$sql"
+  want+=" $(cksum <"$SQL_POM") $sql_jar"
   if [[ -f $marker && "$(<"$marker")" == "$want" ]]; then
     return
   fi
@@ -324,6 +337,9 @@ stage_lib() {
   fi
   if [[ $connector == yes ]]; then
     stage_connector "$jars"
+  fi
+  if [[ $sql == yes ]]; then
+    stage_sql "$sql_jar"
   fi
   # Two versions of one library on the class path: whichever loads first wins, per class.
   local twice
@@ -361,6 +377,35 @@ stage_connector() {
     netty-transport; do
     compgen -G "$dir/lib/$n-*.jar" >/dev/null || die "$n is missing from the connector's jars ($jars)"
   done
+}
+
+# stage_sql JAR: the SQL jars into DIR/lib and DIR/opt, and the shaded SQL connector jar (JAR,
+# or built from this repository) into DIR/lib.
+stage_sql() {
+  local jar="$1" out
+  rm -rf "$dir/opt"
+  # Without transitive dependencies: lib/ has Flink's runtime, and the client jars bundle theirs.
+  if ! out="$("$MVN" -B -q -f "$SQL_POM" "${MVN_EXTRA[@]}" dependency:copy-dependencies \
+    -DexcludeTransitive=true -DexcludeArtifactIds=flink-sql-client,flink-sql-gateway,flink-python \
+    -DoutputDirectory="$dir/lib" 2>&1)" ||
+    ! out="$("$MVN" -B -q -f "$SQL_POM" "${MVN_EXTRA[@]}" dependency:copy-dependencies \
+      -DexcludeTransitive=true -DincludeArtifactIds=flink-sql-client,flink-sql-gateway,flink-python \
+      -DoutputDirectory="$dir/opt" 2>&1)"; then
+    echo "$out" >&2
+    die "could not copy the SQL jars (mvn -f $SQL_POM dependency:copy-dependencies failed)"
+  fi
+  if [[ -z $jar ]]; then
+    echo "Building the SQL connector jar (mvn package)..." >&2
+    if ! out="$(cd "$ROOT" && "$MVN" -B -q "${MVN_EXTRA[@]}" -DskipTests -DskipSanitizers \
+      -pl flink-sql-connector-nearstream -am package 2>&1)"; then
+      echo "$out" >&2
+      die "building flink-sql-connector-nearstream failed (Maven's output above)"
+    fi
+    jar="$(compgen -G "$ROOT/flink-sql-connector-nearstream/target/flink-sql-connector-nearstream-*.jar" |
+      grep -v -e '-tests.jar$' -e '/original-' | head -n 1)"
+  fi
+  [[ -f $jar ]] || die "no SQL connector jar $jar"
+  cp "$jar" "$dir/lib/"
 }
 
 # yaml_value V: V as a YAML scalar, quoted unless it is plain already.
@@ -439,6 +484,7 @@ EOF
 
 cmd_start() {
   local taskmanagers=2 slots=2 rest_port=8081 rpc_port=6123 connector=no jars="" timeout=120
+  local sql=no sql_jar=""
   local sets=()
   while (($# > 0)); do
     case "$1" in
@@ -449,6 +495,8 @@ cmd_start() {
     --rpc-port) rpc_port="$2"; shift 2 ;;
     --connector-in-lib) connector=yes; shift ;;
     --connector-jars) jars="$(cd "$2" && pwd)" || die "no directory $2"; shift 2 ;;
+    --sql) sql=yes; shift ;;
+    --sql-connector-jar) sql_jar="$(realpath "$2")" || die "no file $2"; shift 2 ;;
     --set) sets+=("$2"); shift 2 ;;
     --timeout) timeout="$2"; shift 2 ;;
     *) die "start: unknown argument '$1'" ;;
@@ -457,6 +505,8 @@ cmd_start() {
   [[ $taskmanagers =~ ^[0-9]+$ && $slots =~ ^[1-9][0-9]*$ ]] || die "bad --taskmanagers or --slots"
   [[ $rest_port =~ ^[0-9]+$ && $rpc_port =~ ^[0-9]+$ ]] || die "bad --rest-port or --rpc-port"
   [[ -z $jars || $connector == yes ]] || die "--connector-jars goes with --connector-in-lib"
+  [[ -z $sql_jar || $sql == yes ]] || die "--sql-connector-jar goes with --sql"
+  [[ $sql == no || $connector == no ]] || die "--sql and --connector-in-lib: one connector in lib/"
   resolve_dir create
 
   if [[ -f $dir/jobmanager.pid ]] && is_ours "$(<"$dir/jobmanager.pid")"; then
@@ -470,8 +520,10 @@ cmd_start() {
     fi
   done
 
-  stage_lib "$connector" "$jars"
-  write_conf "$slots" "$rest_port" "$rpc_port" "$connector" "${sets[@]}"
+  stage_lib "$connector" "$jars" "$sql" "$sql_jar"
+  local in_lib="$connector"
+  [[ $sql == no ]] || in_lib=yes
+  write_conf "$slots" "$rest_port" "$rpc_port" "$in_lib" "${sets[@]}"
   rm -f "$dir"/log/*
 
   # From here on, a start that fails (any die) stops what it started.
@@ -620,6 +672,28 @@ cmd_submit() {
   echo "$job"
 }
 
+cmd_sql() {
+  local script=""
+  while (($# > 0)); do
+    case "$1" in
+    --dir) dir="$2"; shift 2 ;;
+    -f) script="$(realpath "$2")" || die "no file $2"; shift 2 ;;
+    *) die "sql: unknown argument '$1'" ;;
+    esac
+  done
+  [[ -n $script && -f $script ]] || die "sql: give the script with -f SCRIPT.sql"
+  resolve_dir
+  compgen -G "$dir/opt/flink-sql-client-*.jar" >/dev/null ||
+    die "no SQL client in $dir/opt: start the cluster with --sql"
+  mkdir -p "$dir/log"
+  # As the distribution's sql-client.sh: lib/ (the connector is there) and the client's jars,
+  # the JDK 17 options of config.yaml, the CLI's log4j file.
+  FLINK_CONF_DIR="$dir/conf" "$JAVA" "${JAVA_OPTS_ALL[@]}" \
+    -Dlog.file="$dir/log/sql-client.log" \
+    -Dlog4j.configurationFile="file:$dir/conf/log4j-cli.properties" \
+    -cp "$dir/lib/*:$dir/opt/*" org.apache.flink.table.client.SqlClient -f "$script"
+}
+
 cmd_cancel() {
   local job=""
   while (($# > 0)); do
@@ -672,8 +746,9 @@ start) cmd_start "$@" ;;
 stop) cmd_stop "$@" ;;
 taskmanager) cmd_taskmanager "$@" ;;
 submit) cmd_submit "$@" ;;
+sql) cmd_sql "$@" ;;
 cancel) cmd_cancel "$@" ;;
 status) cmd_status "$@" ;;
 -h | --help | help) usage 0 ;;
-*) die "unknown command '$command' (start, stop, taskmanager, submit, cancel, status)" ;;
+*) die "unknown command '$command' (start, stop, taskmanager, submit, sql, cancel, status)" ;;
 esac

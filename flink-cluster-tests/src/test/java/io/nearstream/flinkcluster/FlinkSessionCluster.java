@@ -53,6 +53,7 @@ public final class FlinkSessionCluster
     private static final Set<String> TERMINAL = Set.of("FAILED", "CANCELED", "FINISHED");
 
     private final boolean connectorInLib;
+    private final boolean sql;
     private final int taskManagers;
     private final int slotsPerTaskManager;
     private final Map<String, String> configuration;
@@ -71,6 +72,7 @@ public final class FlinkSessionCluster
 
     private FlinkSessionCluster(Builder b) {
         this.connectorInLib = b.connectorInLib;
+        this.sql = b.sql;
         this.taskManagers = b.taskManagers;
         this.slotsPerTaskManager = b.slotsPerTaskManager;
         this.configuration = new LinkedHashMap<>(b.configuration);
@@ -83,6 +85,7 @@ public final class FlinkSessionCluster
     /** How the cluster is set up. */
     public static final class Builder {
         private boolean connectorInLib;
+        private boolean sql;
         private int taskManagers = 2;
         private int slotsPerTaskManager = 2;
         private final Map<String, String> configuration = new LinkedHashMap<>();
@@ -96,6 +99,16 @@ public final class FlinkSessionCluster
          */
         public Builder connectorInLib(boolean inLib) {
             this.connectorInLib = inLib;
+            return this;
+        }
+
+        /**
+         * Sets the cluster up for SQL as a distribution is ({@code flink-cluster.sh start --sql}):
+         * the table jars and formats in lib/ with the shaded flink-sql-connector-nearstream jar
+         * this build made, the SQL client in opt/ ({@link #runSql}).
+         */
+        public Builder sql(boolean sql) {
+            this.sql = sql;
             return this;
         }
 
@@ -188,6 +201,11 @@ public final class FlinkSessionCluster
                 args.add("--connector-jars");
                 args.add(connectorJars().toString());
             }
+            if (sql) {
+                args.add("--sql");
+                args.add("--sql-connector-jar");
+                args.add(sqlConnectorJar().toString());
+            }
             configuration.forEach((k, v) -> args.addAll(List.of("--set", k + "=" + v)));
             script.run(SCRIPT_TIMEOUT, args);
         } catch (IOException | InterruptedException | RuntimeException e) {
@@ -272,6 +290,21 @@ public final class FlinkSessionCluster
         command.addAll(args);
         String[] lines = script.run(SCRIPT_TIMEOUT, command).stdout().strip().split("\n");
         return lines[lines.length - 1].strip();
+    }
+
+    /**
+     * Runs {@code sqlScript} with Flink's SQL client ({@code flink-cluster.sh sql}) against this
+     * cluster, started with {@link Builder#sql}; returns what the client printed, and fails with it
+     * when the client exits with an error.
+     */
+    public String runSql(Path sqlScript, Duration timeout)
+            throws IOException, InterruptedException {
+        requireStarted();
+        ClusterScript.Result result =
+                script.run(
+                        timeout,
+                        List.of("sql", "--dir", dir.toString(), "-f", sqlScript.toString()));
+        return result.stdout() + result.stderr();
     }
 
     /** The job's state now. */
@@ -392,6 +425,28 @@ public final class FlinkSessionCluster
                 "nearstream.connector.lib",
                 "flink-cluster-tests/target/connector-lib",
                 "the connector's jars are staged by `mvn package` of flink-cluster-tests");
+    }
+
+    /** The shaded SQL connector jar of this build (module flink-sql-connector-nearstream). */
+    private static Path sqlConnectorJar() throws IOException {
+        Path target = Repository.file("flink-sql-connector-nearstream/target");
+        try (var jars = Files.list(target)) {
+            return jars.filter(
+                            j -> {
+                                String n = j.getFileName().toString();
+                                return n.startsWith("flink-sql-connector-nearstream-")
+                                        && n.endsWith(".jar")
+                                        && !n.endsWith("-tests.jar");
+                            })
+                    .findFirst()
+                    .orElseThrow(
+                            () ->
+                                    new IOException(
+                                            "no shaded SQL connector jar in "
+                                                    + target
+                                                    + ": `mvn package` of"
+                                                    + " flink-sql-connector-nearstream makes it"));
+        }
     }
 
     private static int freePort() throws IOException {
