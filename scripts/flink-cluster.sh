@@ -318,7 +318,8 @@ json_field() {
 
 # --- start ----------------------------------------------------------------------------------
 
-# stage_lib CONNECTOR(yes|no) JARDIR: DIR/lib with the Flink jars, and the connector's when asked.
+# stage_lib CONNECTOR(yes|no) JARDIR SQL(yes|no) SQLJAR: DIR/lib with the Flink jars, and the
+# connector's (--connector-in-lib) or the SQL jars and the SQL connector jar (--sql) when asked.
 # Kept across starts of the same directory unless what it should hold changed.
 stage_lib() {
   local connector="$1" jars="$2" sql="$3" sql_jar="$4" marker="$dir/lib/.staged"
