@@ -240,7 +240,8 @@ public final class CountJobComparison {
         return modes;
     }
 
-    static String csv(List<JobMeasurement> runs) {
+    /** Every run as CSV, header first (also the SQL comparisons' layout). */
+    public static String csv(List<JobMeasurement> runs) {
         StringBuilder b =
                 new StringBuilder(
                         "workload,mode,parallelism,records,output,seconds,records_per_s,job_seconds,"

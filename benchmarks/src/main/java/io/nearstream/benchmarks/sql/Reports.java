@@ -1,12 +1,12 @@
 package io.nearstream.benchmarks.sql;
 
+import io.nearstream.benchmarks.jobs.CountJobComparison;
 import io.nearstream.benchmarks.jobs.JobMeasurement;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
-import java.util.Locale;
 import java.util.function.Predicate;
 import java.util.function.ToDoubleFunction;
 
@@ -26,35 +26,11 @@ final class Reports {
     static final String BUILD =
             "mvn -B -pl benchmarks -am package -DskipTests -DskipSanitizers -DskipBenchmarks";
 
-    static final String CSV_HEADER =
-            "workload,mode,parallelism,records,output,seconds,records_per_s,job_seconds,"
-                    + "job_cpu_s,job_cpu_s_per_m,broker_cpu_s,broker_cpu_s_per_m\n";
-
     private Reports() {}
 
-    /** One CSV row of {@link #CSV_HEADER}'s columns. */
-    static String csvRow(JobMeasurement m) {
-        return String.format(
-                Locale.ROOT,
-                "%s,%s,%d,%d,%d,%.4f,%.1f,%.4f,%.4f,%.4f,%.4f,%.4f%n",
-                m.workload(),
-                m.mode().label(),
-                m.parallelism(),
-                m.records(),
-                m.result().recordsOut(),
-                m.seconds(),
-                m.recordsPerSecond(),
-                m.jobSeconds(),
-                m.jobCpuSeconds(),
-                m.perMillion(m.jobCpuSeconds()),
-                m.brokerCpuSeconds(),
-                m.perMillion(m.brokerCpuSeconds()));
-    }
-
+    /** Every run, in the CSV layout of the DataStream count comparison (one layout to parse). */
     static String csv(List<JobMeasurement> runs) {
-        StringBuilder b = new StringBuilder(CSV_HEADER);
-        runs.forEach(m -> b.append(csvRow(m)));
-        return b.toString();
+        return CountJobComparison.csv(runs);
     }
 
     /** The median of {@code f} over the runs {@code which} selects (NaN when none). */

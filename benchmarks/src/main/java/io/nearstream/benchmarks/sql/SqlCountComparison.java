@@ -15,6 +15,7 @@ import java.util.Collections;
 import java.util.List;
 import java.util.Locale;
 import java.util.Set;
+import java.util.function.ToDoubleFunction;
 import javax.annotation.Nullable;
 import org.apache.flink.api.common.RuntimeExecutionMode;
 import org.apache.flink.api.common.accumulators.LongCounter;
@@ -356,10 +357,7 @@ public final class SqlCountComparison {
     }
 
     private static double median(
-            List<JobMeasurement> runs,
-            SourceMode mode,
-            int p,
-            java.util.function.ToDoubleFunction<JobMeasurement> f) {
+            List<JobMeasurement> runs, SourceMode mode, int p, ToDoubleFunction<JobMeasurement> f) {
         return Reports.median(runs, m -> m.mode() == mode && m.parallelism() == p, f);
     }
 
