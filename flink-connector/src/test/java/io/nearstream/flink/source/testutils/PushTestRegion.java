@@ -99,6 +99,8 @@ public final class PushTestRegion {
         buf.putLong(r + RING_BASE_POSITION, 0);
         buf.putLong(r + RING_PUBLISHED, 0);
         buf.putLong(r + RING_RELEASED, 0);
+        // As the broker's activation: the grace period a new consumer has to attach.
+        buf.putLong(r + RING_CONSUMER_HEARTBEAT_NS, System.nanoTime());
         for (long p = 0; p < slots; p++) {
             buf.putLong(descriptor(i, p) + DESC_SEQUENCE, p);
         }

@@ -485,9 +485,6 @@ public final class PushSubscriptionRegistry {
         /** Opens the group's own connection when no reader of this JVM is a member. */
         @Nullable Supplier<NearstreamClient> connect;
 
-        /** When the current subscription was made (System.nanoTime()). */
-        long subscribedAtNanos;
-
         Group(Key key) {
             this.key = key;
         }
@@ -664,8 +661,6 @@ public final class PushSubscriptionRegistry {
                 }
                 long now = System.nanoTime();
                 long limit = TimeUnit.MILLISECONDS.toNanos(geometry.consumerTimeoutMs());
-                // A relayed reader may not have read its new ring yet (heartbeat still 0).
-                boolean fresh = now - subscribedAtNanos <= limit;
                 for (int i = 0; i < ringMembers.size(); i++) {
                     Member m = ringMembers.get(i);
                     if (m == null || m.relay == null) {
@@ -675,10 +670,13 @@ public final class PushSubscriptionRegistry {
                     long heartbeat = ring.consumerHeartbeatNanos();
                     // A reclaimed ring is never read again by the member it was made for (its
                     // reader fails instead), and the broker may have re-activated it for a next
-                    // consumer with a fresh heartbeat: only the first generation counts.
+                    // consumer with a fresh heartbeat: only the first generation counts. The
+                    // broker's activation stored a heartbeat (a reader that has not attached yet
+                    // has the same grace period); 0 means its reader abandoned it.
                     if (ring.state() == ShmLayout.RING_ACTIVE
                             && ring.generation() == FIRST_RING_GENERATION
-                            && (heartbeat == 0 ? fresh : now - heartbeat <= limit)) {
+                            && heartbeat != 0
+                            && now - heartbeat <= limit) {
                         return; // still read
                     }
                 }
@@ -739,7 +737,6 @@ public final class PushSubscriptionRegistry {
             PushSubscription previous = subscription;
             Member previousLeader = leader;
             subscription = created;
-            subscribedAtNanos = System.nanoTime();
             leader = newLeader;
             ringSubtasks = owners;
             ringMembers.clear();

@@ -11,6 +11,9 @@ import io.nearstream.flink.source.reader.push.PushSubscriptionRegistry.Geometry;
 import io.nearstream.flink.source.reader.push.PushSubscriptionRegistry.Key;
 import io.nearstream.flink.source.reader.push.PushSubscriptionRegistry.Member;
 import io.nearstream.flink.source.testutils.FakeNearstreamClient;
+import io.nearstream.flink.source.testutils.PushTestRegion;
+import io.nearstream.jni.ShmRegion;
+import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -19,6 +22,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Supplier;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /** The JVM-local push election, against fake brokers (one fake connection per reader). */
 class PushSubscriptionRegistryTest {
@@ -418,6 +422,50 @@ class PushSubscriptionRegistryTest {
         }
         assertThat(r0.client.pushCalls()).last().isEqualTo("close " + id);
         assertThat(r0.client.openSubscriptions()).isEmpty();
+        assertThat(registry.groupCount()).isZero();
+    }
+
+    /**
+     * A cancelled job: this JVM's reader left, and the relayed reader's word that it left cannot
+     * come (the enumerator is gone); it abandons its ring as it closes. The group keeps the
+     * subscription while the ring's activation heartbeat is fresh, and ends it as soon as the ring
+     * is abandoned, not a consumer timeout later, so the broker unlinks the region at once.
+     */
+    @Test
+    void anAbandonedRelayedRingEndsTheGroupBeforeTheConsumerTimeout(@TempDir Path dir)
+            throws Exception {
+        Path path = dir.resolve("region");
+        PushTestRegion.create(path, 7, 8, 64 * 1024, 0, 1);
+        Key key = new Key("127.0.0.1:7420", "abandon-" + System.nanoTime(), "source-1");
+        Reader r0 = new Reader(0);
+        r0.client.setPushRegion(path.toString(), 7);
+        registry.peersKnown(key, List.of(0, 1));
+        r0.join(registry, key, 0);
+        List<PushSplitStart> splits = List.of(new PushSplitStart(1, Position.EARLIEST));
+        registry.relayed(
+                key, 1, splits, false, GEOMETRY, new RelayLog(), FakeNearstreamClient::new);
+        long id = r0.member.attachment().subscriptionId();
+        r0.member.leave();
+
+        Thread.sleep(5 * PushSubscriptionRegistry.WATCH_MS);
+        assertThat(r0.client.openSubscriptions())
+                .as("kept while the relayed ring's activation heartbeat is fresh")
+                .containsKey(id);
+
+        long abandoned = System.nanoTime();
+        try (ShmRegion mapped = ShmRegion.map(path)) {
+            mapped.ring(1).abandon();
+        }
+        long deadline = abandoned + TimeUnit.MILLISECONDS.toNanos(GEOMETRY.consumerTimeoutMs());
+        while (!r0.client.openSubscriptions().isEmpty() && System.nanoTime() < deadline) {
+            Thread.sleep(20);
+        }
+        assertThat(r0.client.openSubscriptions())
+                .as("closed within a consumer timeout of the abandon")
+                .isEmpty();
+        assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - abandoned))
+                .as("ms from the abandon to the close")
+                .isLessThan(10 * PushSubscriptionRegistry.WATCH_MS);
         assertThat(registry.groupCount()).isZero();
     }
 
