@@ -148,6 +148,7 @@ OPCODES = {
     "Fetch": 8,
     "Stats": 9,
     "LookupTimestamp": 10,
+    "ClusterMetadata": 11,
     "PushSubscribe": 20,
     "PushUpdate": 21,
     "PushClose": 22,
@@ -168,6 +169,7 @@ STATUS = {
     "POSITION_OUT_OF_RANGE": 12,
     "DATA_LOSS": 17,
     "TXN_FENCED": 19,
+    "NOT_OWNER": 22,
 }
 
 TXN_STATE = {"open": 1, "prepared": 2}
@@ -343,6 +345,32 @@ def enc_stats_response(m):
     for v in m["values"]:
         w.str(v["name"])
         w.u64(v["value"])
+    return w.bytes()
+
+
+def enc_cluster_metadata_request(m):
+    w = Writer()
+    w.u32(len(m["streams"]))
+    for name in m["streams"]:
+        w.str(name)
+    return w.bytes()
+
+
+def enc_cluster_metadata_response(m):
+    w = Writer()
+    w.u32(m["broker_id"])
+    w.u32(len(m["brokers"]))
+    for b in m["brokers"]:
+        w.u32(b["id"])
+        w.str(b["address"])
+        w.str(b["host"])
+    w.u32(len(m["streams"]))
+    for st in m["streams"]:
+        w.str(st["name"])
+        w.u32(st["version"])
+        w.u32(len(st["owners"]))
+        for owner in st["owners"]:
+            w.u32(owner)
     return w.bytes()
 
 
@@ -762,6 +790,26 @@ def build():
     # An error response: non-OK status, message, no body.
     resp("error_response.bin", "DescribeStream", 0x9192939495969798, "STREAM_NOT_FOUND",
          "stream 'nope' does not exist", {}, b"")
+
+    # ClusterMetadata: three brokers (one id above 2^24, one non-ASCII host), one stream.
+    rid = 0x0C1C2C3C4C5C6C7C
+    m = {"streams": [STREAM, "missing"]}
+    req("cluster_metadata_request.bin", "ClusterMetadata", rid, m,
+        enc_cluster_metadata_request(m))
+    m = {"broker_id": 2, "brokers": [
+        {"id": 1, "address": "127.0.0.1:7421", "host": "host-a"},
+        {"id": 2, "address": "127.0.0.1:7422", "host": "höst-b"},
+        {"id": 0x01020304, "address": "10.0.0.3:7420", "host": "host-c"},
+    ], "streams": [
+        {"name": STREAM, "version": 0x0A0B0C0D, "owners": [1, 2, 0x01020304, 1]},
+    ]}
+    resp("cluster_metadata_response.bin", "ClusterMetadata", rid, "OK", "", m,
+         enc_cluster_metadata_response(m))
+
+    # A Metadata request sent to a broker that does not own the streamlet.
+    resp("metadata_response_not_owner.bin", "Metadata", 0x5152535455565758, "NOT_OWNER",
+         "streamlet 3 of stream 'golden.stream-1_x' is stored by broker 1 at 127.0.0.1:7421",
+         {}, b"")
 
     # A zombie producer's TxnAppend after a successor's TxnInit: TXN_FENCED, no body.
     resp("txn_append_response_fenced.bin", "TxnAppend", 0x4A4B4C4D4E4F4041, "TXN_FENCED",
