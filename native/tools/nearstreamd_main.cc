@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "nearstream/broker/server.h"
+#include "nearstream/cluster/zk_cluster.h"
 #include "nearstream/common/clock.h"
 #include "nearstream/common/log.h"
 #include "nearstream/common/version.h"
@@ -46,6 +47,15 @@ over a binary TCP protocol (docs/protocol.md).
   --push-nice N               nice value of the push threads (default 0, up to 19): on a broker
                               short of CPU, appends go first and delivery takes what is left
   --version                   print the version and exit
+
+Cluster (docs/cluster.md; without --zookeeper the broker is standalone and owns every stream):
+  --zookeeper HOST:PORT[,...][/ROOT]  join the cluster kept in this ZooKeeper ensemble (root
+                              default /nearstream)
+  --broker-id N               this broker's id in the cluster (required with --zookeeper)
+  --advertised-address H:P    where clients reach this broker (default: the listen address)
+  --host NAME                 the machine's name for push placement (default: the host name)
+  --zookeeper-session-ms MS   ZooKeeper session timeout (default 6000)
+  --zookeeper-timeout-ms MS   give up starting when ZooKeeper stays unreachable (default 30000)
 )";
 
 Status WritePortFile(const std::string& path, uint16_t port) {
@@ -59,6 +69,13 @@ Status WritePortFile(const std::string& path, uint16_t port) {
     return Status::FromErrno(StatusCode::kIoError, "rename " + tmp, errno);
   }
   return Status::Ok();
+}
+
+// The machine's name: brokers and readers on one machine report the same one.
+std::string HostName() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0) return "localhost";
+  return name;
 }
 
 Status Run(int argc, char** argv) {
@@ -80,6 +97,12 @@ Status Run(int argc, char** argv) {
                                                                   {"push-dir"},
                                                                   {"push-linger-us"},
                                                                   {"push-nice"},
+                                                                  {"zookeeper"},
+                                                                  {"broker-id"},
+                                                                  {"advertised-address"},
+                                                                  {"host"},
+                                                                  {"zookeeper-session-ms"},
+                                                                  {"zookeeper-timeout-ms"},
                                                                   {"help", false},
                                                                   {"version", false}}));
   if (flags.Has("help")) {
@@ -123,6 +146,21 @@ Status Run(int argc, char** argv) {
   options.push.dir = flags.String("push-dir", push::kDefaultShmDir);
   options.handler.broker_epoch =
       static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
+  ASSIGN_OR_RETURN(uint64_t broker_id, flags.Unsigned("broker-id", 0, 0, UINT32_MAX));
+  options.handler.broker_id = static_cast<uint32_t>(broker_id);
+  options.handler.address = flags.String("advertised-address");
+  options.handler.host = flags.String("host", HostName());
+  if (flags.Has("zookeeper") && !flags.Has("broker-id")) {
+    return Status::InvalidArgument("--zookeeper needs --broker-id");
+  }
+  cluster::ClusterOptions cluster_options;
+  cluster_options.zookeeper = flags.String("zookeeper");
+  cluster_options.broker_id = options.handler.broker_id;
+  cluster_options.host = options.handler.host;
+  ASSIGN_OR_RETURN(int64_t session_ms, flags.Signed("zookeeper-session-ms", 6000, 1000, 600000));
+  cluster_options.session_timeout_ms = static_cast<int>(session_ms);
+  ASSIGN_OR_RETURN(int64_t zk_timeout_ms, flags.Signed("zookeeper-timeout-ms", 30000, 1, 3600000));
+  cluster_options.connect_timeout_ms = static_cast<int>(zk_timeout_ms);
 
   storage::StoreOptions store_options;
   store_options.data_dir = flags.String("data-dir");
@@ -141,8 +179,23 @@ Status Run(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
+  std::unique_ptr<cluster::ZkCluster> cluster;
+  if (!cluster_options.zookeeper.empty()) {
+    cluster = std::make_unique<cluster::ZkCluster>(cluster_options, &store);
+    options.cluster = cluster.get();
+  }
   broker::Server server(options, &store);
   RETURN_IF_ERROR(server.Start());
+  if (cluster != nullptr) {
+    // Registered only once it listens, so a client that reads the registration can connect.
+    Status joined = cluster->Start(options.handler.address.empty()
+                                       ? options.host + ":" + std::to_string(server.port())
+                                       : options.handler.address);
+    if (!joined.ok()) {
+      server.Stop();
+      return joined;
+    }
+  }
   NS_LOG(kInfo) << "nearstreamd " << kNearstreamVersion << " listening on " << options.host << ":"
                 << server.port() << " with " << options.workers << " workers"
                 << (store_options.data_dir.empty() ? std::string(", memory only")
@@ -156,6 +209,7 @@ Status Run(int argc, char** argv) {
   int sig = 0;
   sigwait(&stop_signals, &sig);
   NS_LOG(kInfo) << "signal " << sig << " received, shutting down";
+  if (cluster != nullptr) cluster->Stop();  // leaves the cluster first: clients look elsewhere
   server.Stop();
   return Status::Ok();
 }

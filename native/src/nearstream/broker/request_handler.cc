@@ -20,8 +20,41 @@ std::string NoSuchStream(const std::string& name) { return "stream '" + name + "
 
 RequestHandler::RequestHandler(HandlerOptions options, storage::StreamStore* store,
                                FetchWaiters* waiters, BrokerMetrics* metrics,
-                               push::PushManager* push)
-    : options_(options), store_(store), waiters_(waiters), metrics_(metrics), push_(push) {}
+                               push::PushManager* push, cluster::ZkCluster* cluster)
+    : options_(std::move(options)),
+      store_(store),
+      waiters_(waiters),
+      metrics_(metrics),
+      push_(push),
+      cluster_(cluster),
+      address_(options_.address) {}
+
+std::shared_ptr<storage::Stream> RequestHandler::FindStream(const std::string& name) {
+  return cluster_ != nullptr ? cluster_->Find(name) : store_->Find(name);
+}
+
+Result<storage::Streamlet*> RequestHandler::Served(const storage::Stream& stream,
+                                                   uint32_t id) const {
+  storage::Streamlet* s = const_cast<storage::Stream&>(stream).streamlet(id);
+  if (s == nullptr) {
+    return Status::StreamletNotFound("stream '" + stream.config().name + "' has no streamlet " +
+                                     std::to_string(id) + " (it has " +
+                                     std::to_string(stream.streamlet_count()) + ")");
+  }
+  if (cluster_ != nullptr) RETURN_IF_ERROR(cluster_->CheckOwner(stream.config().name, id));
+  return s;
+}
+
+Status RequestHandler::ServesRings(const std::string& stream,
+                                   const std::vector<net::PushRing>& rings) const {
+  if (cluster_ == nullptr) return Status::Ok();
+  for (const net::PushRing& ring : rings) {
+    for (const net::PushSplit& split : ring.splits) {
+      RETURN_IF_ERROR(cluster_->CheckOwner(stream, split.streamlet));
+    }
+  }
+  return Status::Ok();
+}
 
 void RequestHandler::Respond(const Request& req, Bytes* out,
                              const std::function<void(ByteWriter&)>& body) {
@@ -69,6 +102,7 @@ bool RequestHandler::Handle(Request& req, net::OutFrame* response) {
     case Opcode::kFetch: break;  // handled above
     case Opcode::kStats: Stats(req, out); return true;
     case Opcode::kLookupTimestamp: LookupTimestamp(req, out); return true;
+    case Opcode::kClusterMetadata: ClusterMetadata(req, out); return true;
     case Opcode::kPushSubscribe: PushSubscribe(req, out); return true;
     case Opcode::kPushUpdate: PushUpdate(req, out); return true;
     case Opcode::kPushClose: PushClose(req, out); return true;
@@ -109,7 +143,7 @@ void RequestHandler::CreateStream(const Request& req, Bytes* out) {
   if (config.segments_per_group == 0)
     config.segments_per_group = options_.default_segments_per_group;
   if (config.active_groups == 0) config.active_groups = options_.default_active_groups;
-  Status s = store_->Create(config);
+  Status s = cluster_ != nullptr ? cluster_->CreateStream(config) : store_->Create(config);
   if (!s.ok()) return Error(req, s, out);
   Respond(req, out, [](ByteWriter&) {});
 }
@@ -117,16 +151,28 @@ void RequestHandler::CreateStream(const Request& req, Bytes* out) {
 void RequestHandler::DeleteStream(const Request& req, Bytes* out) {
   auto m = net::DecodeStreamNameRequest(req.frame.body.data(), req.frame.body.size());
   if (!m.ok()) return Error(req, m.status(), out);
-  auto stream = store_->Find(m->name);
-  Status s = store_->Delete(m->name);
-  if (!s.ok()) return Error(req, s, out);
-  waiters_->WakeAll(stream.get());  // parked fetches answer STREAM_NOT_FOUND now
+  std::shared_ptr<storage::Stream> stream;
+  if (cluster_ != nullptr) {
+    auto deleted = cluster_->DeleteStream(m->name);
+    if (!deleted.ok()) return Error(req, deleted.status(), out);
+    stream = *deleted;
+  } else {
+    stream = store_->Find(m->name);
+    Status s = store_->Delete(m->name);
+    if (!s.ok()) return Error(req, s, out);
+  }
+  if (stream != nullptr) waiters_->WakeAll(stream.get());  // parked fetches: STREAM_NOT_FOUND
   Respond(req, out, [](ByteWriter&) {});
 }
 
 void RequestHandler::DescribeStream(const Request& req, Bytes* out) {
   auto m = net::DecodeStreamNameRequest(req.frame.body.data(), req.frame.body.size());
   if (!m.ok()) return Error(req, m.status(), out);
+  if (cluster_ != nullptr) {  // also on a broker that owns none of its streamlets
+    auto config = cluster_->Describe(m->name);
+    if (!config.ok()) return Error(req, config.status(), out);
+    return Respond(req, out, [&](ByteWriter& w) { net::EncodeStreamConfig(w, *config); });
+  }
   auto stream = store_->Find(m->name);
   if (stream == nullptr) return Error(req, Status::StreamNotFound(NoSuchStream(m->name)), out);
   Respond(req, out, [&](ByteWriter& w) { net::EncodeStreamConfig(w, stream->config()); });
@@ -137,30 +183,26 @@ void RequestHandler::ListStreams(const Request& req, Bytes* out) {
     return Error(req, Status::MalformedRequest("ListStreams takes no body"), out);
   }
   net::ListStreamsResponse r;
-  r.names = store_->List();
+  r.names = cluster_ != nullptr ? cluster_->List() : store_->List();
   Respond(req, out, [&](ByteWriter& w) { net::EncodeListStreamsResponse(w, r); });
 }
 
 void RequestHandler::Metadata(const Request& req, Bytes* out) {
   auto m = net::DecodeMetadataRequest(req.frame.body.data(), req.frame.body.size());
   if (!m.ok()) return Error(req, m.status(), out);
-  auto stream = store_->Find(m->stream);
+  auto stream = FindStream(m->stream);
   if (stream == nullptr) return Error(req, Status::StreamNotFound(NoSuchStream(m->stream)), out);
   std::vector<uint32_t> ids = m->streamlets;
-  if (ids.empty()) {
-    for (uint32_t i = 0; i < stream->streamlet_count(); ++i) ids.push_back(i);
+  if (ids.empty()) {  // all: in a cluster, the ones this broker stores
+    for (uint32_t i = 0; i < stream->streamlet_count(); ++i) {
+      if (cluster_ == nullptr || cluster_->CheckOwner(m->stream, i).ok()) ids.push_back(i);
+    }
   }
   net::MetadataResponse r;
   for (uint32_t id : ids) {
-    storage::Streamlet* s = stream->streamlet(id);
-    if (s == nullptr) {
-      return Error(req,
-                   Status::StreamletNotFound("stream '" + m->stream + "' has no streamlet " +
-                                             std::to_string(id) + " (it has " +
-                                             std::to_string(stream->streamlet_count()) + ")"),
-                   out);
-    }
-    storage::StreamletInfo info = s->Describe();
+    auto s = Served(*stream, id);
+    if (!s.ok()) return Error(req, s.status(), out);
+    storage::StreamletInfo info = (*s)->Describe();
     net::StreamletMetadata sm;
     sm.streamlet = id;
     sm.head = info.head;
@@ -179,7 +221,7 @@ void RequestHandler::Append(const Request& req, Bytes* out) {
   // nothing.
   auto m = net::DecodeAppendRequest(req.frame.body.data(), req.frame.body.size());
   if (!m.ok()) return Error(req, m.status(), out);
-  auto stream = store_->Find(m->stream);
+  auto stream = FindStream(m->stream);
   if (stream == nullptr) return Error(req, Status::StreamNotFound(NoSuchStream(m->stream)), out);
   const int64_t now = WallNowMs();  // chunk timestamps are wall-clock times
   net::AppendResponse r;
@@ -189,13 +231,10 @@ void RequestHandler::Append(const Request& req, Bytes* out) {
   for (const auto& e : m->entries) {
     net::AppendResult res;
     res.streamlet = e.streamlet;
-    storage::Streamlet* s = stream->streamlet(e.streamlet);
+    auto served = Served(*stream, e.streamlet);
+    storage::Streamlet* s = served.ok() ? *served : nullptr;
     Result<storage::AppendOutcome> outcome =
-        s == nullptr
-            ? Result<storage::AppendOutcome>(Status(
-                  StatusCode::kStreamletNotFound,
-                  "stream '" + m->stream + "' has no streamlet " + std::to_string(e.streamlet)))
-            : Status();
+        s == nullptr ? Result<storage::AppendOutcome>(served.status()) : Status();
     storage::ChunkHeader header;
     if (s != nullptr) {
       auto h = storage::ValidateChunk(e.chunk, e.chunk_size);
@@ -253,7 +292,7 @@ bool RequestHandler::Fetch(Request& req, net::OutFrame* response) {
     Error(req, m.status(), out);
     return true;
   }
-  auto stream = store_->Find(m->stream);
+  auto stream = FindStream(m->stream);
   if (stream == nullptr || stream->deleted()) {
     Error(req, Status::StreamNotFound(NoSuchStream(m->stream)), out);
     return true;
@@ -281,26 +320,24 @@ bool RequestHandler::Fetch(Request& req, net::OutFrame* response) {
   uint64_t total_bytes = 0, chunks = 0, records = 0;
   bool any_error = false;
   for (const auto& e : m->entries) {
-    storage::Streamlet* s = stream->streamlet(e.streamlet);
+    auto served = Served(*stream, e.streamlet);
+    storage::Streamlet* s = served.ok() ? *served : nullptr;
     // Entry head for the success case: streamlet, status, empty message, next, tail, count.
     const size_t entry_at = out->size();
     w.Skip(4 + 2 + 2 + 20 + 20 + 4);
     uint32_t blocks = 0;
     Result<storage::ReadOutcome> read =
-        s == nullptr
-            ? Result<storage::ReadOutcome>(Status(
-                  StatusCode::kStreamletNotFound,
-                  "stream '" + m->stream + "' has no streamlet " + std::to_string(e.streamlet)))
-            : s->Read(e.position, e.max_bytes,
-                      [&](const Position& at, const uint8_t* data, uint32_t size) {
-                        // The chunk bytes stay in the segment: the response splices them in
-                        // and the socket write copies them once, straight from there.
-                        net::EncodePosition(w, at);
-                        w.U32(size);
-                        response->splices.push_back({out->size(), data, size});
-                        spliced += size;
-                        ++blocks;
-                      });
+        s == nullptr ? Result<storage::ReadOutcome>(served.status())
+                     : s->Read(e.position, e.max_bytes,
+                               [&](const Position& at, const uint8_t* data, uint32_t size) {
+                                 // The chunk bytes stay in the segment: the response splices them
+                                 // in and the socket write copies them once, straight from there.
+                                 net::EncodePosition(w, at);
+                                 w.U32(size);
+                                 response->splices.push_back({out->size(), data, size});
+                                 spliced += size;
+                                 ++blocks;
+                               });
     if (read.ok()) {
       uint8_t* p = out->data() + entry_at;
       StoreLe32(p, e.streamlet);
@@ -353,17 +390,17 @@ bool RequestHandler::Fetch(Request& req, net::OutFrame* response) {
 void RequestHandler::LookupTimestamp(const Request& req, Bytes* out) {
   auto m = net::DecodeLookupTimestampRequest(req.frame.body.data(), req.frame.body.size());
   if (!m.ok()) return Error(req, m.status(), out);
-  auto stream = store_->Find(m->stream);
+  auto stream = FindStream(m->stream);
   if (stream == nullptr) return Error(req, Status::StreamNotFound(NoSuchStream(m->stream)), out);
   net::LookupTimestampResponse r;
   for (const auto& e : m->entries) {
     net::TimestampResult res;
     res.streamlet = e.streamlet;
-    if (storage::Streamlet* s = stream->streamlet(e.streamlet)) {
-      res.position = s->LookupTimestamp(e.timestamp_ms);
+    if (auto s = Served(*stream, e.streamlet); s.ok()) {
+      res.position = (*s)->LookupTimestamp(e.timestamp_ms);
     } else {
-      res.status = static_cast<uint16_t>(StatusCode::kStreamletNotFound);
-      res.message = "stream '" + m->stream + "' has no streamlet " + std::to_string(e.streamlet);
+      res.status = static_cast<uint16_t>(s.status().code());
+      res.message = s.status().message();
     }
     r.results.push_back(std::move(res));
   }
@@ -413,6 +450,7 @@ void RequestHandler::PushSubscribe(const Request& req, Bytes* out) {
   auto m = net::DecodePushSubscribeRequest(req.frame.body.data(), req.frame.body.size());
   if (!m.ok()) return Error(req, m.status(), out);
   if (push_ == nullptr) return Error(req, NoPush(), out);
+  if (Status s = ServesRings(m->stream, m->rings); !s.ok()) return Error(req, s, out);
   auto r = push_->Subscribe(req.conn->id(), ToSubscriptionSpec(*m));
   if (!r.ok()) return Error(req, r.status(), out);
   // The connection may have closed while the region was made: its subscriptions end with it.
@@ -436,6 +474,26 @@ void RequestHandler::PushClose(const Request& req, Bytes* out) {
   Status s = push_->Close(req.conn->id(), m->subscription_id);
   if (!s.ok()) return Error(req, s, out);
   Respond(req, out, [](ByteWriter&) {});
+}
+
+void RequestHandler::ClusterMetadata(const Request& req, Bytes* out) {
+  auto m = net::DecodeClusterMetadataRequest(req.frame.body.data(), req.frame.body.size());
+  if (!m.ok()) return Error(req, m.status(), out);
+  net::ClusterMetadataResponse r;
+  if (cluster_ != nullptr) {
+    r = cluster_->Metadata(m->streams);
+  } else {
+    // Standalone: the only broker, owner of every streamlet.
+    r.broker_id = options_.broker_id;
+    r.brokers.push_back({options_.broker_id, address_, options_.host});
+    for (const std::string& name : m->streams.empty() ? store_->List() : m->streams) {
+      if (auto stream = store_->Find(name)) {
+        r.streams.push_back(
+            {name, 0, std::vector<uint32_t>(stream->streamlet_count(), options_.broker_id)});
+      }
+    }
+  }
+  Respond(req, out, [&](ByteWriter& w) { net::EncodeClusterMetadataResponse(w, r); });
 }
 
 void RequestHandler::Stats(const Request& req, Bytes* out) {

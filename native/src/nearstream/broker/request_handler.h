@@ -9,6 +9,7 @@
 #include "nearstream/broker/fetch_waiters.h"
 #include "nearstream/broker/metrics.h"
 #include "nearstream/broker/request.h"
+#include "nearstream/cluster/zk_cluster.h"
 #include "nearstream/net/out_frame.h"
 #include "nearstream/push/push_manager.h"
 #include "nearstream/storage/stream_store.h"
@@ -23,17 +24,28 @@ struct HandlerOptions {
   uint32_t default_segments_per_group = 16;
   uint32_t default_active_groups = 1;
   uint32_t max_wait_ms = 60000;  // caps a client's long-poll
+  // How a standalone broker describes itself in ClusterMetadata (a cluster member's view comes
+  // from ZooKeeper).
+  uint32_t broker_id = 0;
+  std::string address;
+  std::string host;
 };
 
 class RequestHandler {
  public:
-  // All pointers must outlive the handler; `push` may be null (push RPCs then fail).
+  // All pointers must outlive the handler; `push` may be null (push RPCs then fail); `cluster`
+  // is null on a standalone broker.
   RequestHandler(HandlerOptions options, storage::StreamStore* store, FetchWaiters* waiters,
-                 BrokerMetrics* metrics, push::PushManager* push = nullptr);
+                 BrokerMetrics* metrics, push::PushManager* push = nullptr,
+                 cluster::ZkCluster* cluster = nullptr);
 
   // Runs `req`. Returns true with the response frame in `*response`, or false when the request
   // (a long-poll fetch) was parked and will come back later through the waiters.
   bool Handle(Request& req, net::OutFrame* response);
+
+  // Where clients reach this broker, as a standalone broker's ClusterMetadata says; set before
+  // the workers start.
+  void set_address(std::string address) { address_ = std::move(address); }
 
  private:
   void Handshake(const Request& req, Bytes* out);
@@ -46,6 +58,7 @@ class RequestHandler {
   bool Fetch(Request& req, net::OutFrame* response);
   void Stats(const Request& req, Bytes* out);
   void LookupTimestamp(const Request& req, Bytes* out);
+  void ClusterMetadata(const Request& req, Bytes* out);
   void PushSubscribe(const Request& req, Bytes* out);
   void PushUpdate(const Request& req, Bytes* out);
   void PushClose(const Request& req, Bytes* out);
@@ -57,6 +70,15 @@ class RequestHandler {
   void TxnEnd(const Request& req, Bytes* out);
   void TxnList(const Request& req, Bytes* out);
 
+  // The local stream `name` (in a cluster, made first if this broker owns some streamlet of it
+  // and has not made it yet); null when there is none.
+  std::shared_ptr<storage::Stream> FindStream(const std::string& name);
+  // The streamlet `id` of `stream` if this broker serves it: STREAMLET_NOT_FOUND past the
+  // stream's count; NOT_OWNER / BROKER_UNAVAILABLE when another broker of the cluster stores it.
+  Result<storage::Streamlet*> Served(const storage::Stream& stream, uint32_t id) const;
+  // OK when every split of `rings` is a streamlet this broker serves (push carries only those).
+  Status ServesRings(const std::string& stream, const std::vector<net::PushRing>& rings) const;
+
   // Writes a whole OK response whose body `body` encodes.
   void Respond(const Request& req, Bytes* out, const std::function<void(ByteWriter&)>& body);
   // Writes a whole response carrying only a status.
@@ -67,6 +89,8 @@ class RequestHandler {
   FetchWaiters* const waiters_;
   BrokerMetrics* const metrics_;
   push::PushManager* const push_;
+  cluster::ZkCluster* const cluster_;
+  std::string address_;
 
  public:
   // The values behind the Stats RPC and /metrics; set by the server, which knows its threads.

@@ -41,8 +41,12 @@ Server::Server(ServerOptions options, storage::StreamStore* store)
             return p;
           }(),
           store)),
-      handler_(options.handler, store, &waiters_, &metrics_, push_.get()) {
+      handler_(options.handler, store, &waiters_, &metrics_, push_.get(), options.cluster) {
   for (int i = 0; i < options_.workers; ++i) queues_.push_back(std::make_unique<WorkQueue>());
+  if (options_.cluster != nullptr) {
+    options_.cluster->OnStreamDeleted(
+        [this](const std::shared_ptr<storage::Stream>& stream) { waiters_.WakeAll(stream.get()); });
+  }
   handler_.collect_metrics = [this] { return CollectMetrics(); };
 }
 
@@ -55,6 +59,9 @@ Status Server::Start() {
   RETURN_IF_ERROR(push_->Start());
   ASSIGN_OR_RETURN(listen_fd_, net::ListenTcp(options_.host, options_.port, true));
   ASSIGN_OR_RETURN(port_, net::LocalPort(listen_fd_));
+  if (options_.handler.address.empty()) {
+    handler_.set_address(options_.host + ":" + std::to_string(port_));  // before any worker runs
+  }
   epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
   wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (epoll_fd_ < 0 || wake_fd_ < 0) {

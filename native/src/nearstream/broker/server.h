@@ -37,8 +37,10 @@ struct ServerOptions {
   // ~1 GB/s of appends a 1 s pass overshot it by a gigabyte and dropped more segments at once
   // than the mapping pool keeps, so the next second's segments page-faulted in afresh.
   int64_t maintenance_interval_ms = 100;
-  HandlerOptions handler;
+  HandlerOptions handler;  // an empty handler.address becomes host:port once bound
   push::PushOptions push;  // broker_epoch is taken from `handler`
+  // The broker's cluster membership (started after the server listens); null = standalone.
+  cluster::ZkCluster* cluster = nullptr;
 };
 
 class Server {

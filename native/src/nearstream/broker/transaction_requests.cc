@@ -12,9 +12,8 @@ namespace {
 
 // The stream a transaction request names, or STREAM_NOT_FOUND (also for one being deleted: its
 // transactions end with it).
-Result<std::shared_ptr<storage::Stream>> FindStream(storage::StreamStore* store,
-                                                    const std::string& name) {
-  auto stream = store->Find(name);
+Result<std::shared_ptr<storage::Stream>> Existing(std::shared_ptr<storage::Stream> stream,
+                                                  const std::string& name) {
   if (stream == nullptr || stream->deleted()) {
     return Status::StreamNotFound("stream '" + name + "' does not exist");
   }
@@ -26,7 +25,7 @@ Result<std::shared_ptr<storage::Stream>> FindStream(storage::StreamStore* store,
 void RequestHandler::TxnInit(const Request& req, Bytes* out) {
   auto m = net::DecodeTxnInitRequest(req.frame.body.data(), req.frame.body.size());
   if (!m.ok()) return Error(req, m.status(), out);
-  auto stream = FindStream(store_, m->stream);
+  auto stream = Existing(FindStream(m->stream), m->stream);
   if (!stream.ok()) return Error(req, stream.status(), out);
   auto r =
       (*stream)->transactions().Init(m->transactional_id, m->keep_prepared_through, WallNowMs());
@@ -38,7 +37,7 @@ void RequestHandler::TxnInit(const Request& req, Bytes* out) {
 void RequestHandler::TxnBegin(const Request& req, Bytes* out) {
   auto m = net::DecodeTxnRef(req.frame.body.data(), req.frame.body.size());
   if (!m.ok()) return Error(req, m.status(), out);
-  auto stream = FindStream(store_, m->stream);
+  auto stream = Existing(FindStream(m->stream), m->stream);
   if (!stream.ok()) return Error(req, stream.status(), out);
   auto serial = (*stream)->transactions().Begin(m->transactional_id, m->epoch, WallNowMs());
   if (!serial.ok()) return Error(req, serial.status(), out);
@@ -51,7 +50,7 @@ void RequestHandler::TxnAppend(const Request& req, Bytes* out) {
   // Decoded whole first: a malformed request appends nothing.
   auto m = net::DecodeTxnAppendRequest(req.frame.body.data(), req.frame.body.size());
   if (!m.ok()) return Error(req, m.status(), out);
-  auto stream = FindStream(store_, m->txn.stream);
+  auto stream = Existing(FindStream(m->txn.stream), m->txn.stream);
   if (!stream.ok()) return Error(req, stream.status(), out);
   storage::StreamTransactions& txns = (*stream)->transactions();
   const int64_t now = WallNowMs();
@@ -63,9 +62,11 @@ void RequestHandler::TxnAppend(const Request& req, Bytes* out) {
   for (const auto& e : m->entries) {
     net::AppendResult res;
     res.streamlet = e.streamlet;
+    auto served = Served(**stream, e.streamlet);
     auto h = storage::ValidateChunk(e.chunk, e.chunk_size);
-    Result<bool> duplicate =
-        h.ok() ? txns.Append(**txn, e.streamlet, e.chunk, *h, now) : Result<bool>(h.status());
+    Result<bool> duplicate = !served.ok() ? Result<bool>(served.status())
+                             : h.ok()     ? txns.Append(**txn, e.streamlet, e.chunk, *h, now)
+                                          : Result<bool>(h.status());
     if (duplicate.ok()) {
       res.duplicate = *duplicate;
       if (!*duplicate) {
@@ -88,7 +89,7 @@ void RequestHandler::TxnAppend(const Request& req, Bytes* out) {
 void RequestHandler::TxnEnd(const Request& req, Bytes* out) {
   auto m = net::DecodeTxnRef(req.frame.body.data(), req.frame.body.size());
   if (!m.ok()) return Error(req, m.status(), out);
-  auto stream = FindStream(store_, m->stream);
+  auto stream = Existing(FindStream(m->stream), m->stream);
   if (!stream.ok()) return Error(req, stream.status(), out);
   storage::StreamTransactions& txns = (*stream)->transactions();
   Status s;
@@ -116,7 +117,7 @@ void RequestHandler::TxnEnd(const Request& req, Bytes* out) {
 void RequestHandler::TxnList(const Request& req, Bytes* out) {
   auto m = net::DecodeTxnListRequest(req.frame.body.data(), req.frame.body.size());
   if (!m.ok()) return Error(req, m.status(), out);
-  auto stream = FindStream(store_, m->stream);
+  auto stream = Existing(FindStream(m->stream), m->stream);
   if (!stream.ok()) return Error(req, stream.status(), out);
   net::TxnListResponse resp;
   for (const storage::TxnListing& t : (*stream)->transactions().List(m->id_prefix)) {

@@ -10,6 +10,7 @@
 //   }
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 
@@ -54,6 +55,12 @@ class CondVar {
     std::unique_lock<std::mutex> lock(mu->mu_, std::adopt_lock);
     cv_.wait(lock);
     lock.release();  // `mu` stays held, as the caller's MutexLock expects
+  }
+  // As Wait, but also returns after `timeout`.
+  void WaitFor(Mutex* mu, std::chrono::milliseconds timeout) NS_REQUIRES(mu) {
+    std::unique_lock<std::mutex> lock(mu->mu_, std::adopt_lock);
+    cv_.wait_for(lock, timeout);
+    lock.release();
   }
   void Signal() { cv_.notify_one(); }
   void SignalAll() { cv_.notify_all(); }

@@ -28,6 +28,9 @@ const char* StatusCodeName(StatusCode code) {
     case StatusCode::kTxnFenced: return "TXN_FENCED";
     case StatusCode::kTxnAborted: return "TXN_ABORTED";
     case StatusCode::kInvalidTxnState: return "INVALID_TXN_STATE";
+    case StatusCode::kNotOwner: return "NOT_OWNER";
+    case StatusCode::kBrokerUnavailable: return "BROKER_UNAVAILABLE";
+    case StatusCode::kClusterUnavailable: return "CLUSTER_UNAVAILABLE";
   }
   return "UNKNOWN_STATUS";
 }

@@ -35,6 +35,10 @@ enum class StatusCode : uint16_t {
   kTxnFenced = 19,        // an older epoch than the transactional id's, or not the txn's epoch
   kTxnAborted = 20,       // the transaction was aborted (owner, successor, operator, timeout)
   kInvalidTxnState = 21,  // the transaction's state does not allow the operation
+  // Broker cluster (docs/protocol.md "Cluster").
+  kNotOwner = 22,            // another broker stores the streamlet; the message names it
+  kBrokerUnavailable = 23,   // the streamlet's broker is not registered now
+  kClusterUnavailable = 24,  // ZooKeeper is out of reach: placement changes are refused
 };
 
 const char* StatusCodeName(StatusCode code);
@@ -111,6 +115,15 @@ class [[nodiscard]] Status {
   static Status InvalidTxnState(std::string message) {
     return Status(StatusCode::kInvalidTxnState, std::move(message));
   }
+  static Status NotOwner(std::string message) {
+    return Status(StatusCode::kNotOwner, std::move(message));
+  }
+  static Status BrokerUnavailable(std::string message) {
+    return Status(StatusCode::kBrokerUnavailable, std::move(message));
+  }
+  static Status ClusterUnavailable(std::string message) {
+    return Status(StatusCode::kClusterUnavailable, std::move(message));
+  }
 
   // Builds an error of `code` whose message is `context` followed by errno's text and number:
   // FromErrno(StatusCode::kIoError, "open /x", ENOENT).message() is
@@ -140,6 +153,9 @@ class [[nodiscard]] Status {
   bool IsTxnFenced() const { return code_ == StatusCode::kTxnFenced; }
   bool IsTxnAborted() const { return code_ == StatusCode::kTxnAborted; }
   bool IsInvalidTxnState() const { return code_ == StatusCode::kInvalidTxnState; }
+  bool IsNotOwner() const { return code_ == StatusCode::kNotOwner; }
+  bool IsBrokerUnavailable() const { return code_ == StatusCode::kBrokerUnavailable; }
+  bool IsClusterUnavailable() const { return code_ == StatusCode::kClusterUnavailable; }
   StatusCode code() const { return code_; }
   const std::string& message() const { return message_; }
   std::string ToString() const;

@@ -42,6 +42,11 @@ TEST(StatusTest, NamedConstructorsAndPredicatesMatchTheirCode) {
       {Status::TxnFenced("m"), StatusCode::kTxnFenced, &Status::IsTxnFenced},
       {Status::TxnAborted("m"), StatusCode::kTxnAborted, &Status::IsTxnAborted},
       {Status::InvalidTxnState("m"), StatusCode::kInvalidTxnState, &Status::IsInvalidTxnState},
+      {Status::NotOwner("m"), StatusCode::kNotOwner, &Status::IsNotOwner},
+      {Status::BrokerUnavailable("m"), StatusCode::kBrokerUnavailable,
+       &Status::IsBrokerUnavailable},
+      {Status::ClusterUnavailable("m"), StatusCode::kClusterUnavailable,
+       &Status::IsClusterUnavailable},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(StatusCodeName(c.code));

@@ -30,6 +30,7 @@ const char* OpcodeName(uint16_t opcode) {
     case Opcode::kFetch: return "Fetch";
     case Opcode::kStats: return "Stats";
     case Opcode::kLookupTimestamp: return "LookupTimestamp";
+    case Opcode::kClusterMetadata: return "ClusterMetadata";
     case Opcode::kPushSubscribe: return "PushSubscribe";
     case Opcode::kPushUpdate: return "PushUpdate";
     case Opcode::kPushClose: return "PushClose";
@@ -178,6 +179,64 @@ Result<ListStreamsResponse> DecodeListStreamsResponse(const uint8_t* p, size_t n
   m.names.reserve(count);
   for (uint32_t i = 0; i < count && r.ok(); ++i) m.names.push_back(r.Str());
   return Finish(r, std::move(m), "ListStreams response");
+}
+
+void EncodeClusterMetadataRequest(ByteWriter& w, const ClusterMetadataRequest& m) {
+  w.U32(static_cast<uint32_t>(m.streams.size()));
+  for (const std::string& s : m.streams) w.Str(s);
+}
+
+Result<ClusterMetadataRequest> DecodeClusterMetadataRequest(const uint8_t* p, size_t n) {
+  ByteReader r(p, n);
+  ClusterMetadataRequest m;
+  uint32_t count = r.Count(2);
+  m.streams.reserve(count);
+  for (uint32_t i = 0; i < count && r.ok(); ++i) m.streams.push_back(r.Str());
+  return Finish(r, std::move(m), "ClusterMetadata request");
+}
+
+void EncodeClusterMetadataResponse(ByteWriter& w, const ClusterMetadataResponse& m) {
+  w.U32(m.broker_id);
+  w.U32(static_cast<uint32_t>(m.brokers.size()));
+  for (const BrokerInfo& b : m.brokers) {
+    w.U32(b.id);
+    w.Str(b.address);
+    w.Str(b.host);
+  }
+  w.U32(static_cast<uint32_t>(m.streams.size()));
+  for (const StreamPlacement& s : m.streams) {
+    w.Str(s.name);
+    w.U32(s.version);
+    w.U32(static_cast<uint32_t>(s.owners.size()));
+    for (uint32_t owner : s.owners) w.U32(owner);
+  }
+}
+
+Result<ClusterMetadataResponse> DecodeClusterMetadataResponse(const uint8_t* p, size_t n) {
+  ByteReader r(p, n);
+  ClusterMetadataResponse m;
+  m.broker_id = r.U32();
+  uint32_t brokers = r.Count(8);  // id + two empty Str
+  m.brokers.reserve(brokers);
+  for (uint32_t i = 0; i < brokers && r.ok(); ++i) {
+    BrokerInfo b;
+    b.id = r.U32();
+    b.address = r.Str();
+    b.host = r.Str();
+    m.brokers.push_back(std::move(b));
+  }
+  uint32_t streams = r.Count(10);  // empty name + version + count
+  m.streams.reserve(streams);
+  for (uint32_t i = 0; i < streams && r.ok(); ++i) {
+    StreamPlacement s;
+    s.name = r.Str();
+    s.version = r.U32();
+    uint32_t owners = r.Count(4);
+    s.owners.reserve(owners);
+    for (uint32_t k = 0; k < owners && r.ok(); ++k) s.owners.push_back(r.U32());
+    m.streams.push_back(std::move(s));
+  }
+  return Finish(r, std::move(m), "ClusterMetadata response");
 }
 
 void EncodeMetadataRequest(ByteWriter& w, const MetadataRequest& m) {

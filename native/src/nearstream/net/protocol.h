@@ -40,6 +40,7 @@ enum class Opcode : uint16_t {
   kFetch = 8,
   kStats = 9,
   kLookupTimestamp = 10,
+  kClusterMetadata = 11,
   kPushSubscribe = 20,
   kPushUpdate = 21,
   kPushClose = 22,
@@ -262,6 +263,25 @@ struct TxnListResponse {
   std::vector<TxnInfo> transactions;  // ordered by transactional id, then serial
 };
 
+struct ClusterMetadataRequest {
+  std::vector<std::string> streams;  // empty = every stream
+};
+struct BrokerInfo {
+  uint32_t id = 0;
+  std::string address;  // host:port where clients reach it
+  std::string host;     // the machine it runs on (push only to readers of the same host)
+};
+struct StreamPlacement {
+  std::string name;
+  uint32_t version = 0;          // grows with every placement change; 0 on a standalone broker
+  std::vector<uint32_t> owners;  // broker id of streamlet i
+};
+struct ClusterMetadataResponse {
+  uint32_t broker_id = 0;  // the answering broker
+  std::vector<BrokerInfo> brokers;
+  std::vector<StreamPlacement> streams;
+};
+
 // ---- encoders (append the body to `w`) and decoders (whole body, trailing bytes refused) -----
 
 void EncodePosition(ByteWriter& w, const storage::Position& p);
@@ -300,6 +320,11 @@ void EncodeLookupTimestampRequest(ByteWriter& w, const LookupTimestampRequest& m
 Result<LookupTimestampRequest> DecodeLookupTimestampRequest(const uint8_t* p, size_t n);
 void EncodeLookupTimestampResponse(ByteWriter& w, const LookupTimestampResponse& m);
 Result<LookupTimestampResponse> DecodeLookupTimestampResponse(const uint8_t* p, size_t n);
+
+void EncodeClusterMetadataRequest(ByteWriter& w, const ClusterMetadataRequest& m);
+Result<ClusterMetadataRequest> DecodeClusterMetadataRequest(const uint8_t* p, size_t n);
+void EncodeClusterMetadataResponse(ByteWriter& w, const ClusterMetadataResponse& m);
+Result<ClusterMetadataResponse> DecodeClusterMetadataResponse(const uint8_t* p, size_t n);
 
 void EncodePushSubscribeRequest(ByteWriter& w, const PushSubscribeRequest& m);
 Result<PushSubscribeRequest> DecodePushSubscribeRequest(const uint8_t* p, size_t n);

@@ -232,6 +232,7 @@ constexpr uint64_t kTxnCommitId = 0x1A1B1C1D1E1F1011ull;
 constexpr uint64_t kTxnAbortId = 0x2A2B2C2D2E2F2021ull;
 constexpr uint64_t kTxnListId = 0x3A3B3C3D3E3F3031ull;
 constexpr uint64_t kTxnFencedId = 0x4A4B4C4D4E4F4041ull;
+constexpr uint64_t kClusterMetadataId = 0x0C1C2C3C4C5C6C7Cull;
 constexpr const char* kTxnId = "job-42.sink-3";
 constexpr const char* kTxnIdNonAscii = "job-42.sink-\xc3\xbc";  // "ü": Str counts bytes
 constexpr uint32_t kTxnEpoch = 0x01020304u;
@@ -265,6 +266,9 @@ const std::set<std::string> kGoldenFiles = {
     "stats_response.bin",
     "lookup_timestamp_request.bin",
     "lookup_timestamp_response.bin",
+    "cluster_metadata_request.bin",
+    "cluster_metadata_response.bin",
+    "metadata_response_not_owner.bin",
     "push_subscribe_request.bin",
     "push_subscribe_response.bin",
     "push_update_request.bin",
@@ -712,6 +716,57 @@ TEST(ProtocolGoldenTest, LookupTimestampResponse) {
   ExpectSameBytes(again, f.bytes, "lookup_timestamp_response.bin");
 }
 
+TEST(ProtocolGoldenTest, ClusterMetadataRequest) {
+  GoldenFrame f;
+  ASSERT_NO_FATAL_FAILURE(LoadFrame("cluster_metadata_request.bin", &f));
+  ExpectHeader(f, Opcode::kClusterMetadata, kClusterMetadataId, /*response=*/false);
+  auto m = DecodeClusterMetadataRequest(f.body(), f.body_size());
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->streams, (std::vector<std::string>{kStream, "missing"}));
+  Bytes again = EncodeRequest(Opcode::kClusterMetadata, kClusterMetadataId,
+                              [&](ByteWriter& w) { EncodeClusterMetadataRequest(w, *m); });
+  ExpectSameBytes(again, f.bytes, "cluster_metadata_request.bin");
+}
+
+TEST(ProtocolGoldenTest, ClusterMetadataResponse) {
+  GoldenFrame f;
+  ASSERT_NO_FATAL_FAILURE(LoadFrame("cluster_metadata_response.bin", &f));
+  ExpectOkResponse(f, Opcode::kClusterMetadata, kClusterMetadataId);
+  auto m = DecodeClusterMetadataResponse(f.body(), f.body_size());
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->broker_id, 2u);
+  ASSERT_EQ(m->brokers.size(), 3u);
+  EXPECT_EQ(m->brokers[0].id, 1u);
+  EXPECT_EQ(m->brokers[0].address, "127.0.0.1:7421");
+  EXPECT_EQ(m->brokers[0].host, "host-a");
+  EXPECT_EQ(m->brokers[1].id, 2u);
+  EXPECT_EQ(m->brokers[1].address, "127.0.0.1:7422");
+  EXPECT_EQ(m->brokers[1].host, "h\xc3\xb6st-b");
+  EXPECT_EQ(m->brokers[2].id, 0x01020304u);
+  EXPECT_EQ(m->brokers[2].address, "10.0.0.3:7420");
+  EXPECT_EQ(m->brokers[2].host, "host-c");
+  ASSERT_EQ(m->streams.size(), 1u);
+  EXPECT_EQ(m->streams[0].name, kStream);
+  EXPECT_EQ(m->streams[0].version, 0x0A0B0C0Du);
+  EXPECT_EQ(m->streams[0].owners, (std::vector<uint32_t>{1, 2, 0x01020304, 1}));
+  Bytes again = EncodeResponse(Opcode::kClusterMetadata, kClusterMetadataId, Status::Ok(),
+                               [&](ByteWriter& w) { EncodeClusterMetadataResponse(w, *m); });
+  ExpectSameBytes(again, f.bytes, "cluster_metadata_response.bin");
+}
+
+TEST(ProtocolGoldenTest, NotOwnerResponse) {
+  GoldenFrame f;
+  ASSERT_NO_FATAL_FAILURE(LoadFrame("metadata_response_not_owner.bin", &f));
+  ExpectHeader(f, Opcode::kMetadata, kMetadataId, /*response=*/true);
+  const std::string message =
+      "streamlet 3 of stream 'golden.stream-1_x' is stored by broker 1 at 127.0.0.1:7421";
+  EXPECT_EQ(f.status, static_cast<uint16_t>(StatusCode::kNotOwner));
+  EXPECT_EQ(f.message, message);
+  EXPECT_EQ(f.body_size(), 0u);
+  Bytes again = EncodeResponse(Opcode::kMetadata, kMetadataId, Status::NotOwner(message), kNoBody);
+  ExpectSameBytes(again, f.bytes, "metadata_response_not_owner.bin");
+}
+
 TEST(ProtocolGoldenTest, PushSubscribeRequest) {
   GoldenFrame f;
   ASSERT_NO_FATAL_FAILURE(LoadFrame("push_subscribe_request.bin", &f));
@@ -991,10 +1046,10 @@ TEST(ProtocolGoldenTest, TxnAppendResponseFenced) {
 
 // The numbering of docs/protocol.md's tables.
 TEST(ProtocolGoldenTest, OpcodesAndStatusCodesMatchTheDocument) {
-  const char* opcodes[] = {"Handshake",   "CreateStream",   "DeleteStream", "DescribeStream",
-                           "ListStreams", "Metadata",       "Append",       "Fetch",
-                           "Stats",       "LookupTimestamp"};
-  for (uint16_t op = 1; op <= 10; ++op) {
+  const char* opcodes[] = {"Handshake",   "CreateStream",    "DeleteStream",   "DescribeStream",
+                           "ListStreams", "Metadata",        "Append",         "Fetch",
+                           "Stats",       "LookupTimestamp", "ClusterMetadata"};
+  for (uint16_t op = 1; op <= 11; ++op) {
     EXPECT_TRUE(IsKnownOpcode(op)) << op;
     EXPECT_STREQ(OpcodeName(op), opcodes[op - 1]);
   }
@@ -1009,7 +1064,7 @@ TEST(ProtocolGoldenTest, OpcodesAndStatusCodesMatchTheDocument) {
     EXPECT_TRUE(IsKnownOpcode(op)) << op;
     EXPECT_STREQ(OpcodeName(op), txn_opcodes[op - 30]);
   }
-  for (uint16_t op : {0, 11, 19, 23, 29, 37, 39, 0xFFFF}) EXPECT_FALSE(IsKnownOpcode(op)) << op;
+  for (uint16_t op : {0, 12, 19, 23, 29, 37, 39, 0xFFFF}) EXPECT_FALSE(IsKnownOpcode(op)) << op;
 
   const char* statuses[] = {"OK",
                             "MALFORMED_REQUEST",
@@ -1032,8 +1087,11 @@ TEST(ProtocolGoldenTest, OpcodesAndStatusCodesMatchTheDocument) {
                             "TXN_NOT_FOUND",
                             "TXN_FENCED",
                             "TXN_ABORTED",
-                            "INVALID_TXN_STATE"};
-  for (uint16_t code = 0; code <= 21; ++code) {
+                            "INVALID_TXN_STATE",
+                            "NOT_OWNER",
+                            "BROKER_UNAVAILABLE",
+                            "CLUSTER_UNAVAILABLE"};
+  for (uint16_t code = 0; code <= 24; ++code) {
     EXPECT_STREQ(StatusCodeName(static_cast<StatusCode>(code)), statuses[code]) << code;
   }
 }
@@ -1075,6 +1133,8 @@ std::vector<DecoderCase> AllDecoders() {
       {"stats_response.bin", d(DecodeStatsResponse)},
       {"lookup_timestamp_request.bin", d(DecodeLookupTimestampRequest)},
       {"lookup_timestamp_response.bin", d(DecodeLookupTimestampResponse)},
+      {"cluster_metadata_request.bin", d(DecodeClusterMetadataRequest)},
+      {"cluster_metadata_response.bin", d(DecodeClusterMetadataResponse)},
       {"push_subscribe_request.bin", d(DecodePushSubscribeRequest)},
       {"push_subscribe_response.bin", d(DecodePushSubscribeResponse)},
       {"push_update_request.bin", d(DecodePushUpdateRequest)},

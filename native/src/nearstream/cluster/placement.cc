@@ -1,0 +1,127 @@
+#include "nearstream/cluster/placement.h"
+
+#include <algorithm>
+#include <charconv>
+#include <sstream>
+
+#include "nearstream/storage/stream_store.h"
+
+namespace nearstream::cluster {
+
+namespace {
+
+constexpr const char kDefaultRoot[] = "/nearstream";
+
+bool ParseU32(const std::string& s, uint32_t* out) {
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return !s.empty() && ec == std::errc() && end == s.data() + s.size();
+}
+
+// The value of `key=` lines in `text`; false when absent.
+bool Value(const std::string& text, const std::string& key, std::string* out) {
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.size() > key.size() && line.compare(0, key.size(), key) == 0 &&
+        line[key.size()] == '=') {
+      *out = line.substr(key.size() + 1);
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+Result<ZkAddress> ParseZkAddress(const std::string& text) {
+  ZkAddress a;
+  size_t slash = text.find('/');
+  a.servers = text.substr(0, slash);
+  a.root = slash == std::string::npos ? kDefaultRoot : text.substr(slash);
+  while (a.root.size() > 1 && a.root.back() == '/') a.root.pop_back();
+  if (a.servers.empty() || a.root == "/" || a.root.find("//") != std::string::npos) {
+    return Status::InvalidArgument("--zookeeper wants host:port[,host:port...][/root], got '" +
+                                   text + "'");
+  }
+  return a;
+}
+
+Result<std::vector<uint32_t>> AssignOwners(const std::string& stream, uint32_t streamlets,
+                                           std::vector<uint32_t> live) {
+  std::sort(live.begin(), live.end());
+  live.erase(std::unique(live.begin(), live.end()), live.end());
+  if (live.empty()) return Status::InvalidArgument("no broker is registered to store the stream");
+  // FNV-1a: stable across runs and builds (std::hash need not be), so a placement is
+  // reproducible from the name and the brokers alone.
+  uint32_t hash = 2166136261u;
+  for (unsigned char c : stream) hash = (hash ^ c) * 16777619u;
+  std::vector<uint32_t> owners(streamlets);
+  for (uint32_t i = 0; i < streamlets; ++i) owners[i] = live[(hash + i) % live.size()];
+  return owners;
+}
+
+std::string FormatBrokerRecord(const BrokerRecord& broker) {
+  return "format=1\naddress=" + broker.address + "\nhost=" + broker.host + "\n";
+}
+
+Result<BrokerRecord> ParseBrokerRecord(uint32_t id, const std::string& text) {
+  BrokerRecord b;
+  b.id = id;
+  std::string format;
+  if (!Value(text, "format", &format) || format != "1" || !Value(text, "address", &b.address) ||
+      !Value(text, "host", &b.host)) {
+    return Status::InvalidArgument("broker " + std::to_string(id) +
+                                   "'s registration is not a format 1 record: '" + text + "'");
+  }
+  return b;
+}
+
+std::string FormatStreamRecord(const storage::StreamConfig& config,
+                               const std::vector<uint32_t>& owners) {
+  std::string text = storage::FormatStreamMeta(config) + "owners=";
+  for (size_t i = 0; i < owners.size(); ++i) {
+    if (i > 0) text += ',';
+    text += std::to_string(owners[i]);
+  }
+  return text + "\n";
+}
+
+Result<StreamRecord> ParseStreamRecord(const std::string& text, int32_t node_version) {
+  StreamRecord r;
+  ASSIGN_OR_RETURN(r.config, storage::ParseStreamMeta(text));
+  std::string owners;
+  if (!Value(text, "owners", &owners)) {
+    return Status::InvalidArgument("stream record of '" + r.config.name + "' has no owners");
+  }
+  std::istringstream in(owners);
+  std::string id;
+  while (std::getline(in, id, ',')) {
+    uint32_t owner = 0;
+    if (!ParseU32(id, &owner)) {
+      return Status::InvalidArgument("stream record of '" + r.config.name + "' has a bad owner '" +
+                                     id + "'");
+    }
+    r.owners.push_back(owner);
+  }
+  if (r.owners.size() != r.config.streamlets) {
+    return Status::InvalidArgument("stream record of '" + r.config.name + "' names " +
+                                   std::to_string(r.owners.size()) + " owners for " +
+                                   std::to_string(r.config.streamlets) + " streamlets");
+  }
+  r.version = static_cast<uint32_t>(node_version) + 1;
+  return r;
+}
+
+Status NotHere(const std::string& stream, uint32_t streamlet, uint32_t owner,
+               const std::vector<BrokerRecord>& brokers) {
+  const std::string what =
+      "streamlet " + std::to_string(streamlet) + " of stream '" + stream + "' is stored by broker ";
+  for (const BrokerRecord& b : brokers) {
+    if (b.id == owner) return Status::NotOwner(what + std::to_string(owner) + " at " + b.address);
+  }
+  return Status::BrokerUnavailable(
+      what + std::to_string(owner) +
+      ", which is not registered now (stopped, crashed or cut off from ZooKeeper)");
+}
+
+}  // namespace nearstream::cluster

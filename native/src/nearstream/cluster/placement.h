@@ -1,0 +1,56 @@
+// What the cluster stores in ZooKeeper (docs/cluster.md), as plain values: a broker's
+// registration, a stream's placement, and the rule that places a new stream's streamlets. No
+// ZooKeeper calls here, so all of it is unit-tested without a server.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "nearstream/common/status.h"
+#include "nearstream/storage/stream_config.h"
+
+namespace nearstream::cluster {
+
+// A broker's ephemeral node /brokers/ids/<id>.
+struct BrokerRecord {
+  uint32_t id = 0;
+  std::string address;  // host:port where clients reach it
+  std::string host;     // the machine it runs on
+};
+
+// A stream's node /streams/<name>: its configuration and the owner of each streamlet.
+struct StreamRecord {
+  storage::StreamConfig config;
+  std::vector<uint32_t> owners;  // broker id of streamlet i
+  uint32_t version = 0;          // the node's version + 1 (ClusterMetadata's placement version)
+};
+
+// Where ZooKeeper is: "host:port[,host:port...][/root]". Every node of the cluster lives under
+// `root` ("/nearstream" when none is given), so one ensemble can serve several clusters.
+struct ZkAddress {
+  std::string servers;
+  std::string root;
+};
+Result<ZkAddress> ParseZkAddress(const std::string& text);
+
+// Round-robin over `live` (sorted, deduplicated here), starting at a broker chosen by the stream
+// name's hash so that many small streams do not all start on the lowest id.
+// INVALID_ARGUMENT when `live` is empty.
+Result<std::vector<uint32_t>> AssignOwners(const std::string& stream, uint32_t streamlets,
+                                           std::vector<uint32_t> live);
+
+std::string FormatBrokerRecord(const BrokerRecord& broker);
+Result<BrokerRecord> ParseBrokerRecord(uint32_t id, const std::string& text);
+
+std::string FormatStreamRecord(const storage::StreamConfig& config,
+                               const std::vector<uint32_t>& owners);
+// `node_version` is the ZooKeeper node's version (0 after the create).
+Result<StreamRecord> ParseStreamRecord(const std::string& text, int32_t node_version);
+
+// The status of a request for a streamlet that `owner` stores: NOT_OWNER naming it when it is
+// registered (`brokers`), BROKER_UNAVAILABLE naming it when it is not.
+Status NotHere(const std::string& stream, uint32_t streamlet, uint32_t owner,
+               const std::vector<BrokerRecord>& brokers);
+
+}  // namespace nearstream::cluster

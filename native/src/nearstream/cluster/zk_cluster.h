@@ -1,0 +1,127 @@
+// A broker's membership of a cluster kept in ZooKeeper (docs/cluster.md): it registers under its
+// id with an ephemeral node, places new streams' streamlets over the registered brokers with an
+// atomic create, and keeps a cache of brokers and placements (refreshed by watches) from which
+// the request handler decides, per streamlet, whether this broker serves it.
+//
+// Threading: ZooKeeper's watcher runs on the C client's completion thread, where a synchronous
+// call would deadlock; it only flags work for this class's refresher thread, which does every
+// re-read, re-registers after a session expiry and creates local streams. Request threads read
+// the cache under mu_ and call ZooKeeper synchronously only for creates, deletes and a stream the
+// cache does not know yet.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "nearstream/cluster/placement.h"
+#include "nearstream/common/mutex.h"
+#include "nearstream/common/status.h"
+#include "nearstream/common/thread_annotations.h"
+#include "nearstream/net/protocol.h"
+#include "nearstream/storage/stream_store.h"
+
+typedef struct _zhandle zhandle_t;  // ZooKeeper's C client handle (zookeeper/zookeeper.h)
+
+namespace nearstream::cluster {
+
+struct ClusterOptions {
+  std::string zookeeper;  // host:port[,...][/root]
+  uint32_t broker_id = 0;
+  std::string host;  // this machine's name
+  int session_timeout_ms = 6000;
+  int connect_timeout_ms = 30000;  // Start() gives up after this long without ZooKeeper
+};
+
+class ZkCluster {
+ public:
+  // `store` must outlive the cluster.
+  ZkCluster(ClusterOptions options, storage::StreamStore* store);
+  ~ZkCluster();
+  ZkCluster(const ZkCluster&) = delete;
+  ZkCluster& operator=(const ZkCluster&) = delete;
+
+  // Connects (retrying until connect_timeout_ms), creates the cluster's nodes when missing,
+  // registers this broker, reads brokers and streams, creates the local streams it owns and
+  // starts the refresher. CLUSTER_UNAVAILABLE when ZooKeeper stays out of reach.
+  // `address` is where clients reach this broker (host:port).
+  Status Start(const std::string& address) NS_EXCLUDES(mu_, zk_mu_);
+  void Stop() NS_EXCLUDES(mu_, zk_mu_);
+
+  uint32_t broker_id() const { return options_.broker_id; }
+
+  // Runs after a stream deleted through another broker left `store` (the server wakes the
+  // stream's parked fetches). Set before Start().
+  void OnStreamDeleted(std::function<void(const std::shared_ptr<storage::Stream>&)> callback) {
+    on_deleted_ = std::move(callback);
+  }
+
+  // OK when this broker stores `streamlet` of `stream`, or when the cluster does not place the
+  // stream (a local stream from before the broker joined); NOT_OWNER / BROKER_UNAVAILABLE naming
+  // the owner otherwise. Called per streamlet of every request: a lookup under mu_.
+  Status CheckOwner(const std::string& stream, uint32_t streamlet) const NS_EXCLUDES(mu_);
+
+  // The local stream `name`, first creating it from its placement when this broker owns one of
+  // its streamlets and has not made it yet (created through another broker, before the watch).
+  std::shared_ptr<storage::Stream> Find(const std::string& name) NS_EXCLUDES(mu_, zk_mu_);
+
+  // Placement changes, made in ZooKeeper; CLUSTER_UNAVAILABLE without it.
+  Status CreateStream(const storage::StreamConfig& config) NS_EXCLUDES(mu_, zk_mu_);
+  // Returns the local stream it deleted (null when this broker held none).
+  Result<std::shared_ptr<storage::Stream>> DeleteStream(const std::string& name)
+      NS_EXCLUDES(mu_, zk_mu_);
+
+  // From the cache: every stream the cluster places, and one's configuration.
+  std::vector<std::string> List() const NS_EXCLUDES(mu_);
+  Result<storage::StreamConfig> Describe(const std::string& name) NS_EXCLUDES(mu_, zk_mu_);
+  // Reads a requested stream the cache does not know yet (created through another broker).
+  net::ClusterMetadataResponse Metadata(const std::vector<std::string>& streams)
+      NS_EXCLUDES(mu_, zk_mu_);
+
+ private:
+  static void Watcher(zhandle_t* zh, int type, int state, const char* path, void* context);
+  std::string Path(const std::string& relative) const { return root_ + relative; }
+
+  // ZooKeeper session: connect and wait, ensure nodes, register.
+  Status Connect() NS_EXCLUDES(mu_, zk_mu_);
+  Status EnsureNodes() NS_EXCLUDES(zk_mu_);
+  Status Register() NS_EXCLUDES(zk_mu_);
+  // Re-reads brokers or streams (setting the watches again) into the cache.
+  Status ReadBrokers() NS_EXCLUDES(mu_, zk_mu_);
+  Status ReadStreams() NS_EXCLUDES(mu_, zk_mu_);
+  // Reads one stream's record; NOT_FOUND-like: ok with nullopt-ish (false) when absent.
+  Result<bool> ReadStream(const std::string& name) NS_EXCLUDES(mu_, zk_mu_);
+  // Creates the local copy of every cached stream this broker owns a streamlet of.
+  void CreateOwnedStreams() NS_EXCLUDES(mu_);
+  void RefreshLoop() NS_EXCLUDES(mu_, zk_mu_);
+
+  const ClusterOptions options_;
+  std::string address_;
+  std::string servers_;
+  std::string root_;
+  storage::StreamStore* const store_;
+  std::function<void(const std::shared_ptr<storage::Stream>&)> on_deleted_;
+
+  // The handle; replaced after a session expiry. Held across every call that uses it.
+  Mutex zk_mu_;
+  zhandle_t* zh_ NS_GUARDED_BY(zk_mu_) = nullptr;
+
+  mutable Mutex mu_;
+  CondVar changed_;  // a watch fired, the session changed state, or Stop()
+  bool connected_ NS_GUARDED_BY(mu_) = false;
+  bool expired_ NS_GUARDED_BY(mu_) = false;
+  bool brokers_dirty_ NS_GUARDED_BY(mu_) = false;
+  bool streams_dirty_ NS_GUARDED_BY(mu_) = false;
+  bool stopping_ NS_GUARDED_BY(mu_) = false;
+  std::vector<BrokerRecord> brokers_ NS_GUARDED_BY(mu_);  // ascending id
+  std::map<std::string, StreamRecord> streams_ NS_GUARDED_BY(mu_);
+
+  std::thread refresher_;
+};
+
+}  // namespace nearstream::cluster
