@@ -43,6 +43,7 @@ constexpr char kMainUsage[] =
     "  delete STREAM     delete a stream and its data\n"
     "  describe STREAM   print a stream's configuration\n"
     "  list              list the streams\n"
+    "  cluster           print the cluster's brokers and where each streamlet lives\n"
     "  metadata STREAM   print streamlets, groups, head and tail positions\n"
     "  produce STREAM    append lines of stdin (or a file) as records\n"
     "  consume STREAM    print records, one per line\n"
@@ -201,6 +202,23 @@ Result<Runner> PrepareList(const Flags& flags) {
   return Runner([](Client& client) {
     ASSIGN_OR_RETURN(std::vector<std::string> names, client.ListStreams());
     for (const std::string& n : names) std::printf("%s\n", n.c_str());
+    return Status::Ok();
+  });
+}
+
+Result<Runner> PrepareCluster(const Flags& flags) {
+  return Runner([streams = flags.positional()](Client& client) {
+    ASSIGN_OR_RETURN(net::ClusterMetadataResponse m, client.ClusterMetadata(streams));
+    std::printf("brokers (as broker %u sees them):\n", m.broker_id);
+    for (const net::BrokerInfo& b : m.brokers) {
+      std::printf("  %u\t%s\thost %s\n", b.id, b.address.c_str(), b.host.c_str());
+    }
+    std::printf("streams (owner broker of each streamlet, from streamlet 0):\n");
+    for (const net::StreamPlacement& s : m.streams) {
+      std::string owners;
+      for (uint32_t owner : s.owners) owners += (owners.empty() ? "" : ",") + std::to_string(owner);
+      std::printf("  %s\tversion %u\t%s\n", s.name.c_str(), s.version, owners.c_str());
+    }
     return Status::Ok();
   });
 }
@@ -610,6 +628,13 @@ std::vector<Command> Commands() {
       {"delete", "Usage: nearstream --broker HOST:PORT delete STREAM\n", {}, PrepareDelete},
       {"describe", "Usage: nearstream --broker HOST:PORT describe STREAM\n", {}, PrepareDescribe},
       {"list", "Usage: nearstream --broker HOST:PORT list\n", {}, PrepareList},
+      {"cluster",
+       "Usage: nearstream --broker HOST:PORT cluster [STREAM...]\n"
+       "Prints the brokers of the cluster (id, address, host) and which broker stores each\n"
+       "streamlet of the given streams (default: every stream). A standalone broker is a cluster\n"
+       "of one that stores everything.\n",
+       {},
+       PrepareCluster},
       {"metadata", "Usage: nearstream --broker HOST:PORT metadata STREAM\n", {}, PrepareMetadata},
       {"produce",
        "Usage: nearstream --broker HOST:PORT produce STREAM [--file F]\n"

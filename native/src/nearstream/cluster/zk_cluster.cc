@@ -44,12 +44,18 @@ void ZkCluster::Watcher(zhandle_t* /*zh*/, int type, int state, const char* path
   MutexLock lock(&self->mu_);
   if (type == ZOO_SESSION_EVENT) {
     if (state == ZOO_CONNECTED_STATE) {
+      if (!self->connected_) NS_LOG(kInfo) << "connected to ZooKeeper at " << self->servers_;
       self->connected_ = true;
     } else if (state == ZOO_EXPIRED_SESSION_STATE) {
+      NS_LOG(kWarning) << "ZooKeeper session expired";
       self->connected_ = false;
       self->expired_ = true;
     } else {
-      self->connected_ = false;  // connecting again: serve from the cache meanwhile
+      // Connecting again: the cache serves meanwhile, placement changes are refused.
+      if (self->connected_) {
+        NS_LOG(kWarning) << "lost ZooKeeper at " << self->servers_ << "; reconnecting";
+      }
+      self->connected_ = false;
     }
   } else {
     const std::string p = path == nullptr ? "" : path;
@@ -64,7 +70,9 @@ Status ZkCluster::Start(const std::string& address) {
   ASSIGN_OR_RETURN(ZkAddress zookeeper, ParseZkAddress(options_.zookeeper));
   servers_ = zookeeper.servers;
   root_ = zookeeper.root;
-  zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
+  // The C client logs every failed reconnect, dozens a second while ZooKeeper is down; the
+  // watcher logs each change of the session's state instead.
+  zoo_set_debug_level(static_cast<ZooLogLevel>(0));
   RETURN_IF_ERROR(Connect());
   RETURN_IF_ERROR(EnsureNodes());
   RETURN_IF_ERROR(Register());
@@ -249,7 +257,7 @@ Status ZkCluster::ReadStreams() {
     bool known;
     {
       MutexLock lock(&mu_);
-      known = streams_.count(name) > 0;
+      known = streams_.contains(name);
     }
     // Placements do not change after the create yet: a known stream needs no re-read.
     if (!known) RETURN_IF_ERROR(ReadStream(name).status());
@@ -340,7 +348,7 @@ std::shared_ptr<storage::Stream> ZkCluster::Find(const std::string& name) {
   bool known;
   {
     MutexLock lock(&mu_);
-    known = streams_.count(name) > 0;
+    known = streams_.contains(name);
   }
   if (!known) {
     auto read = ReadStream(name);
@@ -397,10 +405,23 @@ Result<std::shared_ptr<storage::Stream>> ZkCluster::DeleteStream(const std::stri
   return stream;
 }
 
-std::vector<std::string> ZkCluster::List() const {
-  MutexLock lock(&mu_);
+std::vector<std::string> ZkCluster::List() {
+  // Asked of ZooKeeper, not the cache: a stream just created through another broker is listed
+  // before this broker's watch fires. The cache answers while ZooKeeper is out of reach.
   std::vector<std::string> names;
-  for (const auto& [name, record] : streams_) names.push_back(name);
+  {
+    MutexLock lock(&zk_mu_);
+    String_vector children{};
+    if (zoo_get_children(zh_, Path("/streams").c_str(), 0, &children) == ZOK) {
+      names = Children(children);
+      deallocate_String_vector(&children);
+    }
+  }
+  if (names.empty()) {
+    MutexLock lock(&mu_);
+    for (const auto& [name, record] : streams_) names.push_back(name);
+  }
+  std::sort(names.begin(), names.end());
   return names;
 }
 
@@ -424,7 +445,7 @@ net::ClusterMetadataResponse ZkCluster::Metadata(const std::vector<std::string>&
     bool known;
     {
       MutexLock lock(&mu_);
-      known = streams_.count(name) > 0;
+      known = streams_.contains(name);
     }
     if (!known) (void)ReadStream(name);  // absent or unreadable: left out of the answer
   }

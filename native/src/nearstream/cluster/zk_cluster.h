@@ -26,7 +26,9 @@
 #include "nearstream/net/protocol.h"
 #include "nearstream/storage/stream_store.h"
 
-typedef struct _zhandle zhandle_t;  // ZooKeeper's C client handle (zookeeper/zookeeper.h)
+// ZooKeeper's C client handle, declared as zookeeper/zookeeper.h does (its name, not ours).
+// NOLINTNEXTLINE(bugprone-reserved-identifier)
+typedef struct _zhandle zhandle_t;
 
 namespace nearstream::cluster {
 
@@ -76,8 +78,8 @@ class ZkCluster {
   Result<std::shared_ptr<storage::Stream>> DeleteStream(const std::string& name)
       NS_EXCLUDES(mu_, zk_mu_);
 
-  // From the cache: every stream the cluster places, and one's configuration.
-  std::vector<std::string> List() const NS_EXCLUDES(mu_);
+  // Every stream the cluster places (sorted), and one's configuration.
+  std::vector<std::string> List() NS_EXCLUDES(mu_, zk_mu_);
   Result<storage::StreamConfig> Describe(const std::string& name) NS_EXCLUDES(mu_, zk_mu_);
   // Reads a requested stream the cache does not know yet (created through another broker).
   net::ClusterMetadataResponse Metadata(const std::vector<std::string>& streams)

@@ -350,6 +350,13 @@ Result<std::vector<std::string>> Client::ListStreams() {
   return std::move(list.names);
 }
 
+Result<ClusterMetadataResponse> Client::ClusterMetadata(const std::vector<std::string>& streams) {
+  ClusterMetadataRequest request{streams};
+  ASSIGN_OR_RETURN(Response r, Call(Opcode::kClusterMetadata,
+                                    EncodeBody(EncodeClusterMetadataRequest, request)));
+  return DecodeClusterMetadataResponse(r.body.data(), r.body.size());
+}
+
 Result<MetadataResponse> Client::Metadata(const std::string& stream,
                                           const std::vector<uint32_t>& streamlets) {
   MetadataRequest request{stream, streamlets};

@@ -105,6 +105,8 @@ class Client {
   Status DeleteStream(const std::string& name);
   Result<storage::StreamConfig> DescribeStream(const std::string& name);
   Result<std::vector<std::string>> ListStreams();
+  // The cluster's brokers and the placement of `streams` (empty = every stream).
+  Result<ClusterMetadataResponse> ClusterMetadata(const std::vector<std::string>& streams = {});
   // `streamlets` empty = all streamlets of the stream.
   Result<MetadataResponse> Metadata(const std::string& stream,
                                     const std::vector<uint32_t>& streamlets = {});
