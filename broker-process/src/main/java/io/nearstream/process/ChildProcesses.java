@@ -13,9 +13,9 @@ import java.util.stream.Stream;
 
 /**
  * The plumbing every server the tests and benchmarks start as a child process needs, in one place:
- * nearstreamd ({@link BrokerProcess}) and the Kafka baseline's broker JVM share it. Start with the
- * output appended to a log file, stop gracefully then by force, read the log for an error message,
- * remove a working directory.
+ * nearstreamd ({@link BrokerProcess}), ZooKeeper ({@link ZooKeeperProcess}) and the Kafka
+ * baseline's broker JVM share it. Start with the output appended to a log file, stop gracefully
+ * then by force, read the log for an error message, remove a working directory.
  */
 public final class ChildProcesses {
 
