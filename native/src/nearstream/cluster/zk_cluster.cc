@@ -78,7 +78,7 @@ Status ZkCluster::Start(const std::string& address) {
   RETURN_IF_ERROR(Register());
   RETURN_IF_ERROR(ReadBrokers());
   RETURN_IF_ERROR(ReadStreams());
-  CreateOwnedStreams();
+  CreateLocalStreams();
   refresher_ = std::thread([this] { RefreshLoop(); });
   NameThread(refresher_, "zk-refresh");
   NS_LOG(kInfo) << "broker " << options_.broker_id << " joined the cluster at " << servers_ << root_
@@ -274,22 +274,17 @@ Status ZkCluster::ReadStreams() {
   return Status::Ok();
 }
 
-void ZkCluster::CreateOwnedStreams() {
-  std::vector<storage::StreamConfig> owned;
+void ZkCluster::CreateLocalStreams() {
+  std::vector<storage::StreamConfig> placed;
   {
     MutexLock lock(&mu_);
-    for (const auto& [name, record] : streams_) {
-      if (std::find(record.owners.begin(), record.owners.end(), options_.broker_id) !=
-          record.owners.end()) {
-        owned.push_back(record.config);
-      }
-    }
+    for (const auto& [name, record] : streams_) placed.push_back(record.config);
   }
-  for (const storage::StreamConfig& config : owned) {
+  for (const storage::StreamConfig& config : placed) {
     if (store_->Find(config.name) != nullptr) continue;
     Status s = store_->Create(config);
     if (!s.ok() && !s.IsStreamExists()) {
-      NS_LOG(kError) << "cannot create the local streamlets of stream " << config.name << ": "
+      NS_LOG(kError) << "cannot create the local copy of stream " << config.name << ": "
                      << s.ToString();
     }
   }
@@ -322,7 +317,7 @@ void ZkCluster::RefreshLoop() {
     if (s.ok() && brokers) s = ReadBrokers();
     if (s.ok() && streams) s = ReadStreams();
     if (s.ok()) {
-      CreateOwnedStreams();
+      CreateLocalStreams();
     } else {
       NS_LOG(kWarning) << "cluster refresh failed (retrying): " << s.ToString();
       MutexLock lock(&mu_);
@@ -354,7 +349,7 @@ std::shared_ptr<storage::Stream> ZkCluster::Find(const std::string& name) {
     auto read = ReadStream(name);
     if (!read.ok() || !*read) return nullptr;
   }
-  CreateOwnedStreams();
+  CreateLocalStreams();
   return store_->Find(name);
 }
 
@@ -383,7 +378,7 @@ Status ZkCluster::CreateStream(const storage::StreamConfig& config) {
     MutexLock lock(&mu_);
     streams_[config.name] = StreamRecord{config, owners, 1};
   }
-  CreateOwnedStreams();
+  CreateLocalStreams();
   return Status::Ok();
 }
 

@@ -49,7 +49,7 @@ class ZkCluster {
   ZkCluster& operator=(const ZkCluster&) = delete;
 
   // Connects (retrying until connect_timeout_ms), creates the cluster's nodes when missing,
-  // registers this broker, reads brokers and streams, creates the local streams it owns and
+  // registers this broker, reads brokers and streams, creates their local copies and
   // starts the refresher. CLUSTER_UNAVAILABLE when ZooKeeper stays out of reach.
   // `address` is where clients reach this broker (host:port).
   Status Start(const std::string& address) NS_EXCLUDES(mu_, zk_mu_);
@@ -68,8 +68,8 @@ class ZkCluster {
   // the owner otherwise. Called per streamlet of every request: a lookup under mu_.
   Status CheckOwner(const std::string& stream, uint32_t streamlet) const NS_EXCLUDES(mu_);
 
-  // The local stream `name`, first creating it from its placement when this broker owns one of
-  // its streamlets and has not made it yet (created through another broker, before the watch).
+  // The local stream `name`, first creating it from its placement when this broker has not made
+  // it yet (created through another broker, before the watch fired).
   std::shared_ptr<storage::Stream> Find(const std::string& name) NS_EXCLUDES(mu_, zk_mu_);
 
   // Placement changes, made in ZooKeeper; CLUSTER_UNAVAILABLE without it.
@@ -98,8 +98,10 @@ class ZkCluster {
   Status ReadStreams() NS_EXCLUDES(mu_, zk_mu_);
   // Reads one stream's record; NOT_FOUND-like: ok with nullopt-ish (false) when absent.
   Result<bool> ReadStream(const std::string& name) NS_EXCLUDES(mu_, zk_mu_);
-  // Creates the local copy of every cached stream this broker owns a streamlet of.
-  void CreateOwnedStreams() NS_EXCLUDES(mu_);
+  // Creates the local copy of every cached stream that has none yet. Every broker holds one of
+  // every placed stream (a request for any streamlet then finds the stream, and another broker's
+  // streamlet answers NOT_OWNER); only the owned streamlets ever take data.
+  void CreateLocalStreams() NS_EXCLUDES(mu_);
   void RefreshLoop() NS_EXCLUDES(mu_, zk_mu_);
 
   const ClusterOptions options_;
