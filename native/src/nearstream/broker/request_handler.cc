@@ -29,8 +29,16 @@ RequestHandler::RequestHandler(HandlerOptions options, storage::StreamStore* sto
       cluster_(cluster),
       address_(options_.address) {}
 
-std::shared_ptr<storage::Stream> RequestHandler::FindStream(const std::string& name) {
-  return cluster_ != nullptr ? cluster_->Find(name) : store_->Find(name);
+Result<std::shared_ptr<storage::Stream>> RequestHandler::FindStream(const std::string& name) {
+  std::shared_ptr<storage::Stream> stream;
+  if (cluster_ != nullptr) {
+    ASSIGN_OR_RETURN(stream, cluster_->Find(name));
+  } else {
+    stream = store_->Find(name);
+  }
+  // A stream being deleted is gone for new requests (its transactions end with it).
+  if (stream == nullptr || stream->deleted()) return Status::StreamNotFound(NoSuchStream(name));
+  return stream;
 }
 
 Result<storage::Streamlet*> RequestHandler::Served(const storage::Stream& stream,
@@ -190,8 +198,9 @@ void RequestHandler::ListStreams(const Request& req, Bytes* out) {
 void RequestHandler::Metadata(const Request& req, Bytes* out) {
   auto m = net::DecodeMetadataRequest(req.frame.body.data(), req.frame.body.size());
   if (!m.ok()) return Error(req, m.status(), out);
-  auto stream = FindStream(m->stream);
-  if (stream == nullptr) return Error(req, Status::StreamNotFound(NoSuchStream(m->stream)), out);
+  auto found = FindStream(m->stream);
+  if (!found.ok()) return Error(req, found.status(), out);
+  const std::shared_ptr<storage::Stream>& stream = *found;
   std::vector<uint32_t> ids = m->streamlets;
   if (ids.empty()) {  // all: in a cluster, the ones this broker stores
     for (uint32_t i = 0; i < stream->streamlet_count(); ++i) {
@@ -221,8 +230,9 @@ void RequestHandler::Append(const Request& req, Bytes* out) {
   // nothing.
   auto m = net::DecodeAppendRequest(req.frame.body.data(), req.frame.body.size());
   if (!m.ok()) return Error(req, m.status(), out);
-  auto stream = FindStream(m->stream);
-  if (stream == nullptr) return Error(req, Status::StreamNotFound(NoSuchStream(m->stream)), out);
+  auto found = FindStream(m->stream);
+  if (!found.ok()) return Error(req, found.status(), out);
+  const std::shared_ptr<storage::Stream>& stream = *found;
   const int64_t now = WallNowMs();  // chunk timestamps are wall-clock times
   net::AppendResponse r;
   r.results.reserve(m->entries.size());
@@ -292,11 +302,12 @@ bool RequestHandler::Fetch(Request& req, net::OutFrame* response) {
     Error(req, m.status(), out);
     return true;
   }
-  auto stream = FindStream(m->stream);
-  if (stream == nullptr || stream->deleted()) {
-    Error(req, Status::StreamNotFound(NoSuchStream(m->stream)), out);
+  auto found = FindStream(m->stream);
+  if (!found.ok()) {
+    Error(req, found.status(), out);
     return true;
   }
+  const std::shared_ptr<storage::Stream>& stream = *found;
   if (req.deadline_ms == 0) {
     metrics_->fetch_requests.Add(1);
     req.deadline_ms = MonotonicNowMs() + std::min(m->max_wait_ms, options_.max_wait_ms);
@@ -390,8 +401,9 @@ bool RequestHandler::Fetch(Request& req, net::OutFrame* response) {
 void RequestHandler::LookupTimestamp(const Request& req, Bytes* out) {
   auto m = net::DecodeLookupTimestampRequest(req.frame.body.data(), req.frame.body.size());
   if (!m.ok()) return Error(req, m.status(), out);
-  auto stream = FindStream(m->stream);
-  if (stream == nullptr) return Error(req, Status::StreamNotFound(NoSuchStream(m->stream)), out);
+  auto found = FindStream(m->stream);
+  if (!found.ok()) return Error(req, found.status(), out);
+  const std::shared_ptr<storage::Stream>& stream = *found;
   net::LookupTimestampResponse r;
   for (const auto& e : m->entries) {
     net::TimestampResult res;

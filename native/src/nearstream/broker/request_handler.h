@@ -70,9 +70,10 @@ class RequestHandler {
   void TxnEnd(const Request& req, Bytes* out);
   void TxnList(const Request& req, Bytes* out);
 
-  // The local stream `name` (in a cluster, made first if this broker owns some streamlet of it
-  // and has not made it yet); null when there is none.
-  std::shared_ptr<storage::Stream> FindStream(const std::string& name);
+  // The local stream `name` (in a cluster, made first from its placement if this broker has not
+  // made it yet). STREAM_NOT_FOUND when there is none or it is being deleted;
+  // CLUSTER_UNAVAILABLE when only ZooKeeper could tell and it is out of reach.
+  Result<std::shared_ptr<storage::Stream>> FindStream(const std::string& name);
   // The streamlet `id` of `stream` if this broker serves it: STREAMLET_NOT_FOUND past the
   // stream's count; NOT_OWNER / BROKER_UNAVAILABLE when another broker of the cluster stores it.
   Result<storage::Streamlet*> Served(const storage::Stream& stream, uint32_t id) const;

@@ -8,24 +8,10 @@
 
 namespace nearstream::broker {
 
-namespace {
-
-// The stream a transaction request names, or STREAM_NOT_FOUND (also for one being deleted: its
-// transactions end with it).
-Result<std::shared_ptr<storage::Stream>> Existing(std::shared_ptr<storage::Stream> stream,
-                                                  const std::string& name) {
-  if (stream == nullptr || stream->deleted()) {
-    return Status::StreamNotFound("stream '" + name + "' does not exist");
-  }
-  return stream;
-}
-
-}  // namespace
-
 void RequestHandler::TxnInit(const Request& req, Bytes* out) {
   auto m = net::DecodeTxnInitRequest(req.frame.body.data(), req.frame.body.size());
   if (!m.ok()) return Error(req, m.status(), out);
-  auto stream = Existing(FindStream(m->stream), m->stream);
+  auto stream = FindStream(m->stream);
   if (!stream.ok()) return Error(req, stream.status(), out);
   auto r =
       (*stream)->transactions().Init(m->transactional_id, m->keep_prepared_through, WallNowMs());
@@ -37,7 +23,7 @@ void RequestHandler::TxnInit(const Request& req, Bytes* out) {
 void RequestHandler::TxnBegin(const Request& req, Bytes* out) {
   auto m = net::DecodeTxnRef(req.frame.body.data(), req.frame.body.size());
   if (!m.ok()) return Error(req, m.status(), out);
-  auto stream = Existing(FindStream(m->stream), m->stream);
+  auto stream = FindStream(m->stream);
   if (!stream.ok()) return Error(req, stream.status(), out);
   auto serial = (*stream)->transactions().Begin(m->transactional_id, m->epoch, WallNowMs());
   if (!serial.ok()) return Error(req, serial.status(), out);
@@ -50,7 +36,7 @@ void RequestHandler::TxnAppend(const Request& req, Bytes* out) {
   // Decoded whole first: a malformed request appends nothing.
   auto m = net::DecodeTxnAppendRequest(req.frame.body.data(), req.frame.body.size());
   if (!m.ok()) return Error(req, m.status(), out);
-  auto stream = Existing(FindStream(m->txn.stream), m->txn.stream);
+  auto stream = FindStream(m->txn.stream);
   if (!stream.ok()) return Error(req, stream.status(), out);
   storage::StreamTransactions& txns = (*stream)->transactions();
   const int64_t now = WallNowMs();
@@ -89,7 +75,7 @@ void RequestHandler::TxnAppend(const Request& req, Bytes* out) {
 void RequestHandler::TxnEnd(const Request& req, Bytes* out) {
   auto m = net::DecodeTxnRef(req.frame.body.data(), req.frame.body.size());
   if (!m.ok()) return Error(req, m.status(), out);
-  auto stream = Existing(FindStream(m->stream), m->stream);
+  auto stream = FindStream(m->stream);
   if (!stream.ok()) return Error(req, stream.status(), out);
   storage::StreamTransactions& txns = (*stream)->transactions();
   Status s;
@@ -117,7 +103,7 @@ void RequestHandler::TxnEnd(const Request& req, Bytes* out) {
 void RequestHandler::TxnList(const Request& req, Bytes* out) {
   auto m = net::DecodeTxnListRequest(req.frame.body.data(), req.frame.body.size());
   if (!m.ok()) return Error(req, m.status(), out);
-  auto stream = Existing(FindStream(m->stream), m->stream);
+  auto stream = FindStream(m->stream);
   if (!stream.ok()) return Error(req, stream.status(), out);
   net::TxnListResponse resp;
   for (const storage::TxnListing& t : (*stream)->transactions().List(m->id_prefix)) {

@@ -337,7 +337,7 @@ Status ZkCluster::CheckOwner(const std::string& stream, uint32_t streamlet) cons
   return NotHere(stream, streamlet, owner, brokers_);
 }
 
-std::shared_ptr<storage::Stream> ZkCluster::Find(const std::string& name) {
+Result<std::shared_ptr<storage::Stream>> ZkCluster::Find(const std::string& name) {
   std::shared_ptr<storage::Stream> stream = store_->Find(name);
   if (stream != nullptr) return stream;
   bool known;
@@ -346,8 +346,8 @@ std::shared_ptr<storage::Stream> ZkCluster::Find(const std::string& name) {
     known = streams_.contains(name);
   }
   if (!known) {
-    auto read = ReadStream(name);
-    if (!read.ok() || !*read) return nullptr;
+    ASSIGN_OR_RETURN(bool found, ReadStream(name));
+    if (!found) return std::shared_ptr<storage::Stream>();
   }
   CreateLocalStreams();
   return store_->Find(name);

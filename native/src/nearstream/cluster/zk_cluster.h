@@ -69,8 +69,9 @@ class ZkCluster {
   Status CheckOwner(const std::string& stream, uint32_t streamlet) const NS_EXCLUDES(mu_);
 
   // The local stream `name`, first creating it from its placement when this broker has not made
-  // it yet (created through another broker, before the watch fired).
-  std::shared_ptr<storage::Stream> Find(const std::string& name) NS_EXCLUDES(mu_, zk_mu_);
+  // it yet (created through another broker, before the watch fired). Null when the cluster has no
+  // such stream; CLUSTER_UNAVAILABLE when ZooKeeper, which alone could tell, is out of reach.
+  Result<std::shared_ptr<storage::Stream>> Find(const std::string& name) NS_EXCLUDES(mu_, zk_mu_);
 
   // Placement changes, made in ZooKeeper; CLUSTER_UNAVAILABLE without it.
   Status CreateStream(const storage::StreamConfig& config) NS_EXCLUDES(mu_, zk_mu_);

@@ -132,7 +132,7 @@ public abstract sealed class BatchingProducer implements AutoCloseable
             this.client = config.client();
             this.ownsClient = false;
         } else {
-            this.client = NettyNearstreamClient.connect(config.address(), config.clientOptions());
+            this.client = NearstreamClient.connect(config.address(), config.clientOptions());
             this.ownsClient = true;
         }
         try {
@@ -996,7 +996,10 @@ public abstract sealed class BatchingProducer implements AutoCloseable
                     NearstreamClientException e =
                             new NearstreamClientException(
                                     r.status(), "streamlet " + b.streamlet + ": " + r.message());
-                    onError(st, b, e, false, now, completions);
+                    // A broker never answers IO_ERROR for an entry: a cluster client does, for the
+                    // entries of a part whose connection broke, which may have been stored.
+                    boolean uncertain = r.status() == StatusCode.IO_ERROR;
+                    onError(st, b, e, uncertain, now, completions);
                 }
             }
             work.signal();

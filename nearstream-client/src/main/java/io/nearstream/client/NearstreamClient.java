@@ -15,15 +15,39 @@ import java.util.concurrent.CompletableFuture;
  * callbacks must not block.
  *
  * <pre>{@code
- * try (NearstreamClient client = NettyNearstreamClient.connect("127.0.0.1:7420")) {
+ * try (NearstreamClient client = NearstreamClient.connect("127.0.0.1:7420")) {
  *     client.createStream(StreamConfig.of("clicks", 4)).join();
  *     List<StreamletMetadata> md = client.metadata("clicks").join();
  * }
  * }</pre>
+ *
+ * <p>{@link #connect(String, NearstreamClientOptions)} takes one broker's address or a cluster's
+ * bootstrap list ({@code "h1:7420,h2:7420"}): a list gives a {@link NearstreamClusterClient}, which
+ * sends each streamlet's requests to the broker that stores it.
  */
 public interface NearstreamClient extends AutoCloseable {
 
-    /** The broker's {@code host:port}. */
+    /** {@link #connect(String, NearstreamClientOptions)} with the default options. */
+    static NearstreamClient connect(String address) {
+        return connect(address, NearstreamClientOptions.DEFAULTS);
+    }
+
+    /**
+     * Connects to one broker ({@code HOST:PORT}: a {@link NettyNearstreamClient}) or to a cluster
+     * through a comma-separated bootstrap list ({@code HOST:PORT,HOST:PORT…}: a {@link
+     * NearstreamClusterClient}).
+     *
+     * @throws NearstreamClientException with {@link StatusCode#IO_ERROR} when no broker can be
+     *     reached
+     */
+    static NearstreamClient connect(String address, NearstreamClientOptions options) {
+        if (address.indexOf(',') >= 0) {
+            return NearstreamClusterClient.connect(address, options);
+        }
+        return NettyNearstreamClient.connect(address, options);
+    }
+
+    /** The broker's {@code host:port} (a cluster client's bootstrap list). */
     String address();
 
     /** Protocol handshake; returns the broker epoch (changes on every broker start). */
@@ -57,6 +81,14 @@ public interface NearstreamClient extends AutoCloseable {
     /** For each streamlet → timestamp (ms), the first chunk at or after that time. */
     CompletableFuture<List<TimestampLookup>> lookupTimestamps(
             String stream, Map<Integer, Long> timestampsByStreamlet);
+
+    /**
+     * The cluster as the broker sees it: the registered brokers and the placement (owner broker per
+     * streamlet) of the given streams, or of every stream when none is given; streams that do not
+     * exist are left out. A standalone broker answers with itself as the only broker, owning every
+     * streamlet.
+     */
+    CompletableFuture<ClusterMetadata> clusterMetadata(String... streams);
 
     /** The broker's counters (the names of its Prometheus endpoint). */
     CompletableFuture<Map<String, Long>> stats();

@@ -42,6 +42,18 @@ public final class NearstreamClientOptions {
         return new Builder();
     }
 
+    /** A builder holding these settings, to derive others from them. */
+    Builder toBuilder() {
+        Builder b = new Builder();
+        b.connectTimeout = connectTimeout;
+        b.requestTimeout = requestTimeout;
+        b.maxFrameBytes = maxFrameBytes;
+        b.eventLoopThreads = eventLoopThreads;
+        b.eventLoopGroup = eventLoopGroup;
+        b.clientName = clientName;
+        return b;
+    }
+
     public Duration connectTimeout() {
         return connectTimeout;
     }

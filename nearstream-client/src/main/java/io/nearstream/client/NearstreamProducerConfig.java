@@ -55,7 +55,10 @@ public final class NearstreamProducerConfig {
         this.partitioner = b.partitioner;
     }
 
-    /** A producer that opens its own connection to {@code address}. */
+    /**
+     * A producer that opens its own connection to {@code address}: one broker's {@code HOST:PORT},
+     * or a cluster's comma-separated bootstrap list ({@link NearstreamClient#connect}).
+     */
     public static Builder builder(String address, String stream) {
         return new Builder(Objects.requireNonNull(address, "address"), null, stream);
     }

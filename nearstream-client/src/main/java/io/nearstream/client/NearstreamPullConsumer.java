@@ -61,7 +61,7 @@ public final class NearstreamPullConsumer implements AutoCloseable {
             this.client = b.client;
             this.ownsClient = false;
         } else {
-            this.client = NettyNearstreamClient.connect(b.address, b.clientOptions);
+            this.client = NearstreamClient.connect(b.address, b.clientOptions);
             this.ownsClient = true;
         }
         this.maxBytesPerStreamlet = b.maxBytesPerStreamlet;
@@ -70,7 +70,10 @@ public final class NearstreamPullConsumer implements AutoCloseable {
         this.cursor = new ChunkCursor(b.verifyChecksums);
     }
 
-    /** A consumer with its own connection to {@code address}. */
+    /**
+     * A consumer with its own connection to {@code address}: one broker's {@code HOST:PORT}, or a
+     * cluster's comma-separated bootstrap list ({@link NearstreamClient#connect}).
+     */
     public static Builder builder(String address, String stream) {
         return new Builder(Objects.requireNonNull(address, "address"), null, stream);
     }

@@ -2,6 +2,7 @@ package io.nearstream.client;
 
 import io.nearstream.client.ProtocolCodec.AppendEntry;
 import io.nearstream.client.ProtocolCodec.AppendRequest;
+import io.nearstream.client.ProtocolCodec.ClusterMetadataRequest;
 import io.nearstream.client.ProtocolCodec.CreateStreamRequest;
 import io.nearstream.client.ProtocolCodec.DeleteStreamRequest;
 import io.nearstream.client.ProtocolCodec.DescribeStreamRequest;
@@ -121,32 +122,14 @@ public final class NettyNearstreamClient implements NearstreamClient {
     private NettyNearstreamClient(String hostPort, NearstreamClientOptions options) {
         this.options = Objects.requireNonNull(options, "options");
         this.address = Objects.requireNonNull(hostPort, "hostPort");
-        int colon = hostPort.lastIndexOf(':');
-        if (colon <= 0 || colon == hostPort.length() - 1) {
-            throw new IllegalArgumentException("address must be HOST:PORT, got " + hostPort);
-        }
-        String h = hostPort.substring(0, colon);
-        if (h.startsWith("[") && h.endsWith("]")) {
-            h = h.substring(1, h.length() - 1);
-        }
-        this.host = h;
-        try {
-            this.port = Integer.parseInt(hostPort.substring(colon + 1));
-        } catch (NumberFormatException e) {
-            throw new IllegalArgumentException("address must be HOST:PORT, got " + hostPort, e);
-        }
-        if (port < 1 || port > 65535) {
-            throw new IllegalArgumentException("port out of range in " + hostPort);
-        }
+        HostPort parsed = HostPort.parse(hostPort);
+        this.host = parsed.host();
+        this.port = parsed.port();
         if (options.eventLoopGroup() != null) {
             this.group = options.eventLoopGroup();
             this.ownsGroup = false;
         } else {
-            this.group =
-                    new MultiThreadIoEventLoopGroup(
-                            options.eventLoopThreads(),
-                            new DefaultThreadFactory("nearstream-client", true),
-                            NioIoHandler.newFactory());
+            this.group = newEventLoopGroup(options.eventLoopThreads(), "nearstream-client");
             this.ownsGroup = true;
         }
         int maxFrame = (int) Math.min(Integer.MAX_VALUE, (long) options.maxFrameBytes() + 4);
@@ -176,6 +159,61 @@ public final class NettyNearstreamClient implements NearstreamClient {
                                                                 true));
                                     }
                                 });
+    }
+
+    /**
+     * An event loop group of daemon threads for clients; made here so that this class's static
+     * initializer (Netty's JFR switch) has run before Netty does.
+     */
+    static EventLoopGroup newEventLoopGroup(int threads, String threadName) {
+        return new MultiThreadIoEventLoopGroup(
+                threads, new DefaultThreadFactory(threadName, true), NioIoHandler.newFactory());
+    }
+
+    /** Shuts a group down, waiting for it unless called from one of its own threads. */
+    static void shutDown(EventLoopGroup group) {
+        io.netty.util.concurrent.Future<?> f = group.shutdownGracefully(0, 2, TimeUnit.SECONDS);
+        if (!group.next().inEventLoop()) {
+            f.awaitUninterruptibly(5, TimeUnit.SECONDS);
+        }
+    }
+
+    /** A broker address, {@code HOST:PORT} (an IPv6 host in brackets). */
+    record HostPort(String host, int port) {
+
+        /**
+         * Parses {@code HOST:PORT}.
+         *
+         * @throws IllegalArgumentException when it is not one
+         */
+        static HostPort parse(String hostPort) {
+            int colon = hostPort.lastIndexOf(':');
+            if (colon <= 0 || colon == hostPort.length() - 1) {
+                throw new IllegalArgumentException("address must be HOST:PORT, got " + hostPort);
+            }
+            String h = hostPort.substring(0, colon);
+            if (h.startsWith("[") && h.endsWith("]")) {
+                h = h.substring(1, h.length() - 1);
+            }
+            int p;
+            try {
+                p = Integer.parseInt(hostPort.substring(colon + 1));
+            } catch (NumberFormatException e) {
+                throw new IllegalArgumentException("address must be HOST:PORT, got " + hostPort, e);
+            }
+            if (p < 1 || p > 65535) {
+                throw new IllegalArgumentException("port out of range in " + hostPort);
+            }
+            return new HostPort(h, p);
+        }
+    }
+
+    /**
+     * A client that connects on its first request instead of now: the cluster client opens one per
+     * broker from I/O callbacks, where waiting for a connection must not happen.
+     */
+    static NettyNearstreamClient open(String hostPort, NearstreamClientOptions options) {
+        return new NettyNearstreamClient(hostPort, options);
     }
 
     /** Connects with {@link NearstreamClientOptions#DEFAULTS}. */
@@ -348,6 +386,14 @@ public final class NettyNearstreamClient implements NearstreamClient {
     }
 
     @Override
+    public CompletableFuture<ClusterMetadata> clusterMetadata(String... streams) {
+        return call(
+                new ClusterMetadataRequest(streams == null ? List.of() : List.of(streams)),
+                defaultTimeoutMs(),
+                (body, frame) -> ProtocolCodec.decodeClusterMetadataResponse(body));
+    }
+
+    @Override
     public CompletableFuture<Map<String, Long>> stats() {
         return call(
                 new StatsRequest(),
@@ -481,10 +527,7 @@ public final class NettyNearstreamClient implements NearstreamClient {
                     });
         }
         if (ownsGroup) {
-            io.netty.util.concurrent.Future<?> f = group.shutdownGracefully(0, 2, TimeUnit.SECONDS);
-            if (!group.next().inEventLoop()) {
-                f.awaitUninterruptibly(5, TimeUnit.SECONDS);
-            }
+            shutDown(group);
         }
     }
 

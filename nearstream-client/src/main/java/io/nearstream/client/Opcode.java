@@ -14,6 +14,7 @@ enum Opcode {
     FETCH(8, "Fetch"),
     STATS(9, "Stats"),
     LOOKUP_TIMESTAMP(10, "LookupTimestamp"),
+    CLUSTER_METADATA(11, "ClusterMetadata"),
     PUSH_SUBSCRIBE(20, "PushSubscribe"),
     PUSH_UPDATE(21, "PushUpdate"),
     PUSH_CLOSE(22, "PushClose"),

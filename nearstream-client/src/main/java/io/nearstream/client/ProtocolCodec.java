@@ -41,6 +41,8 @@ final class ProtocolCodec {
     private static final int STAT_BYTES = 2 + 8;
     private static final int LOOKUP_RESULT_BYTES = 4 + 2 + 2 + Position.WIRE_BYTES;
     private static final int TXN_INFO_BYTES = 2 + 4 + 8 + 1 + 8 + 4 + 4 + 8;
+    private static final int BROKER_INFO_BYTES = 4 + 2 + 2;
+    private static final int STREAM_PLACEMENT_BYTES = 2 + 4 + 4;
 
     private ProtocolCodec() {}
 
@@ -117,6 +119,7 @@ final class ProtocolCodec {
                     FetchRequest,
                     StatsRequest,
                     LookupTimestampRequest,
+                    ClusterMetadataRequest,
                     PushSubscribeRequest,
                     PushUpdateRequest,
                     PushCloseRequest,
@@ -212,6 +215,18 @@ final class ProtocolCodec {
         @Override
         public Opcode opcode() {
             return Opcode.LOOKUP_TIMESTAMP;
+        }
+    }
+
+    /** ClusterMetadata (11); an empty {@code streams} asks for every stream. */
+    record ClusterMetadataRequest(List<String> streams) implements Request {
+        public ClusterMetadataRequest {
+            streams = List.copyOf(streams);
+        }
+
+        @Override
+        public Opcode opcode() {
+            return Opcode.CLUSTER_METADATA;
         }
     }
 
@@ -345,6 +360,11 @@ final class ProtocolCodec {
             for (TimestampQuery q : r.queries()) {
                 out.writeIntLE(q.streamlet());
                 out.writeLongLE(q.timestampMs());
+            }
+        } else if (request instanceof ClusterMetadataRequest r) {
+            out.writeIntLE(r.streams().size());
+            for (String stream : r.streams()) {
+                writeStr(out, stream);
             }
         } else if (request instanceof PushSubscribeRequest r) {
             writeStr(out, r.stream());
@@ -615,6 +635,31 @@ final class ProtocolCodec {
         }
         in.end();
         return results;
+    }
+
+    /** Broker ids, placement versions and owners are {@code u32}s held in ints. */
+    static ClusterMetadata decodeClusterMetadataResponse(ByteBuf body) {
+        WireReader in = new WireReader(body, "ClusterMetadata response");
+        int brokerId = in.u32("broker_id");
+        int n = in.count("broker_count", BROKER_INFO_BYTES);
+        List<BrokerInfo> brokers = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+            brokers.add(new BrokerInfo(in.u32("id"), in.str("address"), in.str("host")));
+        }
+        int m = in.count("stream_count", STREAM_PLACEMENT_BYTES);
+        List<StreamPlacement> streams = new ArrayList<>(m);
+        for (int i = 0; i < m; i++) {
+            String name = in.str("name");
+            int version = in.u32("version");
+            int k = in.count("count", 4);
+            Integer[] owners = new Integer[k];
+            for (int j = 0; j < k; j++) {
+                owners[j] = in.u32("owners");
+            }
+            streams.add(new StreamPlacement(name, version, List.of(owners)));
+        }
+        in.end();
+        return new ClusterMetadata(brokerId, brokers, streams);
     }
 
     static PushSubscription decodePushSubscribeResponse(ByteBuf body) {

@@ -35,7 +35,19 @@ public enum StatusCode {
     /** The transaction was aborted (owner, successor, operator or timeout). */
     TXN_ABORTED(20, false),
     /** The transaction's state does not allow the operation. */
-    INVALID_TXN_STATE(21, false);
+    INVALID_TXN_STATE(21, false),
+    /**
+     * The streamlet is stored by another broker of the cluster (the message names it): refresh the
+     * cluster metadata and send to the owner.
+     */
+    NOT_OWNER(22, true),
+    /**
+     * The streamlet's broker is not registered with the cluster now (stopped, crashed or cut off
+     * from ZooKeeper); it may come back, so retry after a back-off.
+     */
+    BROKER_UNAVAILABLE(23, true),
+    /** The broker cannot reach ZooKeeper, so it refuses a placement change (create, delete). */
+    CLUSTER_UNAVAILABLE(24, true);
 
     private final int code;
     private final boolean retriable;

@@ -151,6 +151,19 @@ final class FakeNearstreamClient implements NearstreamClient {
         return unsupported();
     }
 
+    /** As a standalone broker answers: broker 0, here, owns every streamlet of every stream. */
+    @Override
+    public CompletableFuture<ClusterMetadata> clusterMetadata(String... streams) {
+        List<StreamPlacement> placements = new ArrayList<>();
+        for (String name : streams) {
+            placements.add(
+                    new StreamPlacement(name, 0, java.util.Collections.nCopies(streamlets, 0)));
+        }
+        return CompletableFuture.completedFuture(
+                new ClusterMetadata(
+                        0, List.of(new BrokerInfo(0, address(), "localhost")), placements));
+    }
+
     @Override
     public CompletableFuture<Map<String, Long>> stats() {
         return unsupported();

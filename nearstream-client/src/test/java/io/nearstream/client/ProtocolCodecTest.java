@@ -83,6 +83,9 @@ class ProtocolCodecTest {
             case LOOKUP_TIMESTAMP:
                 ProtocolCodec.decodeLookupTimestampResponse(body);
                 break;
+            case CLUSTER_METADATA:
+                ProtocolCodec.decodeClusterMetadataResponse(body);
+                break;
             case PUSH_SUBSCRIBE:
                 ProtocolCodec.decodePushSubscribeResponse(body);
                 break;

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.nearstream.client.ProtocolCodec.AppendEntry;
 import io.nearstream.client.ProtocolCodec.AppendRequest;
+import io.nearstream.client.ProtocolCodec.ClusterMetadataRequest;
 import io.nearstream.client.ProtocolCodec.CreateStreamRequest;
 import io.nearstream.client.ProtocolCodec.DeleteStreamRequest;
 import io.nearstream.client.ProtocolCodec.DescribeStreamRequest;
@@ -223,6 +224,23 @@ class ProtocolGoldenTest {
                         writer = out -> ProtocolTestCodec.writeLookupTimestampResponse(out, v);
                         break;
                     }
+                case CLUSTER_METADATA:
+                    {
+                        ClusterMetadata v = ProtocolCodec.decodeClusterMetadataResponse(in);
+                        body.put("broker_id", u32(v.brokerId()));
+                        body.put(
+                                "brokers",
+                                list(
+                                        v.brokers(),
+                                        b ->
+                                                obj(
+                                                        "id", u32(b.id()),
+                                                        "address", b.address(),
+                                                        "host", b.host())));
+                        body.put("streams", list(v.streams(), ProtocolGoldenTest::placementJson));
+                        writer = out -> ProtocolTestCodec.writeClusterMetadataResponse(out, v);
+                        break;
+                    }
                 case PUSH_SUBSCRIBE:
                     {
                         PushSubscription v = ProtocolCodec.decodePushSubscribeResponse(in);
@@ -382,6 +400,8 @@ class ProtocolGoldenTest {
                                     obj(
                                             "streamlet", u32(q.streamlet()),
                                             "timestamp_ms", BigInteger.valueOf(q.timestampMs()))));
+        } else if (request instanceof ClusterMetadataRequest r) {
+            return obj("streams", new ArrayList<Object>(r.streams()));
         } else if (request instanceof PushSubscribeRequest r) {
             return obj(
                     "stream", r.stream(),
@@ -451,6 +471,13 @@ class ProtocolGoldenTest {
                                                                 "start",
                                                                         positionJson(
                                                                                 sp.start())))));
+    }
+
+    private static Map<String, Object> placementJson(StreamPlacement p) {
+        return obj(
+                "name", p.name(),
+                "version", u32(p.version()),
+                "owners", list(p.owners(), owner -> u32(owner)));
     }
 
     private static Map<String, Object> streamConfigJson(StreamConfig c) {

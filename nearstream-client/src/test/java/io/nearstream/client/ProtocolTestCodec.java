@@ -11,6 +11,7 @@ import static io.nearstream.client.ProtocolCodec.writeStr;
 
 import io.nearstream.client.ProtocolCodec.AppendEntry;
 import io.nearstream.client.ProtocolCodec.AppendRequest;
+import io.nearstream.client.ProtocolCodec.ClusterMetadataRequest;
 import io.nearstream.client.ProtocolCodec.CreateStreamRequest;
 import io.nearstream.client.ProtocolCodec.DeleteStreamRequest;
 import io.nearstream.client.ProtocolCodec.DescribeStreamRequest;
@@ -145,6 +146,16 @@ final class ProtocolTestCodec {
                                 new TimestampQuery(in.u32("streamlet"), in.i64("timestamp_ms")));
                     }
                     request = new LookupTimestampRequest(stream, queries);
+                    break;
+                }
+            case CLUSTER_METADATA:
+                {
+                    int n = in.count("count", 2);
+                    List<String> streams = new ArrayList<>(n);
+                    for (int i = 0; i < n; i++) {
+                        streams.add(in.str("streams"));
+                    }
+                    request = new ClusterMetadataRequest(streams);
                     break;
                 }
             case PUSH_SUBSCRIBE:
@@ -326,6 +337,25 @@ final class ProtocolTestCodec {
             out.writeShortLE(r.status().code());
             writeStr(out, r.message());
             writePosition(out, r.position());
+        }
+    }
+
+    static void writeClusterMetadataResponse(ByteBuf out, ClusterMetadata m) {
+        out.writeIntLE(m.brokerId());
+        out.writeIntLE(m.brokers().size());
+        for (BrokerInfo b : m.brokers()) {
+            out.writeIntLE(b.id());
+            writeStr(out, b.address());
+            writeStr(out, b.host());
+        }
+        out.writeIntLE(m.streams().size());
+        for (StreamPlacement p : m.streams()) {
+            writeStr(out, p.name());
+            out.writeIntLE(p.version());
+            out.writeIntLE(p.owners().size());
+            for (int owner : p.owners()) {
+                out.writeIntLE(owner);
+            }
         }
     }
 

@@ -1,0 +1,278 @@
+package io.nearstream.client;
+
+import io.nearstream.client.StreamletRouter.EntryCall;
+import io.nearstream.client.StreamletRouter.Split;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+
+/**
+ * Fetch for a cluster client: the entries go to their owners through the {@link StreamletRouter}
+ * and the answers become one {@link MergedFetchResponse}.
+ *
+ * <p>A long poll over several brokers cannot simply wait for every broker's answer: a broker with
+ * nothing new holds its part for the whole {@code maxWaitMs} while another has data, and a reader
+ * would crawl. Nor can it answer when the first broker does and leave the others polling: a reader
+ * fetching again at once would pile up polls on the idle brokers. So it is done in two steps: first
+ * every broker is asked without waiting; when anything came back (data or an error) that is the
+ * answer. Only when nothing did, every broker is asked to wait, and the first answer with data or
+ * an error ends the fetch; the entries of brokers still waiting keep the empty answers of the first
+ * step (valid answers: nothing at the position asked), and their late answers are released as they
+ * come. Polls pile up only while nothing is found at once, so at most one per broker and fetch.
+ */
+final class ClusterFetch {
+
+    private final StreamletRouter router;
+    private final ClusterView view;
+    private final BrokerConnections connections;
+    private final StreamletRouter.Refresher refresher;
+
+    ClusterFetch(
+            StreamletRouter router,
+            ClusterView view,
+            BrokerConnections connections,
+            StreamletRouter.Refresher refresher) {
+        this.router = router;
+        this.view = view;
+        this.connections = connections;
+        this.refresher = refresher;
+    }
+
+    CompletableFuture<FetchResponse> fetch(String stream, int maxWaitMs, List<FetchEntry> entries) {
+        if (maxWaitMs == 0) {
+            return round(stream, 0, entries);
+        }
+        return router.placement(stream)
+                .thenCompose(
+                        placement -> {
+                            if (owners(placement, entries).size() <= 1) {
+                                // One broker: it long-polls by itself.
+                                return round(stream, maxWaitMs, entries);
+                            }
+                            return round(stream, 0, entries)
+                                    .thenCompose(
+                                            first -> {
+                                                if (hasNews(first.results())) {
+                                                    return CompletableFuture.completedFuture(first);
+                                                }
+                                                // No blocks: nothing refers to its frames.
+                                                List<StreamletFetch> empty = first.results();
+                                                first.close();
+                                                return longPoll(stream, maxWaitMs, entries, empty);
+                                            });
+                        });
+    }
+
+    private static Set<Integer> owners(StreamPlacement placement, List<FetchEntry> entries) {
+        Set<Integer> owners = new HashSet<>();
+        for (FetchEntry e : entries) {
+            if (placement.hasStreamlet(e.streamlet())) {
+                owners.add(placement.owner(e.streamlet()));
+            }
+        }
+        return owners;
+    }
+
+    /** Whether any entry brought data or an error, which ends a long poll. */
+    private static boolean hasNews(List<StreamletFetch> results) {
+        for (StreamletFetch r : results) {
+            if (!r.ok() || !r.blocks().isEmpty()) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** One routed fetch; every broker's answer is awaited. */
+    private CompletableFuture<FetchResponse> round(
+            String stream, int maxWaitMs, List<FetchEntry> entries) {
+        FetchCall call = new FetchCall(stream, maxWaitMs);
+        CompletableFuture<FetchResponse> result = new CompletableFuture<>();
+        router.route(stream, entries, call)
+                .whenComplete(
+                        (results, err) -> {
+                            List<FetchResponse> parts = call.takeParts();
+                            if (err != null) {
+                                MergedFetchResponse.closeAll(parts);
+                                result.completeExceptionally(unwrap(err));
+                                return;
+                            }
+                            MergedFetchResponse merged = new MergedFetchResponse(results, parts);
+                            if (!result.complete(merged)) {
+                                merged.close(); // cancelled by the caller meanwhile
+                            }
+                        });
+        return result;
+    }
+
+    private static Throwable unwrap(Throwable t) {
+        return t instanceof CompletionException && t.getCause() != null ? t.getCause() : t;
+    }
+
+    /** The second step: every broker waits; the first answer with news ends the fetch. */
+    private CompletableFuture<FetchResponse> longPoll(
+            String stream, int maxWaitMs, List<FetchEntry> entries, List<StreamletFetch> empty) {
+        StreamPlacement placement = view.placement(stream).orElse(null);
+        if (placement == null) {
+            return CompletableFuture.completedFuture(new MergedFetchResponse(empty, List.of()));
+        }
+        List<Integer> all = new ArrayList<>(entries.size());
+        for (int i = 0; i < entries.size(); i++) {
+            all.add(i);
+        }
+        Split split = StreamletRouter.split(placement, view, all, i -> entries.get(i).streamlet());
+        LongPoll poll = new LongPoll(stream, empty, split.byBroker().size());
+        if (split.byBroker().isEmpty()) {
+            return CompletableFuture.completedFuture(new MergedFetchResponse(empty, List.of()));
+        }
+        split.byBroker()
+                .forEach(
+                        (b, indexes) -> {
+                            List<FetchEntry> sent = new ArrayList<>(indexes.size());
+                            for (int i : indexes) {
+                                sent.add(entries.get(i));
+                            }
+                            CompletableFuture<FetchResponse> part;
+                            try {
+                                part = connections.forBroker(b).fetch(stream, maxWaitMs, sent);
+                            } catch (RuntimeException e) {
+                                part = CompletableFuture.failedFuture(e);
+                            }
+                            part.whenComplete((r, err) -> poll.answered(b, indexes, r, err));
+                        });
+        return poll.result;
+    }
+
+    /** The brokers' answers to the second step, until the first with news. */
+    private final class LongPoll {
+        final CompletableFuture<FetchResponse> result = new CompletableFuture<>();
+        private final String stream;
+        private final List<StreamletFetch> results;
+        private final List<FetchResponse> kept = new ArrayList<>();
+        private int waiting;
+        private boolean done;
+
+        LongPoll(String stream, List<StreamletFetch> empty, int waiting) {
+            this.stream = stream;
+            this.results = new ArrayList<>(empty);
+            this.waiting = waiting;
+        }
+
+        void answered(BrokerInfo b, List<Integer> indexes, FetchResponse r, Throwable err) {
+            boolean refused = false;
+            MergedFetchResponse merged = null;
+            synchronized (this) {
+                if (done) {
+                    if (r != null) {
+                        r.close(); // late: the fetch was answered without it
+                    }
+                    return;
+                }
+                boolean news = false;
+                if (err != null) {
+                    if (StreamletRouter.asClientException(err).status() == StatusCode.IO_ERROR) {
+                        refresher.connectionFailed(b);
+                    }
+                    // Its entries keep the first step's answers; the next fetch tells.
+                } else if (r.results().size() != indexes.size()) {
+                    r.close();
+                } else {
+                    kept.add(r);
+                    for (int k = 0; k < indexes.size(); k++) {
+                        StreamletFetch f = r.results().get(k);
+                        if (StreamletRouter.isRefusal(f.status())) {
+                            refused = true; // the next fetch goes to the new owner
+                            continue;
+                        }
+                        results.set(indexes.get(k), f);
+                        news |= !f.ok() || !f.blocks().isEmpty();
+                    }
+                }
+                waiting--;
+                if (news || waiting == 0) {
+                    done = true;
+                    merged =
+                            new MergedFetchResponse(
+                                    Collections.unmodifiableList(results), List.copyOf(kept));
+                }
+            }
+            if (refused) {
+                refresher.refresh(stream, true);
+            }
+            if (merged != null && !result.complete(merged)) {
+                merged.close();
+            }
+        }
+    }
+
+    /** Fetch entries for the router; keeps every part's response for the merged one. */
+    private static final class FetchCall implements EntryCall<FetchEntry, StreamletFetch> {
+        private final String stream;
+        private final int maxWaitMs;
+        private final List<FetchResponse> parts = new ArrayList<>();
+
+        FetchCall(String stream, int maxWaitMs) {
+            this.stream = stream;
+            this.maxWaitMs = maxWaitMs;
+        }
+
+        synchronized List<FetchResponse> takeParts() {
+            return new ArrayList<>(parts);
+        }
+
+        private synchronized void keep(FetchResponse r) {
+            parts.add(r);
+        }
+
+        @Override
+        public int streamlet(FetchEntry entry) {
+            return entry.streamlet();
+        }
+
+        @Override
+        public CompletableFuture<List<StreamletFetch>> send(
+                NearstreamClient broker, List<FetchEntry> entries) {
+            return broker.fetch(stream, maxWaitMs, entries)
+                    .thenApply(
+                            r -> {
+                                keep(r);
+                                return r.results();
+                            });
+        }
+
+        @Override
+        public boolean perEntryStatus() {
+            return true;
+        }
+
+        @Override
+        public StreamletFetch failure(FetchEntry entry, StatusCode status, String message) {
+            return new StreamletFetch(
+                    entry.streamlet(),
+                    status,
+                    message,
+                    entry.position(),
+                    Position.EARLIEST,
+                    List.of());
+        }
+
+        @Override
+        public StatusCode status(StreamletFetch result) {
+            return result.status();
+        }
+
+        @Override
+        public String message(StreamletFetch result) {
+            return result.message();
+        }
+
+        @Override
+        public boolean resendAfterIoError() {
+            return true;
+        }
+    }
+}
