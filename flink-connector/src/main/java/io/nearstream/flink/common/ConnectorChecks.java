@@ -5,6 +5,8 @@ import static org.apache.flink.util.Preconditions.checkNotNull;
 import static org.apache.flink.util.Preconditions.checkState;
 
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.regex.Pattern;
 import org.apache.flink.annotation.Internal;
 
@@ -24,24 +26,34 @@ public final class ConnectorChecks {
     private ConnectorChecks() {}
 
     /**
-     * The one broker address of {@code brokers} ({@code host:port}, trimmed). Nearstream serves a
-     * stream from one broker today; the varargs of the builders leave room for a cluster.
+     * The brokers of {@code brokers} as one address for {@code NearstreamClient.connect}: a single
+     * {@code host:port}, or a cluster's bootstrap list {@code host:port,host:port} (each element
+     * may itself be a comma-separated list). Every address is trimmed and checked.
      */
-    public static String broker(String[] brokers) {
+    public static String brokers(String[] brokers) {
         checkState(
                 brokers != null && brokers.length > 0,
-                "No broker set: call setBrokers(\"host:port\")");
-        checkArgument(
-                brokers.length == 1,
-                "Nearstream serves a stream from one broker; got %s addresses: %s",
-                brokers.length,
-                String.join(", ", brokers));
-        String broker = checkNotNull(brokers[0], "broker address is null").trim();
-        checkArgument(
-                isHostPort(broker),
-                "Broker address must be host:port with a port in 1..65535, got '%s'",
-                broker);
-        return broker;
+                "No broker set: call setBrokers(\"host:port\") (or a cluster's \"host:port,...\")");
+        List<String> addresses = new ArrayList<>();
+        for (String element : brokers) {
+            checkNotNull(element, "broker address is null");
+            for (String address : element.split(",")) {
+                String trimmed = address.trim();
+                checkArgument(
+                        isHostPort(trimmed),
+                        "Broker address must be host:port with a port in 1..65535, got '%s'",
+                        trimmed);
+                addresses.add(trimmed);
+            }
+        }
+        return String.join(",", addresses);
+    }
+
+    /**
+     * Whether {@code brokers} (as {@link #brokers} returns it) names a cluster's bootstrap list.
+     */
+    public static boolean isCluster(String brokers) {
+        return brokers.indexOf(',') >= 0;
     }
 
     /** Checks a stream name against the broker's rule and returns it. */

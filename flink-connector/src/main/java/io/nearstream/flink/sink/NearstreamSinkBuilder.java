@@ -37,8 +37,9 @@ public class NearstreamSinkBuilder<IN> {
     NearstreamSinkBuilder() {}
 
     /**
-     * The broker to write to, as {@code host:port}. Nearstream runs one broker per stream today, so
-     * exactly one address is accepted; the varargs leave room for a cluster.
+     * The broker to write to, as {@code host:port}, or several brokers of a cluster (each a {@code
+     * host:port}, or one comma-separated bootstrap list): records then go to the broker of their
+     * streamlet (docs/cluster.md). Over a cluster, {@code EXACTLY_ONCE} is refused.
      */
     public NearstreamSinkBuilder<IN> setBrokers(String... brokers) {
         this.brokers = checkNotNull(brokers, "brokers").clone();
@@ -106,8 +107,14 @@ public class NearstreamSinkBuilder<IN> {
 
     /** Checks the settings and builds the sink; a wrong setting is explained. */
     public NearstreamSink<IN> build() {
-        String broker = ConnectorChecks.broker(brokers);
+        String broker = ConnectorChecks.brokers(brokers);
         ConnectorChecks.stream(stream);
+        checkArgument(
+                !ConnectorChecks.isCluster(broker)
+                        || deliveryGuarantee != DeliveryGuarantee.EXACTLY_ONCE,
+                "EXACTLY_ONCE needs transactions across the brokers of a cluster (%s), which this"
+                        + " version does not have: use AT_LEAST_ONCE or NONE there",
+                broker);
         checkState(
                 serializer != null,
                 "No record serializer set: call setRecordSerializer(...), e.g."

@@ -2,11 +2,13 @@ package io.nearstream.flink.source;
 
 import io.nearstream.client.NearstreamClient;
 import io.nearstream.client.NearstreamClientOptions;
-import io.nearstream.client.NettyNearstreamClient;
 import java.time.Duration;
 import org.apache.flink.annotation.Internal;
 
-/** Opens {@link NettyNearstreamClient}s named after the connector, with its request timeout. */
+/**
+ * Opens clients named after the connector, with its request timeout: to one broker, or to a cluster
+ * when the address is a comma-separated bootstrap list ({@link NearstreamClient#connect}).
+ */
 @Internal
 final class DefaultNearstreamClientFactory implements NearstreamClientFactory {
 
@@ -20,7 +22,7 @@ final class DefaultNearstreamClientFactory implements NearstreamClientFactory {
 
     @Override
     public NearstreamClient create(String address) {
-        return NettyNearstreamClient.connect(
+        return NearstreamClient.connect(
                 address,
                 NearstreamClientOptions.builder()
                         .requestTimeout(Duration.ofMillis(requestTimeoutMs))

@@ -1,6 +1,7 @@
 package io.nearstream.flink.source;
 
 import io.nearstream.client.NearstreamClient;
+import io.nearstream.flink.common.ConnectorChecks;
 import io.nearstream.flink.source.enumerator.BrokerLocality;
 import io.nearstream.flink.source.enumerator.NearstreamEnumState;
 import io.nearstream.flink.source.enumerator.NearstreamEnumStateSerializer;
@@ -172,7 +173,9 @@ public class NearstreamSource<T>
             case PUSH:
                 return true;
             case AUTO:
-                return BrokerLocality.resolve(broker).isLocal(readerHost);
+                // A push subscription carries one broker's streamlets: over a cluster, pull.
+                return !ConnectorChecks.isCluster(broker)
+                        && BrokerLocality.resolve(broker).isLocal(readerHost);
             default:
                 return false;
         }

@@ -53,8 +53,10 @@ public class NearstreamSourceBuilder<T> {
     NearstreamSourceBuilder() {}
 
     /**
-     * The broker to read from, as {@code host:port}. Nearstream runs one broker per stream today,
-     * so exactly one address is accepted; the varargs leave room for a cluster.
+     * The broker to read from, as {@code host:port}, or several brokers of a cluster (each a {@code
+     * host:port}, or one comma-separated bootstrap list): the source then learns from any of them
+     * where each streamlet lives and reads it from its broker (docs/cluster.md). Over a cluster,
+     * reads are pulled: {@code PUSH} is refused, {@code AUTO} pulls.
      */
     public NearstreamSourceBuilder<T> setBrokers(String... brokers) {
         this.brokers = checkNotNull(brokers, "brokers").clone();
@@ -180,8 +182,14 @@ public class NearstreamSourceBuilder<T> {
 
     /** Checks the settings and builds the source; a wrong setting is explained. */
     public NearstreamSource<T> build() {
-        String broker = ConnectorChecks.broker(brokers);
+        String broker = ConnectorChecks.brokers(brokers);
         ConnectorChecks.stream(stream);
+        checkArgument(
+                !ConnectorChecks.isCluster(broker)
+                        || option(NearstreamSourceOptions.READ_MODE) != ReadMode.PUSH,
+                "PUSH reads one broker's streamlets; over a broker cluster (%s) use PULL, or AUTO,"
+                        + " which pulls there",
+                broker);
 
         checkState(
                 deserializer != null,

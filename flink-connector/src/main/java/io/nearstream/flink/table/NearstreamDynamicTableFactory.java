@@ -166,12 +166,8 @@ public final class NearstreamDynamicTableFactory
     }
 
     private static String broker(ReadableConfig options) {
-        String[] brokers = options.get(BROKERS).split(",");
-        for (int i = 0; i < brokers.length; i++) {
-            brokers[i] = brokers[i].trim();
-        }
         try {
-            return ConnectorChecks.broker(brokers);
+            return ConnectorChecks.brokers(new String[] {options.get(BROKERS)});
         } catch (RuntimeException e) {
             throw new ValidationException("Invalid 'brokers': " + e.getMessage(), e);
         }

@@ -66,8 +66,14 @@ class NearstreamSinkBuilderTest {
     void missingOrWrongSettingsAreExplained() {
         assertThatThrownBy(() -> NearstreamSink.<String>builder().setStream("s").build())
                 .hasMessageContaining("No broker set");
-        assertThatThrownBy(() -> valid().setBrokers("a:1", "b:2").build())
-                .hasMessageContaining("one broker");
+        assertThat(valid().setBrokers("a:1", "b:2").build()).isNotNull(); // a cluster
+        assertThatThrownBy(
+                        () ->
+                                valid().setBrokers("a:1,b:2")
+                                        .setDeliveryGuarantee(DeliveryGuarantee.EXACTLY_ONCE)
+                                        .setTransactionalIdPrefix("job")
+                                        .build())
+                .hasMessageContaining("EXACTLY_ONCE needs transactions across the brokers");
         assertThatThrownBy(() -> valid().setBrokers("nohost").build())
                 .hasMessageContaining("host:port");
         assertThatThrownBy(() -> valid().setStream(".hidden").build())

@@ -111,10 +111,14 @@ class NearstreamSourceBuilderTest {
 
     @Test
     void explainsWrongBrokers() {
-        assertThatThrownBy(() -> valid().setBrokers("a:1", "b:2").build())
+        // A cluster's brokers: pulled (AUTO pulls there), never pushed.
+        assertThat(valid().setBrokers("a:1", " b:2,c:3").build()).isNotNull();
+        assertThatThrownBy(
+                        () -> valid().setBrokers("a:1", "b:2").setReadMode(ReadMode.PUSH).build())
                 .isInstanceOf(IllegalArgumentException.class)
-                .hasMessageContaining("one broker")
-                .hasMessageContaining("a:1, b:2");
+                .hasMessageContaining("over a broker cluster (a:1,b:2) use PULL");
+        assertThatThrownBy(() -> valid().setBrokers("a:1,nohost").build())
+                .hasMessageContaining("got 'nohost'");
         for (String bad : new String[] {"host", "host:", ":80", "host:0", "host:70000", "::1:80"}) {
             assertThatThrownBy(() -> valid().setBrokers(bad).build())
                     .as(bad)

@@ -20,6 +20,12 @@ import org.apache.flink.annotation.VisibleForTesting;
 @Internal
 public final class BrokerLocality {
 
+    /**
+     * No reader is local: a cluster's streamlets live on several brokers, and its readers pull
+     * (placement-aware assignment comes with push over a cluster).
+     */
+    public static final BrokerLocality NOWHERE = new BrokerLocality(Set.of(), false);
+
     private final Set<String> names;
     private final boolean loopback;
 

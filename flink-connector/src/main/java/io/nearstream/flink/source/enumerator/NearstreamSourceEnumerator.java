@@ -4,6 +4,7 @@ import io.nearstream.client.NearstreamClient;
 import io.nearstream.client.Position;
 import io.nearstream.client.StatusCode;
 import io.nearstream.client.StreamletMetadata;
+import io.nearstream.flink.common.ConnectorChecks;
 import io.nearstream.flink.source.BrokerErrors;
 import io.nearstream.flink.source.NearstreamClientFactory;
 import io.nearstream.flink.source.NearstreamException;
@@ -189,7 +190,10 @@ public class NearstreamSourceEnumerator
     /** Worker thread: Metadata RPC (retried when a one-shot discovery meets a retriable error). */
     private Discovery discover() throws Exception {
         if (brokerLocality == null) {
-            brokerLocality = BrokerLocality.resolve(broker);
+            brokerLocality =
+                    ConnectorChecks.isCluster(broker)
+                            ? BrokerLocality.NOWHERE
+                            : BrokerLocality.resolve(broker);
             LOG.info("Broker {} locality: {}", broker, brokerLocality);
         }
         int attempts = periodicDiscovery() ? 1 : DISCOVERY_ATTEMPTS;

@@ -1,8 +1,10 @@
 package io.nearstream.flink.source.testutils;
 
 import io.nearstream.client.AppendResult;
+import io.nearstream.client.BrokerInfo;
 import io.nearstream.client.ChunkBlock;
 import io.nearstream.client.ChunkBuilder;
+import io.nearstream.client.ClusterMetadata;
 import io.nearstream.client.FetchEntry;
 import io.nearstream.client.FetchResponse;
 import io.nearstream.client.GroupMetadata;
@@ -13,6 +15,7 @@ import io.nearstream.client.PushRingSpec;
 import io.nearstream.client.PushSubscription;
 import io.nearstream.client.StatusCode;
 import io.nearstream.client.StreamConfig;
+import io.nearstream.client.StreamPlacement;
 import io.nearstream.client.StreamletFetch;
 import io.nearstream.client.StreamletMetadata;
 import io.nearstream.client.TimestampLookup;
@@ -305,6 +308,32 @@ public final class FakeNearstreamClient implements NearstreamClient {
                     out.add(new TimestampLookup(streamlet, StatusCode.OK, "", found));
                 });
         return CompletableFuture.completedFuture(out);
+    }
+
+    /**
+     * As a standalone broker answers: broker 0, at this client's address, owns every streamlet of
+     * every stream (the asked ones that exist, or all of them sorted by name).
+     */
+    @Override
+    public CompletableFuture<ClusterMetadata> clusterMetadata(String... names) {
+        List<String> asked = new ArrayList<>();
+        if (names.length == 0) {
+            asked.addAll(streams.keySet());
+            Collections.sort(asked);
+        } else {
+            asked.addAll(List.of(names));
+        }
+        List<StreamPlacement> placements = new ArrayList<>();
+        for (String name : asked) {
+            FakeStream s = streams.get(name);
+            if (s != null) {
+                placements.add(
+                        new StreamPlacement(name, 0, Collections.nCopies(s.streamlets.size(), 0)));
+            }
+        }
+        return CompletableFuture.completedFuture(
+                new ClusterMetadata(
+                        0, List.of(new BrokerInfo(0, address, "localhost")), placements));
     }
 
     @Override

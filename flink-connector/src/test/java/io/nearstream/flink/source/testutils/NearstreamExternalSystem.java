@@ -2,21 +2,46 @@ package io.nearstream.flink.source.testutils;
 
 import io.nearstream.client.NearstreamClient;
 import io.nearstream.testing.NearstreamBrokerExtension;
+import io.nearstream.testing.NearstreamClusterExtension;
+import javax.annotation.Nullable;
 import org.apache.flink.connector.testframe.TestResource;
 
 /**
  * The real broker as an external system of Flink's connector test framework: started once per test
- * class by the framework, stopped after it.
+ * class by the framework, stopped after it. {@link #cluster(int)} is a cluster instead: ZooKeeper
+ * and that many brokers (docs/cluster.md), reached through their bootstrap list.
  */
 public final class NearstreamExternalSystem implements TestResource {
 
-    private final NearstreamBrokerExtension broker = new NearstreamBrokerExtension();
+    @Nullable private final NearstreamBrokerExtension broker;
+    @Nullable private final NearstreamClusterExtension cluster;
+    @Nullable private NearstreamClient clusterClient;
     private boolean started;
+
+    /** One standalone broker. */
+    public NearstreamExternalSystem() {
+        this.broker = new NearstreamBrokerExtension();
+        this.cluster = null;
+    }
+
+    private NearstreamExternalSystem(NearstreamClusterExtension cluster) {
+        this.broker = null;
+        this.cluster = cluster;
+    }
+
+    /** ZooKeeper and {@code brokers} brokers; streams created through it spread over them. */
+    public static NearstreamExternalSystem cluster(int brokers) {
+        return new NearstreamExternalSystem(new NearstreamClusterExtension(brokers));
+    }
 
     @Override
     public synchronized void startUp() throws Exception {
         if (!started) {
-            broker.start();
+            if (cluster != null) {
+                cluster.start();
+            } else {
+                broker.start();
+            }
             started = true;
         }
     }
@@ -25,16 +50,32 @@ public final class NearstreamExternalSystem implements TestResource {
     public synchronized void tearDown() {
         if (started) {
             started = false;
-            broker.close();
+            if (clusterClient != null) {
+                clusterClient.close();
+                clusterClient = null;
+            }
+            if (cluster != null) {
+                cluster.close();
+            } else {
+                broker.close();
+            }
         }
     }
 
+    /** The broker's address, or the cluster's bootstrap list. */
     public String address() {
-        return broker.address();
+        return cluster != null ? cluster.bootstrap() : broker.address();
     }
 
-    public NearstreamClient client() {
-        return broker.client();
+    /** A client of the broker, or of the whole cluster (routing per streamlet). */
+    public synchronized NearstreamClient client() {
+        if (cluster == null) {
+            return broker.client();
+        }
+        if (clusterClient == null) {
+            clusterClient = NearstreamClient.connect(cluster.bootstrap());
+        }
+        return clusterClient;
     }
 
     /**
@@ -51,6 +92,6 @@ public final class NearstreamExternalSystem implements TestResource {
 
     @Override
     public String toString() {
-        return "nearstreamd";
+        return cluster != null ? "nearstreamd x" + cluster.size() + " + ZooKeeper" : "nearstreamd";
     }
 }
