@@ -30,6 +30,7 @@
 #include "nearstream/common/mutex.h"
 #include "nearstream/common/thread_annotations.h"
 #include "nearstream/net/client.h"
+#include "nearstream/net/cluster_placement.h"
 #include "nearstream/storage/chunk.h"
 #include "nearstream/storage/stream_config.h"
 #include "tool_flags.h"
@@ -46,13 +47,17 @@ constexpr int kExitError = 1;
 constexpr int kExitUsage = 2;
 
 constexpr char kUsage[] =
-    "Usage: nearstream-perf --broker HOST:PORT --stream S [--create] [--producers Np]\n"
+    "Usage: nearstream-perf --broker HOST:PORT[,HOST:PORT...] --stream S [--create]\n"
+    "         [--producers Np]\n"
     "         [--streamlets Ns] [--chunk-size CS] [--record-size RS] [--rate R]\n"
     "         [--duration-s D] [--consumers Nc] [--inflight K] [--fetch-bytes B]\n"
     "         [--fetch-wait-ms W] [--durability none|async|sync] [--segment-bytes B]\n"
     "         [--active-groups Q] [--retention-bytes B] [--all-streamlets] [--records N]\n"
     "         [--verify] [--drain-timeout-s T]\n"
     "\n"
+    "  --broker           one broker, or a cluster's bootstrap list: each producer and\n"
+    "                     consumer then works the streamlets of one broker, over its own\n"
+    "                     connection to it (threads go to the brokers in turn)\n"
     "  --create           create the stream first (an existing one is reused); with\n"
     "                     --durability, --segment-bytes, --active-groups, --retention-bytes\n"
     "                     (per streamlet; in-memory streams otherwise keep every record)\n"
@@ -227,9 +232,11 @@ Totals Sum(const std::unique_ptr<Counter[]>& counters, uint32_t n) {
 
 // State shared by all threads of a run.
 struct RunState {
-  RunState(const Options& o, uint32_t streamlets, uint64_t producer_id_base)
+  RunState(const Options& o, uint32_t streamlets, uint64_t producer_id_base,
+           std::optional<net::ClusterPlacement> placement)
       : options(o),
         streamlets(streamlets),
+        placement(std::move(placement)),
         producer_id_base(producer_id_base),
         workload(o.chunk_size, o.record_size),
         producer_counters(new Counter[std::max(1u, o.producers)]),
@@ -257,6 +264,9 @@ struct RunState {
 
   const Options& options;
   const uint32_t streamlets;
+  // Where each streamlet lives, over a cluster (--broker with several addresses); empty for one
+  // broker, which takes everything.
+  const std::optional<net::ClusterPlacement> placement;
   const uint64_t producer_id_base;
   const Workload workload;
   std::unique_ptr<Counter[]> producer_counters;
@@ -271,10 +281,44 @@ struct RunState {
   Status error NS_GUARDED_BY(mu);
 };
 
-Result<Client> ConnectClient(const Options& o, const char* name) {
-  ASSIGN_OR_RETURN(Client c, Client::Connect(o.broker));
+Result<Client> ConnectClient(const std::string& address, const char* name) {
+  ASSIGN_OR_RETURN(Client c, Client::Connect(address));
   RETURN_IF_ERROR(c.Handshake(name).status());
   return c;
+}
+
+// The streamlets thread `index` of `count` works, and the broker it connects to. With one
+// broker: streamlets index, index + count, ... (every streamlet with `all`); with more threads
+// than streamlets, one each, shared when `may_share` (producers) and none for the extra threads
+// otherwise (a consumer reads each streamlet once). Over a cluster, threads go to the brokers in
+// turn (thread i to broker i mod B) and share out that broker's streamlets the same way, so each
+// thread keeps one connection.
+struct Share {
+  std::string address;
+  std::vector<uint32_t> streamlets;
+};
+Share ShareOf(const RunState& run, uint32_t index, uint32_t count, bool all, bool may_share) {
+  std::vector<uint32_t> every(run.streamlets);
+  for (uint32_t s = 0; s < run.streamlets; ++s) every[s] = s;
+  Share share{run.options.broker, every};
+  uint32_t slot = index, slots = count;
+  if (run.placement) {
+    const auto by_broker = run.placement->ByBroker(every);
+    const uint32_t brokers = static_cast<uint32_t>(by_broker.size());
+    auto group = std::next(by_broker.begin(), index % brokers);
+    share = {group->first, group->second};
+    slot = index / brokers;
+    slots = (count - index % brokers + brokers - 1) / brokers;  // threads on this broker
+  }
+  if (all) return share;
+  const std::vector<uint32_t> mine = std::move(share.streamlets);
+  share.streamlets.clear();
+  if (slots <= mine.size()) {
+    for (size_t i = slot; i < mine.size(); i += slots) share.streamlets.push_back(mine[i]);
+  } else if (slot < mine.size() || (may_share && !mine.empty())) {
+    share.streamlets.push_back(mine[slot % mine.size()]);  // more threads than streamlets
+  }
+  return share;
 }
 
 // ---- producers -------------------------------------------------------------------------------
@@ -288,15 +332,10 @@ class Producer {
         index_(index),
         counter_(run.producer_counters[index]),
         producer_id_(run.producer_id_base + index) {
-    const uint32_t np = run.options.producers;
-    const uint32_t ns = run.streamlets;
-    if (run.options.all_streamlets) {
-      for (uint32_t s = 0; s < ns; ++s) share_.push_back(s);
-    } else if (np <= ns) {
-      for (uint32_t s = index; s < ns; s += np) share_.push_back(s);
-    } else {
-      share_.push_back(index % ns);  // more producers than streamlets: they share
-    }
+    Share share = ShareOf(run, index, run.options.producers, run.options.all_streamlets,
+                          /*may_share=*/true);
+    address_ = share.address;
+    share_ = std::move(share.streamlets);
     const Workload& w = run.workload;
     chunks_.resize(share_.size());
     for (Bytes& c : chunks_) {
@@ -319,7 +358,7 @@ class Producer {
   };
 
   Status Loop() {
-    Result<Client> client = ConnectClient(run_.options, "nearstream-perf-producer");
+    Result<Client> client = ConnectClient(address_, "nearstream-perf-producer");
     if (!client.ok()) {
       run_.ready.fetch_add(1);
       return client.status();
@@ -438,6 +477,7 @@ class Producer {
   Counter& counter_;
   const uint64_t producer_id_;
   std::optional<Client> client_;
+  std::string address_;  // the broker of share_
   std::vector<uint32_t> share_;
   std::vector<Bytes> chunks_;                // per share slot: header + the shared payload
   std::vector<uint64_t> next_sequence_;      // per share slot
@@ -453,9 +493,9 @@ class Consumer {
  public:
   Consumer(RunState& run, uint32_t index)
       : run_(run), index_(index), counter_(run.consumer_counters[index]) {
-    for (uint32_t s = index; s < run.streamlets; s += run.options.consumers) {
-      streamlets_.push_back(s);
-    }
+    Share share = ShareOf(run, index, run.options.consumers, /*all=*/false, /*may_share=*/false);
+    address_ = share.address;
+    streamlets_ = std::move(share.streamlets);
     if (run.options.verify) {
       next_sequence_.assign(uint64_t{run.options.producers} * run.streamlets, 0);
     }
@@ -468,7 +508,7 @@ class Consumer {
 
  private:
   Status Loop() {
-    Result<Client> client = ConnectClient(run_.options, "nearstream-perf-consumer");
+    Result<Client> client = ConnectClient(address_, "nearstream-perf-consumer");
     if (!client.ok()) {
       run_.ready.fetch_add(1);
       return client.status();
@@ -563,6 +603,7 @@ class Consumer {
   const uint32_t index_;
   Counter& counter_;
   std::optional<Client> client_;
+  std::string address_;  // the broker of streamlets_
   std::vector<uint32_t> streamlets_;
   std::vector<uint64_t> next_sequence_;  // --verify: per (producer, streamlet)
 };
@@ -571,7 +612,9 @@ class Consumer {
 
 // Creates the stream when asked and returns the number of streamlets the run uses.
 Result<uint32_t> PrepareStream(const Options& o) {
-  ASSIGN_OR_RETURN(Client client, ConnectClient(o, "nearstream-perf"));
+  ASSIGN_OR_RETURN(std::vector<std::string> brokers,
+                   net::ClusterPlacement::SplitBootstrap(o.broker));
+  ASSIGN_OR_RETURN(Client client, ConnectClient(brokers.front(), "nearstream-perf"));
   if (o.create) {
     storage::StreamConfig c;
     c.name = o.stream;
@@ -632,7 +675,11 @@ uint64_t RandomProducerIdBase() {
 
 Status Execute(const Options& o) {
   ASSIGN_OR_RETURN(uint32_t streamlets, PrepareStream(o));
-  RunState run(o, streamlets, RandomProducerIdBase());
+  std::optional<net::ClusterPlacement> placement;
+  if (o.broker.find(',') != std::string::npos) {
+    ASSIGN_OR_RETURN(placement, net::ClusterPlacement::Load(o.broker, o.stream));
+  }
+  RunState run(o, streamlets, RandomProducerIdBase(), std::move(placement));
   const Workload& w = run.workload;
   std::printf(
       "nearstream-perf: stream %s, %u streamlets, %u producers, %u consumers, chunk %u B "
@@ -779,10 +826,13 @@ int Main(int argc, char** argv) {
     std::fputs(kUsage, stdout);
     return kExitOk;
   }
-  Result<net::BrokerAddress> address = net::ParseBrokerAddress(o->broker);
-  if (!address.ok()) {
-    std::fprintf(stderr, "nearstream-perf: %s\n", address.status().message().c_str());
-    return kExitUsage;
+  Result<std::vector<std::string>> brokers = net::ClusterPlacement::SplitBootstrap(o->broker);
+  for (const std::string& broker : brokers.ok() ? *brokers : std::vector<std::string>{""}) {
+    Result<net::BrokerAddress> address = net::ParseBrokerAddress(broker);
+    if (!address.ok()) {
+      std::fprintf(stderr, "nearstream-perf: %s\n", address.status().message().c_str());
+      return kExitUsage;
+    }
   }
   Status s = Execute(*o);
   if (!s.ok()) {
