@@ -4,6 +4,9 @@
 //   seq 1 1000 | nearstream --broker 127.0.0.1:7070 produce clicks --round-robin
 //   nearstream --broker 127.0.0.1:7070 consume clicks --from earliest --timeout-ms 1000
 //
+// --broker takes one address or a cluster's bootstrap list (cli_routing.h): produce, consume and
+// metadata then send each streamlet's requests to its broker.
+//
 // Exit codes: 0 success, 1 broker or I/O error (the message names the status), 2 bad usage.
 #include <algorithm>
 #include <cerrno>
@@ -16,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "cli_routing.h"
 #include "nearstream/broker/damage_metrics.h"
 #include "nearstream/common/clock.h"
 #include "nearstream/net/client.h"
@@ -36,7 +40,7 @@ constexpr int kExitUsage = 2;
 constexpr uint32_t kMaxChunkBytes = 1u << 20;
 
 constexpr char kMainUsage[] =
-    "Usage: nearstream --broker HOST:PORT <command> [options]\n"
+    "Usage: nearstream --broker HOST:PORT[,HOST:PORT...] <command> [options]\n"
     "\n"
     "Commands:\n"
     "  create STREAM     create a stream\n"
@@ -51,14 +55,25 @@ constexpr char kMainUsage[] =
     "  txn SUBCOMMAND    list, abort or commit a stream's open and prepared transactions\n"
     "\n"
     "Options:\n"
-    "  --broker HOST:PORT  broker address (default: $NEARSTREAM_BROKER)\n"
+    "  --broker HOST:PORT[,HOST:PORT...]\n"
+    "                      a broker, or a cluster's bootstrap list (default: $NEARSTREAM_BROKER):\n"
+    "                      produce, consume and metadata then go to each streamlet's broker;\n"
+    "                      the other commands to the first broker that answers\n"
     "  --help              this text; 'nearstream COMMAND --help' describes a command\n"
     "\n"
     "Exit codes: 0 success, 1 broker or I/O error, 2 bad usage.\n";
 
 // A command parses all its flags first (a usage error exits 2 before any connection is made),
-// then returns the runner that talks to the broker.
-using Runner = std::function<Status(Client&)>;
+// then returns the runner that talks to the brokers.
+using Runner = std::function<Status(BrokerConnections&)>;
+
+// A runner for a command that is not per streamlet: it talks to the first reachable broker.
+Runner OnFirstBroker(std::function<Status(Client&)> run) {
+  return [run = std::move(run)](BrokerConnections& brokers) {
+    ASSIGN_OR_RETURN(Client * client, brokers.First());
+    return run(*client);
+  };
+}
 
 struct Command {
   const char* name;
@@ -151,7 +166,7 @@ Result<Runner> PrepareCreate(const Flags& flags) {
   c.segment_bytes = static_cast<uint32_t>(segment_bytes);  // 0 = the broker's default
   c.segments_per_group = static_cast<uint32_t>(per_group);
   c.active_groups = static_cast<uint32_t>(active);
-  return Runner([c](Client& client) {
+  return OnFirstBroker([c](Client& client) {
     RETURN_IF_ERROR(client.CreateStream(c));
     std::printf("created stream %s with %u streamlets\n", c.name.c_str(), c.streamlets);
     return Status::Ok();
@@ -160,7 +175,7 @@ Result<Runner> PrepareCreate(const Flags& flags) {
 
 Result<Runner> PrepareDelete(const Flags& flags) {
   ASSIGN_OR_RETURN(std::string name, OneStreamArgument(flags));
-  return Runner([name](Client& client) {
+  return OnFirstBroker([name](Client& client) {
     RETURN_IF_ERROR(client.DeleteStream(name));
     std::printf("deleted stream %s\n", name.c_str());
     return Status::Ok();
@@ -194,12 +209,12 @@ Status Describe(Client& client, const std::string& name) {
 
 Result<Runner> PrepareDescribe(const Flags& flags) {
   ASSIGN_OR_RETURN(std::string name, OneStreamArgument(flags));
-  return Runner([name](Client& client) { return Describe(client, name); });
+  return OnFirstBroker([name](Client& client) { return Describe(client, name); });
 }
 
 Result<Runner> PrepareList(const Flags& flags) {
   RETURN_IF_ERROR(NoArguments(flags));
-  return Runner([](Client& client) {
+  return OnFirstBroker([](Client& client) {
     ASSIGN_OR_RETURN(std::vector<std::string> names, client.ListStreams());
     for (const std::string& n : names) std::printf("%s\n", n.c_str());
     return Status::Ok();
@@ -207,7 +222,7 @@ Result<Runner> PrepareList(const Flags& flags) {
 }
 
 Result<Runner> PrepareCluster(const Flags& flags) {
-  return Runner([streams = flags.positional()](Client& client) {
+  return OnFirstBroker([streams = flags.positional()](Client& client) {
     ASSIGN_OR_RETURN(net::ClusterMetadataResponse m, client.ClusterMetadata(streams));
     std::printf("brokers (as broker %u sees them):\n", m.broker_id);
     for (const net::BrokerInfo& b : m.brokers) {
@@ -223,9 +238,20 @@ Result<Runner> PrepareCluster(const Flags& flags) {
   });
 }
 
-Status PrintMetadata(Client& client, const std::string& name) {
-  ASSIGN_OR_RETURN(net::MetadataResponse m, client.Metadata(name));
-  for (const net::StreamletMetadata& s : m.streamlets) {
+// Asks each broker for its own streamlets and prints them all in streamlet order.
+Status PrintMetadata(BrokerConnections& brokers, const std::string& name) {
+  ASSIGN_OR_RETURN(auto by_broker, brokers.ByBroker(name, {}));
+  std::vector<net::StreamletMetadata> streamlets;
+  for (const auto& [address, mine] : by_broker) {
+    ASSIGN_OR_RETURN(Client * client, brokers.To(address));
+    ASSIGN_OR_RETURN(net::MetadataResponse m, client->Metadata(name, mine));
+    for (net::StreamletMetadata& s : m.streamlets) streamlets.push_back(std::move(s));
+  }
+  std::stable_sort(streamlets.begin(), streamlets.end(),
+                   [](const net::StreamletMetadata& a, const net::StreamletMetadata& b) {
+                     return a.streamlet < b.streamlet;
+                   });
+  for (const net::StreamletMetadata& s : streamlets) {
     std::printf("streamlet %u: head %s tail %s, %zu groups\n", s.streamlet,
                 s.head.ToString().c_str(), s.tail.ToString().c_str(), s.groups.size());
     for (const net::GroupMetadata& g : s.groups) {
@@ -241,15 +267,15 @@ Status PrintMetadata(Client& client, const std::string& name) {
 
 Result<Runner> PrepareMetadata(const Flags& flags) {
   ASSIGN_OR_RETURN(std::string name, OneStreamArgument(flags));
-  return Runner([name](Client& client) { return PrintMetadata(client, name); });
+  return Runner([name](BrokerConnections& brokers) { return PrintMetadata(brokers, name); });
 }
 
 // Appends chunks synchronously, one request per chunk, so per-streamlet order is the input order
-// and sequence numbers never race.
+// and sequence numbers never race. Each chunk goes to its streamlet's broker.
 class LineProducer {
  public:
-  LineProducer(Client& client, std::string stream, uint64_t producer_id)
-      : client_(client), stream_(std::move(stream)), producer_id_(producer_id) {}
+  LineProducer(BrokerConnections& brokers, std::string stream, uint64_t producer_id)
+      : brokers_(brokers), stream_(std::move(stream)), producer_id_(producer_id) {}
 
   Status Append(uint32_t streamlet, storage::ChunkBuilder& builder) {
     if (streamlet >= sequences_.size()) sequences_.resize(streamlet + 1, 0);
@@ -258,7 +284,8 @@ class LineProducer {
     net::AppendRequest request;
     request.stream = stream_;
     request.entries.push_back({streamlet, chunk.data(), static_cast<uint32_t>(chunk.size())});
-    ASSIGN_OR_RETURN(net::AppendResponse response, client_.Append(request));
+    ASSIGN_OR_RETURN(Client * client, brokers_.ForStreamlet(stream_, streamlet));
+    ASSIGN_OR_RETURN(net::AppendResponse response, client->Append(request));
     if (response.results.size() != 1) {
       return Status::MalformedRequest("append answered with " +
                                       std::to_string(response.results.size()) +
@@ -280,7 +307,7 @@ class LineProducer {
   uint64_t chunks() const { return chunks_; }
 
  private:
-  Client& client_;
+  BrokerConnections& brokers_;
   std::string stream_;
   uint64_t producer_id_;
   std::vector<uint64_t> sequences_;  // next sequence per streamlet
@@ -297,7 +324,7 @@ struct ProduceOptions {
   uint64_t producer_id = 0;
 };
 
-Status Produce(Client& client, const ProduceOptions& o) {
+Status Produce(BrokerConnections& brokers, const ProduceOptions& o) {
   std::ifstream file;
   std::istream* in = &std::cin;
   if (!o.file.empty()) {
@@ -306,18 +333,21 @@ Status Produce(Client& client, const ProduceOptions& o) {
     in = &file;
   }
   // The stream's shape bounds the streamlets and the chunk size.
-  ASSIGN_OR_RETURN(storage::StreamConfig config, client.DescribeStream(o.stream));
+  ASSIGN_OR_RETURN(Client * first, brokers.First());
+  ASSIGN_OR_RETURN(storage::StreamConfig config, first->DescribeStream(o.stream));
   if (!o.round_robin && o.streamlet >= config.streamlets) {
     return Status::StreamletNotFound("--streamlet " + std::to_string(o.streamlet) + " but stream " +
                                      o.stream + " has " + std::to_string(config.streamlets) +
                                      " streamlets");
   }
+  // The first chunk's broker, before any input is read: an unreachable one fails at once.
+  RETURN_IF_ERROR(brokers.ForStreamlet(o.stream, o.streamlet).status());
   uint32_t max_chunk = kMaxChunkBytes;
   if (config.segment_bytes != 0 && config.segment_bytes < max_chunk) {
     max_chunk = config.segment_bytes;
   }
 
-  LineProducer producer(client, o.stream, o.producer_id);
+  LineProducer producer(brokers, o.stream, o.producer_id);
   storage::ChunkBuilder builder;
   uint32_t streamlet = o.streamlet;
   auto flush = [&]() -> Status {
@@ -363,7 +393,7 @@ Result<Runner> PrepareProduce(const Flags& flags) {
   o.file = flags.String("file");
   if (flags.Has("file") && o.file.empty())
     return Status::InvalidArgument("--file needs a file name");
-  return Runner([o](Client& client) { return Produce(client, o); });
+  return Runner([o](BrokerConnections& brokers) { return Produce(brokers, o); });
 }
 
 struct ConsumeOptions {
@@ -394,59 +424,77 @@ Result<bool> PrintBlock(const net::FetchBlock& block, uint64_t max_records, uint
   return true;
 }
 
-Status Consume(Client& client, const ConsumeOptions& o) {
+// One broker's part of a consume: its connection and the fetch of its streamlets.
+struct BrokerFetch {
+  Client* client = nullptr;
+  net::FetchRequest request;
+};
+
+Status Consume(BrokerConnections& brokers, const ConsumeOptions& o) {
   std::vector<uint32_t> streamlets = o.streamlets;
   if (streamlets.empty()) {
-    ASSIGN_OR_RETURN(storage::StreamConfig config, client.DescribeStream(o.stream));
+    ASSIGN_OR_RETURN(Client * first, brokers.First());
+    ASSIGN_OR_RETURN(storage::StreamConfig config, first->DescribeStream(o.stream));
     for (uint32_t s = 0; s < config.streamlets; ++s) streamlets.push_back(s);
   }
-  net::FetchRequest request;
-  request.stream = o.stream;
-  for (uint32_t s : streamlets) {
-    Position start = o.from == ConsumeOptions::From::kPosition ? o.position : Position{};
-    request.entries.push_back({s, start, o.fetch_bytes});
-  }
-  if (o.from == ConsumeOptions::From::kLatest) {
-    ASSIGN_OR_RETURN(net::MetadataResponse m, client.Metadata(o.stream, streamlets));
-    for (net::FetchEntry& e : request.entries) {
-      for (const net::StreamletMetadata& s : m.streamlets) {
-        if (s.streamlet == e.streamlet) e.position = s.tail;
+  ASSIGN_OR_RETURN(auto by_broker, brokers.ByBroker(o.stream, streamlets));
+  std::vector<BrokerFetch> fetches;
+  for (const auto& [address, mine] : by_broker) {
+    BrokerFetch& f = fetches.emplace_back();
+    ASSIGN_OR_RETURN(f.client, brokers.To(address));
+    f.request.stream = o.stream;
+    for (uint32_t s : mine) {
+      Position start = o.from == ConsumeOptions::From::kPosition ? o.position : Position{};
+      f.request.entries.push_back({s, start, o.fetch_bytes});
+    }
+    if (o.from == ConsumeOptions::From::kLatest) {
+      ASSIGN_OR_RETURN(net::MetadataResponse m, f.client->Metadata(o.stream, mine));
+      for (net::FetchEntry& e : f.request.entries) {
+        for (const net::StreamletMetadata& s : m.streamlets) {
+          if (s.streamlet == e.streamlet) e.position = s.tail;
+        }
       }
     }
   }
 
+  // Long-poll in slices so that --timeout-ms is honoured; 0 drains what is there and stops. The
+  // brokers are asked in turn, each with its share of the slice.
+  const int64_t slice = std::max<int64_t>(500 / static_cast<int64_t>(fetches.size()), 100);
   uint64_t printed = 0;
   int64_t last_data_ms = MonotonicNowMs();
   for (;;) {
-    // Long-poll in slices so that --timeout-ms is honoured; 0 drains what is there and stops.
-    int64_t wait = 500;
-    if (o.timeout_ms >= 0) {
-      wait = std::clamp<int64_t>(last_data_ms + o.timeout_ms - MonotonicNowMs(), 0, wait);
-    }
-    request.max_wait_ms = static_cast<uint32_t>(wait);
-    ASSIGN_OR_RETURN(net::FetchReply reply, client.Fetch(request));
-    const uint64_t printed_before = printed;
-    for (const net::FetchResult& r : reply.response.results) {
-      if (r.status != 0) {
-        return Status(static_cast<StatusCode>(r.status),
-                      "fetch from streamlet " + std::to_string(r.streamlet) + ": " + r.message);
+    const uint64_t printed_before_round = printed;
+    for (BrokerFetch& f : fetches) {
+      int64_t wait = slice;
+      if (o.timeout_ms >= 0) {
+        wait = std::clamp<int64_t>(last_data_ms + o.timeout_ms - MonotonicNowMs(), 0, wait);
       }
-      for (const net::FetchBlock& b : r.blocks) {
-        ASSIGN_OR_RETURN(bool more, PrintBlock(b, o.max_records, &printed));
-        if (!more) {
-          std::fflush(stdout);
-          std::fprintf(stderr, "consumed %llu records\n", static_cast<unsigned long long>(printed));
-          return Status::Ok();
+      f.request.max_wait_ms = static_cast<uint32_t>(wait);
+      ASSIGN_OR_RETURN(net::FetchReply reply, f.client->Fetch(f.request));
+      const uint64_t printed_before = printed;
+      for (const net::FetchResult& r : reply.response.results) {
+        if (r.status != 0) {
+          return Status(static_cast<StatusCode>(r.status),
+                        "fetch from streamlet " + std::to_string(r.streamlet) + ": " + r.message);
+        }
+        for (const net::FetchBlock& b : r.blocks) {
+          ASSIGN_OR_RETURN(bool more, PrintBlock(b, o.max_records, &printed));
+          if (!more) {
+            std::fflush(stdout);
+            std::fprintf(stderr, "consumed %llu records\n",
+                         static_cast<unsigned long long>(printed));
+            return Status::Ok();
+          }
+        }
+        for (net::FetchEntry& e : f.request.entries) {
+          if (e.streamlet == r.streamlet) e.position = r.next;
         }
       }
-      for (net::FetchEntry& e : request.entries) {
-        if (e.streamlet == r.streamlet) e.position = r.next;
-      }
+      std::fflush(stdout);
+      if (printed != printed_before) last_data_ms = MonotonicNowMs();
     }
-    std::fflush(stdout);
-    if (printed != printed_before) {
-      last_data_ms = MonotonicNowMs();
-    } else if (o.timeout_ms >= 0 && MonotonicNowMs() - last_data_ms >= o.timeout_ms) {
+    if (printed == printed_before_round && o.timeout_ms >= 0 &&
+        MonotonicNowMs() - last_data_ms >= o.timeout_ms) {
       break;
     }
   }
@@ -472,12 +520,12 @@ Result<Runner> PrepareConsume(const Flags& flags) {
     o.from = ConsumeOptions::From::kPosition;
     ASSIGN_OR_RETURN(o.position, ParsePosition(from));
   }
-  return Runner([o](Client& client) { return Consume(client, o); });
+  return Runner([o](BrokerConnections& brokers) { return Consume(brokers, o); });
 }
 
 Result<Runner> PrepareStats(const Flags& flags) {
   RETURN_IF_ERROR(NoArguments(flags));
-  return Runner([](Client& client) {
+  return OnFirstBroker([](Client& client) {
     ASSIGN_OR_RETURN(net::StatsResponse stats, client.Stats());
     for (const auto& [name, value] : stats.values) {
       std::printf("%s %llu\n", name.c_str(), static_cast<unsigned long long>(value));
@@ -606,7 +654,7 @@ Result<Runner> PrepareTxn(const Flags& flags) {
       return Status::InvalidArgument("txn abort-all needs a non-empty --prefix P");
     }
   }
-  return Runner([o](Client& client) { return RunTxn(client, o); });
+  return OnFirstBroker([o](Client& client) { return RunTxn(client, o); });
 }
 
 std::vector<Command> Commands() {
@@ -635,21 +683,29 @@ std::vector<Command> Commands() {
        "of one that stores everything.\n",
        {},
        PrepareCluster},
-      {"metadata", "Usage: nearstream --broker HOST:PORT metadata STREAM\n", {}, PrepareMetadata},
+      {"metadata",
+       "Usage: nearstream --broker HOST:PORT[,HOST:PORT...] metadata STREAM\n"
+       "Prints each streamlet's head and tail positions and groups. With a cluster's bootstrap\n"
+       "list, each broker is asked for its own streamlets.\n",
+       {},
+       PrepareMetadata},
       {"produce",
-       "Usage: nearstream --broker HOST:PORT produce STREAM [--file F]\n"
+       "Usage: nearstream --broker HOST:PORT[,HOST:PORT...] produce STREAM [--file F]\n"
        "         [--streamlet S | --round-robin] [--batch-records N] [--producer-id ID]\n"
        "Appends each line of stdin (or of F) as one record, in chunks of up to N records\n"
        "(default 100) to streamlet S (default 0) or to the streamlets in turn. Sequence numbers\n"
        "make the appends idempotent; the producer id defaults to a random one (0 = no dedup).\n"
-       "Prints how many records the broker acknowledged.\n",
+       "Prints how many records the broker acknowledged. With a cluster's bootstrap list, each\n"
+       "chunk goes to its streamlet's broker.\n",
        {{"file"}, {"streamlet"}, {"round-robin", false}, {"batch-records"}, {"producer-id"}},
        PrepareProduce},
       {"consume",
-       "Usage: nearstream --broker HOST:PORT consume STREAM [--from earliest|latest|G:S:O]\n"
+       "Usage: nearstream --broker HOST:PORT[,HOST:PORT...] consume STREAM\n"
+       "         [--from earliest|latest|G:S:O]\n"
        "         [--streamlets 0,1] [--max-records N] [--timeout-ms T] [--fetch-bytes B]\n"
        "Prints each record on its own line, from the chosen position of every streamlet (default\n"
-       "all). Stops after N records, or after T ms without new data (default: never).\n",
+       "all). Stops after N records, or after T ms without new data (default: never). With a\n"
+       "cluster's bootstrap list, each streamlet is fetched from its broker.\n",
        {{"from"}, {"streamlets"}, {"max-records"}, {"timeout-ms"}, {"fetch-bytes"}},
        PrepareConsume},
       {"stats", "Usage: nearstream --broker HOST:PORT stats\n", {}, PrepareStats},
@@ -721,15 +777,17 @@ int Main(int argc, char** argv) {
   if (broker.empty()) {
     return UsageError("no broker: pass --broker HOST:PORT or set NEARSTREAM_BROKER", name);
   }
-  Result<net::BrokerAddress> address = net::ParseBrokerAddress(broker);
-  if (!address.ok()) return UsageError(address.status().message(), name);
+  Result<std::vector<std::string>> addresses = net::ClusterPlacement::SplitBootstrap(broker);
+  if (!addresses.ok()) return UsageError(addresses.status().message(), name);
+  for (const std::string& a : *addresses) {
+    Result<net::BrokerAddress> address = net::ParseBrokerAddress(a);
+    if (!address.ok()) return UsageError(address.status().message(), name);
+  }
   Result<Runner> runner = command->prepare(*flags);
   if (!runner.ok()) return UsageError(runner.status().message(), name);
 
-  Result<Client> client = Client::Connect(*address);
-  Status status = client.status();
-  if (status.ok()) status = client->Handshake("nearstream-cli").status();
-  if (status.ok()) status = (*runner)(*client);
+  BrokerConnections brokers(std::move(addresses).value(), "nearstream-cli");
+  Status status = (*runner)(brokers);
   std::fflush(stdout);
   if (status.ok()) return kExitOk;
   std::fprintf(stderr, "nearstream %s: %s\n", name.c_str(), status.ToString().c_str());

@@ -355,6 +355,9 @@ Result<std::shared_ptr<storage::Stream>> ZkCluster::Find(const std::string& name
 
 Status ZkCluster::CreateStream(const storage::StreamConfig& config) {
   RETURN_IF_ERROR(config.Validate());
+  // The registered brokers as of now, not as of the last watch: a broker that just joined gets
+  // its share of the new stream.
+  RETURN_IF_ERROR(ReadBrokers());
   std::vector<uint32_t> live;
   {
     MutexLock lock(&mu_);

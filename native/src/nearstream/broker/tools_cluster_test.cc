@@ -1,0 +1,367 @@
+// The nearstream CLI against a cluster of three real brokers (docs/cluster.md): a ZooKeeper
+// server from the jars the zookeeper-server module assembles, three nearstreamd with
+// --zookeeper, and the CLI with a bootstrap list sending each streamlet's requests to its owner.
+//
+// Maven builds the native module before zookeeper-server, so a clean `mvn verify` runs this
+// before the jars exist: the test is skipped then (naming the directory), and runs whenever
+// zookeeper-server/target/lib is there (the tsan stage of CI, a developer's tree).
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "nearstream/net/client.h"
+#include "nearstream/testing/test_broker_process.h"
+
+namespace nearstream::testing {
+namespace {
+
+constexpr uint32_t kStreamlets = 6;
+
+std::string RepositoryRoot() {
+  std::error_code ec;
+  return std::filesystem::weakly_canonical(
+             std::filesystem::path(NEARSTREAM_TESTDATA_DIR).parent_path(), ec)
+      .string();
+}
+
+// The java binary: $JAVA_HOME/bin/java, else the first java on $PATH; empty when there is none.
+std::string FindJava() {
+  const char* home = std::getenv("JAVA_HOME");
+  if (home != nullptr && *home != '\0') {
+    std::string java = std::string(home) + "/bin/java";
+    if (access(java.c_str(), X_OK) == 0) return java;
+  }
+  const char* path = std::getenv("PATH");
+  std::istringstream dirs(path == nullptr ? "" : path);
+  for (std::string dir; std::getline(dirs, dir, ':');) {
+    std::string java = (dir.empty() ? "." : dir) + "/java";
+    if (access(java.c_str(), X_OK) == 0) return java;
+  }
+  return "";
+}
+
+// A port of 127.0.0.1 that nothing listened on a moment ago.
+uint16_t FreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return 0;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  uint16_t port = 0;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+    port = ntohs(a.sin_port);
+  }
+  close(fd);
+  return port;
+}
+
+// ZooKeeper's answer to a four-letter word on 127.0.0.1:port ("" when it does not answer).
+std::string FourLetterWord(uint16_t port, const std::string& word) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return "";
+  timeval tv{1, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(port);
+  std::string answer;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+      send(fd, word.data(), word.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(word.size())) {
+    char buf[256];
+    for (ssize_t n; (n = recv(fd, buf, sizeof(buf), 0)) > 0;) {
+      answer.append(buf, static_cast<size_t>(n));
+    }
+  }
+  close(fd);
+  return answer;
+}
+
+// A standalone ZooKeeper server in a JVM of its own (as scripts/zookeeper.sh starts it), killed
+// with its data on destruction.
+class ZooKeeperProcess {
+ public:
+  ZooKeeperProcess() = default;
+  ZooKeeperProcess(const ZooKeeperProcess&) = delete;
+  ZooKeeperProcess& operator=(const ZooKeeperProcess&) = delete;
+  ~ZooKeeperProcess() { Stop(); }
+
+  Status Start(const std::string& java, const std::string& lib) {
+    if (!temp_.ok()) return Status::IoError("cannot create a temp dir");
+    for (int attempt = 0; attempt < 3; ++attempt) {  // the free port may be taken meanwhile
+      port_ = FreePort();
+      if (port_ == 0) return Status::IoError("no free port");
+      Status s = Launch(java, lib);
+      if (s.ok() || log().find("Address already in use") == std::string::npos) return s;
+    }
+    return Status::IoError("ZooKeeper found no free port; its output:\n" + log());
+  }
+
+  void Stop() {
+    if (pid_ <= 0) return;
+    kill(pid_, SIGTERM);
+    const int64_t deadline = MonotonicNowMs() + 5000;
+    int status = 0;
+    while (waitpid(pid_, &status, WNOHANG) == 0) {
+      if (MonotonicNowMs() >= deadline) {
+        kill(pid_, SIGKILL);
+        waitpid(pid_, &status, 0);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    pid_ = -1;
+  }
+
+  uint16_t port() const { return port_; }
+  std::string log() const { return internal::ReadFile(temp_.path() + "/zookeeper.log"); }
+
+ private:
+  Status Launch(const std::string& java, const std::string& lib) {
+    const std::string config = temp_.path() + "/zoo.cfg";
+    {
+      std::ofstream out(config, std::ios::trunc);
+      out << "tickTime=500\ndataDir=" << temp_.path() << "/data\nclientPortAddress=127.0.0.1\n"
+          << "clientPort=" << port_ << "\nadmin.enableServer=false\n"
+          << "4lw.commands.whitelist=ruok\nforceSync=no\n";
+      if (!out) return Status::IoError("cannot write " + config);
+    }
+    std::vector<std::string> argv = {
+        java,  "-Xmx256m", "-Djava.awt.headless=true",
+        "-cp", lib + "/*", "org.apache.zookeeper.server.ZooKeeperServerMain",
+        config};
+    std::vector<char*> args = internal::ArgvPointers(argv);
+    const std::string log_path = temp_.path() + "/zookeeper.log";
+    int log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (log_fd < 0 || null_fd < 0) {
+      if (log_fd >= 0) close(log_fd);
+      if (null_fd >= 0) close(null_fd);
+      return Status::FromErrno(StatusCode::kIoError, "open " + log_path, errno);
+    }
+    const pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid == 0) {
+      dup2(null_fd, 0);
+      dup2(log_fd, 1);
+      dup2(log_fd, 2);
+      internal::ExecChild(args.data(), parent);
+    }
+    close(log_fd);
+    close(null_fd);
+    if (pid < 0) return Status::FromErrno(StatusCode::kIoError, "fork", errno);
+    pid_ = pid;
+    const int64_t deadline = MonotonicNowMs() + 60000;  // a JVM on a loaded machine
+    while (MonotonicNowMs() < deadline) {
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return Status::IoError("ZooKeeper exited with code " +
+                               std::to_string(internal::DecodeWaitStatus(status)) +
+                               " before serving; its output:\n" + log());
+      }
+      if (FourLetterWord(port_, "ruok") == "imok") return Status::Ok();
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    Stop();
+    return Status::IoError("ZooKeeper did not answer ruok on port " + std::to_string(port_) +
+                           " within 60 s; its output:\n" + log());
+  }
+
+  TempDir temp_;
+  pid_t pid_ = -1;
+  uint16_t port_ = 0;
+};
+
+class ToolsClusterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string lib = RepositoryRoot() + "/zookeeper-server/target/lib";
+    if (!std::filesystem::is_directory(lib)) {
+      GTEST_SKIP() << "no ZooKeeper jars in " << lib
+                   << " (built by 'mvn -pl zookeeper-server package', after the native module)";
+    }
+    const std::string java = FindJava();
+    if (java.empty())
+      GTEST_FAIL() << "the ZooKeeper jars are in " << lib << " but no java is found";
+    zookeeper_ = std::make_unique<ZooKeeperProcess>();
+    Status zk = zookeeper_->Start(java, lib);
+    ASSERT_TRUE(zk.ok()) << zk.ToString();
+    for (int id = 1; id <= 3; ++id) {
+      TestBroker::Options options;
+      options.extra_args = {"--zookeeper",
+                            "127.0.0.1:" + std::to_string(zookeeper_->port()) + "/nearstream",
+                            "--broker-id",
+                            std::to_string(id),
+                            "--zookeeper-session-ms",
+                            "2000"};
+      auto b = TestBroker::Start(options);
+      ASSERT_TRUE(b.ok()) << "broker " << id << ": " << b.status().ToString();
+      brokers_.push_back(std::move(b).value());
+    }
+    // A broker learns of the others through a ZooKeeper watch, and CreateStream places the
+    // streamlets over the brokers it knows: wait until each knows all three.
+    for (const auto& b : brokers_) {
+      const int64_t deadline = MonotonicNowMs() + 20000;
+      size_t known = 0;
+      while (known != brokers_.size() && MonotonicNowMs() < deadline) {
+        auto client = net::Client::Connect(b->address());
+        auto view = client.ok() ? client->ClusterMetadata() : client.status();
+        known = view.ok() ? view->brokers.size() : 0;
+        if (known != brokers_.size()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+      ASSERT_EQ(known, brokers_.size()) << b->address() << " does not see every broker";
+    }
+  }
+  void TearDown() override {
+    if (HasFailure()) {
+      for (size_t i = 0; i < brokers_.size(); ++i) {
+        std::cerr << "broker " << i + 1 << " log:\n" << brokers_[i]->log().substr(0, 4000);
+      }
+    }
+    brokers_.clear();  // before ZooKeeper
+    zookeeper_.reset();
+  }
+
+  // The bootstrap list of every broker.
+  std::string All() const {
+    std::string out;
+    for (const auto& b : brokers_) out += (out.empty() ? "" : ",") + b->address();
+    return out;
+  }
+
+  static ProcessResult Cli(const std::string& broker, std::vector<std::string> args,
+                           const std::string& input = "") {
+    args.insert(args.begin(), {NEARSTREAM_CLI_PATH, "--broker", broker});
+    return RunProcess(args, input, 60000);
+  }
+
+  std::unique_ptr<ZooKeeperProcess> zookeeper_;
+  std::vector<std::unique_ptr<TestBroker>> brokers_;
+};
+
+TEST_F(ToolsClusterTest, CliProducesAndConsumesOverTheStreamletsBrokers) {
+  ProcessResult r = Cli(brokers_[0]->address(), {"create", "orders", "--streamlets", "6"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+
+  // Where the streamlets went: every broker stores some (6 round-robin over 3).
+  auto client = net::Client::Connect(brokers_[0]->address());
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  auto view = client->ClusterMetadata({"orders"});
+  ASSERT_TRUE(view.ok()) << view.status().ToString();
+  ASSERT_EQ(view->streams.size(), 1u);
+  const std::vector<uint32_t> owners = view->streams[0].owners;
+  ASSERT_EQ(owners.size(), kStreamlets);
+  std::map<uint32_t, std::string> address_of;
+  for (const net::BrokerInfo& b : view->brokers) address_of[b.id] = b.address;
+  ASSERT_EQ(address_of.size(), 3u);
+  for (uint32_t id = 1; id <= 3; ++id) {
+    EXPECT_EQ(std::count(owners.begin(), owners.end(), id), 2) << "broker " << id;
+    EXPECT_EQ(address_of[id], brokers_[id - 1]->address());
+  }
+
+  std::vector<std::string> sent;
+  std::string input;
+  for (int i = 0; i < 600; ++i) {
+    sent.push_back("order " + std::to_string(i));
+    input += sent.back() + "\n";
+  }
+  r = Cli(All(), {"produce", "orders", "--round-robin", "--batch-records", "10"}, input);
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_NE(r.out.find("acknowledged 600 records in 60 chunks"), std::string::npos) << r.out;
+
+  r = Cli(All(), {"consume", "orders", "--timeout-ms", "1000"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  std::vector<std::string> got = Lines(r.out);
+  std::vector<std::string> sorted_sent = sent;
+  std::sort(sorted_sent.begin(), sorted_sent.end());
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got, sorted_sent);  // every line exactly once
+
+  // One streamlet of broker 2 alone, in the order written: chunk k went to streamlet k mod 6.
+  const uint32_t of_2 =
+      static_cast<uint32_t>(std::find(owners.begin(), owners.end(), 2u) - owners.begin());
+  r = Cli(All(),
+          {"consume", "orders", "--streamlets", std::to_string(of_2), "--max-records", "100"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  std::vector<std::string> expected;
+  for (size_t i = 0; i < sent.size(); ++i) {
+    if ((i / 10) % kStreamlets == of_2) expected.push_back(sent[i]);
+  }
+  EXPECT_EQ(Lines(r.out), expected);
+
+  // metadata asks each broker for its own streamlets and prints them all, in order.
+  r = Cli(All(), {"metadata", "orders"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  std::vector<std::string> heads;
+  for (const std::string& line : Lines(r.out)) {
+    if (line.rfind("streamlet ", 0) == 0) heads.push_back(line.substr(0, line.find(':')));
+  }
+  EXPECT_EQ(heads, (std::vector<std::string>{"streamlet 0", "streamlet 1", "streamlet 2",
+                                             "streamlet 3", "streamlet 4", "streamlet 5"}))
+      << r.out;
+
+  // Commands that are not per streamlet go to the first broker of the list that answers.
+  const std::string refused = "127.0.0.1:" + std::to_string(FreePort());
+  r = Cli(refused + "," + All(), {"list"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_EQ(Lines(r.out), std::vector<std::string>{"orders"});
+  r = Cli(refused + "," + All(), {"consume", "orders", "--timeout-ms", "300"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_EQ(Lines(r.out).size(), sent.size());
+  r = Cli(refused, {"list"});
+  EXPECT_EQ(r.exit_code, 1) << Describe(r);
+  EXPECT_NE(r.err.find(refused), std::string::npos) << r.err;
+}
+
+TEST_F(ToolsClusterTest, OneBrokerAnswersNotOwnerForAnotherBrokersStreamlet) {
+  ProcessResult r = Cli(brokers_[0]->address(), {"create", "clicks", "--streamlets", "6"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  auto client = net::Client::Connect(brokers_[0]->address());
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  auto view = client->ClusterMetadata({"clicks"});
+  ASSERT_TRUE(view.ok() && view->streams.size() == 1) << view.status().ToString();
+  const std::vector<uint32_t>& owners = view->streams[0].owners;
+  const auto other =
+      std::find_if(owners.begin(), owners.end(), [](uint32_t id) { return id != 1; });
+  ASSERT_NE(other, owners.end());
+  const std::string streamlet = std::to_string(other - owners.begin());
+  const std::string owner_address = brokers_[*other - 1]->address();
+
+  r = Cli(brokers_[0]->address(), {"produce", "clicks", "--streamlet", streamlet}, "a\n");
+  EXPECT_EQ(r.exit_code, 1) << Describe(r);
+  EXPECT_NE(r.err.find("NOT_OWNER"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(owner_address), std::string::npos) << r.err;
+
+  r = Cli(brokers_[0]->address(), {"consume", "clicks", "--streamlets", streamlet});
+  EXPECT_EQ(r.exit_code, 1) << Describe(r);
+  EXPECT_NE(r.err.find("NOT_OWNER"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(owner_address), std::string::npos) << r.err;
+
+  r = Cli(All(), {"produce", "clicks", "--streamlet", streamlet}, "a\n");
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_NE(r.out.find("acknowledged 1 records in 1 chunks"), std::string::npos) << r.out;
+  r = Cli(All(), {"consume", "clicks", "--streamlets", streamlet, "--max-records", "1"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_EQ(r.out, "a\n");
+}
+
+}  // namespace
+}  // namespace nearstream::testing
