@@ -6,10 +6,12 @@ import io.nearstream.flink.source.enumerator.BrokerLocality;
 import io.nearstream.flink.source.enumerator.NearstreamEnumState;
 import io.nearstream.flink.source.enumerator.NearstreamEnumStateSerializer;
 import io.nearstream.flink.source.enumerator.NearstreamSourceEnumerator;
+import io.nearstream.flink.source.enumerator.StreamLocality;
 import io.nearstream.flink.source.metrics.NearstreamSourceReaderMetrics;
 import io.nearstream.flink.source.reader.NearstreamRecordEmitter;
 import io.nearstream.flink.source.reader.NearstreamSourceReader;
 import io.nearstream.flink.source.reader.PullSplitReader;
+import io.nearstream.flink.source.reader.ReadModeFetcherManager;
 import io.nearstream.flink.source.reader.RecordRun;
 import io.nearstream.flink.source.reader.deserializer.NearstreamRecordDeserializationSchema;
 import io.nearstream.flink.source.reader.push.PushElection;
@@ -17,6 +19,9 @@ import io.nearstream.flink.source.reader.push.PushSplitReader;
 import io.nearstream.flink.source.reader.push.PushSubscriptionRegistry;
 import io.nearstream.flink.source.split.NearstreamSplit;
 import io.nearstream.flink.source.split.NearstreamSplitSerializer;
+import java.util.OptionalInt;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Predicate;
 import java.util.function.Supplier;
 import javax.annotation.Nullable;
 import org.apache.flink.annotation.PublicEvolving;
@@ -31,6 +36,8 @@ import org.apache.flink.api.connector.source.SplitEnumerator;
 import org.apache.flink.api.connector.source.SplitEnumeratorContext;
 import org.apache.flink.api.java.typeutils.ResultTypeQueryable;
 import org.apache.flink.configuration.Configuration;
+import org.apache.flink.connector.base.source.reader.fetcher.SingleThreadFetcherManager;
+import org.apache.flink.connector.base.source.reader.fetcher.SplitFetcherManager;
 import org.apache.flink.connector.base.source.reader.splitreader.SplitReader;
 import org.apache.flink.core.io.SimpleVersionedSerializer;
 import org.apache.flink.metrics.MetricGroup;
@@ -127,16 +134,38 @@ public class NearstreamSource<T>
         NearstreamSourceReaderMetrics metrics =
                 new NearstreamSourceReaderMetrics(readerContext.metricGroup());
         int subtask = readerContext.getIndexOfSubtask();
-        Supplier<SplitReader<RecordRun, NearstreamSplit>> splitReaderSupplier;
+        String host = readerContext.getLocalHostName();
+        Supplier<SplitReader<RecordRun, NearstreamSplit>> pull =
+                () -> new PullSplitReader(openClient(), stream, config, metrics);
+        // Which splits this reader pushes, and through which broker's push group.
+        Predicate<NearstreamSplit> pushed = split -> false;
+        String pushBroker = null;
+        if (ConnectorChecks.isCluster(broker)) {
+            if (readMode == ReadMode.AUTO) {
+                // The streamlets of this host's broker by push, the others by fetch RPCs.
+                StreamLocality locality = clusterLocality();
+                OptionalInt id = locality.pushBroker(host);
+                if (id.isPresent()) {
+                    pushBroker = locality.address(id.getAsInt());
+                    pushed = split -> locality.pushes(split.streamlet(), host);
+                }
+            }
+        } else if (pushes(host)) {
+            pushBroker = broker;
+            pushed = split -> true;
+        }
         PushSubscriptionRegistry.Key key = null;
         PushElection election = null;
-        if (pushes(readerContext.getLocalHostName())) {
-            key = new PushSubscriptionRegistry.Key(broker, stream, sourceId);
+        SplitFetcherManager<RecordRun, NearstreamSplit> fetchers;
+        if (pushBroker == null) {
+            fetchers = new SingleThreadFetcherManager<>(pull, config);
+        } else {
+            key = new PushSubscriptionRegistry.Key(pushBroker, stream, sourceId);
             PushSubscriptionRegistry.Key pushGroup = key;
             PushElection pushElection =
                     new PushElection(readerContext::sendSourceEventToCoordinator);
             election = pushElection;
-            splitReaderSupplier =
+            Supplier<SplitReader<RecordRun, NearstreamSplit>> push =
                     () ->
                             new PushSplitReader(
                                     openClient(),
@@ -147,11 +176,13 @@ public class NearstreamSource<T>
                                     pushElection,
                                     pushGroup,
                                     subtask);
-        } else {
-            splitReaderSupplier = () -> new PullSplitReader(openClient(), stream, config, metrics);
+            fetchers =
+                    ConnectorChecks.isCluster(broker)
+                            ? new ReadModeFetcherManager(pushed, push, pull, config)
+                            : new SingleThreadFetcherManager<>(push, config);
         }
         return new NearstreamSourceReader<>(
-                splitReaderSupplier,
+                fetchers,
                 new NearstreamRecordEmitter<>(
                         deserializer,
                         readerContext.metricGroup().getIOMetricGroup().getNumRecordsInCounter()),
@@ -160,12 +191,25 @@ public class NearstreamSource<T>
                 PushSubscriptionRegistry.INSTANCE,
                 key,
                 election,
+                pushed,
                 this::openClient);
     }
 
     /**
-     * Whether a reader on {@code readerHost} reads in push mode: always in PUSH, never in PULL, in
-     * AUTO when it runs on the broker's host.
+     * Where the stream's streamlets live in the cluster (ClusterMetadata, then host names
+     * resolved): the reader asks once as it starts, as the enumerator did.
+     */
+    private StreamLocality clusterLocality() throws Exception {
+        long timeoutMs = config.get(NearstreamSourceOptions.REQUEST_TIMEOUT).toMillis();
+        try (NearstreamClient client = openClient()) {
+            return StreamLocality.of(
+                    client.clusterMetadata(stream).get(timeoutMs, TimeUnit.MILLISECONDS), stream);
+        }
+    }
+
+    /**
+     * Whether a reader on {@code readerHost} reads one broker's stream in push mode: always in
+     * PUSH, never in PULL, in AUTO when it runs on the broker's host.
      */
     @VisibleForTesting
     boolean pushes(String readerHost) {
@@ -173,9 +217,7 @@ public class NearstreamSource<T>
             case PUSH:
                 return true;
             case AUTO:
-                // A push subscription carries one broker's streamlets: over a cluster, pull.
-                return !ConnectorChecks.isCluster(broker)
-                        && BrokerLocality.resolve(broker).isLocal(readerHost);
+                return BrokerLocality.resolve(broker).isLocal(readerHost);
             default:
                 return false;
         }

@@ -56,7 +56,8 @@ public class NearstreamSourceBuilder<T> {
      * The broker to read from, as {@code host:port}, or several brokers of a cluster (each a {@code
      * host:port}, or one comma-separated bootstrap list): the source then learns from any of them
      * where each streamlet lives and reads it from its broker (docs/cluster.md). Over a cluster,
-     * reads are pulled: {@code PUSH} is refused, {@code AUTO} pulls.
+     * {@code AUTO} pushes the streamlets of each reader's host broker and pulls the others; {@code
+     * PUSH} is refused, since some streamlets' brokers run on other hosts.
      */
     public NearstreamSourceBuilder<T> setBrokers(String... brokers) {
         this.brokers = checkNotNull(brokers, "brokers").clone();
@@ -187,8 +188,9 @@ public class NearstreamSourceBuilder<T> {
         checkArgument(
                 !ConnectorChecks.isCluster(broker)
                         || option(NearstreamSourceOptions.READ_MODE) != ReadMode.PUSH,
-                "PUSH reads one broker's streamlets; over a broker cluster (%s) use PULL, or AUTO,"
-                        + " which pulls there",
+                "PUSH reads from the reader's own host; over a broker cluster (%s) use AUTO, which"
+                        + " pushes the streamlets of each host's broker and pulls the others, or"
+                        + " PULL",
                 broker);
 
         checkState(

@@ -111,12 +111,12 @@ class NearstreamSourceBuilderTest {
 
     @Test
     void explainsWrongBrokers() {
-        // A cluster's brokers: pulled (AUTO pulls there), never pushed.
+        // A cluster's brokers: PULL or AUTO (push where local), not PUSH.
         assertThat(valid().setBrokers("a:1", " b:2,c:3").build()).isNotNull();
         assertThatThrownBy(
                         () -> valid().setBrokers("a:1", "b:2").setReadMode(ReadMode.PUSH).build())
                 .isInstanceOf(IllegalArgumentException.class)
-                .hasMessageContaining("over a broker cluster (a:1,b:2) use PULL");
+                .hasMessageContaining("over a broker cluster (a:1,b:2) use AUTO");
         assertThatThrownBy(() -> valid().setBrokers("a:1,nohost").build())
                 .hasMessageContaining("got 'nohost'");
         for (String bad : new String[] {"host", "host:", ":80", "host:0", "host:70000", "::1:80"}) {

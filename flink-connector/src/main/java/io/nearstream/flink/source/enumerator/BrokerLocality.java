@@ -20,12 +20,6 @@ import org.apache.flink.annotation.VisibleForTesting;
 @Internal
 public final class BrokerLocality {
 
-    /**
-     * No reader is local: a cluster's streamlets live on several brokers, and its readers pull
-     * (placement-aware assignment comes with push over a cluster).
-     */
-    public static final BrokerLocality NOWHERE = new BrokerLocality(Set.of(), false);
-
     private final Set<String> names;
     private final boolean loopback;
 
@@ -50,6 +44,16 @@ public final class BrokerLocality {
             // Unresolvable here: compare by name only.
         }
         return new BrokerLocality(names, loopback);
+    }
+
+    /**
+     * The locality of a cluster's broker that reports running on {@code host} (its {@code --host},
+     * docs/cluster.md): readers whose host is that name or one of its addresses; every reader when
+     * it is a loopback name.
+     */
+    public static BrokerLocality ofHost(String host) {
+        return resolve(
+                host.contains(":") && !host.startsWith("[") ? "[" + host + "]:0" : host + ":0");
     }
 
     /** Whether a reader at {@code readerHost} is on the broker's machine. */

@@ -47,15 +47,17 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Assignment waits until every subtask has registered and started once (its {@link
  * ReaderStartedEvent}), so the reader locations and push election scopes are known, then follows
- * {@link SplitOwnerSelector}: readers on the broker's host first ({@link BrokerLocality}), {@code
- * streamlet mod parallelism} otherwise. A subtask that has not registered {@link
+ * {@link SplitOwnerSelector}: readers on the host of the split's broker first ({@link
+ * StreamLocality}: the broker's, or over a cluster the broker of each streamlet), {@code streamlet
+ * mod parallelism} otherwise. A subtask that has not registered {@link
  * #READER_REGISTRATION_GRACE_MS} after start (batch jobs scheduled in waves) ends the waiting: from
  * then on owners are {@code streamlet mod parallelism}. A split handed back after a failure goes
  * back to its owner when that reader registers again. A bounded source tells each reader that no
  * more splits will come once no waiting split is owed to it.
  *
- * <p>Before splits reach their readers, every reader learns which subtasks of its host hold splits
- * and which TaskManager JVM holds the host's push subscription ({@code PushPeersEvent}, computed by
+ * <p>Before splits reach their readers, every reader learns which subtasks of its host hold pushed
+ * splits (over a cluster, splits of the host's push broker; {@link StreamLocality#pushes}) and
+ * which TaskManager JVM holds the host's push subscription ({@code PushPeersEvent}, computed by
  * {@link PushPeerTracker}): that JVM's push group waits for all of them and subscribes once.
  * Readers of the host's other JVMs get their rings from it through this enumerator, which relays
  * their {@link PushRingRequestEvent}s and the {@link PushRingAssignedEvent} answers.
@@ -109,7 +111,7 @@ public class NearstreamSourceEnumerator
     private boolean registrationGraceExpired;
 
     // Written on the worker thread, read on the coordinator thread.
-    @Nullable private volatile BrokerLocality brokerLocality;
+    @Nullable private volatile StreamLocality locality;
     @Nullable private volatile NearstreamClient client;
     private volatile boolean closed;
 
@@ -189,18 +191,16 @@ public class NearstreamSourceEnumerator
 
     /** Worker thread: Metadata RPC (retried when a one-shot discovery meets a retriable error). */
     private Discovery discover() throws Exception {
-        if (brokerLocality == null) {
-            brokerLocality =
-                    ConnectorChecks.isCluster(broker)
-                            ? BrokerLocality.NOWHERE
-                            : BrokerLocality.resolve(broker);
-            LOG.info("Broker {} locality: {}", broker, brokerLocality);
-        }
         int attempts = periodicDiscovery() ? 1 : DISCOVERY_ATTEMPTS;
         for (int attempt = 1; ; attempt++) {
             try {
-                return new Discovery(
-                        client().metadata(stream).get(requestTimeoutMs, TimeUnit.MILLISECONDS));
+                List<StreamletMetadata> streamlets =
+                        client().metadata(stream).get(requestTimeoutMs, TimeUnit.MILLISECONDS);
+                if (locality == null) {
+                    locality = loadLocality();
+                    LOG.info("Stream {} locality: {}", stream, locality);
+                }
+                return new Discovery(streamlets);
             } catch (Exception e) {
                 if (BrokerErrors.statusOf(e) == StatusCode.STREAM_NOT_FOUND) {
                     return new Discovery(null);
@@ -216,6 +216,19 @@ public class NearstreamSourceEnumerator
                 Thread.sleep(200L * attempt);
             }
         }
+    }
+
+    /**
+     * Worker thread: where the stream's streamlets live. Over a cluster, from its placement (fixed
+     * when the stream was created); otherwise the one broker's host.
+     */
+    private StreamLocality loadLocality() throws Exception {
+        if (!ConnectorChecks.isCluster(broker)) {
+            return StreamLocality.standalone(broker);
+        }
+        return StreamLocality.of(
+                client().clusterMetadata(stream).get(requestTimeoutMs, TimeUnit.MILLISECONDS),
+                stream);
     }
 
     /** Worker thread: resolves starting (and stopping) positions of newly found streamlets. */
@@ -418,8 +431,8 @@ public class NearstreamSourceEnumerator
     private void assignPendingSplits() {
         int parallelism = context.currentParallelism();
         Map<Integer, ReaderInfo> registered = context.registeredReaders();
-        BrokerLocality locality = brokerLocality;
-        // Owners depend on the broker's locality and every reader's location: wait for both,
+        StreamLocality locality = this.locality;
+        // Owners depend on the brokers' locality and every reader's location: wait for both,
         // unless some reader is overdue (then, for good: streamlet mod parallelism).
         boolean ownersKnown =
                 locality != null && (registrationGraceExpired || allReadersKnown(parallelism));
@@ -428,17 +441,21 @@ public class NearstreamSourceEnumerator
         }
         Set<Integer> owedSplits = new HashSet<>();
         Map<Integer, List<NearstreamSplit>> assignment = new HashMap<>();
-        List<Integer> local =
-                registrationGraceExpired || !ownersKnown
-                        ? List.of()
-                        : localReaders(locality, parallelism);
+        boolean byLocality = !registrationGraceExpired && ownersKnown;
         for (NearstreamSplit split : new ArrayList<>(unassignedSplits.values())) {
+            List<Integer> local =
+                    byLocality ? localReaders(locality, split.streamlet(), parallelism) : List.of();
             int owner = SplitOwnerSelector.owner(split.streamlet(), parallelism, local);
             if (registered.containsKey(owner)) {
                 assignment.computeIfAbsent(owner, k -> new ArrayList<>()).add(split);
                 unassignedSplits.remove(split.streamlet());
                 assignedSplits.put(split.streamlet(), split);
-                pushPeers.splitAssigned(split.streamlet(), owner);
+                // Push peers hold pushed splits: over a cluster, those of their host's broker.
+                if (locality == null
+                        || !ConnectorChecks.isCluster(broker)
+                        || locality.pushes(split.streamlet(), readerHosts.get(owner))) {
+                    pushPeers.splitAssigned(split.streamlet(), owner);
+                }
             } else {
                 owedSplits.add(owner);
             }
@@ -451,7 +468,7 @@ public class NearstreamSourceEnumerator
                     .forEach((reader, peers) -> context.sendEventToSourceReader(reader, peers));
         }
         if (!assignment.isEmpty()) {
-            LOG.info("Assigning splits {} (local readers: {})", assignment, local);
+            LOG.info("Assigning splits {}", assignment);
             context.assignSplits(new SplitsAssignment<>(assignment));
         }
         if (bounded() && initialDiscoveryFinished) {
@@ -472,10 +489,10 @@ public class NearstreamSourceEnumerator
         return true;
     }
 
-    private List<Integer> localReaders(BrokerLocality locality, int parallelism) {
+    private List<Integer> localReaders(StreamLocality locality, int streamlet, int parallelism) {
         List<Integer> local = new ArrayList<>();
         for (int i = 0; i < parallelism; i++) {
-            if (locality.isLocal(readerHosts.get(i))) {
+            if (locality.isLocal(streamlet, readerHosts.get(i))) {
                 local.add(i);
             }
         }

@@ -14,22 +14,24 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.Predicate;
 import java.util.function.Supplier;
 import javax.annotation.Nullable;
 import org.apache.flink.annotation.Internal;
 import org.apache.flink.api.connector.source.SourceEvent;
 import org.apache.flink.api.connector.source.SourceReaderContext;
 import org.apache.flink.configuration.Configuration;
-import org.apache.flink.connector.base.source.reader.SingleThreadMultiplexSourceReaderBase;
-import org.apache.flink.connector.base.source.reader.splitreader.SplitReader;
+import org.apache.flink.connector.base.source.reader.SourceReaderBase;
+import org.apache.flink.connector.base.source.reader.fetcher.SplitFetcherManager;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * The source reader: one fetcher thread running a {@link PullSplitReader} or {@link
- * PushSplitReader} over all of this subtask's splits, and the {@link NearstreamRecordEmitter} on
- * the task thread. Checkpoints carry each split's chunk position and the records already emitted
- * from that chunk; Nearstream keeps no consumer offsets, so nothing is committed to the broker.
+ * PushSplitReader} over all of this subtask's splits (over a broker cluster in AUTO mode, one of
+ * each: {@link ReadModeFetcherManager}), and the {@link NearstreamRecordEmitter} on the task
+ * thread. Checkpoints carry each split's chunk position and the records already emitted from that
+ * chunk; Nearstream keeps no consumer offsets, so nothing is committed to the broker.
  *
  * <p>On start it tells the enumerator its push election scope, its JVM ({@link
  * ReaderStartedEvent}); in push mode it passes the {@link PushPeersEvent} it gets back to its
@@ -43,8 +45,7 @@ import org.slf4j.LoggerFactory;
  */
 @Internal
 public class NearstreamSourceReader<T>
-        extends SingleThreadMultiplexSourceReaderBase<
-                RecordRun, T, NearstreamSplit, NearstreamSplitState> {
+        extends SourceReaderBase<RecordRun, T, NearstreamSplit, NearstreamSplitState> {
 
     private static final Logger LOG = LoggerFactory.getLogger(NearstreamSourceReader.class);
 
@@ -65,6 +66,9 @@ public class NearstreamSourceReader<T>
     /** This reader in the registry's count of readers that may still join, or null (pull). */
     @Nullable private final Object registryToken;
 
+    /** Which of this reader's splits are pushed (with a push group: all, or those of its host). */
+    private final Predicate<NearstreamSplit> pushed;
+
     private boolean started;
     private boolean restoredSplits;
 
@@ -75,17 +79,23 @@ public class NearstreamSourceReader<T>
 
     private boolean noMoreSplits;
 
+    /**
+     * @param fetchers the fetcher threads: one pull or push fetcher, or one of each
+     * @param pushed which splits go to the push group (ignored without one)
+     */
     public NearstreamSourceReader(
-            Supplier<SplitReader<RecordRun, NearstreamSplit>> splitReaderSupplier,
+            SplitFetcherManager<RecordRun, NearstreamSplit> fetchers,
             NearstreamRecordEmitter<T> recordEmitter,
             Configuration config,
             SourceReaderContext context,
             PushSubscriptionRegistry registry,
             @Nullable PushSubscriptionRegistry.Key pushGroup,
             @Nullable PushElection election,
+            Predicate<NearstreamSplit> pushed,
             Supplier<NearstreamClient> connect) {
-        super(splitReaderSupplier, recordEmitter, config, context);
+        super(fetchers, recordEmitter, config, context);
         this.registry = registry;
+        this.pushed = pushed;
         this.pushGroup = pushGroup;
         this.election = election;
         this.connect = connect;
@@ -95,7 +105,7 @@ public class NearstreamSourceReader<T>
 
     @Override
     public void addSplits(List<NearstreamSplit> splits) {
-        if (!started && !splits.isEmpty()) {
+        if (!started && splits.stream().anyMatch(pushed)) {
             // Restored from a checkpoint: the fetcher joins the push group right away, before the
             // enumerator can tell us our peers.
             restoredSplits = true;

@@ -21,6 +21,7 @@ import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.connector.source.ReaderOutput;
 import org.apache.flink.api.connector.source.SourceOutput;
 import org.apache.flink.configuration.Configuration;
+import org.apache.flink.connector.base.source.reader.fetcher.SingleThreadFetcherManager;
 import org.apache.flink.connector.testutils.source.reader.TestingReaderContext;
 import org.apache.flink.core.io.InputStatus;
 import org.apache.flink.metrics.groups.UnregisteredMetricsGroup;
@@ -75,7 +76,8 @@ class NearstreamSourceReaderTest {
                         UnregisteredMetricsGroup.createSourceReaderMetricGroup());
         NearstreamSourceReader<String> reader =
                 new NearstreamSourceReader<>(
-                        () -> new PullSplitReader(client, STREAM, config, metrics),
+                        new SingleThreadFetcherManager<>(
+                                () -> new PullSplitReader(client, STREAM, config, metrics), config),
                         new NearstreamRecordEmitter<>(
                                 deserializer,
                                 readerMetrics.getIOMetricGroup().getNumRecordsInCounter()),
@@ -84,6 +86,7 @@ class NearstreamSourceReaderTest {
                         new PushSubscriptionRegistry(),
                         null,
                         null,
+                        split -> false,
                         () -> client);
         reader.start();
         return reader;

@@ -3,6 +3,7 @@ package io.nearstream.flink.source.testutils;
 import io.nearstream.client.NearstreamClient;
 import io.nearstream.testing.NearstreamBrokerExtension;
 import io.nearstream.testing.NearstreamClusterExtension;
+import java.util.List;
 import javax.annotation.Nullable;
 import org.apache.flink.connector.testframe.TestResource;
 
@@ -32,6 +33,14 @@ public final class NearstreamExternalSystem implements TestResource {
     /** ZooKeeper and {@code brokers} brokers; streams created through it spread over them. */
     public static NearstreamExternalSystem cluster(int brokers) {
         return new NearstreamExternalSystem(new NearstreamClusterExtension(brokers));
+    }
+
+    /**
+     * ZooKeeper and one broker per entry of {@code hosts}, each reporting that host name: a broker
+     * on {@code "localhost"} is on every reader's host, one on an unknown name on none.
+     */
+    public static NearstreamExternalSystem cluster(List<String> hosts) {
+        return new NearstreamExternalSystem(new NearstreamClusterExtension(hosts));
     }
 
     @Override
