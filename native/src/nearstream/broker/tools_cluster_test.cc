@@ -363,5 +363,21 @@ TEST_F(ToolsClusterTest, OneBrokerAnswersNotOwnerForAnotherBrokersStreamlet) {
   EXPECT_EQ(r.out, "a\n");
 }
 
+// A second broker with a registered broker's id waits for that registration to go (it may be
+// the id's previous process, whose session has not expired) and then refuses to start.
+TEST_F(ToolsClusterTest, ABrokerIdThatIsTakenRefusesTheStart) {
+  const int64_t started = MonotonicNowMs();
+  ProcessResult r = RunProcess({NEARSTREAMD_PATH, "--listen", "127.0.0.1:0", "--zookeeper",
+                                "127.0.0.1:" + std::to_string(zookeeper_->port()) + "/nearstream",
+                                "--broker-id", "2", "--zookeeper-session-ms", "2000"},
+                               "", 60000);
+  EXPECT_EQ(r.exit_code, 2) << Describe(r);
+  EXPECT_NE(r.err.find("broker id 2 is registered by another live broker"), std::string::npos)
+      << Describe(r);
+  EXPECT_GE(MonotonicNowMs() - started, 4000) << "it did not wait two session timeouts";
+  // The broker that holds the id still serves.
+  EXPECT_EQ(Cli(brokers_[1]->address(), {"list"}).exit_code, 0);
+}
+
 }  // namespace
 }  // namespace nearstream::testing
