@@ -2,8 +2,8 @@
 """Runs one experiment of the pull-vs-push evaluation and writes CSV, Markdown and PNG: the figures
 of Marcu and Bouvry, "Colocating Real-time Storage and Processing: An Analysis of Pull-based versus
 Push-based Streaming" (Figs. 3-9), the Yahoo Streaming Benchmark as AIR (Venugopal et al.)
-runs it, the Flink sinks side by side (`sink`), and a broker cluster of 1, 2 and 3 brokers
-(`cluster`).
+runs it, the Flink sinks side by side (`sink`), a broker cluster of 1, 2 and 3 brokers
+(`cluster`), and the count job over a cluster, AUTO vs PULL (`cluster-count`).
 
   benchmarks/runner/run.py EXPERIMENT [--out DIR] [experiment flags]
   benchmarks/runner/run.py EXPERIMENT --help
@@ -22,7 +22,7 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from nsbench import (  # noqa: E402
-    exp_cluster, exp_consume, exp_ingest, exp_kafka_count, exp_sink, exp_wordcount, exp_ysb)
+    exp_cluster, exp_cluster_count, exp_consume, exp_ingest, exp_kafka_count, exp_sink, exp_wordcount, exp_ysb)
 
 
 class _Preset:
@@ -40,6 +40,7 @@ class _Preset:
 # A result CSV's file name -> the function that draws its figures from it (csv_path, out_dir).
 DRAWERS = {
     "cluster.csv": exp_cluster.draw,
+    "cluster-count.csv": exp_cluster_count.draw,
     "fig3-ingest.csv": exp_ingest.draw,
     "kafka-count.csv": exp_kafka_count.draw,
     "sink-throughput.csv": exp_sink.draw,
@@ -66,6 +67,7 @@ def plot(dirs):
 
 EXPERIMENTS = {
     "cluster": exp_cluster,
+    "cluster-count": exp_cluster_count,
     "ingest": exp_ingest,
     "kafka-count": exp_kafka_count,
     "sink": exp_sink,

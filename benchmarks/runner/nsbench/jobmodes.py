@@ -21,6 +21,7 @@ def _kafka(workdir, workload, mode, stream, parallelism, inputs, **kw):
 STARTERS = {
     "pull": _nearstream,
     "push": _nearstream,
+    "auto": _nearstream,
     "kafka": _kafka,
 }
 

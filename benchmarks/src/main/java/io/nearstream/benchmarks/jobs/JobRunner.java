@@ -3,7 +3,6 @@ package io.nearstream.benchmarks.jobs;
 import com.sun.management.OperatingSystemMXBean;
 import io.nearstream.benchmarks.PreloadedStream;
 import io.nearstream.client.NearstreamClient;
-import io.nearstream.client.NettyNearstreamClient;
 import io.nearstream.process.BrokerProcess;
 import java.lang.management.ManagementFactory;
 import java.util.HashMap;
@@ -222,7 +221,7 @@ public final class JobRunner {
                 return run(options, cluster, null);
             }
         }
-        try (NearstreamClient stats = NettyNearstreamClient.connect(options.broker());
+        try (NearstreamClient stats = NearstreamClient.connect(options.broker());
                 LocalFlinkCluster cluster = LocalFlinkCluster.start(options.parallelism())) {
             return run(options, cluster, stats);
         }

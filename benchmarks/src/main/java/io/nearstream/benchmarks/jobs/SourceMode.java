@@ -38,6 +38,18 @@ public enum SourceMode {
     },
 
     /**
+     * The Nearstream source in {@link ReadMode#AUTO}: push where the reader runs on the broker's
+     * host; over a broker cluster ({@code --broker} a bootstrap list), push for the streamlets of
+     * each reader's host broker and fetch RPCs for the others.
+     */
+    AUTO {
+        @Override
+        public DataStream<byte[]> source(StreamExecutionEnvironment env, JobOptions options) {
+            return nearstream(env, options, ReadMode.AUTO);
+        }
+    },
+
+    /**
      * Flink's Kafka source (flink-connector-kafka) with {@code --broker} as the bootstrap servers
      * and {@code --stream} as the topic, from the earliest offsets; bounded by the latest offsets
      * at job start unless the job is timed.

@@ -3,7 +3,6 @@ package io.nearstream.benchmarks.jobs;
 import io.nearstream.benchmarks.workloads.ResultRecords;
 import io.nearstream.benchmarks.workloads.StreamSetup;
 import io.nearstream.client.NearstreamClient;
-import io.nearstream.client.NettyNearstreamClient;
 import io.nearstream.flink.sink.NearstreamRecordSerializationSchema;
 import io.nearstream.flink.sink.NearstreamSink;
 import io.nearstream.flink.sink.NearstreamSinkBuilder;
@@ -149,7 +148,7 @@ public final class StreamOutput {
                             + options.param(STREAMLETS, "")
                             + "'");
         }
-        try (NearstreamClient client = NettyNearstreamClient.connect(broker(options))) {
+        try (NearstreamClient client = NearstreamClient.connect(broker(options))) {
             StreamSetup.ensure(client, options.param(STREAM, ""), streamlets);
         }
     }
