@@ -59,8 +59,13 @@ void ZkCluster::Watcher(zhandle_t* /*zh*/, int type, int state, const char* path
     }
   } else {
     const std::string p = path == nullptr ? "" : path;
+    const std::string streams = self->Path("/streams/");
     if (p.rfind(self->Path("/brokers"), 0) == 0) self->brokers_dirty_ = true;
-    if (p.rfind(self->Path("/streams"), 0) == 0) self->streams_dirty_ = true;
+    if (type == ZOO_DELETED_EVENT && p.rfind(streams, 0) == 0) {
+      self->deleted_.insert(p.substr(streams.size()));
+    } else if (p.rfind(self->Path("/streams"), 0) == 0) {
+      self->streams_dirty_ = true;
+    }
   }
   self->changed_.SignalAll();
 }
@@ -220,7 +225,7 @@ Result<bool> ZkCluster::ReadStream(const std::string& name) {
   int rc;
   {
     MutexLock lock(&zk_mu_);
-    rc = zoo_get(zh_, Path("/streams/" + name).c_str(), 0, buffer.data(), &len, &stat);
+    rc = zoo_get(zh_, Path("/streams/" + name).c_str(), 1, buffer.data(), &len, &stat);
   }
   if (rc == ZNONODE) return false;
   if (rc != ZOK) return ZkError("read stream " + name, rc);
@@ -245,13 +250,19 @@ Status ZkCluster::ReadStreams() {
     names = Children(children);
     deallocate_String_vector(&children);
   }
-  std::vector<std::string> gone;
   {
     MutexLock lock(&mu_);
-    for (const auto& [name, record] : streams_) {
-      if (std::find(names.begin(), names.end(), name) == names.end()) gone.push_back(name);
+    for (auto it = streams_.begin(); it != streams_.end();) {
+      if (std::find(names.begin(), names.end(), it->first) != names.end()) {
+        ++it;
+        continue;
+      }
+      if (!deleted_.contains(it->first)) {
+        NS_LOG(kWarning) << "stream " << it->first << " is gone from ZooKeeper without a deletion"
+                         << " this broker saw; its local data is kept";
+      }
+      it = streams_.erase(it);
     }
-    for (const std::string& name : gone) streams_.erase(name);
   }
   for (const std::string& name : names) {
     bool known;
@@ -262,16 +273,25 @@ Status ZkCluster::ReadStreams() {
     // Placements do not change after the create yet: a known stream needs no re-read.
     if (!known) RETURN_IF_ERROR(ReadStream(name).status());
   }
-  // Deleted through another broker: only a stream this broker saw placed is removed, never a
-  // local one the cluster never knew (a broker joining with old data keeps it).
-  for (const std::string& name : gone) {
+  return Status::Ok();
+}
+
+void ZkCluster::DeleteLocalStreams() {
+  std::set<std::string> deleted;
+  {
+    MutexLock lock(&mu_);
+    deleted.swap(deleted_);
+    for (const std::string& name : deleted) streams_.erase(name);
+  }
+  // Only on a deletion a watch saw: never for a stream that merely is not in ZooKeeper (a broker
+  // joining with old data, an ensemble that lost its data), so no data goes by accident.
+  for (const std::string& name : deleted) {
     std::shared_ptr<storage::Stream> stream = store_->Find(name);
     if (stream != nullptr && store_->Delete(name).ok()) {
       NS_LOG(kInfo) << "stream " << name << " was deleted through another broker";
       if (on_deleted_) on_deleted_(stream);
     }
   }
-  return Status::Ok();
 }
 
 void ZkCluster::CreateLocalStreams() {
@@ -295,7 +315,7 @@ void ZkCluster::RefreshLoop() {
     bool expired, brokers, streams;
     {
       MutexLock lock(&mu_);
-      while (!stopping_ && !expired_ && !brokers_dirty_ && !streams_dirty_) {
+      while (!stopping_ && !expired_ && !brokers_dirty_ && !streams_dirty_ && deleted_.empty()) {
         changed_.WaitFor(&mu_, std::chrono::milliseconds(1000));
       }
       if (stopping_) return;
@@ -303,6 +323,7 @@ void ZkCluster::RefreshLoop() {
       brokers = brokers_dirty_;
       streams = streams_dirty_;
     }
+    DeleteLocalStreams();
     Status s;
     if (expired) {
       // The session (and so this broker's node) is gone: a new session registers again. The

@@ -15,6 +15,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -94,11 +95,16 @@ class ZkCluster {
   Status Connect() NS_EXCLUDES(mu_, zk_mu_);
   Status EnsureNodes() NS_EXCLUDES(zk_mu_);
   Status Register() NS_EXCLUDES(zk_mu_);
-  // Re-reads brokers or streams (setting the watches again) into the cache.
+  // Re-reads brokers or streams (setting the watches again) into the cache. A stream missing from
+  // ZooKeeper without a deletion seen by a watch (deleted while this broker's session had
+  // expired, or an ensemble that lost its data) leaves the cache but keeps its local data.
   Status ReadBrokers() NS_EXCLUDES(mu_, zk_mu_);
   Status ReadStreams() NS_EXCLUDES(mu_, zk_mu_);
-  // Reads one stream's record; NOT_FOUND-like: ok with nullopt-ish (false) when absent.
+  // Reads one stream's record into the cache and watches its node (a deletion removes the local
+  // copy); false when the stream does not exist.
   Result<bool> ReadStream(const std::string& name) NS_EXCLUDES(mu_, zk_mu_);
+  // Removes the local copies of the streams in deleted_.
+  void DeleteLocalStreams() NS_EXCLUDES(mu_);
   // Creates the local copy of every cached stream that has none yet. Every broker holds one of
   // every placed stream (a request for any streamlet then finds the stream, and another broker's
   // streamlet answers NOT_OWNER); only the owned streamlets ever take data.
@@ -125,6 +131,8 @@ class ZkCluster {
   bool stopping_ NS_GUARDED_BY(mu_) = false;
   std::vector<BrokerRecord> brokers_ NS_GUARDED_BY(mu_);  // ascending id
   std::map<std::string, StreamRecord> streams_ NS_GUARDED_BY(mu_);
+  // Streams whose node a watch saw deleted (through another broker): their local copies go.
+  std::set<std::string> deleted_ NS_GUARDED_BY(mu_);
 
   std::thread refresher_;
 };

@@ -279,4 +279,86 @@ class NearstreamClusterITCase {
             assertThat(appendToEach(client, "c.late", 2)).allMatch(AppendResult::ok);
         }
     }
+
+    /**
+     * A broker stopped (SIGSTOP) for longer than its ZooKeeper session: ZooKeeper expires the
+     * session and drops its registration, the other brokers stop listing it; resumed, it opens a
+     * new session and registers again, and its streamlets take appends again.
+     */
+    @Test
+    @Order(5)
+    void aBrokerPausedPastItsSessionRegistersAgain() throws Exception {
+        try (NearstreamClient client = cluster()) {
+            client.createStream(StreamConfig.of("c.pause", 3)).get(10, TimeUnit.SECONDS);
+            long pid = CLUSTER.broker(1).pid();
+            signal("STOP", pid);
+            try {
+                await(
+                        "broker 2 dropped from the cluster view",
+                        () ->
+                                CLUSTER.broker(0)
+                                        .client()
+                                        .clusterMetadata()
+                                        .join()
+                                        .broker(2)
+                                        .isEmpty());
+            } finally {
+                signal("CONT", pid);
+            }
+            await(
+                    "broker 2 registered again",
+                    () ->
+                            CLUSTER.broker(1).log().contains("registering broker 2 again")
+                                    && CLUSTER.broker(0)
+                                            .client()
+                                            .clusterMetadata()
+                                            .join()
+                                            .broker(2)
+                                            .isPresent());
+            await(
+                    "every streamlet takes appends again",
+                    () -> {
+                        try {
+                            return appendToEach(client, "c.pause", 3).stream()
+                                    .allMatch(AppendResult::ok);
+                        } catch (Exception e) {
+                            return false;
+                        }
+                    });
+        }
+    }
+
+    /**
+     * A stream deleted through one broker goes from every broker: each sees its node's deletion and
+     * removes its local copy (a request for it then answers STREAM_NOT_FOUND).
+     */
+    @Test
+    @Order(6)
+    void aStreamDeletedThroughOneBrokerGoesFromEveryBroker() throws Exception {
+        try (NearstreamClient client = cluster()) {
+            client.createStream(StreamConfig.of("c.delete", 3)).get(10, TimeUnit.SECONDS);
+            assertThat(appendToEach(client, "c.delete", 3)).allMatch(AppendResult::ok);
+            CLUSTER.broker(0).client().deleteStream("c.delete").get(10, TimeUnit.SECONDS);
+            for (int i = 1; i < 3; i++) {
+                NearstreamClient one = CLUSTER.broker(i).client();
+                await(
+                        "broker " + (i + 1) + " removed its copy",
+                        () ->
+                                one.metadata("c.delete")
+                                        .handle(
+                                                (ok, e) ->
+                                                        e != null
+                                                                && String.valueOf(e)
+                                                                        .contains(
+                                                                                "STREAM_NOT_FOUND"))
+                                        .join());
+            }
+        }
+    }
+
+    private static void signal(String name, long pid) throws Exception {
+        Process kill = new ProcessBuilder("kill", "-" + name, Long.toString(pid)).start();
+        assertThat(kill.waitFor(10, TimeUnit.SECONDS)).isTrue();
+        assertThat(kill.exitValue()).as("kill -%s %d", name, pid).isZero();
+    }
 }
