@@ -1,11 +1,7 @@
 // nearstreamd's cluster flags when no cluster can be joined (docs/cluster.md): ZooKeeper out of
 // reach at start is a clear error after --zookeeper-timeout-ms, and wrong flags are usage errors.
 // No ZooKeeper runs here: nothing listens on the port the broker is given.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <string>
 
@@ -15,24 +11,8 @@
 namespace nearstream::testing {
 namespace {
 
-// A port of 127.0.0.1 that nothing listens on (bound, never listened, then closed).
-uint16_t UnusedPort() {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(a);
-  uint16_t port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
-    port = ntohs(a.sin_port);
-  }
-  close(fd);
-  return port;
-}
-
 TEST(ClusterStartTest, ZooKeeperOutOfReachFailsTheStartWithAClearError) {
-  const std::string zk = "127.0.0.1:" + std::to_string(UnusedPort());
+  const std::string zk = "127.0.0.1:" + std::to_string(FreeLoopbackPort());
   const int64_t started = MonotonicNowMs();
   ProcessResult r = RunProcess({NEARSTREAMD_PATH, "--listen", "127.0.0.1:0", "--zookeeper", zk,
                                 "--broker-id", "1", "--zookeeper-timeout-ms", "1500"},

@@ -54,23 +54,6 @@ std::string FindJava() {
   return "";
 }
 
-// A port of 127.0.0.1 that nothing listened on a moment ago.
-uint16_t FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return 0;
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(a);
-  uint16_t port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
-    port = ntohs(a.sin_port);
-  }
-  close(fd);
-  return port;
-}
-
 // ZooKeeper's answer to a four-letter word on 127.0.0.1:port ("" when it does not answer).
 std::string FourLetterWord(uint16_t port, const std::string& word) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -106,7 +89,7 @@ class ZooKeeperProcess {
   Status Start(const std::string& java, const std::string& lib) {
     if (!temp_.ok()) return Status::IoError("cannot create a temp dir");
     for (int attempt = 0; attempt < 3; ++attempt) {  // the free port may be taken meanwhile
-      port_ = FreePort();
+      port_ = FreeLoopbackPort();
       if (port_ == 0) return Status::IoError("no free port");
       Status s = Launch(java, lib);
       if (s.ok() || log().find("Address already in use") == std::string::npos) return s;
@@ -147,27 +130,7 @@ class ZooKeeperProcess {
         java,  "-Xmx256m", "-Djava.awt.headless=true",
         "-cp", lib + "/*", "org.apache.zookeeper.server.ZooKeeperServerMain",
         config};
-    std::vector<char*> args = internal::ArgvPointers(argv);
-    const std::string log_path = temp_.path() + "/zookeeper.log";
-    int log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (log_fd < 0 || null_fd < 0) {
-      if (log_fd >= 0) close(log_fd);
-      if (null_fd >= 0) close(null_fd);
-      return Status::FromErrno(StatusCode::kIoError, "open " + log_path, errno);
-    }
-    const pid_t parent = getpid();
-    pid_t pid = fork();
-    if (pid == 0) {
-      dup2(null_fd, 0);
-      dup2(log_fd, 1);
-      dup2(log_fd, 2);
-      internal::ExecChild(args.data(), parent);
-    }
-    close(log_fd);
-    close(null_fd);
-    if (pid < 0) return Status::FromErrno(StatusCode::kIoError, "fork", errno);
-    pid_ = pid;
+    ASSIGN_OR_RETURN(pid_, Spawn(std::move(argv), temp_.path() + "/zookeeper.log"));
     const int64_t deadline = MonotonicNowMs() + 60000;  // a JVM on a loaded machine
     while (MonotonicNowMs() < deadline) {
       int status = 0;
@@ -319,7 +282,7 @@ TEST_F(ToolsClusterTest, CliProducesAndConsumesOverTheStreamletsBrokers) {
       << r.out;
 
   // Commands that are not per streamlet go to the first broker of the list that answers.
-  const std::string refused = "127.0.0.1:" + std::to_string(FreePort());
+  const std::string refused = "127.0.0.1:" + std::to_string(FreeLoopbackPort());
   r = Cli(refused + "," + All(), {"list"});
   ASSERT_EQ(r.exit_code, 0) << Describe(r);
   EXPECT_EQ(Lines(r.out), std::vector<std::string>{"orders"});

@@ -27,11 +27,6 @@ Status ZkError(const std::string& what, int rc) {
   return Status::Internal(message);
 }
 
-std::vector<std::string> Children(const String_vector& v) {
-  std::vector<std::string> out(v.data, v.data + v.count);
-  return out;
-}
-
 }  // namespace
 
 ZkCluster::ZkCluster(ClusterOptions options, storage::StreamStore* store)
@@ -173,20 +168,22 @@ Status ZkCluster::Register() {
   }
 }
 
+Result<std::vector<std::string>> ZkCluster::Children(const std::string& relative, bool watch) {
+  MutexLock lock(&zk_mu_);
+  String_vector children{};
+  int rc = zoo_get_children(zh_, Path(relative).c_str(), watch ? 1 : 0, &children);
+  if (rc != ZOK) return ZkError("list " + Path(relative), rc);
+  std::vector<std::string> out(children.data, children.data + children.count);
+  deallocate_String_vector(&children);
+  return out;
+}
+
 Status ZkCluster::ReadBrokers() {
   {
     MutexLock lock(&mu_);
     brokers_dirty_ = false;
   }
-  std::vector<std::string> ids;
-  {
-    MutexLock lock(&zk_mu_);
-    String_vector children{};
-    int rc = zoo_get_children(zh_, Path("/brokers/ids").c_str(), 1, &children);
-    if (rc != ZOK) return ZkError("list brokers", rc);
-    ids = Children(children);
-    deallocate_String_vector(&children);
-  }
+  ASSIGN_OR_RETURN(std::vector<std::string> ids, Children("/brokers/ids", /*watch=*/true));
   std::vector<BrokerRecord> brokers;
   std::string buffer(kMaxNodeBytes, '\0');
   for (const std::string& id_text : ids) {
@@ -241,15 +238,7 @@ Status ZkCluster::ReadStreams() {
     MutexLock lock(&mu_);
     streams_dirty_ = false;
   }
-  std::vector<std::string> names;
-  {
-    MutexLock lock(&zk_mu_);
-    String_vector children{};
-    int rc = zoo_get_children(zh_, Path("/streams").c_str(), 1, &children);
-    if (rc != ZOK) return ZkError("list streams", rc);
-    names = Children(children);
-    deallocate_String_vector(&children);
-  }
+  ASSIGN_OR_RETURN(std::vector<std::string> names, Children("/streams", /*watch=*/true));
   {
     MutexLock lock(&mu_);
     for (auto it = streams_.begin(); it != streams_.end();) {
@@ -427,15 +416,8 @@ Result<std::shared_ptr<storage::Stream>> ZkCluster::DeleteStream(const std::stri
 std::vector<std::string> ZkCluster::List() {
   // Asked of ZooKeeper, not the cache: a stream just created through another broker is listed
   // before this broker's watch fires. The cache answers while ZooKeeper is out of reach.
-  std::vector<std::string> names;
-  {
-    MutexLock lock(&zk_mu_);
-    String_vector children{};
-    if (zoo_get_children(zh_, Path("/streams").c_str(), 0, &children) == ZOK) {
-      names = Children(children);
-      deallocate_String_vector(&children);
-    }
-  }
+  Result<std::vector<std::string>> listed = Children("/streams", /*watch=*/false);
+  std::vector<std::string> names = listed.ok() ? *listed : std::vector<std::string>{};
   if (names.empty()) {
     MutexLock lock(&mu_);
     for (const auto& [name, record] : streams_) names.push_back(name);

@@ -95,6 +95,9 @@ class ZkCluster {
   Status Connect() NS_EXCLUDES(mu_, zk_mu_);
   Status EnsureNodes() NS_EXCLUDES(zk_mu_);
   Status Register() NS_EXCLUDES(zk_mu_);
+  // The children of a node under the root; `watch` sets a watch for their changes.
+  Result<std::vector<std::string>> Children(const std::string& relative, bool watch)
+      NS_EXCLUDES(zk_mu_);
   // Re-reads brokers or streams (setting the watches again) into the cache. A stream missing from
   // ZooKeeper without a deletion seen by a watch (deleted while this broker's session had
   // expired, or an ensemble that lost its data) leaves the cache but keeps its local data.

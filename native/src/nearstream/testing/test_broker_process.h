@@ -12,10 +12,13 @@
 // crashing test leaves no broker behind. Not thread-safe; use from the test's main thread.
 #pragma once
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -142,6 +145,49 @@ inline std::string ReadFile(const std::string& path) {
 }
 
 }  // namespace internal
+
+// Starts argv (argv[0] is a path) in the background, stdin from /dev/null, stdout and stderr
+// appended to `log_path`; the child dies with this process. Returns its pid.
+inline Result<pid_t> Spawn(std::vector<std::string> argv, const std::string& log_path) {
+  std::vector<char*> args = internal::ArgvPointers(argv);
+  int log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (log_fd < 0 || null_fd < 0) {
+    if (log_fd >= 0) close(log_fd);
+    if (null_fd >= 0) close(null_fd);
+    return Status::FromErrno(StatusCode::kIoError, "open " + log_path, errno);
+  }
+  const pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(null_fd, 0);
+    dup2(log_fd, 1);
+    dup2(log_fd, 2);
+    internal::ExecChild(args.data(), parent);
+  }
+  close(log_fd);
+  close(null_fd);
+  if (pid < 0) return Status::FromErrno(StatusCode::kIoError, "fork", errno);
+  return pid;
+}
+
+// A port of 127.0.0.1 that nothing listened on a moment ago (bound, never listened, closed):
+// for a server the test starts, or for a peer that must not answer.
+inline uint16_t FreeLoopbackPort() {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return 0;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  uint16_t port = 0;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+    port = ntohs(a.sin_port);
+  }
+  close(fd);
+  return port;
+}
 
 // Runs argv (argv[0] is a path) with `input` on stdin and returns its exit code and output.
 // After `timeout_ms` the process is killed and timed_out is set.
@@ -317,24 +363,7 @@ class TestBroker {
                                      "--port-file",
                                      port_file};
     argv.insert(argv.end(), options_.extra_args.begin(), options_.extra_args.end());
-    std::vector<char*> args = internal::ArgvPointers(argv);
-    int log_fd = open(log_path().c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (log_fd < 0 || null_fd < 0) {
-      return Status::FromErrno(StatusCode::kIoError, "open " + log_path(), errno);
-    }
-    const pid_t parent = getpid();
-    pid_t pid = fork();
-    if (pid == 0) {
-      dup2(null_fd, 0);
-      dup2(log_fd, 1);
-      dup2(log_fd, 2);
-      internal::ExecChild(args.data(), parent);
-    }
-    close(log_fd);
-    close(null_fd);
-    if (pid < 0) return Status::FromErrno(StatusCode::kIoError, "fork", errno);
-    pid_ = pid;
+    ASSIGN_OR_RETURN(pid_, Spawn(std::move(argv), log_path()));
 
     const int64_t deadline = MonotonicNowMs() + options_.start_timeout_ms;
     while (MonotonicNowMs() < deadline) {

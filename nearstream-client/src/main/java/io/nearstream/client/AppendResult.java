@@ -8,7 +8,8 @@ package io.nearstream.client;
  * or may not have been stored, as when a whole Append fails with IO_ERROR.
  */
 public record AppendResult(
-        int streamlet, StatusCode status, String message, Position position, boolean duplicate) {
+        int streamlet, StatusCode status, String message, Position position, boolean duplicate)
+        implements EntryStatus {
 
     public boolean ok() {
         return status == StatusCode.OK;

@@ -261,16 +261,6 @@ final class ClusterFetch {
         }
 
         @Override
-        public StatusCode status(StreamletFetch result) {
-            return result.status();
-        }
-
-        @Override
-        public String message(StreamletFetch result) {
-            return result.message();
-        }
-
-        @Override
         public boolean resendAfterIoError() {
             return true;
         }

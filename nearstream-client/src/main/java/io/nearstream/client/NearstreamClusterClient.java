@@ -420,16 +420,6 @@ public final class NearstreamClusterClient implements NearstreamClient {
         }
 
         @Override
-        public StatusCode status(AppendResult result) {
-            return result.status();
-        }
-
-        @Override
-        public String message(AppendResult result) {
-            return result.message();
-        }
-
-        @Override
         public boolean resendAfterIoError() {
             return false;
         }
@@ -467,16 +457,6 @@ public final class NearstreamClusterClient implements NearstreamClient {
         public TimestampLookup failure(
                 Map.Entry<Integer, Long> entry, StatusCode status, String message) {
             return new TimestampLookup(entry.getKey(), status, message, Position.EARLIEST);
-        }
-
-        @Override
-        public StatusCode status(TimestampLookup result) {
-            return result.status();
-        }
-
-        @Override
-        public String message(TimestampLookup result) {
-            return result.message();
         }
 
         @Override
@@ -539,16 +519,6 @@ public final class NearstreamClusterClient implements NearstreamClient {
         @Override
         public StreamletMetadata failure(Integer entry, StatusCode status, String message) {
             throw new UnsupportedOperationException("Metadata fails whole");
-        }
-
-        @Override
-        public StatusCode status(StreamletMetadata result) {
-            return StatusCode.OK;
-        }
-
-        @Override
-        public String message(StreamletMetadata result) {
-            return "";
         }
 
         @Override

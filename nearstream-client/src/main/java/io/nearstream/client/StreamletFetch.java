@@ -12,7 +12,8 @@ public record StreamletFetch(
         String message,
         Position next,
         Position tail,
-        List<ChunkBlock> blocks) {
+        List<ChunkBlock> blocks)
+        implements EntryStatus {
 
     public boolean ok() {
         return status == StatusCode.OK;

@@ -38,9 +38,14 @@ final class StreamletRouter {
         /** A result carrying a failure; only called when {@link #perEntryStatus()}. */
         R failure(E entry, StatusCode status, String message);
 
-        StatusCode status(R result);
+        /** The result's status: its own ({@link EntryStatus}), or OK for a whole-request call. */
+        default StatusCode status(R result) {
+            return result instanceof EntryStatus s ? s.status() : StatusCode.OK;
+        }
 
-        String message(R result);
+        default String message(R result) {
+            return result instanceof EntryStatus s ? s.message() : "";
+        }
 
         /**
          * Whether entries whose connection failed may be sent again: true for reads. A write may
