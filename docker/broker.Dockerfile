@@ -7,9 +7,11 @@
 FROM debian:bookworm AS build
 
 # libgtest-dev only because native/CMakeLists.txt finds GTest unconditionally at configure time;
-# the test target itself is not built below.
+# the test target itself is not built below. libzookeeper-mt-dev: ZooKeeper's C client, through
+# which a broker started with --zookeeper joins a cluster (docs/cluster.md).
 RUN apt-get update \
     && apt-get install -y --no-install-recommends cmake ninja-build g++ libgtest-dev \
+        libzookeeper-mt-dev \
     && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /src
@@ -32,7 +34,7 @@ ARG NEARSTREAM_UID=9999
 ARG NEARSTREAM_GID=9999
 
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends libstdc++6 \
+    && apt-get install -y --no-install-recommends libstdc++6 libzookeeper-mt2 \
     && rm -rf /var/lib/apt/lists/* \
     && groupadd --system --gid "${NEARSTREAM_GID}" nearstream \
     && useradd --system --uid "${NEARSTREAM_UID}" --gid nearstream --home-dir /var/lib/nearstream \
