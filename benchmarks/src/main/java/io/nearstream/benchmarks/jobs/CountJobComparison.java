@@ -4,8 +4,6 @@ import io.nearstream.benchmarks.PreloadedStream;
 import io.nearstream.benchmarks.kafka.KafkaBroker;
 import io.nearstream.benchmarks.kafka.KafkaPreload;
 import io.nearstream.process.BrokerProcess;
-import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Instant;
@@ -108,7 +106,7 @@ public final class CountJobComparison {
         Path out = Path.of(flags.string("out", "target/job-results"));
         Files.createDirectories(out);
         String started = Instant.now().toString();
-        double loadBefore = loadAverage();
+        double loadBefore = ComparisonReports.loadAverage();
 
         List<SourceMode> modes = modes(flags.string("modes", "pull,push"));
         int streamlets = flags.positiveInt("streamlets", 4);
@@ -148,12 +146,7 @@ public final class CountJobComparison {
             }
             for (int p : parallelisms) {
                 for (int r = 0; r < repetitions; r++) {
-                    // Every other repetition in reverse order: no mode always runs first.
-                    List<SourceMode> order = new ArrayList<>(modes);
-                    if (r % 2 == 1) {
-                        Collections.reverse(order);
-                    }
-                    for (SourceMode mode : order) {
+                    for (SourceMode mode : ComparisonReports.order(modes, r)) {
                         JobMeasurement m =
                                 runOne(
                                         base.withMode(mode).withParallelism(p),
@@ -185,14 +178,9 @@ public final class CountJobComparison {
                         repetitions,
                         started,
                         loadBefore,
-                        loadAverage());
-        Path csv = out.resolve(BASENAME + ".csv");
-        Path md = out.resolve(BASENAME + ".md");
-        Files.writeString(csv, csv(runs), StandardCharsets.UTF_8);
-        Files.writeString(
-                md, markdown(runs, parallelisms, setting, commandLine), StandardCharsets.UTF_8);
-        System.out.println("wrote " + csv + " and " + md);
-        System.out.print(markdown(runs, parallelisms, setting, commandLine));
+                        ComparisonReports.loadAverage());
+        ComparisonReports.write(
+                out, BASENAME, csv(runs), markdown(runs, parallelisms, setting, commandLine));
         return runs;
     }
 
@@ -376,19 +364,6 @@ public final class CountJobComparison {
     }
 
     private static double median(List<JobMeasurement> runs, ToDoubleFunction<JobMeasurement> f) {
-        double[] v = runs.stream().mapToDouble(f).sorted().toArray();
-        if (v.length == 0) {
-            return Double.NaN;
-        }
-        return v.length % 2 == 1 ? v[v.length / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
-    }
-
-    private static double loadAverage() {
-        try {
-            String text = Files.readString(Path.of("/proc/loadavg"), StandardCharsets.US_ASCII);
-            return Double.parseDouble(text.split(" ")[0]);
-        } catch (IOException | RuntimeException e) {
-            return Double.NaN;
-        }
+        return ComparisonReports.median(runs, m -> true, f);
     }
 }

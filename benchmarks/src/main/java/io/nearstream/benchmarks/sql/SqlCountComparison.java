@@ -1,6 +1,8 @@
 package io.nearstream.benchmarks.sql;
 
 import io.nearstream.benchmarks.PreloadedStream;
+import io.nearstream.benchmarks.jobs.ComparisonReports;
+import io.nearstream.benchmarks.jobs.CountJobComparison;
 import io.nearstream.benchmarks.jobs.Flags;
 import io.nearstream.benchmarks.jobs.JobMeasurement;
 import io.nearstream.benchmarks.jobs.LocalFlinkCluster;
@@ -131,7 +133,7 @@ public final class SqlCountComparison {
         List<SourceMode> modes = modes(flags.string("modes", "pull,push,kafka"));
         Path out = Path.of(flags.string("out", "target/sql-results"));
         String started = Instant.now().toString();
-        double loadBefore = Reports.loadAverage();
+        double loadBefore = ComparisonReports.loadAverage();
 
         List<JobMeasurement> runs = new ArrayList<>();
         KafkaBroker kafka = null;
@@ -154,11 +156,7 @@ public final class SqlCountComparison {
             }
             for (int p : parallelisms) {
                 for (int r = 0; r < repetitions; r++) {
-                    List<SourceMode> order = new ArrayList<>(modes);
-                    if (r % 2 == 1) {
-                        Collections.reverse(order);
-                    }
-                    for (SourceMode mode : order) {
+                    for (SourceMode mode : ComparisonReports.order(modes, r)) {
                         JobMeasurement m = runOne(mode, p, records, stream, kafka, cluster);
                         System.out.println(m.summary());
                         System.out.println(m.toJson());
@@ -185,11 +183,11 @@ public final class SqlCountComparison {
                         repetitions,
                         started,
                         loadBefore,
-                        Reports.loadAverage());
-        Reports.write(
+                        ComparisonReports.loadAverage());
+        ComparisonReports.write(
                 out,
                 BASENAME,
-                Reports.csv(runs),
+                CountJobComparison.csv(runs),
                 markdown(runs, modes, parallelisms, setting, commandLine));
         return runs;
     }
@@ -358,7 +356,7 @@ public final class SqlCountComparison {
 
     private static double median(
             List<JobMeasurement> runs, SourceMode mode, int p, ToDoubleFunction<JobMeasurement> f) {
-        return Reports.median(runs, m -> m.mode() == mode && m.parallelism() == p, f);
+        return ComparisonReports.median(runs, m -> m.mode() == mode && m.parallelism() == p, f);
     }
 
     private static String millions(double v) {

@@ -1,5 +1,7 @@
 package io.nearstream.benchmarks.sql;
 
+import io.nearstream.benchmarks.jobs.ComparisonReports;
+import io.nearstream.benchmarks.jobs.CountJobComparison;
 import io.nearstream.benchmarks.jobs.Flags;
 import io.nearstream.benchmarks.jobs.JobMeasurement;
 import io.nearstream.benchmarks.jobs.JobOptions;
@@ -120,7 +122,7 @@ public final class SqlYsbComparison {
         long seed = flags.longValue("seed", 42, Long.MIN_VALUE);
         Path out = Path.of(flags.string("out", "target/sql-results"));
         String started = Instant.now().toString();
-        double loadBefore = Reports.loadAverage();
+        double loadBefore = ComparisonReports.loadAverage();
 
         YsbCampaigns campaigns = YsbCampaigns.generate(seed);
         Path campaignsFile = Files.createTempFile("ysb-campaigns-", ".csv");
@@ -165,10 +167,7 @@ public final class SqlYsbComparison {
                 System.out.println("warm-up: " + runOne(engine, setup, index++).summary());
             }
             for (int r = 0; r < repetitions; r++) {
-                // Every other repetition in reverse order: neither job always runs first.
-                List<String> order =
-                        r % 2 == 0 ? List.of(SQL, DATASTREAM) : List.of(DATASTREAM, SQL);
-                for (String engine : order) {
+                for (String engine : ComparisonReports.order(List.of(SQL, DATASTREAM), r)) {
                     JobMeasurement m = runOne(engine, setup, index++);
                     System.out.println(m.summary());
                     System.out.println(m.toJson());
@@ -195,11 +194,11 @@ public final class SqlYsbComparison {
                         repetitions,
                         started,
                         loadBefore,
-                        Reports.loadAverage());
-        Reports.write(
+                        ComparisonReports.loadAverage());
+        ComparisonReports.write(
                 out,
                 BASENAME,
-                Reports.csv(runs),
+                CountJobComparison.csv(runs),
                 markdown(runs, parallelism, setting, commandLine));
         return runs;
     }
@@ -316,28 +315,28 @@ public final class SqlYsbComparison {
                         + " SQL broker CPU s/M |\n");
         b.append("|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
         double dsRate =
-                Reports.median(
+                ComparisonReports.median(
                         runs,
                         m -> m.workload().equals(DATASTREAM),
                         JobMeasurement::recordsPerSecond);
         double sqlRate =
-                Reports.median(
+                ComparisonReports.median(
                         runs, m -> m.workload().equals(SQL), JobMeasurement::recordsPerSecond);
         double dsCpu =
-                Reports.median(
+                ComparisonReports.median(
                         runs,
                         m -> m.workload().equals(DATASTREAM),
                         m -> m.perMillion(m.jobCpuSeconds()));
         double sqlCpu =
-                Reports.median(
+                ComparisonReports.median(
                         runs, m -> m.workload().equals(SQL), m -> m.perMillion(m.jobCpuSeconds()));
         double dsBroker =
-                Reports.median(
+                ComparisonReports.median(
                         runs,
                         m -> m.workload().equals(DATASTREAM),
                         m -> m.perMillion(m.brokerCpuSeconds()));
         double sqlBroker =
-                Reports.median(
+                ComparisonReports.median(
                         runs,
                         m -> m.workload().equals(SQL),
                         m -> m.perMillion(m.brokerCpuSeconds()));
