@@ -41,9 +41,8 @@ Result<std::shared_ptr<storage::Stream>> RequestHandler::FindStream(const std::s
   return stream;
 }
 
-Result<storage::Streamlet*> RequestHandler::Served(const storage::Stream& stream,
-                                                   uint32_t id) const {
-  storage::Streamlet* s = const_cast<storage::Stream&>(stream).streamlet(id);
+Result<storage::Streamlet*> RequestHandler::Served(storage::Stream& stream, uint32_t id) const {
+  storage::Streamlet* s = stream.streamlet(id);
   if (s == nullptr) {
     return Status::StreamletNotFound("stream '" + stream.config().name + "' has no streamlet " +
                                      std::to_string(id) + " (it has " +
@@ -201,15 +200,17 @@ void RequestHandler::Metadata(const Request& req, Bytes* out) {
   auto found = FindStream(m->stream);
   if (!found.ok()) return Error(req, found.status(), out);
   const std::shared_ptr<storage::Stream>& stream = *found;
+  // "All" means, in a cluster, the streamlets this broker stores; a named one it does not store
+  // fails the request.
+  const bool all = m->streamlets.empty();
   std::vector<uint32_t> ids = m->streamlets;
-  if (ids.empty()) {  // all: in a cluster, the ones this broker stores
-    for (uint32_t i = 0; i < stream->streamlet_count(); ++i) {
-      if (cluster_ == nullptr || cluster_->CheckOwner(m->stream, i).ok()) ids.push_back(i);
-    }
+  if (all) {
+    for (uint32_t i = 0; i < stream->streamlet_count(); ++i) ids.push_back(i);
   }
   net::MetadataResponse r;
   for (uint32_t id : ids) {
     auto s = Served(*stream, id);
+    if (!s.ok() && all) continue;  // another broker's
     if (!s.ok()) return Error(req, s.status(), out);
     storage::StreamletInfo info = (*s)->Describe();
     net::StreamletMetadata sm;

@@ -76,7 +76,7 @@ class RequestHandler {
   Result<std::shared_ptr<storage::Stream>> FindStream(const std::string& name);
   // The streamlet `id` of `stream` if this broker serves it: STREAMLET_NOT_FOUND past the
   // stream's count; NOT_OWNER / BROKER_UNAVAILABLE when another broker of the cluster stores it.
-  Result<storage::Streamlet*> Served(const storage::Stream& stream, uint32_t id) const;
+  Result<storage::Streamlet*> Served(storage::Stream& stream, uint32_t id) const;
   // OK when every split of `rings` is a streamlet this broker serves (push carries only those).
   Status ServesRings(const std::string& stream, const std::vector<net::PushRing>& rings) const;
 

@@ -517,11 +517,6 @@ public final class NearstreamClusterClient implements NearstreamClient {
         }
 
         @Override
-        public StreamletMetadata failure(Integer entry, StatusCode status, String message) {
-            throw new UnsupportedOperationException("Metadata fails whole");
-        }
-
-        @Override
         public boolean resendAfterIoError() {
             return true;
         }

@@ -35,8 +35,18 @@ final class StreamletRouter {
          */
         boolean perEntryStatus();
 
-        /** A result carrying a failure; only called when {@link #perEntryStatus()}. */
-        R failure(E entry, StatusCode status, String message);
+        /**
+         * A result carrying a failure. Only calls with {@link #perEntryStatus()} have one: without
+         * it, a failure fails the request whole and this is never called.
+         */
+        default R failure(E entry, StatusCode status, String message) {
+            throw new IllegalStateException(
+                    "a whole-request call has no per-entry failure ("
+                            + status
+                            + ": "
+                            + message
+                            + ")");
+        }
 
         /** The result's status: its own ({@link EntryStatus}), or OK for a whole-request call. */
         default StatusCode status(R result) {
