@@ -52,6 +52,9 @@ public final class FlinkSessionCluster
     private static final Duration SCRIPT_TIMEOUT = Duration.ofMinutes(3);
     private static final Set<String> TERMINAL = Set.of("FAILED", "CANCELED", "FINISHED");
 
+    /** How often {@link #start} picks new ports after one was taken. */
+    private static final int PORT_ATTEMPTS = 3;
+
     private final boolean connectorInLib;
     private final boolean sql;
     private final int taskManagers;
@@ -171,6 +174,27 @@ public final class FlinkSessionCluster
         if (dir != null) {
             return;
         }
+        // The ports are free when picked, but another process (an outgoing connection's ephemeral
+        // port) may take one before the JobManager binds it: start again on new ports.
+        for (int attempt = 1; ; attempt++) {
+            try {
+                startOnce();
+                return;
+            } catch (IOException e) {
+                if (attempt >= PORT_ATTEMPTS || !portTaken(e)) {
+                    throw e;
+                }
+                System.err.println("A port of the Flink cluster was taken; starting again: " + e);
+            }
+        }
+    }
+
+    private static boolean portTaken(IOException e) {
+        String message = String.valueOf(e.getMessage());
+        return message.contains("BindException") || message.contains("Address already in use");
+    }
+
+    private void startOnce() throws IOException, InterruptedException {
         // Real path: the processes' command lines name it as the script resolves it.
         dir = Files.createTempDirectory("flink-cluster-").toRealPath();
         // Not stop(): that waits for the monitor, which a start in progress holds.
