@@ -51,7 +51,8 @@ over a binary TCP protocol (docs/protocol.md).
 Cluster (docs/cluster.md; without --zookeeper the broker is standalone and owns every stream):
   --zookeeper HOST:PORT[,...][/ROOT]  join the cluster kept in this ZooKeeper ensemble (root
                               default /nearstream)
-  --broker-id N               this broker's id in the cluster (required with --zookeeper)
+  --broker-id N               this broker's id in the cluster, 0-2147483647 (required with
+                              --zookeeper)
   --advertised-address H:P    where clients reach this broker (default: the listen address)
   --host NAME                 the machine's name for push placement (default: the host name)
   --zookeeper-session-ms MS   ZooKeeper session timeout (default 6000)
@@ -146,7 +147,7 @@ Status Run(int argc, char** argv) {
   options.push.dir = flags.String("push-dir", push::kDefaultShmDir);
   options.handler.broker_epoch =
       static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
-  ASSIGN_OR_RETURN(uint64_t broker_id, flags.Unsigned("broker-id", 0, 0, UINT32_MAX));
+  ASSIGN_OR_RETURN(uint64_t broker_id, flags.Unsigned("broker-id", 0, 0, INT32_MAX));
   options.handler.broker_id = static_cast<uint32_t>(broker_id);
   options.handler.address = flags.String("advertised-address");
   options.handler.host = flags.String("host", HostName());

@@ -693,6 +693,9 @@ public abstract sealed class BatchingProducer implements AutoCloseable
         /** Whether the last attempt may have been stored (transport failure). */
         boolean lastAttemptUncertain;
 
+        /** Why the last attempt failed (it names the broker over a cluster), or null. */
+        NearstreamClientException lastError;
+
         /** Given up by {@link #discardUnsent}: an error ends it, no retry. */
         boolean discarded;
 
@@ -860,7 +863,8 @@ public abstract sealed class BatchingProducer implements AutoCloseable
                                 aborting
                                         ? "producer closed before the chunk was delivered"
                                         : "chunk not delivered within delivery.timeout "
-                                                + config.deliveryTimeout()),
+                                                + config.deliveryTimeout()
+                                                + lastAttempt(head)),
                         completions);
             }
             if (!aborting && st.inFlight == null && st.ready.isEmpty()) {
@@ -868,6 +872,11 @@ public abstract sealed class BatchingProducer implements AutoCloseable
             }
         }
         return wake;
+    }
+
+    /** What the last attempt of {@code b} failed with, for the message of its expiry. */
+    private static String lastAttempt(Batch b) {
+        return b.lastError == null ? "" : "; the last attempt failed: " + b.lastError.getMessage();
     }
 
     /**
@@ -1017,6 +1026,7 @@ public abstract sealed class BatchingProducer implements AutoCloseable
             long now,
             List<Runnable> completions) {
         b.lastAttemptUncertain = uncertain;
+        b.lastError = e;
         boolean retry =
                 e.isRetriable()
                         && !aborting

@@ -19,6 +19,7 @@ import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.BiFunction;
 import java.util.function.Function;
+import java.util.function.IntFunction;
 
 /**
  * A {@link NearstreamClient} for a cluster of brokers (docs/protocol.md, "Cluster"): it learns from
@@ -37,8 +38,11 @@ import java.util.function.Function;
  *   <li><b>PushSubscribe, PushUpdate, PushClose</b> go to the one broker that stores every
  *       streamlet of the rings (a push subscription is per broker); rings over several brokers are
  *       refused.
- *   <li><b>Transactions</b> go to the broker of the stream when all its streamlets are on one
- *       broker; transactions across brokers are not supported yet by this client.
+ *   <li><b>Transactions</b> are per broker. {@link #txnInit} and the other requests that name one
+ *       transaction go to the broker of the stream when all its streamlets are on one broker; a
+ *       transaction over several brokers is one transaction per broker, sent with {@link #onBroker}
+ *       and {@link #txnAppend(String, IntFunction, int[], List)} ({@link
+ *       NearstreamTransactionalProducer} does this).
  * </ul>
  *
  * <p>The view is refreshed on NOT_OWNER, BROKER_UNAVAILABLE, a stream it does not know yet, and a
@@ -304,31 +308,55 @@ public final class NearstreamClusterClient implements NearstreamClient {
     @Override
     public CompletableFuture<List<AppendResult>> append(
             String stream, int[] streamlets, List<byte[]> chunks) {
-        List<Chunk> entries;
-        try {
-            entries = chunks(streamlets, chunks);
-        } catch (IllegalArgumentException e) {
-            return CompletableFuture.failedFuture(e);
-        }
-        return router.route(
+        return routeAppend(
                 stream,
-                entries,
-                new AppendCall((c, part) -> c.append(stream, streamletsOf(part), chunksOf(part))));
+                streamlets,
+                chunks,
+                (b, c, part) -> c.append(stream, streamletsOf(part), chunksOf(part)));
     }
 
     @Override
     public CompletableFuture<List<AppendResult>> txnAppend(
             TxnRef ref, int[] streamlets, List<byte[]> chunks) {
+        return routeAppend(
+                ref.stream(),
+                streamlets,
+                chunks,
+                (b, c, part) -> c.txnAppend(ref, streamletsOf(part), chunksOf(part)));
+    }
+
+    /**
+     * Appends chunks to a transaction that spans brokers: each broker's part goes to that broker's
+     * own transaction of the stream, which {@code txnOnBroker} names (and may begin first). A
+     * failure of {@code txnOnBroker} fails that broker's entries with its status.
+     */
+    public CompletableFuture<List<AppendResult>> txnAppend(
+            String stream,
+            IntFunction<CompletableFuture<TxnRef>> txnOnBroker,
+            int[] streamlets,
+            List<byte[]> chunks) {
+        return routeAppend(
+                stream,
+                streamlets,
+                chunks,
+                (b, c, part) ->
+                        txnOnBroker
+                                .apply(b.id())
+                                .thenCompose(
+                                        ref ->
+                                                c.txnAppend(
+                                                        ref, streamletsOf(part), chunksOf(part))));
+    }
+
+    private CompletableFuture<List<AppendResult>> routeAppend(
+            String stream, int[] streamlets, List<byte[]> chunks, PartSender send) {
         List<Chunk> entries;
         try {
             entries = chunks(streamlets, chunks);
         } catch (IllegalArgumentException e) {
             return CompletableFuture.failedFuture(e);
         }
-        return router.route(
-                ref.stream(),
-                entries,
-                new AppendCall((c, part) -> c.txnAppend(ref, streamletsOf(part), chunksOf(part))));
+        return router.route(stream, entries, new AppendCall(send));
     }
 
     private static int[] streamletsOf(List<Chunk> part) {
@@ -386,15 +414,18 @@ public final class NearstreamClusterClient implements NearstreamClient {
                         });
     }
 
+    /** Sends one broker's part of an Append or TxnAppend. */
+    @FunctionalInterface
+    private interface PartSender {
+        CompletableFuture<List<AppendResult>> send(
+                BrokerInfo broker, NearstreamClient client, List<Chunk> part);
+    }
+
     /** Append and TxnAppend entries: a write is never sent again after its connection broke. */
     private static final class AppendCall implements EntryCall<Chunk, AppendResult> {
-        private final BiFunction<
-                        NearstreamClient, List<Chunk>, CompletableFuture<List<AppendResult>>>
-                send;
+        private final PartSender send;
 
-        AppendCall(
-                BiFunction<NearstreamClient, List<Chunk>, CompletableFuture<List<AppendResult>>>
-                        send) {
+        AppendCall(PartSender send) {
             this.send = send;
         }
 
@@ -406,7 +437,13 @@ public final class NearstreamClusterClient implements NearstreamClient {
         @Override
         public CompletableFuture<List<AppendResult>> send(
                 NearstreamClient broker, List<Chunk> entries) {
-            return send.apply(broker, entries);
+            throw new IllegalStateException("an append part is sent knowing its broker");
+        }
+
+        @Override
+        public CompletableFuture<List<AppendResult>> send(
+                BrokerInfo info, NearstreamClient broker, List<Chunk> entries) {
+            return send.send(info, broker, entries);
         }
 
         @Override
@@ -781,13 +818,51 @@ public final class NearstreamClusterClient implements NearstreamClient {
                 owners ->
                         new NearstreamClientException(
                                 StatusCode.INVALID_ARGUMENT,
-                                "transactions across brokers are not supported yet by this client:"
-                                        + " stream '"
+                                "a transaction request that names no broker needs a stream"
+                                        + " stored by one broker, but stream '"
                                         + stream
                                         + "' is stored by "
-                                        + describeOwners(owners)),
+                                        + describeOwners(owners)
+                                        + ": send each broker's transaction with onBroker(), as"
+                                        + " NearstreamTransactionalProducer does"),
                 (b, c) -> op.apply(c),
                 0);
+    }
+
+    /**
+     * The ids of the brokers that store a streamlet of {@code stream}, ascending: the brokers a
+     * transaction over the whole stream may span (transactions are per broker; docs/protocol.md,
+     * "Cluster").
+     */
+    public CompletableFuture<List<Integer>> brokersOf(String stream) {
+        return router.placement(stream).thenApply(p -> List.copyOf(owners(p, null).keySet()));
+    }
+
+    /**
+     * Sends a request about {@code stream} to the broker with id {@code brokerId}: for the requests
+     * of one broker's transaction. A broker the view does not know is looked up once (with the
+     * stream's placement); one that is not registered fails with {@code BROKER_UNAVAILABLE}. A
+     * failure names the broker.
+     */
+    public <T> CompletableFuture<T> onBroker(
+            String stream, int brokerId, Function<NearstreamClient, CompletableFuture<T>> op) {
+        BrokerInfo known = view.broker(brokerId).orElse(null);
+        if (known != null) {
+            return onBroker(known, op);
+        }
+        return refresher
+                .refresh(stream, false)
+                .thenCompose(
+                        v -> {
+                            BrokerInfo b = view.broker(brokerId).orElse(null);
+                            if (b == null) {
+                                return CompletableFuture.<T>failedFuture(
+                                        new NearstreamClientException(
+                                                StatusCode.BROKER_UNAVAILABLE,
+                                                StreamletRouter.notRegistered(brokerId)));
+                            }
+                            return onBroker(b, op);
+                        });
     }
 
     @Override

@@ -2,9 +2,17 @@ package io.nearstream.client;
 
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
 import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -22,8 +30,9 @@ import org.slf4j.LoggerFactory;
  *     producer.initTransactions(0); // fences earlier owners of the id, aborts what they left
  *     producer.beginTransaction();
  *     producer.send(key, value);
- *     TxnRef ref = producer.prepareTransaction(); // flushes; survives broker restarts
- *     producer.commit(ref); // or, later and elsewhere: NearstreamTransactionalProducer.commit(...)
+ *     // Flushes; survives broker restarts. One part per broker the transaction wrote to.
+ *     List<BrokerTxnRef> parts = producer.prepareTransaction();
+ *     parts.forEach(producer::commit); // or later, elsewhere: the static commit(client, part, ...)
  * }
  * }</pre>
  *
@@ -49,18 +58,71 @@ public final class NearstreamTransactionalProducer extends BatchingProducer {
 
     private final String transactionalId;
 
-    /** The epoch of the last TxnInit; 0 before it. */
-    private volatile long epoch;
+    /** The brokers of the stream's transactions: the client's one broker, or a cluster's. */
+    private final TxnBrokers brokers;
+
+    /** The epoch of the last TxnInit on each broker; empty before it. */
+    private volatile Map<Integer, Long> epochs = Map.of();
 
     /** The open transaction, or null. */
-    private volatile TxnRef current;
+    private volatile OpenTransaction current;
 
     /** The failure that ended this producer, or null. */
     private volatile NearstreamClientException failure;
 
     /**
+     * The open transaction: its part on each broker that a chunk went to so far. A part is begun
+     * (TxnBegin) by the first chunk for that broker, from the sender; a begin that failed is tried
+     * again with the chunk's retry (TxnBegin of the same epoch is idempotent).
+     */
+    private final class OpenTransaction {
+        private final Map<Integer, CompletableFuture<TxnRef>> parts = new ConcurrentHashMap<>();
+
+        CompletableFuture<TxnRef> on(int broker) {
+            return parts.compute(
+                    broker,
+                    (b, begun) ->
+                            begun == null || begun.isCompletedExceptionally() ? begin(b) : begun);
+        }
+
+        private CompletableFuture<TxnRef> begin(int broker) {
+            Long epoch = epochs.get(broker);
+            if (epoch == null) {
+                return CompletableFuture.failedFuture(
+                        new NearstreamClientException(
+                                StatusCode.INVALID_TXN_STATE,
+                                "broker "
+                                        + broker
+                                        + " stores a streamlet of stream '"
+                                        + stream()
+                                        + "' but was not one of its brokers at initTransactions()"
+                                        + " (the placement changed): initialise again"));
+            }
+            TxnRef ref = new TxnRef(stream(), transactionalId, epoch, 0);
+            return brokers.on(stream(), broker, c -> c.txnBegin(ref));
+        }
+
+        /**
+         * The parts begun, by broker; after a flush every one is (a chunk whose part could not
+         * begin failed the producer).
+         */
+        List<BrokerTxnRef> begun() {
+            List<BrokerTxnRef> refs = new ArrayList<>(parts.size());
+            for (Map.Entry<Integer, CompletableFuture<TxnRef>> e :
+                    new TreeMap<>(parts).entrySet()) {
+                CompletableFuture<TxnRef> begin = e.getValue();
+                if (begin.isDone() && !begin.isCompletedExceptionally()) {
+                    refs.add(new BrokerTxnRef(e.getKey(), begin.join()));
+                }
+            }
+            return refs;
+        }
+    }
+
+    /**
      * Connects (unless the config carries a client) and looks up the stream; call {@link
-     * #initTransactions} next.
+     * #initTransactions} next. With a cluster client (a bootstrap list of several brokers) a
+     * transaction spans the brokers it writes to: one broker transaction each.
      *
      * @param transactionalId 1 to 255 UTF-8 bytes, none below 0x20; scoped to the config's stream
      * @throws IllegalArgumentException for a bad id, or a config with producer id 0 (a
@@ -73,6 +135,7 @@ public final class NearstreamTransactionalProducer extends BatchingProducer {
                 idempotentProducerId(config),
                 "nearstream-txn-producer-" + checkTransactionalId(transactionalId));
         this.transactionalId = transactionalId;
+        this.brokers = TxnBrokers.of(client());
     }
 
     private static long idempotentProducerId(NearstreamProducerConfig config) {
@@ -118,14 +181,17 @@ public final class NearstreamTransactionalProducer extends BatchingProducer {
         return transactionalId;
     }
 
-    /** The epoch of the last {@link #initTransactions}, or 0 before it. */
-    public long epoch() {
-        return epoch;
+    /**
+     * The epoch of the last {@link #initTransactions} on each broker ({@link
+     * BrokerTxnRef#ONLY_BROKER} for a single-broker client); empty before it.
+     */
+    public Map<Integer, Long> epochs() {
+        return epochs;
     }
 
-    /** The open transaction, or null. */
-    public TxnRef currentTransaction() {
-        return current;
+    /** Whether a transaction is open (begun and neither prepared, committed nor aborted). */
+    public boolean inTransaction() {
+        return current != null;
     }
 
     /** The failure that ended this producer, or null while it works. */
@@ -136,42 +202,91 @@ public final class NearstreamTransactionalProducer extends BatchingProducer {
     // ---- transactions -----------------------------------------------------------------------
 
     /**
-     * Registers this producer as the owner of its transactional id: every earlier owner is fenced
-     * (its requests get {@code TXN_FENCED}), its open transaction is aborted, and so are its
-     * prepared transactions with a serial above {@code keepPreparedThrough}; those at or below it
-     * stay prepared for a committer to commit (0 aborts them all).
+     * {@link #initTransactions(Map)} with the same {@code keepPreparedThrough} on every broker: for
+     * a single-broker client, or 0 (keep nothing) on a cluster, whose serials are per broker.
      *
-     * @return the new epoch
+     * @return the new epoch (the highest, over several brokers)
+     * @throws IllegalArgumentException for a serial other than 0 on a cluster
      */
     public long initTransactions(long keepPreparedThrough) {
-        throwIfFailed();
-        if (current != null) {
-            throw new IllegalStateException(
-                    "transaction " + current + " is open: commit or abort it first");
+        Map<Integer, Long> keep = Map.of();
+        if (keepPreparedThrough != 0) {
+            if (!brokers.single()) {
+                throw new IllegalArgumentException(
+                        "serials are per broker in a cluster: give initTransactions a serial per"
+                                + " broker");
+            }
+            keep = Map.of(BrokerTxnRef.ONLY_BROKER, keepPreparedThrough);
         }
-        TxnInitResult r =
-                control(
-                        "TxnInit of " + transactionalId,
-                        () -> client().txnInit(stream(), transactionalId, keepPreparedThrough),
-                        true);
-        epoch = r.epoch();
-        return r.epoch();
+        long highest = 0;
+        for (long e : initTransactions(keep).values()) {
+            highest = Math.max(highest, e);
+        }
+        return highest;
     }
 
-    /** Begins a transaction; records sent from now on belong to it. */
-    public TxnRef beginTransaction() {
+    /**
+     * Registers this producer as the owner of its transactional id on every broker of the stream
+     * (and every broker named in {@code keepPreparedThroughByBroker}): every earlier owner is
+     * fenced (its requests get {@code TXN_FENCED}), its open transaction is aborted, and so are its
+     * prepared transactions with a serial above the broker's {@code keepPreparedThrough}; those at
+     * or below it stay prepared for a committer to commit (a broker not in the map keeps none).
+     *
+     * @return the new epoch on each broker
+     */
+    public Map<Integer, Long> initTransactions(Map<Integer, Long> keepPreparedThroughByBroker) {
         throwIfFailed();
-        if (epoch == 0) {
+        if (current != null) {
+            throw new IllegalStateException("a transaction is open: commit or abort it first");
+        }
+        Map<Integer, Long> initialised = new TreeMap<>();
+        for (int broker : brokersToInit(keepPreparedThroughByBroker.keySet())) {
+            long keep = keepPreparedThroughByBroker.getOrDefault(broker, 0L);
+            TxnInitResult r =
+                    control(
+                            "TxnInit of " + transactionalId + onBroker(broker),
+                            () ->
+                                    brokers.on(
+                                            stream(),
+                                            broker,
+                                            c -> c.txnInit(stream(), transactionalId, keep)),
+                            true);
+            initialised.put(broker, r.epoch());
+        }
+        epochs = Collections.unmodifiableMap(initialised);
+        return epochs;
+    }
+
+    /** The brokers of the stream and {@code named}, ascending. */
+    private Set<Integer> brokersToInit(Set<Integer> named) {
+        Set<Integer> all =
+                new TreeSet<>(
+                        control(
+                                "the brokers of stream '" + stream() + "'",
+                                () -> brokers.brokersOf(stream()),
+                                false));
+        all.addAll(named);
+        return all;
+    }
+
+    private static String onBroker(int broker) {
+        return broker == BrokerTxnRef.ONLY_BROKER ? "" : " on broker " + broker;
+    }
+
+    /**
+     * Begins a transaction; records sent from now on belong to it. Its part on each broker begins
+     * (TxnBegin) with the first chunk for that broker.
+     */
+    public void beginTransaction() {
+        throwIfFailed();
+        if (epochs.isEmpty()) {
             throw new IllegalStateException("call initTransactions() before beginTransaction()");
         }
         if (current != null) {
-            throw new IllegalStateException("transaction " + current + " is already open");
+            throw new IllegalStateException("a transaction is already open");
         }
-        TxnRef begin = new TxnRef(stream(), transactionalId, epoch, 0);
-        TxnRef ref = control("TxnBegin of " + begin, () -> client().txnBegin(begin), true);
         resetSequences();
-        current = ref;
-        return ref;
+        current = new OpenTransaction();
     }
 
     /**
@@ -186,141 +301,232 @@ public final class NearstreamTransactionalProducer extends BatchingProducer {
     }
 
     /**
-     * Flushes, then prepares the open transaction: it takes no more records, survives broker
-     * restarts and never times out, until {@link #commit(TxnRef)} or {@link #abort(TxnRef)} with
-     * the returned reference (from here or from anywhere else). The next transaction needs {@link
+     * Flushes, then prepares the open transaction on every broker it wrote to: it takes no more
+     * records, survives broker restarts and never times out, until {@link #commit(BrokerTxnRef)} or
+     * {@link #abort(BrokerTxnRef)} of each returned part (from here or from anywhere else). A
+     * transaction that wrote nothing has no part. The next transaction needs {@link
      * #beginTransaction()}.
+     *
+     * <p>This is the first phase of a two-phase commit: whoever keeps the returned parts (a Flink
+     * checkpoint, for the sink) is the coordinator's record, and commits them all.
      */
-    public TxnRef prepareTransaction() {
-        TxnRef ref = requireOpen();
+    public List<BrokerTxnRef> prepareTransaction() {
+        OpenTransaction txn = requireOpen();
         flush();
-        control("TxnPrepare of " + ref, () -> client().txnPrepare(ref), true);
+        List<BrokerTxnRef> parts = txn.begun();
+        for (BrokerTxnRef part : parts) {
+            control(
+                    "TxnPrepare of " + part,
+                    () -> brokers.on(stream(), part.broker(), c -> c.txnPrepare(part.ref())),
+                    true);
+        }
         current = null;
-        return ref;
+        return parts;
     }
 
-    /** Flushes and commits the open transaction (prepare and commit in one step). */
+    /**
+     * Flushes and commits the open transaction. On one broker that is one TxnCommit; over several,
+     * every part is prepared first and then committed, so a failure before the last prepare leaves
+     * none committed (a successor's {@link #initTransactions} aborts them). A failure while
+     * committing leaves the rest prepared: this producer is the only coordinator, so for
+     * all-or-nothing across brokers keep the parts of {@link #prepareTransaction()} in a durable
+     * record and commit from it.
+     */
     public void commitTransaction() {
-        TxnRef ref = requireOpen();
+        OpenTransaction txn = requireOpen();
         flush();
-        control("TxnCommit of " + ref, () -> client().txnCommit(ref), true);
+        List<BrokerTxnRef> parts = txn.begun();
+        if (parts.size() > 1) {
+            for (BrokerTxnRef part : parts) {
+                control(
+                        "TxnPrepare of " + part,
+                        () -> brokers.on(stream(), part.broker(), c -> c.txnPrepare(part.ref())),
+                        true);
+            }
+        }
+        for (BrokerTxnRef part : parts) {
+            control(
+                    "TxnCommit of " + part,
+                    () -> brokers.on(stream(), part.broker(), c -> c.txnCommit(part.ref())),
+                    true);
+        }
         current = null;
     }
 
     /**
      * Aborts the open transaction: records not sent yet fail with {@code TXN_ABORTED} and are not
-     * sent, the broker discards what was. Works on a failed producer too (it stays failed).
+     * sent, every broker discards what was. Works on a failed producer too (it stays failed).
      */
     public void abortTransaction() {
-        TxnRef ref = current;
-        if (ref == null) {
+        OpenTransaction txn = current;
+        if (txn == null) {
             throw new IllegalStateException("no transaction is open");
         }
-        discardUnsent(abortedBeforeSending(ref)).join();
+        discardUnsent(abortedBeforeSending()).join();
         current = null;
-        control("TxnAbort of " + ref, () -> client().txnAbort(ref), true);
+        for (BrokerTxnRef part : txn.begun()) {
+            control(
+                    "TxnAbort of " + part,
+                    () -> brokers.on(stream(), part.broker(), c -> c.txnAbort(part.ref())),
+                    true);
+        }
     }
 
     /**
-     * Commits a transaction prepared by any producer of the stream (a recovered committer holds
-     * only the reference); committing a committed transaction is OK. Does not fail this producer.
+     * Commits one part of a transaction prepared by any producer of the stream (a recovered
+     * committer holds only the references); committing a committed transaction is OK. Does not fail
+     * this producer.
      */
-    public void commit(TxnRef ref) {
-        control("TxnCommit of " + ref, () -> client().txnCommit(ref), false);
-    }
-
-    /** Aborts a transaction of any producer of the stream; does not fail this producer. */
-    public void abort(TxnRef ref) {
-        control("TxnAbort of " + ref, () -> client().txnAbort(ref), false);
-    }
-
-    /**
-     * Commits {@code ref} through {@code client}, retrying retriable failures with {@code backoff}
-     * for up to {@code timeout}: for a committer that has no producer. Committing a committed
-     * transaction is OK.
-     */
-    public static void commit(
-            NearstreamClient client, TxnRef ref, Duration backoff, Duration timeout) {
-        RetryingCall.call("TxnCommit of " + ref, () -> client.txnCommit(ref), backoff, timeout);
-    }
-
-    /**
-     * Aborts {@code ref} through {@code client}, as {@link #commit(NearstreamClient, TxnRef, ...)}.
-     */
-    public static void abort(
-            NearstreamClient client, TxnRef ref, Duration backoff, Duration timeout) {
-        RetryingCall.call("TxnAbort of " + ref, () -> client.txnAbort(ref), backoff, timeout);
-    }
-
-    /**
-     * TxnInit of <em>another</em> transactional id of the stream: fences its owner, aborts its open
-     * transaction and its prepared ones above {@code keepPreparedThrough}. For taking over the ids
-     * of a previous run (e.g. a Flink job restored with another parallelism).
-     */
-    public TxnInitResult fence(String otherTransactionalId, long keepPreparedThrough) {
-        checkTransactionalId(otherTransactionalId);
-        return control(
-                "TxnInit of " + otherTransactionalId,
-                () -> client().txnInit(stream(), otherTransactionalId, keepPreparedThrough),
+    public void commit(BrokerTxnRef part) {
+        control(
+                "TxnCommit of " + part,
+                () -> brokers.on(stream(), part.broker(), c -> c.txnCommit(part.ref())),
                 false);
     }
 
-    /** The open and prepared transactions of the stream whose ids start with {@code idPrefix}. */
-    public List<TransactionInfo> listTransactions(String idPrefix) {
-        return control(
-                "TxnList of '" + idPrefix + "'", () -> client().txnList(stream(), idPrefix), false);
+    /** Aborts one part of a transaction of any producer of the stream; does not fail this one. */
+    public void abort(BrokerTxnRef part) {
+        control(
+                "TxnAbort of " + part,
+                () -> brokers.on(stream(), part.broker(), c -> c.txnAbort(part.ref())),
+                false);
     }
 
     /**
-     * Aborts the open transaction, if any, with one attempt (records not sent yet are dropped; a
-     * broker that cannot be reached aborts it when the id is initialised again, or after its
-     * transaction timeout), then stops the sender and closes the connection it opened.
+     * Commits {@code part} through {@code client} (one broker's, or a cluster's that knows the
+     * part's broker), retrying retriable failures with {@code backoff} for up to {@code timeout}:
+     * for a committer that has no producer. Committing a committed transaction is OK.
+     */
+    public static void commit(
+            NearstreamClient client, BrokerTxnRef part, Duration backoff, Duration timeout) {
+        endPart(client, "TxnCommit", part, c -> c.txnCommit(part.ref()), backoff, timeout);
+    }
+
+    /**
+     * Aborts {@code part} through {@code client}, as {@link #commit(NearstreamClient, BrokerTxnRef,
+     * Duration, Duration)}.
+     */
+    public static void abort(
+            NearstreamClient client, BrokerTxnRef part, Duration backoff, Duration timeout) {
+        endPart(client, "TxnAbort", part, c -> c.txnAbort(part.ref()), backoff, timeout);
+    }
+
+    private static void endPart(
+            NearstreamClient client,
+            String what,
+            BrokerTxnRef part,
+            Function<NearstreamClient, CompletableFuture<Void>> request,
+            Duration backoff,
+            Duration timeout) {
+        TxnBrokers brokers = TxnBrokers.of(client);
+        RetryingCall.call(
+                what + " of " + part,
+                () -> brokers.on(part.ref().stream(), part.broker(), request),
+                backoff,
+                timeout);
+    }
+
+    /**
+     * TxnInit of <em>another</em> transactional id of the stream on every broker of the stream (and
+     * every broker named in {@code keepPreparedThroughByBroker}): fences its owner, aborts its open
+     * transaction and its prepared ones above the broker's serial (all of them on a broker not in
+     * the map). For taking over the ids of a previous run (e.g. a Flink job restored with another
+     * parallelism).
+     */
+    public void fence(String otherTransactionalId, Map<Integer, Long> keepPreparedThroughByBroker) {
+        checkTransactionalId(otherTransactionalId);
+        for (int broker : brokersToInit(keepPreparedThroughByBroker.keySet())) {
+            long keep = keepPreparedThroughByBroker.getOrDefault(broker, 0L);
+            control(
+                    "TxnInit of " + otherTransactionalId + onBroker(broker),
+                    () ->
+                            brokers.on(
+                                    stream(),
+                                    broker,
+                                    c -> c.txnInit(stream(), otherTransactionalId, keep)),
+                    false);
+        }
+    }
+
+    /**
+     * The open and prepared transactions whose ids start with {@code idPrefix}, on every broker of
+     * the stream (a transaction over several brokers is listed once per broker).
+     */
+    public List<TransactionInfo> listTransactions(String idPrefix) {
+        List<TransactionInfo> all = new ArrayList<>();
+        for (int broker : brokersToInit(Set.of())) {
+            all.addAll(
+                    control(
+                            "TxnList of '" + idPrefix + "'" + onBroker(broker),
+                            () -> brokers.on(stream(), broker, c -> c.txnList(stream(), idPrefix)),
+                            false));
+        }
+        return all;
+    }
+
+    /**
+     * Aborts the open transaction, if any, with one attempt per broker (records not sent yet are
+     * dropped; a broker that cannot be reached aborts its part when the id is initialised again, or
+     * after its transaction timeout), then stops the sender and closes the connection it opened.
      */
     @Override
     public void close(Duration timeout) {
-        TxnRef ref = current;
-        if (ref != null) {
+        OpenTransaction txn = current;
+        if (txn != null) {
             current = null;
-            abortQuietly(ref, timeout);
+            abortQuietly(txn, timeout);
         }
         super.close(timeout);
     }
 
-    private void abortQuietly(TxnRef ref, Duration timeout) {
+    private void abortQuietly(OpenTransaction txn, Duration timeout) {
         long waitMs = Math.min(timeout.toMillis(), config().deliveryTimeout().toMillis());
         try {
-            discardUnsent(abortedBeforeSending(ref)).get(waitMs, TimeUnit.MILLISECONDS);
-            client().txnAbort(ref).get(waitMs, TimeUnit.MILLISECONDS);
+            discardUnsent(abortedBeforeSending()).get(waitMs, TimeUnit.MILLISECONDS);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
+            return;
         } catch (Exception e) {
-            LOG.info(
-                    "Could not abort {} on close ({}); the broker aborts it when {} is"
-                            + " initialised again, or after its transaction timeout",
-                    ref,
-                    e.toString(),
-                    transactionalId);
+            LOG.info("Could not discard the unsent records on close: {}", e.toString());
+        }
+        for (BrokerTxnRef part : txn.begun()) {
+            try {
+                brokers.on(stream(), part.broker(), c -> c.txnAbort(part.ref()))
+                        .get(waitMs, TimeUnit.MILLISECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return;
+            } catch (Exception e) {
+                LOG.info(
+                        "Could not abort {} on close ({}); the broker aborts it when {} is"
+                                + " initialised again, or after its transaction timeout",
+                        part,
+                        e.toString(),
+                        transactionalId);
+            }
         }
     }
 
-    private static NearstreamClientException abortedBeforeSending(TxnRef ref) {
+    private NearstreamClientException abortedBeforeSending() {
         return new NearstreamClientException(
                 StatusCode.TXN_ABORTED,
-                "transaction " + ref + " was aborted before the record was sent");
+                "the transaction of '"
+                        + transactionalId
+                        + "' was aborted before the record was sent");
     }
 
     // ---- the sender's side ------------------------------------------------------------------
 
     @Override
     CompletableFuture<List<AppendResult>> sendChunks(int[] streamlets, List<byte[]> chunks) {
-        TxnRef ref = current;
-        if (ref == null) {
+        OpenTransaction txn = current;
+        if (txn == null) {
             // Unreachable while the transaction methods wait for what they sent.
             return CompletableFuture.failedFuture(
                     new NearstreamClientException(
                             StatusCode.INVALID_TXN_STATE, "no open transaction for the chunks"));
         }
-        return client().txnAppend(ref, streamlets, chunks);
+        return brokers.txnAppend(stream(), txn::on, streamlets, chunks);
     }
 
     @Override
@@ -341,13 +547,13 @@ public final class NearstreamTransactionalProducer extends BatchingProducer {
 
     // ---- failures ---------------------------------------------------------------------------
 
-    private TxnRef requireOpen() {
+    private OpenTransaction requireOpen() {
         throwIfFailed();
-        TxnRef ref = current;
-        if (ref == null) {
+        OpenTransaction txn = current;
+        if (txn == null) {
             throw new IllegalStateException("no transaction is open");
         }
-        return ref;
+        return txn;
     }
 
     private void throwIfFailed() {
@@ -392,8 +598,8 @@ public final class NearstreamTransactionalProducer extends BatchingProducer {
                                     + id
                                     + " of stream "
                                     + stream
-                                    + " (its TxnInit made a newer epoch than "
-                                    + epoch
+                                    + " (its TxnInit made a newer epoch than this producer's "
+                                    + epochs
                                     + "): this producer is fenced and stops";
                     case TXN_ABORTED ->
                             "the transaction of "

@@ -30,6 +30,15 @@ final class StreamletRouter {
         CompletableFuture<List<R>> send(NearstreamClient broker, List<E> entries);
 
         /**
+         * As {@link #send(NearstreamClient, List)}, for calls whose request depends on which broker
+         * it goes to (a TxnAppend names that broker's transaction).
+         */
+        default CompletableFuture<List<R>> send(
+                BrokerInfo info, NearstreamClient broker, List<E> entries) {
+            return send(broker, entries);
+        }
+
+        /**
          * Whether results carry a status each (Append, Fetch, …); when not (Metadata), a failure
          * fails the whole request, as a broker fails a Metadata request whole.
          */
@@ -245,7 +254,7 @@ final class StreamletRouter {
         }
         CompletableFuture<List<R>> answer;
         try {
-            answer = job.call.send(connections.forBroker(b), sent);
+            answer = job.call.send(b, connections.forBroker(b), sent);
         } catch (RuntimeException e) {
             answer = CompletableFuture.failedFuture(e);
         }

@@ -307,7 +307,7 @@ class NearstreamClusterClientTest {
     }
 
     @Test
-    void transactionsGoToTheStreamsBrokerAndAreRefusedAcrossBrokers() throws Exception {
+    void aTransactionRequestNamingNoBrokerGoesToTheStreamsOneBroker() throws Exception {
         cluster.place("one", 1, 2, 2);
 
         TxnInitResult init = get(client.txnInit("one", "t", 0));
@@ -317,7 +317,7 @@ class NearstreamClusterClientTest {
         NearstreamClientException e = failure(client.txnInit("s", "t", 0));
         assertThat(e.status()).isEqualTo(StatusCode.INVALID_ARGUMENT);
         assertThat(e.getMessage())
-                .contains("transactions across brokers are not supported yet by this client")
+                .contains("a transaction request that names no broker needs a stream stored by one")
                 .contains("broker 1 at " + B1)
                 .contains("broker 2 at " + B2);
         assertThat(broker1.calls("txn")).isEmpty();

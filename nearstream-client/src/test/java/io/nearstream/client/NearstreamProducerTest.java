@@ -212,7 +212,12 @@ class NearstreamProducerTest {
                     c.fail(StatusCode.IO_ERROR);
                 }
             }
-            assertThatThrownBy(a::join).hasMessageContaining("IO_ERROR");
+            assertThatThrownBy(a::join)
+                    .hasMessageContaining("IO_ERROR")
+                    .hasMessageContaining("not delivered within delivery.timeout")
+                    .as(
+                            "the expiry says why the last attempt failed (over a cluster: which broker)")
+                    .hasMessageContaining("the last attempt failed: IO_ERROR: scripted");
         }
     }
 

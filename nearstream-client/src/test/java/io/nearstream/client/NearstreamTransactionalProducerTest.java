@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.nearstream.client.FakeNearstreamClient.AppendCall;
 import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
@@ -32,10 +33,11 @@ class NearstreamTransactionalProducerTest {
         FakeNearstreamClient client = new FakeNearstreamClient(1);
         try (NearstreamTransactionalProducer p = producer(client)) {
             assertThat(p.initTransactions(7)).isEqualTo(1);
-            TxnRef first = p.beginTransaction();
+            p.beginTransaction();
             p.send(new byte[] {1});
             AppendCall a = client.nextAppend();
-            assertThat(a.txn).isEqualTo(first);
+            TxnRef first = a.txn; // begun with the first chunk
+            assertThat(first.epoch()).isEqualTo(1);
             assertThat(a.header(0).sequence()).isZero();
             assertThat(a.header(0).producerId()).isEqualTo(42);
             a.ok();
@@ -43,17 +45,18 @@ class NearstreamTransactionalProducerTest {
             AppendCall b = client.nextAppend();
             assertThat(b.header(0).sequence()).isEqualTo(1);
             b.ok();
-            assertThat(p.prepareTransaction()).isEqualTo(first);
+            BrokerTxnRef part = new BrokerTxnRef(BrokerTxnRef.ONLY_BROKER, first);
+            assertThat(p.prepareTransaction()).containsExactly(part);
 
-            TxnRef second = p.beginTransaction();
-            assertThat(second.serial()).isGreaterThan(first.serial());
+            p.beginTransaction();
             p.send(new byte[] {3});
             AppendCall c = client.nextAppend();
-            assertThat(c.txn).isEqualTo(second);
+            TxnRef second = c.txn;
+            assertThat(second.serial()).isGreaterThan(first.serial());
             assertThat(c.header(0).sequence()).isZero(); // the transaction's own sequences
             c.ok();
             p.commitTransaction();
-            p.commit(first);
+            p.commit(part);
             assertThat(client.txnCalls())
                     .containsExactly(
                             "init s/t keep 7",
@@ -70,16 +73,18 @@ class NearstreamTransactionalProducerTest {
         FakeNearstreamClient client = new FakeNearstreamClient(2);
         try (NearstreamTransactionalProducer p = producer(client)) {
             p.initTransactions(0);
-            TxnRef ref = p.beginTransaction();
+            p.beginTransaction();
             p.sendTo(0, new byte[] {1});
             AppendCall inFlight = client.nextAppend();
-            CompletableFuture<TxnRef> prepared =
+            TxnRef ref = inFlight.txn;
+            CompletableFuture<List<BrokerTxnRef>> prepared =
                     CompletableFuture.supplyAsync(p::prepareTransaction);
             Thread.sleep(100);
             assertThat(prepared).isNotDone();
             assertThat(client.txnCalls()).doesNotContain("prepare " + ref);
             inFlight.ok();
-            assertThat(prepared.get(5, TimeUnit.SECONDS)).isEqualTo(ref);
+            assertThat(prepared.get(5, TimeUnit.SECONDS))
+                    .containsExactly(new BrokerTxnRef(BrokerTxnRef.ONLY_BROKER, ref));
         }
     }
 
@@ -133,12 +138,15 @@ class NearstreamTransactionalProducerTest {
         FakeNearstreamClient client = new FakeNearstreamClient(1);
         try (NearstreamTransactionalProducer p = producer(client)) {
             p.initTransactions(0);
-            client.failNextTxnCall(StatusCode.TXN_FENCED);
-            assertThatThrownBy(p::beginTransaction)
+            p.beginTransaction();
+            client.failNextTxnCall(StatusCode.TXN_FENCED); // the TxnBegin of the first chunk
+            CompletableFuture<RecordPosition> r = p.send(new byte[] {1});
+            assertThatThrownBy(p::flush)
                     .isInstanceOf(NearstreamClientException.class)
                     .hasMessageContaining("TXN_FENCED")
                     .hasMessageContaining("another producer took over transactional id 't'");
             assertThat(p.failure().status()).isEqualTo(StatusCode.TXN_FENCED);
+            assertThatThrownBy(() -> r.get(5, TimeUnit.SECONDS)).hasMessageContaining("TXN_FENCED");
             assertThatThrownBy(() -> p.initTransactions(0)).isSameAs(p.failure());
         }
     }
@@ -154,31 +162,37 @@ class NearstreamTransactionalProducerTest {
                                 .build(),
                         "t")) {
             p.initTransactions(0);
-            TxnRef ref = p.beginTransaction();
+            p.beginTransaction();
             CompletableFuture<RecordPosition> buffered = p.sendTo(0, new byte[] {1});
             p.abortTransaction();
             assertThatThrownBy(buffered::join).hasMessageContaining("TXN_ABORTED");
             assertThat(client.pollAppend(100)).as("nothing of it was sent").isNull();
-            assertThat(client.txnCalls()).last().isEqualTo("abort " + ref);
+            assertThat(client.txnCalls())
+                    .as("nothing was sent, so no broker transaction was begun or aborted")
+                    .containsExactly("init s/t keep 0");
             assertThat(p.failure()).isNull();
-            TxnRef next = p.beginTransaction();
+            p.beginTransaction();
             p.sendTo(1, new byte[] {2});
             CompletableFuture<Void> flushed = CompletableFuture.runAsync(p::flush);
             AppendCall c = client.nextAppend();
-            assertThat(c.txn).isEqualTo(next);
+            assertThat(client.txnCalls()).last().isEqualTo("begin s/t epoch 1 serial 0");
+            assertThat(c.header(0).sequence()).isZero();
             c.ok();
             flushed.get(5, TimeUnit.SECONDS);
         }
     }
 
     @Test
-    void closeAbortsTheOpenTransaction() {
+    void closeAbortsTheOpenTransaction() throws Exception {
         FakeNearstreamClient client = new FakeNearstreamClient(1);
         NearstreamTransactionalProducer p = producer(client);
         p.initTransactions(0);
-        TxnRef ref = p.beginTransaction();
+        p.beginTransaction();
+        p.send(new byte[] {1});
+        AppendCall a = client.nextAppend();
+        a.ok();
         p.close();
-        assertThat(client.txnCalls()).last().isEqualTo("abort " + ref);
+        assertThat(client.txnCalls()).last().isEqualTo("abort " + a.txn);
     }
 
     @Test

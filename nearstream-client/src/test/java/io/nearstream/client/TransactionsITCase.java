@@ -167,7 +167,7 @@ class TransactionsITCase {
                         .partitioner(NearstreamPartitioner::keyHash)
                         .build();
         int perTransaction = 10_000;
-        TxnRef prepared;
+        BrokerTxnRef prepared;
         try (NearstreamTransactionalProducer producer =
                 new NearstreamTransactionalProducer(config, "writer")) {
             producer.initTransactions(0);
@@ -182,7 +182,9 @@ class TransactionsITCase {
                 byte[] v = ("p-" + i).getBytes(StandardCharsets.UTF_8);
                 producer.send(v, v);
             }
-            prepared = producer.prepareTransaction();
+            List<BrokerTxnRef> parts = producer.prepareTransaction();
+            assertThat(parts).hasSize(1); // one broker: one part
+            prepared = parts.get(0);
             producer.beginTransaction();
             producer.send("never".getBytes(StandardCharsets.UTF_8));
             producer.flush();
@@ -190,7 +192,7 @@ class TransactionsITCase {
             // Another producer takes the id over, keeping what was prepared.
             try (NearstreamTransactionalProducer successor =
                     new NearstreamTransactionalProducer(config, "writer")) {
-                successor.initTransactions(prepared.serial());
+                successor.initTransactions(prepared.ref().serial());
             }
             producer.send("zombie".getBytes(StandardCharsets.UTF_8));
             assertThatThrownBy(producer::flush)

@@ -39,7 +39,8 @@ public class NearstreamSinkBuilder<IN> {
     /**
      * The broker to write to, as {@code host:port}, or several brokers of a cluster (each a {@code
      * host:port}, or one comma-separated bootstrap list): records then go to the broker of their
-     * streamlet (docs/cluster.md). Over a cluster, {@code EXACTLY_ONCE} is refused.
+     * streamlet (docs/cluster.md). Over a cluster, an {@code EXACTLY_ONCE} checkpoint's transaction
+     * is one broker transaction on each broker it wrote to, committed in two phases.
      */
     public NearstreamSinkBuilder<IN> setBrokers(String... brokers) {
         this.brokers = checkNotNull(brokers, "brokers").clone();
@@ -109,12 +110,6 @@ public class NearstreamSinkBuilder<IN> {
     public NearstreamSink<IN> build() {
         String broker = ConnectorChecks.brokers(brokers);
         ConnectorChecks.stream(stream);
-        checkArgument(
-                !ConnectorChecks.isCluster(broker)
-                        || deliveryGuarantee != DeliveryGuarantee.EXACTLY_ONCE,
-                "EXACTLY_ONCE needs transactions across the brokers of a cluster (%s), which this"
-                        + " version does not have: use AT_LEAST_ONCE or NONE there",
-                broker);
         checkState(
                 serializer != null,
                 "No record serializer set: call setRecordSerializer(...), e.g."

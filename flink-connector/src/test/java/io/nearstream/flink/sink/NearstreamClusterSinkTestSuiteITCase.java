@@ -12,13 +12,17 @@ import org.apache.flink.connector.testframe.testsuites.SinkTestSuiteBase;
 import org.apache.flink.core.execution.CheckpointingMode;
 
 /**
- * Flink's own sink test suite writing at-least-once to a stream spread over three brokers and
- * ZooKeeper (docs/cluster.md): each record goes to the broker of its streamlet. Exactly-once over a
- * cluster needs transactions across brokers, which this version refuses at build time.
+ * Flink's own sink test suite writing to a stream spread over three brokers and ZooKeeper
+ * (docs/cluster.md), each record going to the broker of its streamlet: exactly-once (one broker
+ * transaction per broker and checkpoint, committed in two phases) and at-least-once, through
+ * restarts from savepoints with the same, a higher and a lower parallelism.
  */
 class NearstreamClusterSinkTestSuiteITCase extends SinkTestSuiteBase<String> {
 
-    @TestSemantics CheckpointingMode[] semantics = {CheckpointingMode.AT_LEAST_ONCE};
+    @TestSemantics
+    CheckpointingMode[] semantics = {
+        CheckpointingMode.EXACTLY_ONCE, CheckpointingMode.AT_LEAST_ONCE
+    };
 
     @TestEnv MiniClusterTestEnvironment flink = new MiniClusterTestEnvironment();
 

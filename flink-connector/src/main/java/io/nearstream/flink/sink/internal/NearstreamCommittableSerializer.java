@@ -1,17 +1,22 @@
 package io.nearstream.flink.sink.internal;
 
+import io.nearstream.client.BrokerTxnRef;
 import java.io.IOException;
 import org.apache.flink.annotation.Internal;
 import org.apache.flink.core.io.SimpleVersionedSerializer;
 import org.apache.flink.core.memory.DataInputDeserializer;
 import org.apache.flink.core.memory.DataOutputSerializer;
 
-/** Version 1: stream, transactional id (modified UTF-8), epoch, serial (longs). */
+/**
+ * Version 2: stream, transactional id (modified UTF-8), epoch, serial (longs), broker (int).
+ * Version 1, written before transactions spanned brokers, has no broker: its transactions are of a
+ * sink that wrote to one broker.
+ */
 @Internal
 public final class NearstreamCommittableSerializer
         implements SimpleVersionedSerializer<NearstreamCommittable> {
 
-    private static final int VERSION = 1;
+    private static final int VERSION = 2;
 
     @Override
     public int getVersion() {
@@ -25,15 +30,21 @@ public final class NearstreamCommittableSerializer
         out.writeUTF(c.transactionalId());
         out.writeLong(c.epoch());
         out.writeLong(c.serial());
+        out.writeInt(c.broker());
         return out.getCopyOfBuffer();
     }
 
     @Override
     public NearstreamCommittable deserialize(int version, byte[] serialized) throws IOException {
-        if (version != VERSION) {
+        if (version != 1 && version != VERSION) {
             throw new IOException("unknown Nearstream committable version " + version);
         }
         DataInputDeserializer in = new DataInputDeserializer(serialized);
-        return new NearstreamCommittable(in.readUTF(), in.readUTF(), in.readLong(), in.readLong());
+        String stream = in.readUTF();
+        String id = in.readUTF();
+        long epoch = in.readLong();
+        long serial = in.readLong();
+        int broker = version == 1 ? BrokerTxnRef.ONLY_BROKER : in.readInt();
+        return new NearstreamCommittable(stream, broker, id, epoch, serial);
     }
 }

@@ -1,10 +1,9 @@
 package io.nearstream.flink.sink.internal;
 
+import io.nearstream.client.BrokerTxnRef;
 import io.nearstream.client.NearstreamClient;
 import io.nearstream.client.NearstreamClientException;
 import io.nearstream.client.NearstreamTransactionalProducer;
-import io.nearstream.client.NettyNearstreamClient;
-import io.nearstream.client.TxnRef;
 import io.nearstream.flink.source.NearstreamException;
 import java.util.Collection;
 import javax.annotation.Nullable;
@@ -15,7 +14,9 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Commits the transactions the exactly-once writers prepared, once their checkpoint is complete
- * (TxnCommit with the transaction's own epoch, which a restored writer's TxnInit may have passed).
+ * (TxnCommit with the transaction's own epoch, which a restored writer's TxnInit may have passed):
+ * phase two of the commit, one committable per broker a transaction wrote to, each sent to its
+ * broker.
  *
  * <ul>
  *   <li>OK — also for a transaction committed before (a retried or recovered commit).
@@ -50,7 +51,7 @@ public final class NearstreamCommitter implements Committer<NearstreamCommittabl
                 request.retryLater(); // one wait for a broker that does not answer is enough
                 continue;
             }
-            TxnRef ref = request.getCommittable().ref();
+            BrokerTxnRef ref = request.getCommittable().part();
             try {
                 NearstreamTransactionalProducer.commit(
                         client(), ref, settings.retryBackoff(), settings.requestTimeout());
@@ -62,7 +63,9 @@ public final class NearstreamCommitter implements Committer<NearstreamCommittabl
     }
 
     private void handle(
-            CommitRequest<NearstreamCommittable> request, TxnRef ref, NearstreamClientException e) {
+            CommitRequest<NearstreamCommittable> request,
+            BrokerTxnRef ref,
+            NearstreamClientException e) {
         switch (e.status()) {
             case TXN_NOT_FOUND -> {
                 LOG.warn(
@@ -110,7 +113,7 @@ public final class NearstreamCommitter implements Committer<NearstreamCommittabl
         long deadline = System.nanoTime() + settings.requestTimeout().toNanos();
         while (client == null) {
             try {
-                client = NettyNearstreamClient.connect(settings.broker(), settings.clientOptions());
+                client = NearstreamClient.connect(settings.broker(), settings.clientOptions());
             } catch (NearstreamClientException e) {
                 if (!e.isRetriable()
                         || System.nanoTime() + settings.retryBackoff().toNanos() - deadline > 0) {

@@ -6,6 +6,7 @@ import io.nearstream.client.RecordBatcher;
 import io.nearstream.client.RecordPosition;
 import io.nearstream.client.SendCallback;
 import io.nearstream.client.StatusCode;
+import io.nearstream.flink.common.ConnectorChecks;
 import io.nearstream.flink.sink.NearstreamRecordSerializationSchema;
 import io.nearstream.flink.sink.NearstreamSinkContext;
 import io.nearstream.flink.sink.NearstreamSinkRecord;
@@ -242,7 +243,9 @@ public abstract class NearstreamWriter<IN, P extends BatchingProducer>
                         + what
                         + " stream '"
                         + settings.stream()
-                        + "' at broker "
+                        + (ConnectorChecks.isCluster(settings.broker())
+                                ? "' at the brokers "
+                                : "' at broker ")
                         + settings.broker()
                         + ": "
                         + e.getMessage(),

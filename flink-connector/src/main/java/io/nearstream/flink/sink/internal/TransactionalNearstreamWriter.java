@@ -1,15 +1,18 @@
 package io.nearstream.flink.sink.internal;
 
+import io.nearstream.client.BrokerTxnRef;
 import io.nearstream.client.NearstreamClientException;
 import io.nearstream.client.NearstreamTransactionalProducer;
 import io.nearstream.client.StatusCode;
 import io.nearstream.client.TransactionInfo;
-import io.nearstream.client.TxnRef;
 import io.nearstream.flink.sink.NearstreamRecordSerializationSchema;
 import io.nearstream.flink.source.NearstreamException;
+import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.TreeSet;
 import org.apache.flink.annotation.Internal;
 import org.apache.flink.api.connector.sink2.WriterInitContext;
@@ -17,18 +20,23 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The writer of {@code EXACTLY_ONCE}: one broker transaction per checkpoint, under the writer's own
- * transactional id {@code <prefix>-<parallelism>-<subtask>} ({@link TransactionalIds}).
+ * The writer of {@code EXACTLY_ONCE}: one transaction per checkpoint, under the writer's own
+ * transactional id {@code <prefix>-<parallelism>-<subtask>} ({@link TransactionalIds}). Over a
+ * broker cluster the transaction is one broker transaction on each broker the checkpoint's records
+ * went to, committed in two phases: {@link #prepareCommit} prepares every part (phase one), Flink's
+ * completed checkpoint, which holds the parts as committables, is the coordinator's record of the
+ * decision, and the committer commits every part (phase two), again after a failure from the
+ * restored checkpoint (docs/flink-connector.md, "Exactly once over a broker cluster").
  *
  * <ul>
  *   <li>A transaction begins with the first record after the last prepare; {@link #prepareCommit}
  *       flushes and prepares it (TxnPrepare: it survives broker restarts and never expires) and
- *       hands it to the committer, which commits it once the checkpoint is complete.
- *   <li>The state is (own id, highest prepared serial). On a restore every restored id is
- *       initialised with {@code keep = its serial}: its owner (a zombie of the failed run) is
- *       fenced, its transactions after the checkpoint are aborted, those up to it stay prepared for
- *       the restored committables. An id of another subtask or parallelism is taken over by
- *       whichever writer restores its state.
+ *       hands its parts to the committer, which commits them once the checkpoint is complete.
+ *   <li>The state is (own id, highest prepared serial per broker). On a restore every restored id
+ *       is initialised on every broker with {@code keep = its serial there}: its owner (a zombie of
+ *       the failed run) is fenced, its transactions after the checkpoint are aborted, those up to
+ *       it stay prepared for the restored committables. An id of another subtask or parallelism is
+ *       taken over by whichever writer restores its state.
  *   <li>On a fresh start (no restored checkpoint) nothing needs keeping: the ids of the prefix that
  *       a current writer does not use (a previous run of other parallelism) are listed with TxnList
  *       and initialised with {@code keep = 0} by one writer each, and each writer's own id is too.
@@ -42,8 +50,8 @@ public final class TransactionalNearstreamWriter<IN>
 
     private final String prefix;
 
-    /** The highest serial whose transaction a committer may still commit; the state. */
-    private long keepThrough;
+    /** Per broker, the highest serial whose transaction a committer may still commit; the state. */
+    private final Map<Integer, Long> keepThrough = new TreeMap<>();
 
     public TransactionalNearstreamWriter(
             WriterInitContext context,
@@ -77,30 +85,35 @@ public final class TransactionalNearstreamWriter<IN>
         String own = producer.transactionalId();
         int parallelism = context.getTaskInfo().getNumberOfParallelSubtasks();
         int subtask = context.getTaskInfo().getIndexOfThisSubtask();
-        long keepOwn = 0;
+        Map<Integer, Long> keepOwn = new TreeMap<>();
         for (NearstreamWriterState state : restored) {
             if (state.transactionalId().equals(own)) {
-                keepOwn = Math.max(keepOwn, state.lastPreparedSerial());
+                state.lastPreparedSerialByBroker()
+                        .forEach((b, s) -> keepOwn.merge(b, s, Math::max));
             } else {
                 LOG.info(
-                        "Taking over transactional id {} (prepared through serial {}) from the"
-                                + " restored state",
+                        "Taking over transactional id {} (prepared through serials {} by broker)"
+                                + " from the restored state",
                         state.transactionalId(),
-                        state.lastPreparedSerial());
-                producer.fence(state.transactionalId(), state.lastPreparedSerial());
+                        state.lastPreparedSerialByBroker());
+                producer.fence(state.transactionalId(), state.lastPreparedSerialByBroker());
             }
         }
         if (context.getRestoredCheckpointId().isEmpty()) {
             for (String id : leftoverIds(parallelism)) {
                 if (TransactionalIds.responsibleSubtask(id, parallelism) == subtask) {
                     LOG.info("Aborting the transactions of {}, left by an earlier run", id);
-                    producer.fence(id, 0);
+                    producer.fence(id, Map.of());
                 }
             }
         }
-        long epoch = producer.initTransactions(keepOwn);
-        keepThrough = keepOwn;
-        LOG.info("Writer {} is at epoch {}, keeping prepared through {}", own, epoch, keepOwn);
+        Map<Integer, Long> epochs = producer.initTransactions(keepOwn);
+        keepThrough.putAll(keepOwn);
+        LOG.info(
+                "Writer {} is at epochs {} by broker, keeping prepared through {}",
+                own,
+                epochs,
+                keepOwn);
     }
 
     /** The ids of this prefix with open or prepared transactions that no current writer uses. */
@@ -118,7 +131,7 @@ public final class TransactionalNearstreamWriter<IN>
 
     @Override
     protected void beforeSend() {
-        if (producer.currentTransaction() == null) {
+        if (!producer.inTransaction()) {
             producer.beginTransaction();
         }
     }
@@ -126,24 +139,28 @@ public final class TransactionalNearstreamWriter<IN>
     /** Flushes at checkpoints and at the end: prepare flushes too, this fails earlier. */
     @Override
     public void flush(boolean endOfInput) {
-        if (producer.currentTransaction() != null) {
+        if (producer.inTransaction()) {
             flushProducer();
         }
     }
 
     @Override
     public Collection<NearstreamCommittable> prepareCommit() {
-        if (producer.currentTransaction() == null) {
+        if (!producer.inTransaction()) {
             return List.of(); // no record since the last checkpoint
         }
-        TxnRef ref;
+        List<BrokerTxnRef> parts;
         try {
-            ref = producer.prepareTransaction();
+            parts = producer.prepareTransaction();
         } catch (NearstreamClientException e) {
             throw failure(e);
         }
-        keepThrough = ref.serial();
-        return List.of(NearstreamCommittable.of(ref));
+        List<NearstreamCommittable> committables = new ArrayList<>(parts.size());
+        for (BrokerTxnRef part : parts) {
+            keepThrough.put(part.broker(), part.ref().serial());
+            committables.add(NearstreamCommittable.of(part));
+        }
+        return committables;
     }
 
     @Override

@@ -2,6 +2,7 @@ package io.nearstream.flink.sink.internal;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.nearstream.client.BrokerTxnRef;
 import io.nearstream.flink.sink.testutils.TestCommitRequest;
 import io.nearstream.flink.sink.testutils.TestCommitRequest.Outcome;
 import java.net.ServerSocket;
@@ -36,7 +37,8 @@ class NearstreamCommitterUnreachableBrokerTest {
                         1_000,
                         REQUEST_TIMEOUT_MS,
                         BACKOFF_MS);
-        NearstreamCommittable committable = new NearstreamCommittable("s", "t-1-0", 1, 1);
+        NearstreamCommittable committable =
+                new NearstreamCommittable("s", BrokerTxnRef.ONLY_BROKER, "t-1-0", 1, 1);
         TestCommitRequest<NearstreamCommittable> request = new TestCommitRequest<>(committable);
         long elapsedMs;
         try (NearstreamCommitter committer = new NearstreamCommitter(settings)) {

@@ -3,6 +3,7 @@ package io.nearstream.flink.sink.internal;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.nearstream.client.BrokerTxnRef;
 import io.nearstream.client.StreamConfig;
 import io.nearstream.client.TransactionInfo;
 import io.nearstream.flink.sink.NearstreamRecordSerializationSchema;
@@ -15,6 +16,7 @@ import io.nearstream.testing.NearstreamBrokerExtension;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
+import java.util.Map;
 import org.apache.flink.api.common.serialization.SimpleStringSchema;
 import org.apache.flink.api.connector.sink2.WriterInitContext;
 import org.junit.jupiter.api.AfterEach;
@@ -29,6 +31,8 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * to end, but only where the failure happens to fall.
  */
 class TransactionalRecoveryITCase {
+
+    private static final int ONLY = BrokerTxnRef.ONLY_BROKER;
 
     @RegisterExtension
     static final NearstreamBrokerExtension BROKER = new NearstreamBrokerExtension();
@@ -51,7 +55,8 @@ class TransactionalRecoveryITCase {
         write(zombie, "in-checkpoint-1");
         NearstreamCommittable c1 = single(zombie.prepareCommit());
         List<NearstreamWriterState> checkpoint1 = zombie.snapshotState(1);
-        assertThat(checkpoint1).containsExactly(new NearstreamWriterState("rk-1-0", c1.serial()));
+        assertThat(checkpoint1)
+                .containsExactly(new NearstreamWriterState("rk-1-0", Map.of(ONLY, c1.serial())));
         write(zombie, "after-checkpoint-1");
         NearstreamCommittable c2 = single(zombie.prepareCommit()); // its checkpoint never completes
         write(zombie, "open");
@@ -77,7 +82,7 @@ class TransactionalRecoveryITCase {
         NearstreamCommittable c3 = single(restored.prepareCommit());
         assertThat(c3.serial()).isGreaterThan(c2.serial());
         assertThat(restored.snapshotState(2))
-                .containsExactly(new NearstreamWriterState("rk-1-0", c3.serial()));
+                .containsExactly(new NearstreamWriterState("rk-1-0", Map.of(ONLY, c3.serial())));
         assertThat(commit(committer, c3).outcome()).isEqualTo(Outcome.COMMITTED);
         assertThat(commit(committer, c1).outcome())
                 .as("a repeated commit")
@@ -87,7 +92,7 @@ class TransactionalRecoveryITCase {
         assertThat(restored.prepareCommit()).as("no record since the last prepare").isEmpty();
         assertThat(restored.snapshotState(3))
                 .as("still keeps what a committer may hold")
-                .containsExactly(new NearstreamWriterState("rk-1-0", c3.serial()));
+                .containsExactly(new NearstreamWriterState("rk-1-0", Map.of(ONLY, c3.serial())));
     }
 
     @Test
@@ -119,8 +124,9 @@ class TransactionalRecoveryITCase {
         for (NearstreamCommittable c : later) {
             assertThat(commit(committer, c).outcome()).isEqualTo(Outcome.FAILED_KNOWN);
         }
-        // Its next transaction cannot even begin.
-        assertThatThrownBy(() -> write(old.get(1), "zombie"))
+        // Its next transaction fails at its first request to the broker (its TxnBegin).
+        write(old.get(1), "zombie");
+        assertThatThrownBy(() -> old.get(1).flush(false))
                 .hasMessageContaining("another writer took over transactional id 'rs-2-1'");
         write(rescaled, "new");
         assertThat(commit(committer, single(rescaled.prepareCommit())).outcome())
@@ -169,13 +175,13 @@ class TransactionalRecoveryITCase {
         TestCommitRequest<NearstreamCommittable> forgotten =
                 commit(
                         committer(settings(stream, 5_000)),
-                        new NearstreamCommittable(stream, "rc-1-0", 1, 999));
+                        new NearstreamCommittable(stream, ONLY, "rc-1-0", 1, 999));
         assertThat(forgotten.outcome()).isEqualTo(Outcome.ALREADY_COMMITTED);
 
         ProducerSettings nowhere =
                 new ProducerSettings("127.0.0.1:1", stream, 64 * 1024, 0, 1_000, 300, 50);
         TestCommitRequest<NearstreamCommittable> unreachable =
-                commit(committer(nowhere), new NearstreamCommittable(stream, "rc-1-0", 1, 1));
+                commit(committer(nowhere), new NearstreamCommittable(stream, ONLY, "rc-1-0", 1, 1));
         assertThat(unreachable.outcome()).isEqualTo(Outcome.RETRY_LATER);
     }
 

@@ -26,16 +26,20 @@ public final class SinkJobs {
                 NearstreamSink.<String>builder()
                         .setBrokers(broker)
                         .setStream(stream)
-                        .setRecordSerializer(
-                                NearstreamRecordSerializationSchema.<String>builder()
-                                        .setValueSerializationSchema(new SimpleStringSchema())
-                                        .setKeySerializationSchema(new SimpleStringSchema())
-                                        .build())
+                        .setRecordSerializer(keyedStrings())
                         .setDeliveryGuarantee(guarantee);
         if (prefix != null) {
             builder.setTransactionalIdPrefix(prefix);
         }
         return builder.build();
+    }
+
+    /** Strings keyed by themselves, so records spread over the streamlets. */
+    public static NearstreamRecordSerializationSchema<String> keyedStrings() {
+        return NearstreamRecordSerializationSchema.<String>builder()
+                .setValueSerializationSchema(new SimpleStringSchema())
+                .setKeySerializationSchema(new SimpleStringSchema())
+                .build();
     }
 
     /**
