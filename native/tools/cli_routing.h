@@ -2,8 +2,9 @@
 // bootstrap list "host:port[,host:port...]" (docs/cluster.md). Commands that are not per
 // streamlet talk to the first reachable broker of the list; per-streamlet requests (produce,
 // consume, metadata) go to each streamlet's owner when the list names several brokers, as
-// nearstream-perf does. A single address takes every request, so a cluster broker answers
-// NOT_OWNER for another broker's streamlet. Header-only: tools/ is not part of the library.
+// nearstream-perf does, and transactions (per broker) to every registered broker. A single address
+// takes every request, so a cluster broker answers NOT_OWNER for another broker's streamlet.
+// Header-only: tools/ is not part of the library.
 #pragma once
 
 #include <cstdint>
@@ -43,6 +44,14 @@ class BrokerConnections {
     }
     if (addresses_.size() == 1) return last;  // it names the address already
     return Status(last.code(), "no broker of " + Joined() + " answered: " + failures);
+  }
+
+  // The brokers registered now (ascending id), as the first reachable broker sees them; asked
+  // with `stream`'s placement only, so a cluster of many streams answers briefly.
+  Result<std::vector<net::BrokerInfo>> Registered(const std::string& stream) {
+    ASSIGN_OR_RETURN(net::Client * client, First());
+    ASSIGN_OR_RETURN(net::ClusterMetadataResponse m, client->ClusterMetadata({stream}));
+    return std::move(m.brokers);
   }
 
   // The connection to `address`, connected and handshaken on first use.

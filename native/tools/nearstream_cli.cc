@@ -15,6 +15,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -539,19 +540,21 @@ Result<Runner> PrepareStats(const Flags& flags) {
 struct TxnOptions {
   enum class Action { kList, kAbort, kCommit, kAbortAll } action = Action::kList;
   std::string stream;
-  std::string id_prefix;  // list, abort-all
-  net::TxnRef txn;        // abort, commit
+  std::string id_prefix;              // list, abort-all
+  net::TxnRef txn;                    // abort, commit
+  std::optional<uint32_t> broker_id;  // abort, commit: the part's broker, over a cluster
 };
 
 // One line per transaction, tab-separated: a transactional id holds no byte below 0x20, so
 // `cut -f1` gives the ids whatever else they contain.
-void PrintTxn(const net::TxnInfo& t, int64_t now_ms) {
+// `where` ends the line: empty, or "\tbroker N" over a cluster.
+void PrintTxn(const net::TxnInfo& t, int64_t now_ms, const std::string& where) {
   // The broker's clock set started_ms; a client clock behind it would give a negative age.
   const long long age_s = std::max<int64_t>(0, now_ms - t.started_ms) / 1000;
-  std::printf("%s\tepoch %u\tserial %llu\t%s\t%llu bytes\t%u chunks\t%u streamlets\tage %llds\n",
+  std::printf("%s\tepoch %u\tserial %llu\t%s\t%llu bytes\t%u chunks\t%u streamlets\tage %llds%s\n",
               t.transactional_id.c_str(), t.epoch, static_cast<unsigned long long>(t.serial),
               net::TxnStateName(t.state), static_cast<unsigned long long>(t.bytes), t.chunks,
-              t.streamlets, age_s);
+              t.streamlets, age_s, where.c_str());
 }
 
 std::string TxnName(const std::string& id, uint64_t serial) {
@@ -561,49 +564,93 @@ std::string TxnName(const std::string& id, uint64_t serial) {
 // Aborts every listed transaction of the prefix, each with the epoch it was begun in (which is
 // what TxnAbort asks for, open or prepared). Goes on past a transaction it cannot abort, so one
 // that was committed in the meantime does not leave the others behind, and fails at the end.
-Status AbortAll(Client& client, const TxnOptions& o) {
+// `where` names the broker over a cluster (" on broker N"), else is empty.
+Status AbortAll(Client& client, const TxnOptions& o, const std::string& where) {
   ASSIGN_OR_RETURN(net::TxnListResponse list, client.TxnList({o.stream, o.id_prefix}));
   size_t aborted = 0;
   Status first_failure;
   for (const net::TxnInfo& t : list.transactions) {
     Status s = client.TxnAbort({o.stream, t.transactional_id, t.epoch, t.serial});
     if (s.ok()) {
-      std::printf("aborted %s\n", TxnName(t.transactional_id, t.serial).c_str());
+      std::printf("aborted %s%s\n", TxnName(t.transactional_id, t.serial).c_str(), where.c_str());
       ++aborted;
       continue;
     }
     if (!client.ok()) return s;  // the connection is gone: every later abort would fail alike
-    std::fprintf(stderr, "nearstream txn abort-all: %s: %s\n",
-                 TxnName(t.transactional_id, t.serial).c_str(), s.ToString().c_str());
+    std::fprintf(stderr, "nearstream txn abort-all: %s%s: %s\n",
+                 TxnName(t.transactional_id, t.serial).c_str(), where.c_str(),
+                 s.ToString().c_str());
     if (first_failure.ok()) first_failure = s;
   }
-  std::printf("aborted %zu of %zu transactions of stream %s with prefix '%s'\n", aborted,
-              list.transactions.size(), o.stream.c_str(), o.id_prefix.c_str());
+  std::printf("aborted %zu of %zu transactions of stream %s with prefix '%s'%s\n", aborted,
+              list.transactions.size(), o.stream.c_str(), o.id_prefix.c_str(), where.c_str());
   if (first_failure.ok()) return Status::Ok();
   return Status(first_failure.code(), std::to_string(list.transactions.size() - aborted) +
                                           " transactions could not be aborted; the first: " +
                                           std::string(first_failure.message()));
 }
 
-Status RunTxn(Client& client, const TxnOptions& o) {
+// One broker's transactions; `where` as for PrintTxn and AbortAll.
+Status RunTxn(Client& client, const TxnOptions& o, const std::string& where) {
   switch (o.action) {
     case TxnOptions::Action::kList: {
       ASSIGN_OR_RETURN(net::TxnListResponse list, client.TxnList({o.stream, o.id_prefix}));
       const int64_t now_ms = WallNowMs();
-      for (const net::TxnInfo& t : list.transactions) PrintTxn(t, now_ms);
+      for (const net::TxnInfo& t : list.transactions) PrintTxn(t, now_ms, where);
       return Status::Ok();
     }
     case TxnOptions::Action::kAbort:
       RETURN_IF_ERROR(client.TxnAbort(o.txn));
-      std::printf("aborted %s\n", TxnName(o.txn.transactional_id, o.txn.serial).c_str());
+      std::printf("aborted %s%s\n", TxnName(o.txn.transactional_id, o.txn.serial).c_str(),
+                  where.c_str());
       return Status::Ok();
     case TxnOptions::Action::kCommit:
       RETURN_IF_ERROR(client.TxnCommit(o.txn));
-      std::printf("committed %s\n", TxnName(o.txn.transactional_id, o.txn.serial).c_str());
+      std::printf("committed %s%s\n", TxnName(o.txn.transactional_id, o.txn.serial).c_str(),
+                  where.c_str());
       return Status::Ok();
-    case TxnOptions::Action::kAbortAll: return AbortAll(client, o);
+    case TxnOptions::Action::kAbortAll: return AbortAll(client, o, where);
   }
   return Status::Internal("unknown txn action");
+}
+
+// Over a cluster each broker keeps its own part of a transaction (docs/cluster.md): list and
+// abort-all ask every registered broker and say which broker each line is about; abort and
+// commit go to the broker --broker-id names. A broker that fails does not stop the others; the
+// first failure is returned at the end.
+Status RunTxnOnCluster(BrokerConnections& brokers, const TxnOptions& o) {
+  ASSIGN_OR_RETURN(std::vector<net::BrokerInfo> registered, brokers.Registered(o.stream));
+  const bool one_part =
+      o.action == TxnOptions::Action::kAbort || o.action == TxnOptions::Action::kCommit;
+  if (one_part && !o.broker_id) {
+    return Status::InvalidArgument(
+        "over a cluster each broker keeps its own part of a transaction: give --broker-id N, "
+        "the broker 'txn list' prints at the end of the transaction's line");
+  }
+  Status first_failure;
+  bool found = false;
+  for (const net::BrokerInfo& b : registered) {
+    if (one_part && b.id != *o.broker_id) continue;
+    found = true;
+    const std::string where =
+        (o.action == TxnOptions::Action::kList ? "\tbroker " : " on broker ") +
+        std::to_string(b.id);
+    Result<Client*> client = brokers.To(b.address);
+    Status s = client.ok() ? RunTxn(**client, o, where) : client.status();
+    if (!s.ok()) {
+      std::fprintf(stderr, "nearstream txn: broker %u at %s: %s\n", b.id, b.address.c_str(),
+                   s.ToString().c_str());
+      if (first_failure.ok()) {
+        first_failure = Status(s.code(), "broker " + std::to_string(b.id) + " at " + b.address +
+                                             ": " + std::string(s.message()));
+      }
+    }
+  }
+  if (one_part && !found) {
+    return Status::BrokerUnavailable("broker " + std::to_string(*o.broker_id) +
+                                     " is not registered in the cluster");
+  }
+  return first_failure;
 }
 
 Result<Runner> PrepareTxn(const Flags& flags) {
@@ -654,7 +701,21 @@ Result<Runner> PrepareTxn(const Flags& flags) {
       return Status::InvalidArgument("txn abort-all needs a non-empty --prefix P");
     }
   }
-  return OnFirstBroker([o](Client& client) { return RunTxn(client, o); });
+  if (flags.Has("broker-id")) {
+    if (!wants_txn) return Status::InvalidArgument("txn " + sub + " takes no --broker-id");
+    ASSIGN_OR_RETURN(uint64_t id, flags.Unsigned("broker-id", 0, 0, INT32_MAX));
+    o.broker_id = static_cast<uint32_t>(id);
+  }
+  return Runner([o](BrokerConnections& brokers) -> Status {
+    if (brokers.routed()) return RunTxnOnCluster(brokers, o);
+    if (o.broker_id) {
+      return Status::InvalidArgument(
+          "--broker-id picks a broker of the cluster that --broker lists; with one address, "
+          "that broker is the one asked: leave --broker-id out");
+    }
+    ASSIGN_OR_RETURN(Client * client, brokers.First());
+    return RunTxn(*client, o, "");
+  });
 }
 
 std::vector<Command> Commands() {
@@ -711,16 +772,21 @@ std::vector<Command> Commands() {
       {"stats", "Usage: nearstream --broker HOST:PORT stats\n", {}, PrepareStats},
       {"txn",
        "Usage: nearstream --broker HOST:PORT txn list STREAM [--prefix P]\n"
-       "       nearstream --broker HOST:PORT txn abort STREAM ID --epoch E --serial S\n"
-       "       nearstream --broker HOST:PORT txn commit STREAM ID --epoch E --serial S\n"
+       "       nearstream --broker HOST:PORT txn abort STREAM ID --epoch E --serial S [--broker-id "
+       "N]\n"
+       "       nearstream --broker HOST:PORT txn commit STREAM ID --epoch E --serial S "
+       "[--broker-id N]\n"
        "       nearstream --broker HOST:PORT txn abort-all STREAM --prefix P\n"
        "list prints the stream's open and prepared transactions whose transactional id starts\n"
        "with P (default: all), one per line, tab-separated: id, epoch, serial, state (open or\n"
        "prepared), bytes, chunks, streamlets, age (since its TxnBegin).\n"
        "abort and commit end one transaction; E is the epoch it was begun in, as list shows.\n"
        "abort-all aborts every transaction list shows for the prefix (P must not be empty), e.g.\n"
-       "what a cancelled job left behind; it goes on past one it cannot abort and then fails.\n",
-       {{"prefix"}, {"epoch"}, {"serial"}},
+       "what a cancelled job left behind; it goes on past one it cannot abort and then fails.\n"
+       "With a cluster's bootstrap list (HOST:PORT,HOST:PORT...) transactions are per broker:\n"
+       "list and abort-all ask every registered broker (list ends each line with 'broker N'),\n"
+       "abort and commit need --broker-id N, the broker of the transaction's part.\n",
+       {{"prefix"}, {"epoch"}, {"serial"}, {"broker-id"}},
        PrepareTxn},
   };
 }

@@ -23,7 +23,9 @@
 #include <thread>
 #include <vector>
 
+#include "nearstream/common/clock.h"
 #include "nearstream/net/client.h"
+#include "nearstream/storage/chunk.h"
 #include "nearstream/testing/test_broker_process.h"
 
 namespace nearstream::testing {
@@ -324,6 +326,109 @@ TEST_F(ToolsClusterTest, OneBrokerAnswersNotOwnerForAnotherBrokersStreamlet) {
   r = Cli(All(), {"consume", "clicks", "--streamlets", streamlet, "--max-records", "1"});
   ASSERT_EQ(r.exit_code, 0) << Describe(r);
   EXPECT_EQ(r.out, "a\n");
+}
+
+// Transactions are per broker in a cluster: one producer's transaction over every broker is a
+// part on each. `txn list` over the bootstrap list asks every broker and names the broker of
+// each line, `txn commit` needs --broker-id and commits that broker's part only, and
+// `txn abort-all` ends the parts left on every broker.
+TEST_F(ToolsClusterTest, TxnCommandsReachEveryBrokersPart) {
+  ProcessResult r = Cli(brokers_[0]->address(), {"create", "txns", "--streamlets", "6"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  auto any = net::Client::Connect(brokers_[0]->address());
+  ASSERT_TRUE(any.ok()) << any.status().ToString();
+  auto view = any->ClusterMetadata({"txns"});
+  ASSERT_TRUE(view.ok() && view->streams.size() == 1) << view.status().ToString();
+  const std::vector<uint32_t> owners = view->streams[0].owners;
+
+  // On each broker: TxnInit, TxnBegin and one chunk to one of its own streamlets; brokers 1 and
+  // 2 prepare their part, broker 3's stays open.
+  std::map<uint32_t, net::TxnRef> parts;
+  std::map<uint32_t, uint32_t> streamlet_of;
+  for (uint32_t id = 1; id <= 3; ++id) {
+    auto client = net::Client::Connect(brokers_[id - 1]->address());
+    ASSERT_TRUE(client.ok()) << client.status().ToString();
+    auto init = client->TxnInit({"txns", "job-1-0", 0});
+    ASSERT_TRUE(init.ok()) << init.status().ToString();
+    net::TxnRef ref{"txns", "job-1-0", init->epoch, 0};
+    auto serial = client->TxnBegin(ref);
+    ASSERT_TRUE(serial.ok()) << serial.status().ToString();
+    ref.serial = *serial;
+    const auto mine = std::find(owners.begin(), owners.end(), id);
+    ASSERT_NE(mine, owners.end()) << "broker " << id << " owns no streamlet";
+    streamlet_of[id] = static_cast<uint32_t>(mine - owners.begin());
+    storage::ChunkBuilder b;
+    b.Add("part of broker " + std::to_string(id));
+    const Bytes chunk = b.Finish(7, 0, WallNowMs());
+    auto appended = client->TxnAppend(
+        {ref, {{streamlet_of[id], chunk.data(), static_cast<uint32_t>(chunk.size())}}});
+    ASSERT_TRUE(appended.ok()) << appended.status().ToString();
+    ASSERT_EQ(appended->results[0].status, 0) << appended->results[0].message;
+    if (id != 3) {
+      ASSERT_TRUE(client->TxnPrepare(ref).ok());
+    }
+    parts[id] = ref;
+  }
+
+  r = Cli(All(), {"txn", "list", "txns"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  std::vector<std::string> lines = Lines(r.out);
+  ASSERT_EQ(lines.size(), 3u) << r.out;
+  for (uint32_t id = 1; id <= 3; ++id) {
+    const std::string& line = lines[id - 1];  // brokers in ascending id
+    EXPECT_EQ(
+        line.rfind("job-1-0\tepoch " + std::to_string(parts[id].epoch) + "\tserial " +
+                       std::to_string(parts[id].serial) + "\t" + (id == 3 ? "open" : "prepared"),
+                   0),
+        0u)
+        << line;
+    EXPECT_EQ(line.substr(line.rfind('\t') + 1), "broker " + std::to_string(id)) << line;
+  }
+
+  const std::vector<std::string> commit_1 = {"txn",      "commit",
+                                             "txns",     "job-1-0",
+                                             "--epoch",  std::to_string(parts[1].epoch),
+                                             "--serial", std::to_string(parts[1].serial)};
+  r = Cli(All(), commit_1);
+  EXPECT_EQ(r.exit_code, 1) << Describe(r);
+  EXPECT_NE(r.err.find("give --broker-id N"), std::string::npos) << r.err;
+  std::vector<std::string> to_nobody = commit_1;
+  to_nobody.insert(to_nobody.end(), {"--broker-id", "9"});
+  r = Cli(All(), to_nobody);
+  EXPECT_EQ(r.exit_code, 1) << Describe(r);
+  EXPECT_NE(r.err.find("broker 9 is not registered"), std::string::npos) << r.err;
+  std::vector<std::string> to_1 = commit_1;
+  to_1.insert(to_1.end(), {"--broker-id", "1"});
+  r = Cli(All(), to_1);
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_EQ(r.out, "committed transaction 'job-1-0' serial " + std::to_string(parts[1].serial) +
+                       " on broker 1\n");
+  r = Cli(All(), {"consume", "txns", "--timeout-ms", "500"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_EQ(Lines(r.out), std::vector<std::string>{"part of broker 1"}) << "only broker 1's part";
+
+  r = Cli(All(), {"txn", "abort-all", "txns", "--prefix", "job-"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_NE(r.out.find("aborted 0 of 0 transactions of stream txns with prefix 'job-' on broker 1"),
+            std::string::npos)
+      << r.out;
+  for (uint32_t id : {2u, 3u}) {
+    EXPECT_NE(r.out.find("aborted transaction 'job-1-0' serial " +
+                         std::to_string(parts[id].serial) + " on broker " + std::to_string(id)),
+              std::string::npos)
+        << r.out;
+  }
+  r = Cli(All(), {"txn", "list", "txns"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_EQ(r.out, "");
+  r = Cli(All(), {"consume", "txns", "--timeout-ms", "500"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_EQ(Lines(r.out), std::vector<std::string>{"part of broker 1"});
+
+  // One address: that broker is the one asked, and --broker-id is refused.
+  r = Cli(brokers_[0]->address(), to_1);
+  EXPECT_EQ(r.exit_code, 1) << Describe(r);
+  EXPECT_NE(r.err.find("leave --broker-id out"), std::string::npos) << r.err;
 }
 
 // A second broker with a registered broker's id waits for that registration to go (it may be
