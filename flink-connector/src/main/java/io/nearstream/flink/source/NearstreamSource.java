@@ -19,10 +19,12 @@ import io.nearstream.flink.source.reader.push.PushSplitReader;
 import io.nearstream.flink.source.reader.push.PushSubscriptionRegistry;
 import io.nearstream.flink.source.split.NearstreamSplit;
 import io.nearstream.flink.source.split.NearstreamSplitSerializer;
-import java.util.OptionalInt;
+import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
-import java.util.function.Predicate;
+import java.util.function.IntFunction;
 import java.util.function.Supplier;
+import java.util.function.ToIntFunction;
 import javax.annotation.Nullable;
 import org.apache.flink.annotation.PublicEvolving;
 import org.apache.flink.annotation.VisibleForTesting;
@@ -137,49 +139,54 @@ public class NearstreamSource<T>
         String host = readerContext.getLocalHostName();
         Supplier<SplitReader<RecordRun, NearstreamSplit>> pull =
                 () -> new PullSplitReader(openClient(), stream, config, metrics);
-        // Which splits this reader pushes, and through which broker's push group.
-        Predicate<NearstreamSplit> pushed = split -> false;
-        String pushBroker = null;
+        // Which brokers this reader pushes from (their addresses, by id), and which broker each
+        // split is pushed from.
+        Map<Integer, String> pushBrokers = new TreeMap<>();
+        ToIntFunction<NearstreamSplit> pushBrokerOf = split -> ReadModeFetcherManager.PULLED;
         if (ConnectorChecks.isCluster(broker)) {
-            if (readMode == ReadMode.AUTO) {
-                // The streamlets of this host's broker by push, the others by fetch RPCs.
+            if (readMode != ReadMode.PULL) {
+                // Each broker on this host by push, from its own subscription; the other brokers'
+                // streamlets by fetch RPCs in AUTO, refused in PUSH.
                 StreamLocality locality = clusterLocality();
-                OptionalInt id = locality.pushBroker(host);
-                if (id.isPresent()) {
-                    pushBroker = locality.address(id.getAsInt());
-                    pushed = split -> locality.pushes(split.streamlet(), host);
+                for (int id : locality.localBrokers(host)) {
+                    pushBrokers.put(id, locality.address(id));
                 }
+                pushBrokerOf = split -> clusterPushBroker(locality, split, host);
             }
         } else if (pushes(host)) {
-            pushBroker = broker;
-            pushed = split -> true;
+            pushBrokers.put(StreamLocality.STANDALONE_BROKER, broker);
+            pushBrokerOf = split -> StreamLocality.STANDALONE_BROKER;
         }
-        PushSubscriptionRegistry.Key key = null;
-        PushElection election = null;
+        Map<Integer, NearstreamSourceReader.PushGroup> pushGroups = new TreeMap<>();
+        pushBrokers.forEach(
+                (id, address) ->
+                        pushGroups.put(
+                                id,
+                                new NearstreamSourceReader.PushGroup(
+                                        new PushSubscriptionRegistry.Key(address, stream, sourceId),
+                                        new PushElection(
+                                                id, readerContext::sendSourceEventToCoordinator))));
+        IntFunction<Supplier<SplitReader<RecordRun, NearstreamSplit>>> push =
+                id ->
+                        () ->
+                                new PushSplitReader(
+                                        openClient(),
+                                        stream,
+                                        config,
+                                        metrics,
+                                        PushSubscriptionRegistry.INSTANCE,
+                                        pushGroups.get(id).election(),
+                                        pushGroups.get(id).key(),
+                                        subtask);
         SplitFetcherManager<RecordRun, NearstreamSplit> fetchers;
-        if (pushBroker == null) {
+        if (pushGroups.isEmpty()) {
             fetchers = new SingleThreadFetcherManager<>(pull, config);
-        } else {
-            key = new PushSubscriptionRegistry.Key(pushBroker, stream, sourceId);
-            PushSubscriptionRegistry.Key pushGroup = key;
-            PushElection pushElection =
-                    new PushElection(readerContext::sendSourceEventToCoordinator);
-            election = pushElection;
-            Supplier<SplitReader<RecordRun, NearstreamSplit>> push =
-                    () ->
-                            new PushSplitReader(
-                                    openClient(),
-                                    stream,
-                                    config,
-                                    metrics,
-                                    PushSubscriptionRegistry.INSTANCE,
-                                    pushElection,
-                                    pushGroup,
-                                    subtask);
+        } else if (!ConnectorChecks.isCluster(broker)) {
             fetchers =
-                    ConnectorChecks.isCluster(broker)
-                            ? new ReadModeFetcherManager(pushed, push, pull, config)
-                            : new SingleThreadFetcherManager<>(push, config);
+                    new SingleThreadFetcherManager<>(
+                            push.apply(StreamLocality.STANDALONE_BROKER), config);
+        } else {
+            fetchers = new ReadModeFetcherManager(pushBrokerOf, push, pull, config);
         }
         return new NearstreamSourceReader<>(
                 fetchers,
@@ -189,10 +196,36 @@ public class NearstreamSource<T>
                 config,
                 readerContext,
                 PushSubscriptionRegistry.INSTANCE,
-                key,
-                election,
-                pushed,
+                pushGroups,
+                pushBrokerOf,
                 this::openClient);
+    }
+
+    /**
+     * The broker a reader on {@code host} pushes {@code split} from over a cluster: its own broker
+     * when that runs on the reader's host; else AUTO pulls it and PUSH fails, naming the broker.
+     */
+    private int clusterPushBroker(StreamLocality locality, NearstreamSplit split, String host) {
+        if (locality.isLocal(split.streamlet(), host)) {
+            return locality.brokerOf(split.streamlet());
+        }
+        if (readMode == ReadMode.AUTO) {
+            return ReadModeFetcherManager.PULLED;
+        }
+        int owner = locality.brokerOf(split.streamlet());
+        throw new NearstreamException(
+                "PUSH reads streamlet "
+                        + split.streamlet()
+                        + " of stream '"
+                        + stream
+                        + "' from its broker's host, but its broker ("
+                        + (owner < 0
+                                ? "not known yet"
+                                : "broker " + owner + " at " + locality.address(owner))
+                        + ") does not run on this reader's host '"
+                        + host
+                        + "': PUSH needs a reader on the host of every broker of the stream; use"
+                        + " AUTO to pull the others");
     }
 
     /**

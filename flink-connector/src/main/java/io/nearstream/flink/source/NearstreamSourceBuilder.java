@@ -56,8 +56,9 @@ public class NearstreamSourceBuilder<T> {
      * The broker to read from, as {@code host:port}, or several brokers of a cluster (each a {@code
      * host:port}, or one comma-separated bootstrap list): the source then learns from any of them
      * where each streamlet lives and reads it from its broker (docs/cluster.md). Over a cluster,
-     * {@code AUTO} pushes the streamlets of each reader's host broker and pulls the others; {@code
-     * PUSH} is refused, since some streamlets' brokers run on other hosts.
+     * {@code AUTO} pushes the streamlets of the brokers on each reader's host (one subscription per
+     * host and broker) and pulls the others; {@code PUSH} pushes them all, and fails a reader given
+     * a streamlet whose broker runs on another host.
      */
     public NearstreamSourceBuilder<T> setBrokers(String... brokers) {
         this.brokers = checkNotNull(brokers, "brokers").clone();
@@ -185,14 +186,6 @@ public class NearstreamSourceBuilder<T> {
     public NearstreamSource<T> build() {
         String broker = ConnectorChecks.brokers(brokers);
         ConnectorChecks.stream(stream);
-        checkArgument(
-                !ConnectorChecks.isCluster(broker)
-                        || option(NearstreamSourceOptions.READ_MODE) != ReadMode.PUSH,
-                "PUSH reads from the reader's own host; over a broker cluster (%s) use AUTO, which"
-                        + " pushes the streamlets of each host's broker and pulls the others, or"
-                        + " PULL",
-                broker);
-
         checkState(
                 deserializer != null,
                 "No deserializer set: call setDeserializer(...), e.g."

@@ -1,20 +1,22 @@
 package io.nearstream.flink.source;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.nearstream.client.NearstreamClient;
 import io.nearstream.client.StreamConfig;
 import io.nearstream.flink.source.reader.deserializer.NearstreamRecordDeserializationSchema;
-import io.nearstream.flink.source.testutils.NearstreamTestData;
+import io.nearstream.flink.source.testutils.ClusterReads;
 import io.nearstream.testing.NearstreamClusterExtension;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.runtime.testutils.MiniClusterResourceConfiguration;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
+import org.apache.flink.streaming.util.RestartStrategyUtils;
 import org.apache.flink.test.junit5.MiniClusterExtension;
-import org.apache.flink.util.CloseableIterator;
+import org.apache.flink.util.ExceptionUtils;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
@@ -23,7 +25,8 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * 1 runs on the readers' host ({@code localhost}), brokers 2 and 3 report other hosts. A bounded
  * job reads every record exactly once; the local broker's streamlets came through its push rings
  * alone (it pushed all their records and served no fetch), the other brokers' through fetches alone
- * (no push subscription reached them).
+ * (no push subscription reached them). PUSH over the same layout fails its reader, saying that a
+ * remote broker's streamlet cannot be pushed.
  */
 class NearstreamClusterAutoReadITCase {
 
@@ -40,75 +43,72 @@ class NearstreamClusterAutoReadITCase {
                             .build());
 
     private static long stat(int broker, String name) throws Exception {
-        return CLUSTER.broker(broker)
-                .client()
-                .stats()
-                .get(30, TimeUnit.SECONDS)
-                .getOrDefault(name, 0L);
+        return ClusterReads.stat(CLUSTER, broker, name);
     }
 
     @Test
     void readersPushTheLocalBrokersStreamletsAndPullTheOthers() throws Exception {
-        int streamlets = 6;
-        List<String> expected = new ArrayList<>();
-        List<Integer> owners;
-        try (NearstreamClient cluster = NearstreamClient.connect(CLUSTER.bootstrap())) {
-            cluster.createStream(StreamConfig.of("auto", streamlets)).get(10, TimeUnit.SECONDS);
-            owners =
-                    cluster.clusterMetadata("auto")
-                            .get(10, TimeUnit.SECONDS)
-                            .placement("auto")
-                            .orElseThrow()
-                            .owners();
-            for (int s = 0; s < streamlets; s++) {
-                List<String> records = new ArrayList<>();
-                for (int i = 0; i < 2_000; i++) {
-                    records.add(s + "-" + i);
-                }
-                NearstreamTestData.append(cluster, "auto", s, records, 97, 1_000);
-                expected.addAll(records);
-            }
-        }
-        long localRecords = 2_000L * owners.stream().filter(o -> o == 1).count();
+        ClusterReads.Filled stream = ClusterReads.fill(CLUSTER, "auto", 6, 2_000);
+        // Before, as the other test of this class may have subscribed already.
         long[] fetchedBefore = new long[3];
+        long[] subscribesBefore = new long[3];
         for (int b = 0; b < 3; b++) {
             fetchedBefore[b] = stat(b, "nearstream_fetch_records_total");
+            subscribesBefore[b] = stat(b, "nearstream_push_subscribe_requests_total");
         }
 
-        NearstreamSource<String> source =
-                NearstreamSource.<String>builder()
-                        .setBrokers(CLUSTER.bootstrap())
-                        .setStream("auto")
-                        .setReadMode(ReadMode.AUTO)
-                        .setPushSlots(4, 64 * 1024)
-                        .setDeserializer(NearstreamRecordDeserializationSchema.utf8())
-                        .setFetchMaxWaitMs(100)
-                        .setBounded(NearstreamStoppingPositions.latest())
-                        .build();
-        StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
-        env.setParallelism(2);
-        List<String> read = new ArrayList<>();
-        try (CloseableIterator<String> it =
-                env.fromSource(source, WatermarkStrategy.noWatermarks(), "auto")
-                        .executeAndCollect()) {
-            it.forEachRemaining(read::add);
-        }
+        List<String> read =
+                ClusterReads.readAll(
+                        NearstreamSource.<String>builder()
+                                .setBrokers(CLUSTER.bootstrap())
+                                .setStream("auto")
+                                .setReadMode(ReadMode.AUTO)
+                                .setPushSlots(4, 64 * 1024)
+                                .setDeserializer(NearstreamRecordDeserializationSchema.utf8())
+                                .setFetchMaxWaitMs(100)
+                                .setBounded(NearstreamStoppingPositions.latest())
+                                .build(),
+                        2);
 
-        assertThat(read).containsExactlyInAnyOrderElementsOf(expected);
+        assertThat(read).containsExactlyInAnyOrderElementsOf(stream.records());
         // Broker 1 (local): its streamlets by push only, one subscription for the host.
-        assertThat(stat(0, "nearstream_push_subscribe_requests_total")).isEqualTo(1);
-        assertThat(stat(0, "nearstream_push_records_total")).isGreaterThanOrEqualTo(localRecords);
+        assertThat(stat(0, "nearstream_push_subscribe_requests_total") - subscribesBefore[0])
+                .isEqualTo(1);
+        assertThat(stat(0, "nearstream_push_records_total"))
+                .isGreaterThanOrEqualTo(stream.recordsOf(1, 2_000));
         assertThat(stat(0, "nearstream_fetch_records_total") - fetchedBefore[0]).isZero();
         // Brokers 2 and 3 (remote): by fetch only.
         for (int b = 1; b < 3; b++) {
-            long theirs = 2_000L * countOwnedBy(owners, b + 1);
-            assertThat(stat(b, "nearstream_push_subscribe_requests_total")).isZero();
+            assertThat(stat(b, "nearstream_push_subscribe_requests_total") - subscribesBefore[b])
+                    .isZero();
             assertThat(stat(b, "nearstream_fetch_records_total") - fetchedBefore[b])
-                    .isGreaterThanOrEqualTo(theirs);
+                    .isGreaterThanOrEqualTo(stream.recordsOf(b + 1, 2_000));
         }
     }
 
-    private static long countOwnedBy(List<Integer> owners, int broker) {
-        return owners.stream().filter(o -> o == broker).count();
+    @Test
+    void pushFailsAReaderGivenTheStreamletOfABrokerOnAnotherHost() throws Exception {
+        try (NearstreamClient cluster = NearstreamClient.connect(CLUSTER.bootstrap())) {
+            cluster.createStream(StreamConfig.of("push-remote", 3)).get(10, TimeUnit.SECONDS);
+        }
+        NearstreamSource<String> source =
+                NearstreamSource.<String>builder()
+                        .setBrokers(CLUSTER.bootstrap())
+                        .setStream("push-remote")
+                        .setReadMode(ReadMode.PUSH)
+                        .setDeserializer(NearstreamRecordDeserializationSchema.utf8())
+                        .setBounded(NearstreamStoppingPositions.latest())
+                        .build();
+        StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
+        env.setParallelism(1);
+        RestartStrategyUtils.configureNoRestartStrategy(env);
+        env.fromSource(source, WatermarkStrategy.noWatermarks(), "push-remote")
+                .sinkTo(new DiscardingSink<>());
+        assertThatThrownBy(() -> env.execute("push over remote brokers"))
+                .satisfies(
+                        e ->
+                                assertThat(ExceptionUtils.stringifyException(e))
+                                        .contains("PUSH needs a reader on the host of every broker")
+                                        .contains("does not run on this reader's host"));
     }
 }

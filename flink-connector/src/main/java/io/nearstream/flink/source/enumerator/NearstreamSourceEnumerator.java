@@ -10,6 +10,7 @@ import io.nearstream.flink.source.NearstreamClientFactory;
 import io.nearstream.flink.source.NearstreamException;
 import io.nearstream.flink.source.NearstreamStartingPositions;
 import io.nearstream.flink.source.NearstreamStoppingPositions;
+import io.nearstream.flink.source.event.PushPeersEvent;
 import io.nearstream.flink.source.event.PushRingAssignedEvent;
 import io.nearstream.flink.source.event.PushRingRequestEvent;
 import io.nearstream.flink.source.event.ReaderStartedEvent;
@@ -55,12 +56,13 @@ import org.slf4j.LoggerFactory;
  * back to its owner when that reader registers again. A bounded source tells each reader that no
  * more splits will come once no waiting split is owed to it.
  *
- * <p>Before splits reach their readers, every reader learns which subtasks of its host hold pushed
- * splits (over a cluster, splits of the host's push broker; {@link StreamLocality#pushes}) and
- * which TaskManager JVM holds the host's push subscription ({@code PushPeersEvent}, computed by
- * {@link PushPeerTracker}): that JVM's push group waits for all of them and subscribes once.
- * Readers of the host's other JVMs get their rings from it through this enumerator, which relays
- * their {@link PushRingRequestEvent}s and the {@link PushRingAssignedEvent} answers.
+ * <p>Before splits reach their readers, every reader learns, for each broker its host pushes from
+ * (over a cluster, those on its host; {@link StreamLocality#localBrokers}), which subtasks of its
+ * host hold pushed splits of that broker and which TaskManager JVM holds the host's push
+ * subscription to it ({@code PushPeersEvent}, computed by {@link PushPeerTracker}): that JVM's push
+ * group waits for all of them and subscribes once. Readers of the host's other JVMs get their rings
+ * from it through this enumerator, which relays their {@link PushRingRequestEvent}s and the {@link
+ * PushRingAssignedEvent} answers.
  */
 @Internal
 public class NearstreamSourceEnumerator
@@ -392,11 +394,26 @@ public class NearstreamSourceEnumerator
             context.sendEventToSourceReader(via, request);
         } else if (!request.left()) {
             String failure =
-                    "the reader holding this host's push subscription (subtask "
+                    "the reader holding this host's push subscription to broker "
+                            + request.broker()
+                            + " (subtask "
                             + request.leader()
                             + ") is gone";
-            relay(from, new PushRingAssignedEvent(from, null, failure));
+            relay(from, new PushRingAssignedEvent(request.broker(), from, null, failure));
         }
+    }
+
+    /**
+     * The brokers whose push groups a reader on {@code host} belongs to: a standalone broker's, on
+     * every host (whether a reader pushes is its read mode's decision); over a cluster, those on
+     * its host.
+     */
+    private List<Integer> pushBrokersOfHost(String host) {
+        StreamLocality locality = this.locality;
+        if (locality == null || !ConnectorChecks.isCluster(broker)) {
+            return List.of(StreamLocality.STANDALONE_BROKER);
+        }
+        return locality.localBrokers(host);
     }
 
     private void relay(int to, SourceEvent event) {
@@ -450,11 +467,13 @@ public class NearstreamSourceEnumerator
                 assignment.computeIfAbsent(owner, k -> new ArrayList<>()).add(split);
                 unassignedSplits.remove(split.streamlet());
                 assignedSplits.put(split.streamlet(), split);
-                // Push peers hold pushed splits: over a cluster, those of their host's broker.
-                if (locality == null
-                        || !ConnectorChecks.isCluster(broker)
-                        || locality.pushes(split.streamlet(), readerHosts.get(owner))) {
-                    pushPeers.splitAssigned(split.streamlet(), owner);
+                // Push peers hold pushed splits: over a cluster, those of their host's brokers.
+                if (locality == null || !ConnectorChecks.isCluster(broker)) {
+                    pushPeers.splitAssigned(
+                            split.streamlet(), owner, StreamLocality.STANDALONE_BROKER);
+                } else if (locality.isLocal(split.streamlet(), readerHosts.get(owner))) {
+                    pushPeers.splitAssigned(
+                            split.streamlet(), owner, locality.brokerOf(split.streamlet()));
                 }
             } else {
                 owedSplits.add(owner);
@@ -463,9 +482,10 @@ public class NearstreamSourceEnumerator
         if (ownersKnown) {
             // Before the splits: events reach a reader in order, so its push group knows whom to
             // wait for when the splits make it join.
-            pushPeers
-                    .changedPeers(registered.keySet())
-                    .forEach((reader, peers) -> context.sendEventToSourceReader(reader, peers));
+            for (Map.Entry<Integer, PushPeersEvent> told :
+                    pushPeers.changedPeers(registered.keySet(), this::pushBrokersOfHost)) {
+                context.sendEventToSourceReader(told.getKey(), told.getValue());
+            }
         }
         if (!assignment.isEmpty()) {
             LOG.info("Assigning splits {}", assignment);

@@ -11,74 +11,82 @@ import java.util.Objects;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
+import java.util.function.Function;
 import org.apache.flink.annotation.Internal;
 
 /**
  * The enumerator's view of the push election (docs/flink-connector.md, "Push mode"): on which host
  * and in which TaskManager JVM (election scope, from its {@link ReaderStartedEvent}) every reader
- * runs and which readers hold splits (restored, or assigned by this enumerator). Per host, the JVM
- * of the lowest split-holding subtask when the host is first told holds the host's one push
- * subscription, and keeps it while that reader lives; every reader learns the host's split holders
- * and whether its own JVM holds the subscription or which subtask to ask for its ring ({@link
- * PushPeersEvent}).
+ * runs and which readers hold pushed splits of which broker (restored, or assigned by this
+ * enumerator). A push group is a host and a broker: per group, the JVM of the lowest holder of that
+ * broker's splits on that host when the group is first told holds the group's one push
+ * subscription, and keeps it while that reader lives; every reader learns, for each broker its host
+ * pushes from, the group's holders and whether its own JVM holds the subscription or which subtask
+ * to ask for its ring ({@link PushPeersEvent}).
  *
  * <p>Coordinator thread only.
  */
 @Internal
 final class PushPeerTracker {
 
+    /** A host's push group of one broker. */
+    private record Group(String host, int broker) {}
+
+    /** A pushed split's holder, and the broker it is pushed from. */
+    private record Holder(int subtask, int broker) {}
+
+    /** A reader's last word about one broker. */
+    private record Sent(int subtask, int broker) {}
+
     private final Map<Integer, String> hostOf = new HashMap<>();
     private final Map<Integer, String> scopeOf = new HashMap<>();
-    private final Set<Integer> restoredSplitHolders = new HashSet<>();
-    private final Map<Integer, Integer> ownerOfStreamlet = new HashMap<>();
-    private final Map<Integer, PushPeersEvent> lastSent = new HashMap<>();
+    private final Map<Integer, Set<Integer>> restoredBrokersOf = new HashMap<>();
+    private final Map<Integer, Holder> holderOfStreamlet = new HashMap<>();
+    private final Map<Sent, PushPeersEvent> lastSent = new HashMap<>();
 
     /**
-     * The subtask whose JVM holds each host's subscription, once chosen: kept while that reader
+     * The subtask whose JVM holds each group's subscription, once chosen: kept while that reader
      * lives, so that readers told at different times (restored readers start one by one, and a
      * reader that joined its group stays there) never hear of different holders.
      */
-    private final Map<String, Integer> holderOfHost = new HashMap<>();
+    private final Map<Group, Integer> leaderOfGroup = new HashMap<>();
 
     /**
      * A (new attempt of a) reader registered on {@code host}: what its previous attempt said no
      * longer holds.
      */
     void readerRegistered(int subtask, String host) {
-        holderOfHost.values().remove(subtask); // a new attempt: its group is gone
+        leaderOfGroup.values().removeIf(leader -> leader == subtask); // its groups are gone
         hostOf.put(subtask, host);
         scopeOf.remove(subtask);
-        restoredSplitHolders.remove(subtask);
-        lastSent.remove(subtask);
+        restoredBrokersOf.remove(subtask);
+        lastSent.keySet().removeIf(sent -> sent.subtask() == subtask);
     }
 
     void readerStarted(int subtask, ReaderStartedEvent event) {
         scopeOf.put(subtask, event.electionScope());
-        if (event.holdsRestoredSplits()) {
-            restoredSplitHolders.add(subtask);
-        } else {
-            restoredSplitHolders.remove(subtask);
-        }
+        restoredBrokersOf.put(subtask, event.restoredPushBrokers());
     }
 
     boolean started(int subtask) {
         return scopeOf.containsKey(subtask);
     }
 
-    void splitAssigned(int streamlet, int owner) {
-        ownerOfStreamlet.put(streamlet, owner);
+    /** {@code owner} holds {@code streamlet}, which it pushes from {@code broker}. */
+    void splitAssigned(int streamlet, int owner, int broker) {
+        holderOfStreamlet.put(streamlet, new Holder(owner, broker));
     }
 
     void splitReturned(int streamlet) {
-        ownerOfStreamlet.remove(streamlet);
+        holderOfStreamlet.remove(streamlet);
     }
 
-    /** The host's holder: the one chosen before while it still holds splits, else the lowest. */
-    private int holder(String host, TreeSet<Integer> holders) {
-        Integer chosen = holderOfHost.get(host);
+    /** The group's leader: the one chosen before while it still holds splits, else the lowest. */
+    private int leader(Group group, TreeSet<Integer> holders) {
+        Integer chosen = leaderOfGroup.get(group);
         if (chosen == null || !holders.contains(chosen)) {
             chosen = holders.first();
-            holderOfHost.put(host, chosen);
+            leaderOfGroup.put(group, chosen);
         }
         return chosen;
     }
@@ -103,50 +111,61 @@ final class PushPeerTracker {
     }
 
     /**
-     * For every started reader whose word changed since it was last told: the sorted split holders
-     * of its host that are still registered (a reader that finished cannot hold a subscription for
-     * others), and where their subscription lives.
+     * For every started reader and every broker its host pushes from ({@code pushBrokersOfHost}),
+     * when the word changed since the reader was last told: the group's sorted holders that are
+     * still registered (a reader that finished cannot hold a subscription for others), and where
+     * their subscription lives.
      */
-    Map<Integer, PushPeersEvent> changedPeers(Set<Integer> registered) {
-        Map<String, TreeSet<Integer>> holdersByHost = holdersByHost(registered);
-        Map<Integer, PushPeersEvent> changed = new HashMap<>();
-        for (Map.Entry<Integer, String> reader : scopeOf.entrySet()) {
+    List<Map.Entry<Integer, PushPeersEvent>> changedPeers(
+            Set<Integer> registered, Function<String, List<Integer>> pushBrokersOfHost) {
+        Map<Group, TreeSet<Integer>> holdersByGroup = holdersByGroup(registered);
+        List<Map.Entry<Integer, PushPeersEvent>> changed = new ArrayList<>();
+        for (Map.Entry<Integer, String> reader : new TreeMap<>(scopeOf).entrySet()) {
             int subtask = reader.getKey();
             if (!registered.contains(subtask)) {
                 continue; // failed and not back yet: it cannot take events, its next attempt asks
             }
             String host = hostOf.getOrDefault(subtask, "");
-            TreeSet<Integer> peers = holdersByHost.get(host);
-            PushPeersEvent event;
-            if (peers == null) {
-                event = new PushPeersEvent(List.of(), PushPeersEvent.HOLDS_SUBSCRIPTION);
-            } else {
-                int leader = holder(host, peers);
-                boolean sameJvm = Objects.equals(scopeOf.get(leader), reader.getValue());
-                event =
-                        new PushPeersEvent(
-                                new ArrayList<>(peers),
-                                sameJvm ? PushPeersEvent.HOLDS_SUBSCRIPTION : leader);
-            }
-            if (!event.equals(lastSent.get(subtask))) {
-                lastSent.put(subtask, event);
-                changed.put(subtask, event);
+            for (int broker : pushBrokersOfHost.apply(host)) {
+                Group group = new Group(host, broker);
+                TreeSet<Integer> peers = holdersByGroup.get(group);
+                PushPeersEvent event;
+                if (peers == null) {
+                    event =
+                            new PushPeersEvent(
+                                    broker, List.of(), PushPeersEvent.HOLDS_SUBSCRIPTION);
+                } else {
+                    int leader = leader(group, peers);
+                    boolean sameJvm = Objects.equals(scopeOf.get(leader), reader.getValue());
+                    event =
+                            new PushPeersEvent(
+                                    broker,
+                                    new ArrayList<>(peers),
+                                    sameJvm ? PushPeersEvent.HOLDS_SUBSCRIPTION : leader);
+                }
+                Sent key = new Sent(subtask, broker);
+                if (!event.equals(lastSent.get(key))) {
+                    lastSent.put(key, event);
+                    changed.add(Map.entry(subtask, event));
+                }
             }
         }
         return changed;
     }
 
-    /** The started, registered split holders, by host. */
-    private Map<String, TreeSet<Integer>> holdersByHost(Set<Integer> registered) {
-        Set<Integer> holders = new HashSet<>(restoredSplitHolders);
-        holders.addAll(ownerOfStreamlet.values());
-        Map<String, TreeSet<Integer>> byHost = new HashMap<>();
-        for (int subtask : holders) {
-            if (scopeOf.containsKey(subtask) && registered.contains(subtask)) {
-                String host = hostOf.getOrDefault(subtask, "");
-                byHost.computeIfAbsent(host, h -> new TreeSet<>()).add(subtask);
+    /** The started, registered holders of pushed splits, by host and broker. */
+    private Map<Group, TreeSet<Integer>> holdersByGroup(Set<Integer> registered) {
+        Set<Holder> holders = new HashSet<>(holderOfStreamlet.values());
+        restoredBrokersOf.forEach(
+                (subtask, brokers) -> brokers.forEach(b -> holders.add(new Holder(subtask, b))));
+        Map<Group, TreeSet<Integer>> byGroup = new HashMap<>();
+        for (Holder h : holders) {
+            if (scopeOf.containsKey(h.subtask()) && registered.contains(h.subtask())) {
+                String host = hostOf.getOrDefault(h.subtask(), "");
+                byGroup.computeIfAbsent(new Group(host, h.broker()), g -> new TreeSet<>())
+                        .add(h.subtask());
             }
         }
-        return byHost;
+        return byGroup;
     }
 }

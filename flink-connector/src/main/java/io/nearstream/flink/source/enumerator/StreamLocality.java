@@ -3,10 +3,10 @@ package io.nearstream.flink.source.enumerator;
 import io.nearstream.client.BrokerInfo;
 import io.nearstream.client.ClusterMetadata;
 import io.nearstream.client.StreamPlacement;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.OptionalInt;
 import java.util.TreeMap;
 import javax.annotation.Nullable;
 import org.apache.flink.annotation.Internal;
@@ -17,13 +17,16 @@ import org.apache.flink.annotation.Internal;
  * reader on its broker's host when there is one; the readers and the enumerator apply the same
  * rule, so both agree on which splits are pushed.
  *
- * <p>One broker (standalone): every streamlet is local to the readers on the broker's host ({@link
- * BrokerLocality}). A cluster (docs/cluster.md): a streamlet is local to the readers on the host
- * its broker reports; a reader pushes the streamlets of its host's push broker, the lowest-id
- * broker on its host (one push subscription per host and job), and pulls the others.
+ * <p>One broker (standalone, id {@link #STANDALONE_BROKER}): every streamlet is local to the
+ * readers on the broker's host ({@link BrokerLocality}). A cluster (docs/cluster.md): a streamlet
+ * is local to the readers on the host its broker reports; a reader pushes the streamlets of every
+ * broker on its host (one push subscription per host, broker and job) and pulls the others.
  */
 @Internal
 public final class StreamLocality {
+
+    /** The id a standalone broker goes by in push groups and events. */
+    public static final int STANDALONE_BROKER = 0;
 
     /** Broker id of each streamlet. */
     private final List<Integer> owners;
@@ -45,8 +48,8 @@ public final class StreamLocality {
     /** One broker at {@code address}, which stores every streamlet. */
     public static StreamLocality standalone(String address) {
         TreeMap<Integer, BrokerLocality> brokers = new TreeMap<>();
-        brokers.put(0, BrokerLocality.resolve(address));
-        return new StreamLocality(null, brokers, Map.of(0, address));
+        brokers.put(STANDALONE_BROKER, BrokerLocality.resolve(address));
+        return new StreamLocality(null, brokers, Map.of(STANDALONE_BROKER, address));
     }
 
     /**
@@ -73,8 +76,15 @@ public final class StreamLocality {
         return new StreamLocality(List.copyOf(placement.owners()), brokers, addresses);
     }
 
-    private int owner(int streamlet) {
-        return owners == null ? 0 : owners.get(streamlet);
+    /**
+     * The id of the broker that stores {@code streamlet} ({@link #STANDALONE_BROKER} for a
+     * standalone broker), or -1 for a streamlet the view does not know yet.
+     */
+    public int brokerOf(int streamlet) {
+        if (owners == null) {
+            return STANDALONE_BROKER;
+        }
+        return streamlet < owners.size() ? owners.get(streamlet) : -1;
     }
 
     /** Whether a reader on {@code readerHost} runs on the host of {@code streamlet}'s broker. */
@@ -82,27 +92,19 @@ public final class StreamLocality {
         if (owners != null && streamlet >= owners.size()) {
             return false; // a streamlet the view does not know yet: assume nothing
         }
-        BrokerLocality b = brokers.get(owner(streamlet));
+        BrokerLocality b = brokers.get(brokerOf(streamlet));
         return b != null && b.isLocal(readerHost);
     }
 
-    /** The broker a reader on {@code readerHost} pushes from: the lowest-id one on its host. */
-    public OptionalInt pushBroker(@Nullable String readerHost) {
+    /** The brokers a reader on {@code readerHost} can push from: those on its host, ascending. */
+    public List<Integer> localBrokers(@Nullable String readerHost) {
+        List<Integer> local = new ArrayList<>();
         for (Map.Entry<Integer, BrokerLocality> b : brokers.entrySet()) {
             if (b.getValue().isLocal(readerHost)) {
-                return OptionalInt.of(b.getKey());
+                local.add(b.getKey());
             }
         }
-        return OptionalInt.empty();
-    }
-
-    /** Whether a reader on {@code readerHost} reads {@code streamlet} by push. */
-    public boolean pushes(int streamlet, @Nullable String readerHost) {
-        if (owners != null && streamlet >= owners.size()) {
-            return false;
-        }
-        OptionalInt push = pushBroker(readerHost);
-        return push.isPresent() && push.getAsInt() == owner(streamlet);
+        return local;
     }
 
     /** The address of broker {@code id}. */

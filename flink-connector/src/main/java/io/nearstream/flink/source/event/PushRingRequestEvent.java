@@ -6,11 +6,12 @@ import org.apache.flink.annotation.Internal;
 import org.apache.flink.api.connector.source.SourceEvent;
 
 /**
- * A push reader whose host's subscription lives in another TaskManager JVM asks for its ring, or
- * tells that its splits changed or that it left. Sent to the enumerator, which forwards it
- * unchanged to {@link #leader}; that reader's push group treats {@link #subtask} as a member and
- * answers with a {@link PushRingAssignedEvent}.
+ * A push reader whose host's subscription (to one broker) lives in another TaskManager JVM asks for
+ * its ring, or tells that its splits changed or that it left. Sent to the enumerator, which
+ * forwards it unchanged to {@link #leader}; that reader's push group of the same broker treats
+ * {@link #subtask} as a member and answers with a {@link PushRingAssignedEvent}.
  *
+ * @param broker the broker whose push group is asked
  * @param subtask the asking reader
  * @param leader the reader whose group holds the host's subscription ({@link
  *     PushPeersEvent#relayTo()})
@@ -19,7 +20,8 @@ import org.apache.flink.api.connector.source.SourceEvent;
  */
 @Internal
 public record PushRingRequestEvent(
-        int subtask, int leader, List<PushSplitStart> splits, boolean left) implements SourceEvent {
+        int broker, int subtask, int leader, List<PushSplitStart> splits, boolean left)
+        implements SourceEvent {
     public PushRingRequestEvent {
         splits = List.copyOf(splits);
     }

@@ -1,5 +1,6 @@
 package io.nearstream.flink.source.event;
 
+import java.util.Set;
 import org.apache.flink.annotation.Internal;
 import org.apache.flink.api.connector.source.SourceEvent;
 
@@ -8,10 +9,15 @@ import org.apache.flink.api.connector.source.SourceEvent;
  *
  * @param electionScope identifies the push election scope the reader belongs to: its JVM's (more
  *     exactly, its class loader's) {@code PushSubscriptionRegistry}; readers with the same scope
- *     share one push subscription
- * @param holdsRestoredSplits whether the reader restored splits from a checkpoint, which the
- *     enumerator cannot know otherwise
+ *     share one push subscription per broker
+ * @param restoredPushBrokers the brokers of the pushed splits the reader restored from a checkpoint
+ *     (empty: none), which the enumerator cannot know otherwise
  */
 @Internal
-public record ReaderStartedEvent(String electionScope, boolean holdsRestoredSplits)
-        implements SourceEvent {}
+public record ReaderStartedEvent(String electionScope, Set<Integer> restoredPushBrokers)
+        implements SourceEvent {
+
+    public ReaderStartedEvent {
+        restoredPushBrokers = Set.copyOf(restoredPushBrokers);
+    }
+}

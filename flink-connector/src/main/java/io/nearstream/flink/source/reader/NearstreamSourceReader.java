@@ -10,12 +10,14 @@ import io.nearstream.flink.source.reader.push.PushSplitReader;
 import io.nearstream.flink.source.reader.push.PushSubscriptionRegistry;
 import io.nearstream.flink.source.split.NearstreamSplit;
 import io.nearstream.flink.source.split.NearstreamSplitState;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.function.Predicate;
+import java.util.TreeSet;
 import java.util.function.Supplier;
+import java.util.function.ToIntFunction;
 import javax.annotation.Nullable;
 import org.apache.flink.annotation.Internal;
 import org.apache.flink.api.connector.source.SourceEvent;
@@ -28,20 +30,21 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The source reader: one fetcher thread running a {@link PullSplitReader} or {@link
- * PushSplitReader} over all of this subtask's splits (over a broker cluster in AUTO mode, one of
- * each: {@link ReadModeFetcherManager}), and the {@link NearstreamRecordEmitter} on the task
+ * PushSplitReader} over all of this subtask's splits (over a broker cluster, one per read mode and
+ * push broker: {@link ReadModeFetcherManager}), and the {@link NearstreamRecordEmitter} on the task
  * thread. Checkpoints carry each split's chunk position and the records already emitted from that
  * chunk; Nearstream keeps no consumer offsets, so nothing is committed to the broker.
  *
  * <p>On start it tells the enumerator its push election scope, its JVM ({@link
- * ReaderStartedEvent}); in push mode it passes the {@link PushPeersEvent} it gets back to its
- * {@link PushElection} and, when its JVM holds the host's subscription, to its push group, which
- * then waits for all those peers before it subscribes. A reader that restored splits has them
- * before that event can arrive, so it first tells its group to wait for it. Between the TaskManager
- * JVMs of one host it relays: the {@link PushRingRequestEvent}s of the host's other JVMs' readers
- * go to its push group, the {@link PushRingAssignedEvent} answers to its split reader. It tells the
- * registry when it has nothing left to read (no more splits will come and every one it had
- * finished), so that relayed readers stop waiting for it to join.
+ * ReaderStartedEvent}); in push mode it passes each {@link PushPeersEvent} it gets back to the
+ * {@link PushElection} of that event's broker and, when its JVM holds the host's subscription to
+ * that broker, to its push group, which then waits for all those peers before it subscribes. A
+ * reader that restored splits has them before that event can arrive, so it first tells their groups
+ * to wait for it. Between the TaskManager JVMs of one host it relays: the {@link
+ * PushRingRequestEvent}s of the host's other JVMs' readers go to the push group of their broker,
+ * the {@link PushRingAssignedEvent} answers to its split reader. It tells the registry when it has
+ * nothing left to read (no more splits will come and every one it had finished), so that relayed
+ * readers stop waiting for it to join.
  */
 @Internal
 public class NearstreamSourceReader<T>
@@ -49,28 +52,33 @@ public class NearstreamSourceReader<T>
 
     private static final Logger LOG = LoggerFactory.getLogger(NearstreamSourceReader.class);
 
+    /**
+     * This reader's place in the push group of one broker: the group in the registry and where its
+     * ring comes from.
+     */
+    public record PushGroup(PushSubscriptionRegistry.Key key, PushElection election) {}
+
     private final PushSubscriptionRegistry registry;
 
-    /** The push group of this reader, or null when it pulls. */
-    @Nullable private final PushSubscriptionRegistry.Key pushGroup;
+    /** The push groups of this reader, by broker id; empty when it pulls. */
+    private final Map<Integer, PushGroup> pushGroups;
 
-    /** Where this reader's push ring comes from; null when it pulls. */
-    @Nullable private final PushElection election;
-
-    /** Ring geometry of this source's push subscription (used for relayed members). */
+    /** Ring geometry of this source's push subscriptions (used for relayed members). */
     @Nullable private final PushSubscriptionRegistry.Geometry geometry;
 
     /** Opens a connection to the broker (for a push group that has no reader of this JVM). */
     private final Supplier<NearstreamClient> connect;
 
-    /** This reader in the registry's count of readers that may still join, or null (pull). */
-    @Nullable private final Object registryToken;
+    /** This reader in the registry's count of readers that may still join, per push group. */
+    private final Map<Integer, Object> registryTokens = new HashMap<>();
 
-    /** Which of this reader's splits are pushed (with a push group: all, or those of its host). */
-    private final Predicate<NearstreamSplit> pushed;
+    /** The broker a split is pushed from, or {@link ReadModeFetcherManager#PULLED}. */
+    private final ToIntFunction<NearstreamSplit> pushBrokerOf;
 
     private boolean started;
-    private boolean restoredSplits;
+
+    /** The brokers of the pushed splits restored before {@link #start()}. */
+    private final Set<Integer> restoredPushBrokers = new TreeSet<>();
 
     /**
      * Splits added and not finished yet; with {@link #noMoreSplits}: whether this reader is done.
@@ -80,8 +88,10 @@ public class NearstreamSourceReader<T>
     private boolean noMoreSplits;
 
     /**
-     * @param fetchers the fetcher threads: one pull or push fetcher, or one of each
-     * @param pushed which splits go to the push group (ignored without one)
+     * @param fetchers the fetcher threads: one pull or push fetcher, or one per mode and broker
+     * @param pushGroups the push group of each broker this reader pushes from (empty: it pulls)
+     * @param pushBrokerOf the broker a split is pushed from, or {@link
+     *     ReadModeFetcherManager#PULLED}; may throw for a split this reader cannot read
      */
     public NearstreamSourceReader(
             SplitFetcherManager<RecordRun, NearstreamSplit> fetchers,
@@ -89,32 +99,31 @@ public class NearstreamSourceReader<T>
             Configuration config,
             SourceReaderContext context,
             PushSubscriptionRegistry registry,
-            @Nullable PushSubscriptionRegistry.Key pushGroup,
-            @Nullable PushElection election,
-            Predicate<NearstreamSplit> pushed,
+            Map<Integer, PushGroup> pushGroups,
+            ToIntFunction<NearstreamSplit> pushBrokerOf,
             Supplier<NearstreamClient> connect) {
         super(fetchers, recordEmitter, config, context);
         this.registry = registry;
-        this.pushed = pushed;
-        this.pushGroup = pushGroup;
-        this.election = election;
+        this.pushGroups = Map.copyOf(pushGroups);
+        this.pushBrokerOf = pushBrokerOf;
         this.connect = connect;
-        this.geometry = pushGroup == null ? null : PushSplitReader.geometry(config);
-        this.registryToken = pushGroup == null ? null : registry.readerOpened(pushGroup);
+        this.geometry = pushGroups.isEmpty() ? null : PushSplitReader.geometry(config);
+        this.pushGroups.forEach((b, g) -> registryTokens.put(b, registry.readerOpened(g.key())));
     }
 
     @Override
     public void addSplits(List<NearstreamSplit> splits) {
-        if (!started && splits.stream().anyMatch(pushed)) {
-            // Restored from a checkpoint: the fetcher joins the push group right away, before the
-            // enumerator can tell us our peers.
-            restoredSplits = true;
-            if (pushGroup != null) {
-                registry.awaitPeers(pushGroup);
-                election.restoredSplits();
+        for (NearstreamSplit split : splits) {
+            int broker = pushBrokerOf.applyAsInt(split); // throws for a split it cannot read
+            PushGroup group = pushGroups.get(broker);
+            if (!started && group != null && restoredPushBrokers.add(broker)) {
+                // Restored from a checkpoint: the fetcher joins the push group right away, before
+                // the enumerator can tell us our peers.
+                registry.awaitPeers(group.key());
+                group.election().restoredSplits();
             }
+            unfinishedSplits.add(split.splitId());
         }
-        splits.forEach(s -> unfinishedSplits.add(s.splitId()));
         super.addSplits(splits);
     }
 
@@ -126,9 +135,13 @@ public class NearstreamSourceReader<T>
     }
 
     private void tellRegistryIfDone() {
-        if (pushGroup != null && noMoreSplits && unfinishedSplits.isEmpty()) {
-            registry.readerDone(pushGroup, registryToken);
+        if (noMoreSplits && unfinishedSplits.isEmpty()) {
+            leavePushGroups();
         }
+    }
+
+    private void leavePushGroups() {
+        pushGroups.forEach((b, g) -> registry.readerDone(g.key(), registryTokens.get(b)));
     }
 
     @Override
@@ -136,9 +149,7 @@ public class NearstreamSourceReader<T>
         try {
             super.close();
         } finally {
-            if (pushGroup != null) {
-                registry.readerDone(pushGroup, registryToken);
-            }
+            leavePushGroups();
         }
     }
 
@@ -146,35 +157,41 @@ public class NearstreamSourceReader<T>
     public void start() {
         started = true;
         context.sendSourceEventToCoordinator(
-                new ReaderStartedEvent(registry.scopeId(), restoredSplits));
+                new ReaderStartedEvent(registry.scopeId(), restoredPushBrokers));
         super.start();
     }
 
     @Override
     public void handleSourceEvents(SourceEvent sourceEvent) {
         if (sourceEvent instanceof PushPeersEvent peers) {
-            if (pushGroup != null) {
-                election.told(peers);
+            PushGroup group = pushGroups.get(peers.broker());
+            if (group != null) {
+                group.election().told(peers);
                 if (!peers.relayed()) {
-                    registry.peersKnown(pushGroup, peers.subtasks());
+                    registry.peersKnown(group.key(), peers.subtasks());
                 }
             }
         } else if (sourceEvent instanceof PushRingRequestEvent request) {
-            if (pushGroup != null) {
+            PushGroup group = pushGroups.get(request.broker());
+            if (group != null) {
                 registry.relayed(
-                        pushGroup,
+                        group.key(),
                         request.subtask(),
                         request.splits(),
                         request.left(),
                         geometry,
-                        ringRelay,
+                        ringRelay(request.broker()),
                         connect);
             } else {
-                LOG.warn("Reader pulls: ignoring {}", request);
+                LOG.warn(
+                        "Reader has no push group of broker {}: ignoring {}",
+                        request.broker(),
+                        request);
             }
         } else if (sourceEvent instanceof PushRingAssignedEvent assigned) {
-            if (election != null) {
-                election.answered(assigned);
+            PushGroup group = pushGroups.get(assigned.broker());
+            if (group != null) {
+                group.election().answered(assigned);
             }
         } else {
             super.handleSourceEvents(sourceEvent);
@@ -182,30 +199,31 @@ public class NearstreamSourceReader<T>
     }
 
     /**
-     * Answers relayed members through the enumerator; any thread (the group answers on the thread
-     * that ran its RPC). Best effort: a reader that is closing cannot send any more, and the asking
-     * reader then fails on its answer timeout.
+     * Answers relayed members of {@code broker}'s group through the enumerator; any thread (the
+     * group answers on the thread that ran its RPC). Best effort: a reader that is closing cannot
+     * send any more, and the asking reader then fails on its answer timeout.
      */
-    private final PushSubscriptionRegistry.RingRelay ringRelay =
-            new PushSubscriptionRegistry.RingRelay() {
-                @Override
-                public void assigned(int subtaskIndex, PushSubscriptionRegistry.Attachment a) {
-                    send(new PushRingAssignedEvent(subtaskIndex, a, null));
-                }
+    private PushSubscriptionRegistry.RingRelay ringRelay(int broker) {
+        return new PushSubscriptionRegistry.RingRelay() {
+            @Override
+            public void assigned(int subtaskIndex, PushSubscriptionRegistry.Attachment a) {
+                send(new PushRingAssignedEvent(broker, subtaskIndex, a, null));
+            }
 
-                @Override
-                public void failed(int subtaskIndex, String failure) {
-                    send(new PushRingAssignedEvent(subtaskIndex, null, failure));
-                }
+            @Override
+            public void failed(int subtaskIndex, String failure) {
+                send(new PushRingAssignedEvent(broker, subtaskIndex, null, failure));
+            }
 
-                private void send(PushRingAssignedEvent answer) {
-                    try {
-                        context.sendSourceEventToCoordinator(answer);
-                    } catch (RuntimeException e) {
-                        LOG.warn("Could not relay {}: {}", answer, e.toString());
-                    }
+            private void send(PushRingAssignedEvent answer) {
+                try {
+                    context.sendSourceEventToCoordinator(answer);
+                } catch (RuntimeException e) {
+                    LOG.warn("Could not relay {}: {}", answer, e.toString());
                 }
-            };
+            }
+        };
+    }
 
     @Override
     protected void onSplitFinished(Map<String, NearstreamSplitState> finishedSplitIds) {

@@ -19,6 +19,7 @@ import io.nearstream.flink.source.testutils.FakeNearstreamClient;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.stream.Collectors;
 import javax.annotation.Nullable;
 import org.apache.flink.api.connector.source.SourceEvent;
@@ -78,7 +79,7 @@ class NearstreamSourceEnumeratorTest {
         context.registerReader(subtask, host);
         enumerator.addReader(subtask);
         // Every reader announces its push election scope when it starts (one JVM per host here).
-        enumerator.handleSourceEvent(subtask, new ReaderStartedEvent("jvm@" + host, false));
+        enumerator.handleSourceEvent(subtask, new ReaderStartedEvent("jvm@" + host, Set.of()));
     }
 
     private static Map<Integer, List<Integer>> streamletsBySubtask(
@@ -559,13 +560,13 @@ class NearstreamSourceEnumeratorTest {
             enumerator.addReader(i);
         }
         for (int i = 0; i < 3; i++) {
-            enumerator.handleSourceEvent(i, new ReaderStartedEvent(scopes[i], false));
+            enumerator.handleSourceEvent(i, new ReaderStartedEvent(scopes[i], Set.of()));
         }
         context.getExecutorService().triggerAll(); // the discovery, not the grace timer
         // Subtask 3 has not started: its scope is unknown, nothing is assigned yet.
         assertThat(context.log).isEmpty();
 
-        enumerator.handleSourceEvent(3, new ReaderStartedEvent(scopes[3], false));
+        enumerator.handleSourceEvent(3, new ReaderStartedEvent(scopes[3], Set.of()));
 
         // Streamlets 0, 1, 2 go to subtasks 0, 1, 2; each reader learns the split holders of its
         // host and that subtask 0's JVM holds the host's subscription (the readers of jvm-b ask
@@ -611,15 +612,15 @@ class NearstreamSourceEnumeratorTest {
             enumerator.addReader(i);
         }
         // Subtask 1 restored a split of a streamlet the enumerator will not see as unassigned.
-        enumerator.handleSourceEvent(0, new ReaderStartedEvent("jvm", false));
-        enumerator.handleSourceEvent(1, new ReaderStartedEvent("jvm", true));
+        enumerator.handleSourceEvent(0, new ReaderStartedEvent("jvm", Set.of()));
+        enumerator.handleSourceEvent(1, new ReaderStartedEvent("jvm", Set.of(0)));
         context.getExecutorService().triggerAll(); // the discovery, not the grace timer
         assertThat(context.log).startsWith("peers 0 [0, 1]", "peers 1 [0, 1]");
 
         // Subtask 1 fails over; its new attempt restored nothing this time.
         context.log.clear();
         enumerator.addReader(1);
-        enumerator.handleSourceEvent(1, new ReaderStartedEvent("jvm", false));
+        enumerator.handleSourceEvent(1, new ReaderStartedEvent("jvm", Set.of()));
         assertThat(context.log).containsExactlyInAnyOrder("peers 0 [0]", "peers 1 [0]");
     }
 
@@ -635,7 +636,7 @@ class NearstreamSourceEnumeratorTest {
         for (int i = 0; i < 4; i++) {
             context.registerReader(i, hosts[i]);
             enumerator.addReader(i);
-            enumerator.handleSourceEvent(i, new ReaderStartedEvent(scopes[i], false));
+            enumerator.handleSourceEvent(i, new ReaderStartedEvent(scopes[i], Set.of()));
         }
         context.getExecutorService().triggerAll();
         assertThat(context.log)
@@ -655,17 +656,17 @@ class NearstreamSourceEnumeratorTest {
         for (int i = 0; i < 2; i++) {
             context.registerReader(i, "localhost");
             enumerator.addReader(i);
-            enumerator.handleSourceEvent(i, new ReaderStartedEvent("jvm-" + i, false));
+            enumerator.handleSourceEvent(i, new ReaderStartedEvent("jvm-" + i, Set.of()));
         }
         context.getExecutorService().triggerAll();
         assertThat(context.log).contains("peers 1 [0, 1] via 0");
         context.log.clear();
 
         PushSplitStart split = new PushSplitStart(1, Position.EARLIEST);
-        PushRingRequestEvent request = new PushRingRequestEvent(1, 0, List.of(split), false);
+        PushRingRequestEvent request = new PushRingRequestEvent(0, 1, 0, List.of(split), false);
         enumerator.handleSourceEvent(1, request);
         Attachment ring = new Attachment(1, 7, 3, "/dev/shm/nearstream-push-1-7", 1);
-        PushRingAssignedEvent answer = new PushRingAssignedEvent(1, ring, null);
+        PushRingAssignedEvent answer = new PushRingAssignedEvent(0, 1, ring, null);
         enumerator.handleSourceEvent(0, answer);
         assertThat(context.log).containsExactly("0 <- " + request, "1 <- " + answer);
 
@@ -674,11 +675,12 @@ class NearstreamSourceEnumeratorTest {
         context.registeredReaders().remove(0);
         enumerator.handleSourceEvent(1, request);
         assertThat(context.log).hasSize(1);
-        assertThat(context.log.get(0)).startsWith("1 <- PushRingAssignedEvent[subtask=1,");
+        assertThat(context.log.get(0))
+                .startsWith("1 <- PushRingAssignedEvent[broker=0, subtask=1,");
         assertThat(context.log.get(0)).contains("subtask 0", "is gone");
         // A reader that left needs no answer.
         context.log.clear();
-        enumerator.handleSourceEvent(1, new PushRingRequestEvent(1, 0, List.of(), true));
+        enumerator.handleSourceEvent(1, new PushRingRequestEvent(0, 1, 0, List.of(), true));
         assertThat(context.log).isEmpty();
     }
 
@@ -698,15 +700,15 @@ class NearstreamSourceEnumeratorTest {
             context.registerReader(i, "localhost");
             enumerator.addReader(i);
         }
-        enumerator.handleSourceEvent(1, new ReaderStartedEvent(scopes[1], true));
-        enumerator.handleSourceEvent(3, new ReaderStartedEvent(scopes[3], true));
+        enumerator.handleSourceEvent(1, new ReaderStartedEvent(scopes[1], Set.of(0)));
+        enumerator.handleSourceEvent(3, new ReaderStartedEvent(scopes[3], Set.of(0)));
         context.getExecutorService().triggerAll(); // the discovery
         // The others are slow to start (a replacement TaskManager): the grace period ends, and
         // the readers that started hear of the holder at once.
         context.getExecutorService().triggerPeriodicScheduledTasks();
         assertThat(context.log).contains("peers 1 [1, 3]", "peers 3 [1, 3]");
-        enumerator.handleSourceEvent(0, new ReaderStartedEvent(scopes[0], true));
-        enumerator.handleSourceEvent(2, new ReaderStartedEvent(scopes[2], true));
+        enumerator.handleSourceEvent(0, new ReaderStartedEvent(scopes[0], Set.of(0)));
+        enumerator.handleSourceEvent(2, new ReaderStartedEvent(scopes[2], Set.of(0)));
 
         assertThat(context.log)
                 .contains(
@@ -720,7 +722,7 @@ class NearstreamSourceEnumeratorTest {
         // Subtask 1 fails over: the holder goes with it, and the next word names a live one.
         context.log.clear();
         enumerator.addReader(1);
-        enumerator.handleSourceEvent(1, new ReaderStartedEvent("jvm-c", false));
+        enumerator.handleSourceEvent(1, new ReaderStartedEvent("jvm-c", Set.of()));
         assertThat(context.log).contains("peers 3 [0, 2, 3] via 0", "peers 0 [0, 2, 3]");
     }
 }

@@ -14,6 +14,7 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.apache.flink.api.common.eventtime.Watermark;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
@@ -84,9 +85,8 @@ class NearstreamSourceReaderTest {
                         config,
                         new TestingReaderContext(new Configuration(), readerMetrics),
                         new PushSubscriptionRegistry(),
-                        null,
-                        null,
-                        split -> false,
+                        Map.of(),
+                        split -> ReadModeFetcherManager.PULLED,
                         () -> client);
         reader.start();
         return reader;

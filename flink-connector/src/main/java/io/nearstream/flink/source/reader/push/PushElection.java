@@ -9,8 +9,9 @@ import org.apache.flink.annotation.Internal;
 import org.apache.flink.api.connector.source.SourceEvent;
 
 /**
- * One push reader's word from the enumerator on where its host's push subscription lives, shared by
- * the reader (task thread: {@link #told}, {@link #answered}) and its split reader (fetcher thread:
+ * One push reader's word from the enumerator on where its host's push subscription to one broker
+ * lives (a reader pushing from several brokers of its host has one election each), shared by the
+ * reader (task thread: {@link #told}, {@link #answered}) and its split reader (fetcher thread:
  * {@link #decide}, {@link #relayed}).
  *
  * <p>A reader that gets splits from the enumerator has the word already (it is sent before them). A
@@ -32,6 +33,7 @@ public final class PushElection {
 
     private static final int UNKNOWN = -2;
 
+    private final int broker;
     private final Consumer<SourceEvent> toEnumerator;
     private final long waitNanos;
     private final long createdNanos = System.nanoTime();
@@ -41,13 +43,15 @@ public final class PushElection {
     @Nullable private volatile RelayedMembership relayed;
 
     /**
+     * @param broker the broker whose push group this is (stamped on the events it sends)
      * @param toEnumerator sends an event to the enumerator (the reader context's, thread-safe)
      */
-    public PushElection(Consumer<SourceEvent> toEnumerator) {
-        this(toEnumerator, PushSubscriptionRegistry.PEER_WAIT_MS);
+    public PushElection(int broker, Consumer<SourceEvent> toEnumerator) {
+        this(broker, toEnumerator, PushSubscriptionRegistry.PEER_WAIT_MS);
     }
 
-    PushElection(Consumer<SourceEvent> toEnumerator, long waitMs) {
+    PushElection(int broker, Consumer<SourceEvent> toEnumerator, long waitMs) {
+        this.broker = broker;
         this.toEnumerator = toEnumerator;
         this.waitNanos = TimeUnit.MILLISECONDS.toNanos(waitMs);
     }
@@ -83,6 +87,11 @@ public final class PushElection {
     /** The subtask whose group holds the ring, when {@link #decide()} said RELAYED. */
     int relayTo() {
         return relayTo;
+    }
+
+    /** The broker whose push group this is. */
+    public int broker() {
+        return broker;
     }
 
     Consumer<SourceEvent> toEnumerator() {

@@ -473,6 +473,7 @@ public class PushSplitReader implements SplitReader<RecordRun, NearstreamSplit> 
                 RelayedMembership relayed =
                         new RelayedMembership(
                                 stream,
+                                election.broker(),
                                 subtaskIndex,
                                 election.relayTo(),
                                 election.toEnumerator(),

@@ -32,12 +32,13 @@ import org.slf4j.LoggerFactory;
 /**
  * The push groups of this JVM (docs/flink-connector.md, "Push mode"): the push split readers of one
  * source (same broker, stream and per-source id) on one host form a group, held by the TaskManager
- * JVM of the host's lowest split-holding subtask (the enumerator tells every reader which JVM that
- * is). Readers of that JVM join directly ({@link #join}); readers of the host's other JVMs join
- * through the enumerator ({@link #relayed}). The lowest member of this JVM holds the group's one
- * push subscription, carrying one ring per member (ring {@code i} ↔ the member with the {@code
- * i}-th lowest subtask index) with its splits and their current positions. Every member learns its
- * ring through {@link Member#attachment()}, a relayed one through its {@link RingRelay}.
+ * JVM of the host's lowest subtask holding splits of that broker (the enumerator tells every reader
+ * which JVM that is; a reader pushing from several brokers of its host is in one group each).
+ * Readers of that JVM join directly ({@link #join}); readers of the host's other JVMs join through
+ * the enumerator ({@link #relayed}). The lowest member of this JVM holds the group's one push
+ * subscription, carrying one ring per member (ring {@code i} ↔ the member with the {@code i}-th
+ * lowest subtask index) with its splits and their current positions. Every member learns its ring
+ * through {@link Member#attachment()}, a relayed one through its {@link RingRelay}.
  *
  * <p>The first subscription of a group waits for its peers: the enumerator tells every reader which
  * subtasks of its host hold splits ({@link #peersKnown}), and the group subscribes once all of them

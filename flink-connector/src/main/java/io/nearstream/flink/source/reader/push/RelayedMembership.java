@@ -29,6 +29,7 @@ import org.apache.flink.api.connector.source.SourceEvent;
 @Internal
 final class RelayedMembership implements PushMembership {
 
+    private final int broker;
     private final int subtaskIndex;
     private final int leader;
     private final Consumer<SourceEvent> toEnumerator;
@@ -48,11 +49,13 @@ final class RelayedMembership implements PushMembership {
      */
     RelayedMembership(
             String stream,
+            int broker,
             int subtaskIndex,
             int leader,
             Consumer<SourceEvent> toEnumerator,
             Supplier<List<PushSplitStart>> positions,
             long answerTimeoutMs) {
+        this.broker = broker;
         this.subtaskIndex = subtaskIndex;
         this.leader = leader;
         this.toEnumerator = toEnumerator;
@@ -146,6 +149,6 @@ final class RelayedMembership implements PushMembership {
     private void send(boolean left) {
         toEnumerator.accept(
                 new PushRingRequestEvent(
-                        subtaskIndex, leader, left ? List.of() : positions.get(), left));
+                        broker, subtaskIndex, leader, left ? List.of() : positions.get(), left));
     }
 }

@@ -82,7 +82,7 @@ class PushSplitReaderBrokerTest {
                         config,
                         metrics,
                         new PushSubscriptionRegistry(),
-                        new PushElection(event -> {}),
+                        new PushElection(0, event -> {}),
                         new Key(BROKER.address(), stream, "test"),
                         0);
         reader.handleSplitsChanges(new SplitsAddition<>(splits));

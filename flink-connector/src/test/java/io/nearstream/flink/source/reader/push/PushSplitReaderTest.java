@@ -83,7 +83,7 @@ class PushSplitReaderTest {
                         config,
                         m,
                         registry,
-                        new PushElection(event -> {}),
+                        new PushElection(0, event -> {}),
                         key,
                         subtask);
         readers.add(r);
