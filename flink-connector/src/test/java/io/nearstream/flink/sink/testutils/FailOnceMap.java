@@ -15,7 +15,10 @@ public final class FailOnceMap extends RichMapFunction<Long, String> implements 
 
     private static final AtomicInteger SEEN = new AtomicInteger();
     private static final AtomicBoolean CHECKPOINT_COMPLETED = new AtomicBoolean();
-    private static volatile boolean failed;
+
+    /** Set by the one subtask that fails: parallel subtasks race for it, and only one may win. */
+    private static final AtomicBoolean FAILED = new AtomicBoolean();
+
     private static volatile int failAfter;
 
     /** Arms the failure; {@code failAfter} < 0 never fails (only slows the records down). */
@@ -23,18 +26,20 @@ public final class FailOnceMap extends RichMapFunction<Long, String> implements 
         FailOnceMap.failAfter = failAfter;
         SEEN.set(0);
         CHECKPOINT_COMPLETED.set(false);
-        failed = false;
+        FAILED.set(false);
     }
 
     public static boolean failed() {
-        return failed;
+        return FAILED.get();
     }
 
     @Override
     public String map(Long value) throws Exception {
         int seen = SEEN.incrementAndGet();
-        if (!failed && failAfter >= 0 && seen >= failAfter && CHECKPOINT_COMPLETED.get()) {
-            failed = true;
+        if (failAfter >= 0
+                && seen >= failAfter
+                && CHECKPOINT_COMPLETED.get()
+                && FAILED.compareAndSet(false, true)) {
             throw new RuntimeException("injected failure after " + seen + " records");
         }
         if (seen % 50 == 0) {
