@@ -42,10 +42,10 @@ import org.slf4j.LoggerFactory;
  *
  * <p>The first subscription of a group waits for its peers: the enumerator tells every reader which
  * subtasks of its host hold splits ({@link #peersKnown}), and the group subscribes once all of them
- * have joined - one PushSubscribe per host and job start. Without that word (a registry used on its
- * own) the first member subscribes at once, unless a reader announced restored splits ({@link
- * #awaitPeers}); a group still waiting {@link #PEER_WAIT_MS} ms after its first join subscribes
- * with the members it has.
+ * have joined - one PushSubscribe per host, broker and job start. Without that word (a registry
+ * used on its own) the first member subscribes at once, unless a reader announced restored splits
+ * ({@link #awaitPeers}); a group still waiting {@link #PEER_WAIT_MS} ms after its first join
+ * subscribes with the members it has.
  *
  * <p>After that, changes are applied at once, on the calling thread, under the group's lock: splits
  * of a member changed, or a member left → PushUpdate on the same rings (a left member's ring gets
