@@ -239,6 +239,95 @@ Result<Runner> PrepareCluster(const Flags& flags) {
   });
 }
 
+// ---- move, drain ------------------------------------------------------------------------------
+// A streamlet moves when the broker that is to own it gets MoveStreamlet (docs/protocol.md,
+// "Moving a streamlet"); these commands find that broker and ask it.
+
+// The address of registered broker `id`, or BROKER_UNAVAILABLE.
+Result<std::string> AddressOf(const std::vector<net::BrokerInfo>& brokers, uint32_t id) {
+  for (const net::BrokerInfo& b : brokers) {
+    if (b.id == id) return b.address;
+  }
+  return Status::BrokerUnavailable("broker " + std::to_string(id) + " is not registered");
+}
+
+Status Move(BrokerConnections& brokers, const std::vector<net::BrokerInfo>& registered,
+            const std::string& stream, uint32_t streamlet, uint32_t from, uint32_t to) {
+  ASSIGN_OR_RETURN(std::string address, AddressOf(registered, to));
+  ASSIGN_OR_RETURN(Client * target, brokers.To(address));
+  RETURN_IF_ERROR(target->MoveStreamlet({stream, streamlet}));
+  std::printf("moved streamlet %u of stream %s from broker %u to broker %u\n", streamlet,
+              stream.c_str(), from, to);
+  return Status::Ok();
+}
+
+Result<Runner> PrepareMove(const Flags& flags) {
+  const std::vector<std::string>& args = flags.positional();
+  if (args.size() != 2) return Status::InvalidArgument("move expects STREAM STREAMLET");
+  if (!flags.Has("to")) return Status::InvalidArgument("move needs --to BROKER_ID");
+  uint64_t streamlet = 0;
+  try {
+    streamlet = std::stoull(args[1]);
+  } catch (const std::exception&) {
+    return Status::InvalidArgument("STREAMLET must be a number, got '" + args[1] + "'");
+  }
+  if (streamlet > UINT32_MAX) return Status::InvalidArgument("STREAMLET is too large");
+  ASSIGN_OR_RETURN(uint64_t to, flags.Unsigned("to", 0, 0, INT32_MAX));
+  return Runner([stream = args[0], streamlet = static_cast<uint32_t>(streamlet),
+                 to = static_cast<uint32_t>(to)](BrokerConnections& brokers) -> Status {
+    ASSIGN_OR_RETURN(Client * any, brokers.First());
+    ASSIGN_OR_RETURN(net::ClusterMetadataResponse m, any->ClusterMetadata({stream}));
+    if (m.streams.empty()) return Status::StreamNotFound("stream '" + stream + "' does not exist");
+    const std::vector<uint32_t>& owners = m.streams[0].owners;
+    if (streamlet >= owners.size()) {
+      return Status::StreamletNotFound("stream '" + stream + "' has " +
+                                       std::to_string(owners.size()) + " streamlets");
+    }
+    return Move(brokers, m.brokers, stream, streamlet, owners[streamlet], to);
+  });
+}
+
+// Moves every streamlet of broker `id` to the other registered brokers, round-robin; goes on
+// past a streamlet it cannot move and fails at the end.
+Result<Runner> PrepareDrain(const Flags& flags) {
+  if (!flags.positional().empty()) return Status::InvalidArgument("drain takes no arguments");
+  if (!flags.Has("broker-id")) return Status::InvalidArgument("drain needs --broker-id N");
+  ASSIGN_OR_RETURN(uint64_t id, flags.Unsigned("broker-id", 0, 0, INT32_MAX));
+  return Runner([id = static_cast<uint32_t>(id)](BrokerConnections& brokers) -> Status {
+    ASSIGN_OR_RETURN(Client * any, brokers.First());
+    ASSIGN_OR_RETURN(net::ClusterMetadataResponse m, any->ClusterMetadata());
+    std::vector<uint32_t> targets;
+    for (const net::BrokerInfo& b : m.brokers) {
+      if (b.id != id) targets.push_back(b.id);
+    }
+    if (targets.empty()) {
+      return Status::InvalidArgument("no other broker is registered to take broker " +
+                                     std::to_string(id) + "'s streamlets");
+    }
+    size_t next = 0, moved = 0, failed = 0;
+    Status first_failure;
+    for (const net::StreamPlacement& p : m.streams) {
+      for (uint32_t s = 0; s < p.owners.size(); ++s) {
+        if (p.owners[s] != id) continue;
+        Status r = Move(brokers, m.brokers, p.name, s, id, targets[next++ % targets.size()]);
+        if (r.ok()) {
+          ++moved;
+          continue;
+        }
+        ++failed;
+        std::fprintf(stderr, "nearstream drain: streamlet %u of stream %s: %s\n", s, p.name.c_str(),
+                     r.ToString().c_str());
+        if (first_failure.ok()) first_failure = r;
+      }
+    }
+    std::printf("drained broker %u: %zu streamlets moved, %zu failed\n", id, moved, failed);
+    if (first_failure.ok()) return Status::Ok();
+    return Status(first_failure.code(), std::to_string(failed) +
+                                            " streamlets could not move; the first: " +
+                                            std::string(first_failure.message()));
+  });
+}
+
 // Asks each broker for its own streamlets and prints them all in streamlet order.
 Status PrintMetadata(BrokerConnections& brokers, const std::string& name) {
   ASSIGN_OR_RETURN(auto by_broker, brokers.ByBroker(name, {}));
@@ -744,6 +833,19 @@ std::vector<Command> Commands() {
        "of one that stores everything.\n",
        {},
        PrepareCluster},
+      {"move",
+       "Usage: nearstream --broker HOST:PORT[,HOST:PORT...] move STREAM STREAMLET --to N\n"
+       "Moves one streamlet to broker N with all its data (docs/cluster.md, \"Moving and\n"
+       "draining\"): positions stay valid, readers and writers follow. Refused while the stream\n"
+       "has open or prepared transactions, and for memory-only streams.\n",
+       {{"to"}},
+       PrepareMove},
+      {"drain",
+       "Usage: nearstream --broker HOST:PORT[,HOST:PORT...] drain --broker-id N\n"
+       "Moves every streamlet of broker N to the other registered brokers, round-robin, one at a\n"
+       "time (as 'move' does each); goes on past a streamlet that cannot move and then fails.\n",
+       {{"broker-id"}},
+       PrepareDrain},
       {"metadata",
        "Usage: nearstream --broker HOST:PORT[,HOST:PORT...] metadata STREAM\n"
        "Prints each streamlet's head and tail positions and groups. With a cluster's bootstrap\n"

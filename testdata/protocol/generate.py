@@ -149,6 +149,8 @@ OPCODES = {
     "Stats": 9,
     "LookupTimestamp": 10,
     "ClusterMetadata": 11,
+    "MoveStreamlet": 12,
+    "SealStreamlet": 13,
     "PushSubscribe": 20,
     "PushUpdate": 21,
     "PushClose": 22,
@@ -170,6 +172,7 @@ STATUS = {
     "DATA_LOSS": 17,
     "TXN_FENCED": 19,
     "NOT_OWNER": 22,
+    "STREAMLET_MOVING": 25,
 }
 
 TXN_STATE = {"open": 1, "prepared": 2}
@@ -353,6 +356,27 @@ def enc_cluster_metadata_request(m):
     w.u32(len(m["streams"]))
     for name in m["streams"]:
         w.str(name)
+    return w.bytes()
+
+
+def enc_streamlet_ref(m):
+    w = Writer()
+    w.str(m["stream"])
+    w.u32(m["streamlet"])
+    return w.bytes()
+
+
+def enc_seal_streamlet_request(m):
+    w = Writer()
+    w.str(m["stream"])
+    w.u32(m["streamlet"])
+    w.u32(m["seal_ms"])
+    return w.bytes()
+
+
+def enc_seal_streamlet_response(m):
+    w = Writer()
+    w.position(m["tail"])
     return w.bytes()
 
 
@@ -805,6 +829,21 @@ def build():
     ]}
     resp("cluster_metadata_response.bin", "ClusterMetadata", rid, "OK", "", m,
          enc_cluster_metadata_response(m))
+
+    # Moving a streamlet: MoveStreamlet to the target, SealStreamlet from it to the owner, and an
+    # append refused while the streamlet moves.
+    rid = 0x0D1D2D3D4D5D6D7D
+    m = {"stream": STREAM, "streamlet": 0x00010203}
+    req("move_streamlet_request.bin", "MoveStreamlet", rid, m, enc_streamlet_ref(m))
+    resp("move_streamlet_response.bin", "MoveStreamlet", rid, "OK", "", {}, b"")
+    rid = 0x0E1E2E3E4E5E6E7E
+    m = {"stream": STREAM, "streamlet": 5, "seal_ms": 30000}
+    req("seal_streamlet_request.bin", "SealStreamlet", rid, m, enc_seal_streamlet_request(m))
+    m = {"tail": pos(0x0102030405060708, 0x1112131415161718, 0x21222324)}
+    resp("seal_streamlet_response.bin", "SealStreamlet", rid, "OK", "", m,
+         enc_seal_streamlet_response(m))
+    resp("append_response_moving.bin", "Append", 0x6162636465666768, "STREAMLET_MOVING",
+         "streamlet 5 is moving to another broker; retry after a back-off", {}, b"")
 
     # A Metadata request sent to a broker that does not own the streamlet.
     resp("metadata_response_not_owner.bin", "Metadata", 0x5152535455565758, "NOT_OWNER",

@@ -110,6 +110,8 @@ bool RequestHandler::Handle(Request& req, net::OutFrame* response) {
     case Opcode::kStats: Stats(req, out); return true;
     case Opcode::kLookupTimestamp: LookupTimestamp(req, out); return true;
     case Opcode::kClusterMetadata: ClusterMetadata(req, out); return true;
+    case Opcode::kMoveStreamlet: MoveStreamlet(req, out); return true;
+    case Opcode::kSealStreamlet: SealStreamlet(req, out); return true;
     case Opcode::kPushSubscribe: PushSubscribe(req, out); return true;
     case Opcode::kPushUpdate: PushUpdate(req, out); return true;
     case Opcode::kPushClose: PushClose(req, out); return true;
@@ -507,6 +509,37 @@ void RequestHandler::ClusterMetadata(const Request& req, Bytes* out) {
     }
   }
   Respond(req, out, [&](ByteWriter& w) { net::EncodeClusterMetadataResponse(w, r); });
+}
+
+void RequestHandler::MoveStreamlet(const Request& req, Bytes* out) {
+  auto m = net::DecodeStreamletRef(req.frame.body.data(), req.frame.body.size());
+  if (!m.ok()) return Error(req, m.status(), out);
+  if (cluster_ == nullptr) {
+    return Error(
+        req, Status::InvalidArgument("a standalone broker owns every streamlet: nothing to move"),
+        out);
+  }
+  // Blocks this worker for the copy: a move is an operator's request, rare and bounded by the
+  // streamlet's retained bytes.
+  Status s = cluster_->MoveIn(m->stream, m->streamlet);
+  if (!s.ok()) return Error(req, s, out);
+  Respond(req, out, [](ByteWriter&) {});
+}
+
+void RequestHandler::SealStreamlet(const Request& req, Bytes* out) {
+  auto m = net::DecodeSealStreamletRequest(req.frame.body.data(), req.frame.body.size());
+  if (!m.ok()) return Error(req, m.status(), out);
+  if (cluster_ == nullptr) {
+    return Error(req, Status::InvalidArgument("a standalone broker moves nothing"), out);
+  }
+  auto found = FindStream(m->stream);
+  if (!found.ok()) return Error(req, found.status(), out);
+  auto served = Served(**found, m->streamlet);
+  if (!served.ok()) return Error(req, served.status(), out);
+  auto sealed = cluster_->Seal(**found, m->streamlet, **served, m->seal_ms);
+  if (!sealed.ok()) return Error(req, sealed.status(), out);
+  net::SealStreamletResponse r{*sealed};
+  Respond(req, out, [&](ByteWriter& w) { net::EncodeSealStreamletResponse(w, r); });
 }
 
 void RequestHandler::Stats(const Request& req, Bytes* out) {

@@ -59,6 +59,8 @@ class RequestHandler {
   void Stats(const Request& req, Bytes* out);
   void LookupTimestamp(const Request& req, Bytes* out);
   void ClusterMetadata(const Request& req, Bytes* out);
+  void MoveStreamlet(const Request& req, Bytes* out);
+  void SealStreamlet(const Request& req, Bytes* out);
   void PushSubscribe(const Request& req, Bytes* out);
   void PushUpdate(const Request& req, Bytes* out);
   void PushClose(const Request& req, Bytes* out);

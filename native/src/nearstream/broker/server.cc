@@ -46,6 +46,11 @@ Server::Server(ServerOptions options, storage::StreamStore* store)
   if (options_.cluster != nullptr) {
     options_.cluster->OnStreamDeleted(
         [this](const std::shared_ptr<storage::Stream>& stream) { waiters_.WakeAll(stream.get()); });
+    // A streamlet moved away: its readers here hear NOT_OWNER, pushed or parked.
+    options_.cluster->OnStreamletLost([this](const std::shared_ptr<storage::Stream>& stream) {
+      push_->EndSubscriptionsOf(stream.get());
+      waiters_.WakeAll(stream.get());
+    });
   }
   handler_.collect_metrics = [this] { return CollectMetrics(); };
 }

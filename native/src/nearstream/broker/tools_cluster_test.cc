@@ -431,6 +431,135 @@ TEST_F(ToolsClusterTest, TxnCommandsReachEveryBrokersPart) {
   EXPECT_NE(r.err.find("leave --broker-id out"), std::string::npos) << r.err;
 }
 
+// The owner of streamlet `streamlet` of `stream`, as `broker` sees it.
+uint32_t OwnerSeenBy(const std::string& broker, const std::string& stream, uint32_t streamlet) {
+  auto client = net::Client::Connect(broker);
+  if (!client.ok()) return UINT32_MAX;
+  auto view = client->ClusterMetadata({stream});
+  if (!view.ok() || view->streams.size() != 1) return UINT32_MAX;
+  return view->streams[0].owners.at(streamlet);
+}
+
+// A streamlet moved under its records: every record stays, once and in order, at the same
+// positions; the old owner answers NOT_OWNER naming the new one; appends after the move go to
+// the new owner. Draining a broker moves all its streamlets away the same way.
+TEST_F(ToolsClusterTest, MoveAndDrainKeepEveryRecordAtItsPosition) {
+  // Small segments: the copy spans many segment files.
+  ProcessResult r = Cli(All(), {"create", "moves", "--streamlets", "6", "--durability", "async",
+                                "--segment-bytes", "4096"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  std::vector<std::string> sent;
+  std::string input;
+  for (int i = 0; i < 1200; ++i) {
+    sent.push_back("record " + std::to_string(i) + std::string(40, 'x'));
+    input += sent.back() + "\n";
+  }
+  r = Cli(All(), {"produce", "moves", "--round-robin", "--batch-records", "10"}, input);
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+
+  const uint32_t moved = 0;
+  const uint32_t from = OwnerSeenBy(brokers_[0]->address(), "moves", moved);
+  ASSERT_GE(from, 1u);
+  ASSERT_LE(from, 3u);
+  const uint32_t to = from % 3 + 1;
+  const std::string streamlet = std::to_string(moved);
+  r = Cli(brokers_[from - 1]->address(), {"metadata", "moves"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  const std::string before = Lines(r.out).at(0);  // "streamlet 0: head ... tail ..., N groups"
+
+  r = Cli(All(), {"move", "moves", streamlet, "--to", std::to_string(to)});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_EQ(r.out, "moved streamlet 0 of stream moves from broker " + std::to_string(from) +
+                       " to broker " + std::to_string(to) + "\n");
+  EXPECT_EQ(OwnerSeenBy(brokers_[to - 1]->address(), "moves", moved), to);
+  // The same head, tail and groups on the new owner: positions stay valid.
+  r = Cli(brokers_[to - 1]->address(), {"metadata", "moves"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_NE(r.out.find(before), std::string::npos) << before << "\nnot in\n" << r.out;
+  // The old owner learns of the move through its watch, then names the new owner.
+  const int64_t deadline = MonotonicNowMs() + 10000;
+  do {
+    r = Cli(brokers_[from - 1]->address(), {"consume", "moves", "--streamlets", streamlet});
+  } while (r.exit_code == 0 && MonotonicNowMs() < deadline);
+  EXPECT_EQ(r.exit_code, 1) << Describe(r);
+  EXPECT_NE(r.err.find("NOT_OWNER"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(brokers_[to - 1]->address()), std::string::npos) << r.err;
+
+  // Every record once; streamlet 0 in the order written (chunk k went to streamlet k mod 6).
+  r = Cli(All(), {"consume", "moves", "--timeout-ms", "1000"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  std::vector<std::string> got = Lines(r.out);
+  std::vector<std::string> sorted_sent = sent;
+  std::sort(sorted_sent.begin(), sorted_sent.end());
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got, sorted_sent);
+  r = Cli(All(), {"consume", "moves", "--streamlets", streamlet, "--max-records", "200"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  std::vector<std::string> expected;
+  for (size_t i = 0; i < sent.size(); ++i) {
+    if ((i / 10) % 6 == moved) expected.push_back(sent[i]);
+  }
+  EXPECT_EQ(Lines(r.out), expected);
+
+  // Appends go to the new owner; a move to the owner itself is refused.
+  r = Cli(All(), {"produce", "moves", "--streamlet", streamlet}, "after the move\n");
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  r = Cli(brokers_[to - 1]->address(),
+          {"consume", "moves", "--streamlets", streamlet, "--max-records", "201"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_EQ(Lines(r.out).back(), "after the move");
+  r = Cli(All(), {"move", "moves", streamlet, "--to", std::to_string(to)});
+  EXPECT_EQ(r.exit_code, 1) << Describe(r);
+  EXPECT_NE(r.err.find("is on broker " + std::to_string(to) + " already"), std::string::npos)
+      << r.err;
+
+  // Draining a broker leaves it nothing, and every record is still there once.
+  const uint32_t drained = to % 3 + 1;
+  size_t its = 0;
+  for (uint32_t s = 0; s < 6; ++s)
+    its += OwnerSeenBy(brokers_[0]->address(), "moves", s) == drained ? 1 : 0;
+  ASSERT_GT(its, 0u);
+  r = Cli(All(), {"drain", "--broker-id", std::to_string(drained)});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_NE(r.out.find("drained broker " + std::to_string(drained) + ": " + std::to_string(its) +
+                       " streamlets moved, 0 failed"),
+            std::string::npos)
+      << r.out;
+  for (uint32_t s = 0; s < 6; ++s)
+    EXPECT_NE(OwnerSeenBy(brokers_[0]->address(), "moves", s), drained) << s;
+  r = Cli(All(), {"consume", "moves", "--timeout-ms", "1000"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  got = Lines(r.out);
+  sorted_sent.emplace_back("after the move");
+  std::sort(sorted_sent.begin(), sorted_sent.end());
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got, sorted_sent);
+
+  // An open transaction on the owner: its part could not follow, so the move is refused and the
+  // streamlet takes appends as before.
+  const uint32_t txn_owner = OwnerSeenBy(brokers_[0]->address(), "moves", moved);
+  auto owner_client = net::Client::Connect(brokers_[txn_owner - 1]->address());
+  ASSERT_TRUE(owner_client.ok()) << owner_client.status().ToString();
+  auto init = owner_client->TxnInit({"moves", "job-1-0", 0});
+  ASSERT_TRUE(init.ok()) << init.status().ToString();
+  ASSERT_TRUE(owner_client->TxnBegin({"moves", "job-1-0", init->epoch, 0}).ok());
+  r = Cli(All(), {"move", "moves", streamlet, "--to", std::to_string(txn_owner % 3 + 1)});
+  EXPECT_EQ(r.exit_code, 1) << Describe(r);
+  EXPECT_NE(r.err.find("INVALID_TXN_STATE"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("1 open and 0 prepared transactions"), std::string::npos) << r.err;
+  EXPECT_EQ(OwnerSeenBy(brokers_[0]->address(), "moves", moved), txn_owner);
+  r = Cli(All(), {"produce", "moves", "--streamlet", streamlet}, "after the refusal\n");
+  EXPECT_EQ(r.exit_code, 0) << Describe(r);
+
+  // A memory-only stream's chunks live in its broker's memory alone: it does not move.
+  r = Cli(All(), {"create", "in-memory", "--streamlets", "1"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  const uint32_t memory_owner = OwnerSeenBy(brokers_[0]->address(), "in-memory", 0);
+  r = Cli(All(), {"move", "in-memory", "0", "--to", std::to_string(memory_owner % 3 + 1)});
+  EXPECT_EQ(r.exit_code, 1) << Describe(r);
+  EXPECT_NE(r.err.find("memory-only"), std::string::npos) << r.err;
+}
+
 // A second broker with a registered broker's id waits for that registration to go (it may be
 // the id's previous process, whose session has not expired) and then refuses to start.
 TEST_F(ToolsClusterTest, ABrokerIdThatIsTakenRefusesTheStart) {

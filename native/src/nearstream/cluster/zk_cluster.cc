@@ -15,6 +15,11 @@ namespace {
 // ZooKeeper's largest node (jute.maxbuffer): every read fits.
 constexpr int kMaxNodeBytes = 1 << 20;
 
+// How long a move's seal holds on the source before it asks ZooKeeper for the outcome, and how
+// much one Fetch of the copy asks for.
+constexpr uint32_t kMoveSealMs = 30000;
+constexpr uint32_t kMoveFetchBytes = 1u << 20;
+
 // Errors of a call that did not reach a quorum: ZooKeeper is out of reach for now.
 bool Unreachable(int rc) {
   return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT || rc == ZSESSIONEXPIRED ||
@@ -58,6 +63,8 @@ void ZkCluster::Watcher(zhandle_t* /*zh*/, int type, int state, const char* path
     if (p.rfind(self->Path("/brokers"), 0) == 0) self->brokers_dirty_ = true;
     if (type == ZOO_DELETED_EVENT && p.rfind(streams, 0) == 0) {
       self->deleted_.insert(p.substr(streams.size()));
+    } else if (type == ZOO_CHANGED_EVENT && p.rfind(streams, 0) == 0) {
+      self->changed_streams_.insert(p.substr(streams.size()));
     } else if (p.rfind(self->Path("/streams"), 0) == 0) {
       self->streams_dirty_ = true;
     }
@@ -304,7 +311,8 @@ void ZkCluster::RefreshLoop() {
     bool expired, brokers, streams;
     {
       MutexLock lock(&mu_);
-      while (!stopping_ && !expired_ && !brokers_dirty_ && !streams_dirty_ && deleted_.empty()) {
+      while (!stopping_ && !expired_ && !brokers_dirty_ && !streams_dirty_ && deleted_.empty() &&
+             changed_streams_.empty() && !SealDueLocked(MonotonicNowMs())) {
         changed_.WaitFor(&mu_, std::chrono::milliseconds(1000));
       }
       if (stopping_) return;
@@ -328,6 +336,8 @@ void ZkCluster::RefreshLoop() {
     if (s.ok() && streams) s = ReadStreams();
     if (s.ok()) {
       CreateLocalStreams();
+      RereadChanged();
+      CheckSeals();
     } else {
       NS_LOG(kWarning) << "cluster refresh failed (retrying): " << s.ToString();
       MutexLock lock(&mu_);
@@ -335,6 +345,296 @@ void ZkCluster::RefreshLoop() {
       if (streams) streams_dirty_ = true;
       changed_.WaitFor(&mu_, std::chrono::milliseconds(500));
     }
+  }
+}
+
+void ZkCluster::RereadChanged() {
+  std::set<std::string> names;
+  {
+    MutexLock lock(&mu_);
+    names.swap(changed_streams_);
+  }
+  for (const std::string& name : names) {
+    std::vector<uint32_t> before;
+    {
+      MutexLock lock(&mu_);
+      auto it = streams_.find(name);
+      if (it != streams_.end()) before = it->second.owners;
+    }
+    Result<bool> read = ReadStream(name);
+    if (!read.ok()) {
+      NS_LOG(kWarning) << "re-reading stream " << name
+                       << " failed (retrying): " << read.status().ToString();
+      MutexLock lock(&mu_);
+      changed_streams_.insert(name);
+      continue;
+    }
+    if (!*read) continue;  // deleted: its watch reported that too
+    std::vector<uint32_t> after;
+    {
+      MutexLock lock(&mu_);
+      after = streams_[name].owners;
+    }
+    for (uint32_t id = 0; id < before.size() && id < after.size(); ++id) {
+      if (before[id] == options_.broker_id && after[id] != options_.broker_id) LetGo(name, id);
+    }
+  }
+}
+
+bool ZkCluster::SealDueLocked(int64_t now_ms) const {
+  for (const auto& [key, deadline] : seals_) {
+    if (deadline <= now_ms) return true;
+  }
+  return false;
+}
+
+void ZkCluster::CheckSeals() {
+  std::vector<std::pair<std::string, uint32_t>> due;
+  {
+    MutexLock lock(&mu_);
+    const int64_t now = MonotonicNowMs();
+    for (const auto& [key, deadline] : seals_) {
+      if (deadline <= now) due.push_back(key);
+    }
+  }
+  for (const auto& [name, id] : due) {
+    // Asked of ZooKeeper, not the cache: the move's switch may not have reached this broker.
+    Result<bool> read = ReadStream(name);
+    uint32_t owner = options_.broker_id;
+    {
+      MutexLock lock(&mu_);
+      if (!read.ok()) {
+        NS_LOG(kWarning) << "streamlet " << id << " of stream " << name
+                         << " stays sealed: ZooKeeper cannot say who owns it ("
+                         << read.status().ToString() << ")";
+        seals_[{name, id}] = MonotonicNowMs() + 1000;
+        continue;
+      }
+      auto it = streams_.find(name);
+      if (*read && it != streams_.end() && id < it->second.owners.size()) {
+        owner = it->second.owners[id];
+      }
+      seals_.erase({name, id});
+    }
+    if (owner != options_.broker_id) {
+      LetGo(name, id);
+      continue;
+    }
+    NS_LOG(kWarning) << "the move of streamlet " << id << " of stream " << name
+                     << " did not finish in time; it takes appends here again";
+    if (std::shared_ptr<storage::Stream> stream = store_->Find(name)) {
+      if (storage::Streamlet* s = stream->streamlet(id)) s->Unseal();
+    }
+  }
+}
+
+void ZkCluster::LetGo(const std::string& name, uint32_t id) {
+  {
+    MutexLock lock(&mu_);
+    seals_.erase({name, id});
+  }
+  std::shared_ptr<storage::Stream> stream = store_->Find(name);
+  storage::Streamlet* s = stream == nullptr ? nullptr : stream->streamlet(id);
+  if (s == nullptr) return;
+  for (const std::string& file : s->DropAll()) {
+    Status removed = storage::Env::Default()->RemoveFile(file);
+    if (!removed.ok()) NS_LOG(kWarning) << "removing " << file << ": " << removed.ToString();
+  }
+  NS_LOG(kInfo) << "streamlet " << id << " of stream " << name
+                << " moved to another broker; its copy here is removed";
+  if (on_lost_) on_lost_(stream);
+}
+
+Result<storage::Position> ZkCluster::Seal(storage::Stream& stream, uint32_t id,
+                                          storage::Streamlet& s, uint32_t seal_ms) {
+  const std::pair<std::string, uint32_t> key{stream.config().name, id};
+  if (seal_ms == 0) {
+    s.Unseal();
+    MutexLock lock(&mu_);
+    seals_.erase(key);
+    return storage::Position{};
+  }
+  // The flag first, then the transactions: a transaction begun after this check cannot append
+  // to the sealed streamlet, and one open or prepared now refuses the move (its part here could
+  // not follow the streamlet).
+  const storage::Position tail = s.Seal();
+  const storage::TxnGauges txns = stream.transactions().Gauges();
+  if (txns.open + txns.prepared > 0) {
+    s.Unseal();
+    return Status::InvalidTxnState("stream '" + key.first + "' has " + std::to_string(txns.open) +
+                                   " open and " + std::to_string(txns.prepared) +
+                                   " prepared transactions on broker " +
+                                   std::to_string(options_.broker_id) +
+                                   ": a streamlet moves once they are committed or aborted");
+  }
+  MutexLock lock(&mu_);
+  seals_[key] = MonotonicNowMs() + seal_ms;
+  return tail;
+}
+
+Status ZkCluster::MoveIn(const std::string& name, uint32_t id) {
+  {
+    MutexLock lock(&mu_);
+    if (!connected_) return Status::ClusterUnavailable("ZooKeeper is out of reach: no move now");
+  }
+  // The placement as ZooKeeper has it now, not as the last watch left it.
+  ASSIGN_OR_RETURN(bool found, ReadStream(name));
+  if (!found) return Status::StreamNotFound("stream '" + name + "' does not exist");
+  StreamRecord record;
+  std::vector<BrokerRecord> brokers;
+  {
+    MutexLock lock(&mu_);
+    record = streams_[name];
+    brokers = brokers_;
+  }
+  const std::string what = "streamlet " + std::to_string(id) + " of stream '" + name + "'";
+  if (id >= record.owners.size()) {
+    return Status::StreamletNotFound("stream '" + name + "' has no streamlet " +
+                                     std::to_string(id) + " (it has " +
+                                     std::to_string(record.owners.size()) + ")");
+  }
+  const uint32_t from = record.owners[id];
+  if (from == options_.broker_id) {
+    return Status::InvalidArgument(what + " is on broker " + std::to_string(from) + " already");
+  }
+  if (record.config.durability == storage::Durability::kNone) {
+    return Status::InvalidArgument(what +
+                                   " cannot move: the stream is memory-only (durability "
+                                   "none), its chunks exist in its broker's memory alone");
+  }
+  auto source = std::find_if(brokers.begin(), brokers.end(),
+                             [from](const BrokerRecord& b) { return b.id == from; });
+  if (source == brokers.end()) {
+    return Status::BrokerUnavailable(what + " is on broker " + std::to_string(from) +
+                                     ", which is not registered");
+  }
+  const std::string at = "broker " + std::to_string(from) + " at " + source->address;
+  ASSIGN_OR_RETURN(std::shared_ptr<storage::Stream> stream, Find(name));
+  storage::Streamlet* into = stream == nullptr ? nullptr : stream->streamlet(id);
+  if (into == nullptr) return Status::StreamNotFound("stream '" + name + "' does not exist");
+  // A copy left from an earlier time this broker owned the streamlet is stale.
+  for (const std::string& file : into->DropAll()) (void)storage::Env::Default()->RemoveFile(file);
+
+  auto named = [&at](const Status& s) {
+    return Status(s.code(), at + ": " + std::string(s.message()));
+  };
+  Result<net::Client> client = net::Client::Connect(source->address);
+  if (!client.ok()) return named(client.status());
+  Result<net::SealStreamletResponse> sealed = client->SealStreamlet({name, id, kMoveSealMs});
+  if (!sealed.ok()) return named(sealed.status());
+  Status moved = CopyStreamlet(*client, name, id, *into, sealed->tail);
+  bool unknown = false;
+  if (moved.ok()) moved = SwitchOwner(name, id, from, &unknown);
+  if (moved.ok()) {
+    NS_LOG(kInfo) << what << " moved here from " << at << " (tail " << sealed->tail.ToString()
+                  << ")";
+    return Status::Ok();
+  }
+  if (unknown) {
+    // The switch may have happened: keep the copy, and the source's seal, whose expiry asks
+    // ZooKeeper for the outcome.
+    return moved;
+  }
+  for (const std::string& file : into->DropAll()) (void)storage::Env::Default()->RemoveFile(file);
+  Result<net::SealStreamletResponse> lifted = client->SealStreamlet({name, id, 0});
+  if (!lifted.ok()) {
+    NS_LOG(kWarning) << "lifting the seal of " << what << " on " << at
+                     << " failed; it lifts itself in " << kMoveSealMs
+                     << " ms: " << lifted.status().ToString();
+  }
+  return Status(moved.code(), "moving " + what + " from " + at +
+                                  " failed, nothing changed: " + std::string(moved.message()));
+}
+
+Status ZkCluster::CopyStreamlet(net::Client& source, const std::string& name, uint32_t id,
+                                storage::Streamlet& into, const storage::Position& tail) {
+  storage::Env* env = storage::Env::Default();
+  RETURN_IF_ERROR(env->CreateDirs(into.dir()));
+  std::unique_ptr<storage::WritableFile> file;
+  storage::Position file_at;  // the segment `file` holds, and where its next byte goes
+  storage::Position at;       // all-zero: the earliest retained chunk
+  while (at < tail) {
+    ASSIGN_OR_RETURN(net::FetchReply reply, source.Fetch({name, 0, {{id, at, kMoveFetchBytes}}}));
+    if (reply.response.results.size() != 1) {
+      return Status::Internal("a Fetch of one streamlet answered " +
+                              std::to_string(reply.response.results.size()) + " results");
+    }
+    const net::FetchResult& r = reply.response.results[0];
+    if (r.status != 0) return Status(static_cast<StatusCode>(r.status), r.message);
+    for (const net::FetchBlock& b : r.blocks) {
+      if (file == nullptr || b.at.group != file_at.group || b.at.segment != file_at.segment) {
+        if (file != nullptr) RETURN_IF_ERROR(file->Sync());
+        ASSIGN_OR_RETURN(file,
+                         env->OpenAppendable(into.GroupSegmentPath(b.at.group, b.at.segment)));
+        file_at = storage::Position{b.at.group, b.at.segment, 0};
+      }
+      if (b.at.offset != file_at.offset) {
+        return Status::Internal("the copy of segment " + std::to_string(b.at.segment) +
+                                " would leave a gap at offset " + std::to_string(file_at.offset));
+      }
+      RETURN_IF_ERROR(file->Append(b.data, b.size));
+      file_at.offset += b.size;
+    }
+    if (!(at < r.next)) {
+      return Status::Internal("the copy stopped at " + at.ToString() + " before the tail " +
+                              tail.ToString());
+    }
+    at = r.next;
+  }
+  if (file != nullptr) RETURN_IF_ERROR(file->Sync());
+  RETURN_IF_ERROR(env->SyncDir(into.dir()));
+  return into.Recover(WallNowMs());
+}
+
+Status ZkCluster::SwitchOwner(const std::string& name, uint32_t id, uint32_t from, bool* unknown) {
+  const std::string path = Path("/streams/" + name);
+  std::string buffer(kMaxNodeBytes, '\0');
+  const int64_t deadline = MonotonicNowMs() + 2 * int64_t{options_.session_timeout_ms};
+  bool set_sent = false;  // a set whose answer was lost may have been applied
+  while (true) {
+    int len = kMaxNodeBytes;
+    Stat stat{};
+    int rc;
+    {
+      MutexLock lock(&zk_mu_);
+      rc = zoo_get(zh_, path.c_str(), 0, buffer.data(), &len, &stat);
+    }
+    if (Unreachable(rc)) {
+      if (MonotonicNowMs() >= deadline) {
+        *unknown = set_sent;
+        return ZkError("switch the owner of stream " + name, rc);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      continue;
+    }
+    if (rc == ZNONODE) return Status::StreamNotFound("stream '" + name + "' was deleted");
+    if (rc != ZOK) return ZkError("read stream " + name, rc);
+    ASSIGN_OR_RETURN(StreamRecord record,
+                     ParseStreamRecord(buffer.substr(0, std::max(len, 0)), stat.version));
+    if (id < record.owners.size() && record.owners[id] == options_.broker_id) {
+      MutexLock lock(&mu_);
+      streams_[name] = std::move(record);  // a lost answer of our own set
+      return Status::Ok();
+    }
+    if (id >= record.owners.size() || record.owners[id] != from) {
+      return Status::InvalidArgument("streamlet " + std::to_string(id) + " of stream '" + name +
+                                     "' changed owner during the move");
+    }
+    record.owners[id] = options_.broker_id;
+    const std::string data = FormatStreamRecord(record.config, record.owners);
+    {
+      MutexLock lock(&zk_mu_);
+      rc = zoo_set(zh_, path.c_str(), data.data(), static_cast<int>(data.size()), stat.version);
+    }
+    set_sent = true;
+    if (rc == ZOK) {
+      record.version = static_cast<uint32_t>(stat.version) + 2;  // the node's new version + 1
+      MutexLock lock(&mu_);
+      streams_[name] = std::move(record);
+      return Status::Ok();
+    }
+    if (rc != ZBADVERSION && !Unreachable(rc)) return ZkError("switch the owner of " + name, rc);
+    // Another change came first, or the answer was lost: read again and decide.
   }
 }
 
@@ -390,6 +690,16 @@ Status ZkCluster::CreateStream(const storage::StreamConfig& config) {
   {
     MutexLock lock(&mu_);
     streams_[config.name] = StreamRecord{config, owners, 1};
+  }
+  // Watch the new node as every other broker does (their read sets the watch): this broker too
+  // must hear of its later changes (a streamlet moved) and of its deletion through another
+  // broker. The cache above already answers if ZooKeeper is lost right now.
+  Result<bool> watched = ReadStream(config.name);
+  if (!watched.ok()) {
+    NS_LOG(kWarning) << "cannot watch stream " << config.name
+                     << " yet: " << watched.status().ToString() << "; the next refresh does";
+    MutexLock lock(&mu_);
+    changed_streams_.insert(config.name);
   }
   CreateLocalStreams();
   return Status::Ok();

@@ -24,6 +24,7 @@
 #include "nearstream/common/mutex.h"
 #include "nearstream/common/status.h"
 #include "nearstream/common/thread_annotations.h"
+#include "nearstream/net/client.h"
 #include "nearstream/net/protocol.h"
 #include "nearstream/storage/stream_store.h"
 
@@ -63,6 +64,23 @@ class ZkCluster {
   void OnStreamDeleted(std::function<void(const std::shared_ptr<storage::Stream>&)> callback) {
     on_deleted_ = std::move(callback);
   }
+
+  // Runs after this broker let a streamlet of `stream` go (it moved to another broker) and
+  // removed its copy: the server ends the stream's push subscriptions and wakes its parked
+  // fetches, whose readers then hear NOT_OWNER. Set before Start().
+  void OnStreamletLost(std::function<void(const std::shared_ptr<storage::Stream>&)> callback) {
+    on_lost_ = std::move(callback);
+  }
+
+  // ---- moving a streamlet (docs/protocol.md, "Moving a streamlet") ---------------------------
+  // SealStreamlet on the owner: seals `s` (streamlet `id` of `stream`) for `seal_ms` and returns
+  // its tail; 0 lifts the seal. INVALID_TXN_STATE while the stream has open or prepared
+  // transactions. When the seal runs out, the refresher asks ZooKeeper who owns the streamlet.
+  Result<storage::Position> Seal(storage::Stream& stream, uint32_t id, storage::Streamlet& s,
+                                 uint32_t seal_ms) NS_EXCLUDES(mu_);
+  // MoveStreamlet on the target: seals the streamlet on its owner, copies its chunks to the same
+  // positions here, and switches the owner in ZooKeeper with one compare-and-set.
+  Status MoveIn(const std::string& name, uint32_t id) NS_EXCLUDES(mu_, zk_mu_);
 
   // OK when this broker stores `streamlet` of `stream`, or when the cluster does not place the
   // stream (a local stream from before the broker joined); NOT_OWNER / BROKER_UNAVAILABLE naming
@@ -113,6 +131,23 @@ class ZkCluster {
   // streamlet answers NOT_OWNER); only the owned streamlets ever take data.
   void CreateLocalStreams() NS_EXCLUDES(mu_);
   void RefreshLoop() NS_EXCLUDES(mu_, zk_mu_);
+  // Re-reads the streams whose node changed (a streamlet moved) and lets go of the streamlets
+  // this broker no longer owns.
+  void RereadChanged() NS_EXCLUDES(mu_, zk_mu_);
+  // Seals that ran out: this broker still owns the streamlet (lift) or not (let go), as
+  // ZooKeeper says; kept while it is out of reach.
+  void CheckSeals() NS_EXCLUDES(mu_, zk_mu_);
+  bool SealDueLocked(int64_t now_ms) const NS_REQUIRES(mu_);
+  // Removes the local copy of streamlet `id` of `stream` and tells the server.
+  void LetGo(const std::string& name, uint32_t id) NS_EXCLUDES(mu_);
+  // The target's side of a move: the chunks from `source` up to `tail`, as segment files of the
+  // same ids and offsets in `into`'s directory, then loaded.
+  Status CopyStreamlet(net::Client& source, const std::string& name, uint32_t id,
+                       storage::Streamlet& into, const storage::Position& tail);
+  // The compare-and-set of the stream's node: owner of `id` from `from` to this broker. When
+  // ZooKeeper is lost in the middle, reads the outcome back; `*unknown` when it cannot tell.
+  Status SwitchOwner(const std::string& name, uint32_t id, uint32_t from, bool* unknown)
+      NS_EXCLUDES(mu_, zk_mu_);
 
   const ClusterOptions options_;
   std::string address_;
@@ -120,6 +155,7 @@ class ZkCluster {
   std::string root_;
   storage::StreamStore* const store_;
   std::function<void(const std::shared_ptr<storage::Stream>&)> on_deleted_;
+  std::function<void(const std::shared_ptr<storage::Stream>&)> on_lost_;
 
   // The handle; replaced after a session expiry. Held across every call that uses it.
   Mutex zk_mu_;
@@ -136,6 +172,10 @@ class ZkCluster {
   std::map<std::string, StreamRecord> streams_ NS_GUARDED_BY(mu_);
   // Streams whose node a watch saw deleted (through another broker): their local copies go.
   std::set<std::string> deleted_ NS_GUARDED_BY(mu_);
+  // Streams whose node a watch saw change (a placement change): re-read by the refresher.
+  std::set<std::string> changed_streams_ NS_GUARDED_BY(mu_);
+  // Streamlets this broker sealed for a move, and when each seal runs out (monotonic ms).
+  std::map<std::pair<std::string, uint32_t>, int64_t> seals_ NS_GUARDED_BY(mu_);
 
   std::thread refresher_;
 };

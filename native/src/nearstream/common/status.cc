@@ -31,6 +31,7 @@ const char* StatusCodeName(StatusCode code) {
     case StatusCode::kNotOwner: return "NOT_OWNER";
     case StatusCode::kBrokerUnavailable: return "BROKER_UNAVAILABLE";
     case StatusCode::kClusterUnavailable: return "CLUSTER_UNAVAILABLE";
+    case StatusCode::kStreamletMoving: return "STREAMLET_MOVING";
   }
   return "UNKNOWN_STATUS";
 }

@@ -39,6 +39,7 @@ enum class StatusCode : uint16_t {
   kNotOwner = 22,            // another broker stores the streamlet; the message names it
   kBrokerUnavailable = 23,   // the streamlet's broker is not registered now
   kClusterUnavailable = 24,  // ZooKeeper is out of reach: placement changes are refused
+  kStreamletMoving = 25,     // the streamlet is being moved to another broker: no appends now
 };
 
 const char* StatusCodeName(StatusCode code);
@@ -124,6 +125,9 @@ class [[nodiscard]] Status {
   static Status ClusterUnavailable(std::string message) {
     return Status(StatusCode::kClusterUnavailable, std::move(message));
   }
+  static Status StreamletMoving(std::string message) {
+    return Status(StatusCode::kStreamletMoving, std::move(message));
+  }
 
   // Builds an error of `code` whose message is `context` followed by errno's text and number:
   // FromErrno(StatusCode::kIoError, "open /x", ENOENT).message() is
@@ -156,6 +160,7 @@ class [[nodiscard]] Status {
   bool IsNotOwner() const { return code_ == StatusCode::kNotOwner; }
   bool IsBrokerUnavailable() const { return code_ == StatusCode::kBrokerUnavailable; }
   bool IsClusterUnavailable() const { return code_ == StatusCode::kClusterUnavailable; }
+  bool IsStreamletMoving() const { return code_ == StatusCode::kStreamletMoving; }
   StatusCode code() const { return code_; }
   const std::string& message() const { return message_; }
   std::string ToString() const;

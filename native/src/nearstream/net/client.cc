@@ -357,6 +357,16 @@ Result<ClusterMetadataResponse> Client::ClusterMetadata(const std::vector<std::s
   return DecodeClusterMetadataResponse(r.body.data(), r.body.size());
 }
 
+Status Client::MoveStreamlet(const StreamletRef& streamlet) {
+  return Call(Opcode::kMoveStreamlet, EncodeBody(EncodeStreamletRef, streamlet)).status();
+}
+
+Result<SealStreamletResponse> Client::SealStreamlet(const SealStreamletRequest& request) {
+  ASSIGN_OR_RETURN(Response r,
+                   Call(Opcode::kSealStreamlet, EncodeBody(EncodeSealStreamletRequest, request)));
+  return DecodeSealStreamletResponse(r.body.data(), r.body.size());
+}
+
 Result<MetadataResponse> Client::Metadata(const std::string& stream,
                                           const std::vector<uint32_t>& streamlets) {
   MetadataRequest request{stream, streamlets};

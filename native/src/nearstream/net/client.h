@@ -107,6 +107,9 @@ class Client {
   Result<std::vector<std::string>> ListStreams();
   // The cluster's brokers and the placement of `streams` (empty = every stream).
   Result<ClusterMetadataResponse> ClusterMetadata(const std::vector<std::string>& streams = {});
+  // Sent to the broker that is to own the streamlet (docs/protocol.md, "Moving a streamlet").
+  Status MoveStreamlet(const StreamletRef& streamlet);
+  Result<SealStreamletResponse> SealStreamlet(const SealStreamletRequest& request);
   // `streamlets` empty = all streamlets of the stream.
   Result<MetadataResponse> Metadata(const std::string& stream,
                                     const std::vector<uint32_t>& streamlets = {});

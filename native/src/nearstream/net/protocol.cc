@@ -31,6 +31,8 @@ const char* OpcodeName(uint16_t opcode) {
     case Opcode::kStats: return "Stats";
     case Opcode::kLookupTimestamp: return "LookupTimestamp";
     case Opcode::kClusterMetadata: return "ClusterMetadata";
+    case Opcode::kMoveStreamlet: return "MoveStreamlet";
+    case Opcode::kSealStreamlet: return "SealStreamlet";
     case Opcode::kPushSubscribe: return "PushSubscribe";
     case Opcode::kPushUpdate: return "PushUpdate";
     case Opcode::kPushClose: return "PushClose";
@@ -179,6 +181,45 @@ Result<ListStreamsResponse> DecodeListStreamsResponse(const uint8_t* p, size_t n
   m.names.reserve(count);
   for (uint32_t i = 0; i < count && r.ok(); ++i) m.names.push_back(r.Str());
   return Finish(r, std::move(m), "ListStreams response");
+}
+
+void EncodeStreamletRef(ByteWriter& w, const StreamletRef& m) {
+  w.Str(m.stream);
+  w.U32(m.streamlet);
+}
+
+Result<StreamletRef> DecodeStreamletRef(const uint8_t* p, size_t n) {
+  ByteReader r(p, n);
+  StreamletRef m;
+  m.stream = r.Str();
+  m.streamlet = r.U32();
+  return Finish(r, std::move(m), "MoveStreamlet request");
+}
+
+void EncodeSealStreamletRequest(ByteWriter& w, const SealStreamletRequest& m) {
+  w.Str(m.stream);
+  w.U32(m.streamlet);
+  w.U32(m.seal_ms);
+}
+
+Result<SealStreamletRequest> DecodeSealStreamletRequest(const uint8_t* p, size_t n) {
+  ByteReader r(p, n);
+  SealStreamletRequest m;
+  m.stream = r.Str();
+  m.streamlet = r.U32();
+  m.seal_ms = r.U32();
+  return Finish(r, std::move(m), "SealStreamlet request");
+}
+
+void EncodeSealStreamletResponse(ByteWriter& w, const SealStreamletResponse& m) {
+  EncodePosition(w, m.tail);
+}
+
+Result<SealStreamletResponse> DecodeSealStreamletResponse(const uint8_t* p, size_t n) {
+  ByteReader r(p, n);
+  SealStreamletResponse m;
+  m.tail = DecodePosition(r);
+  return Finish(r, std::move(m), "SealStreamlet response");
 }
 
 void EncodeClusterMetadataRequest(ByteWriter& w, const ClusterMetadataRequest& m) {

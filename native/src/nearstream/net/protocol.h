@@ -41,6 +41,8 @@ enum class Opcode : uint16_t {
   kStats = 9,
   kLookupTimestamp = 10,
   kClusterMetadata = 11,
+  kMoveStreamlet = 12,
+  kSealStreamlet = 13,
   kPushSubscribe = 20,
   kPushUpdate = 21,
   kPushClose = 22,
@@ -282,6 +284,19 @@ struct ClusterMetadataResponse {
   std::vector<StreamPlacement> streams;
 };
 
+struct StreamletRef {
+  std::string stream;
+  uint32_t streamlet = 0;
+};
+struct SealStreamletRequest {
+  std::string stream;
+  uint32_t streamlet = 0;
+  uint32_t seal_ms = 0;  // 0 = lift the seal
+};
+struct SealStreamletResponse {
+  storage::Position tail;  // nothing is appended after it while the seal holds
+};
+
 // ---- encoders (append the body to `w`) and decoders (whole body, trailing bytes refused) -----
 
 void EncodePosition(ByteWriter& w, const storage::Position& p);
@@ -320,6 +335,13 @@ void EncodeLookupTimestampRequest(ByteWriter& w, const LookupTimestampRequest& m
 Result<LookupTimestampRequest> DecodeLookupTimestampRequest(const uint8_t* p, size_t n);
 void EncodeLookupTimestampResponse(ByteWriter& w, const LookupTimestampResponse& m);
 Result<LookupTimestampResponse> DecodeLookupTimestampResponse(const uint8_t* p, size_t n);
+
+void EncodeStreamletRef(ByteWriter& w, const StreamletRef& m);
+Result<StreamletRef> DecodeStreamletRef(const uint8_t* p, size_t n);
+void EncodeSealStreamletRequest(ByteWriter& w, const SealStreamletRequest& m);
+Result<SealStreamletRequest> DecodeSealStreamletRequest(const uint8_t* p, size_t n);
+void EncodeSealStreamletResponse(ByteWriter& w, const SealStreamletResponse& m);
+Result<SealStreamletResponse> DecodeSealStreamletResponse(const uint8_t* p, size_t n);
 
 void EncodeClusterMetadataRequest(ByteWriter& w, const ClusterMetadataRequest& m);
 Result<ClusterMetadataRequest> DecodeClusterMetadataRequest(const uint8_t* p, size_t n);

@@ -233,6 +233,8 @@ constexpr uint64_t kTxnAbortId = 0x2A2B2C2D2E2F2021ull;
 constexpr uint64_t kTxnListId = 0x3A3B3C3D3E3F3031ull;
 constexpr uint64_t kTxnFencedId = 0x4A4B4C4D4E4F4041ull;
 constexpr uint64_t kClusterMetadataId = 0x0C1C2C3C4C5C6C7Cull;
+constexpr uint64_t kMoveStreamletId = 0x0D1D2D3D4D5D6D7Dull;
+constexpr uint64_t kSealStreamletId = 0x0E1E2E3E4E5E6E7Eull;
 constexpr const char* kTxnId = "job-42.sink-3";
 constexpr const char* kTxnIdNonAscii = "job-42.sink-\xc3\xbc";  // "ü": Str counts bytes
 constexpr uint32_t kTxnEpoch = 0x01020304u;
@@ -269,6 +271,11 @@ const std::set<std::string> kGoldenFiles = {
     "cluster_metadata_request.bin",
     "cluster_metadata_response.bin",
     "metadata_response_not_owner.bin",
+    "move_streamlet_request.bin",
+    "move_streamlet_response.bin",
+    "seal_streamlet_request.bin",
+    "seal_streamlet_response.bin",
+    "append_response_moving.bin",
     "push_subscribe_request.bin",
     "push_subscribe_response.bin",
     "push_update_request.bin",
@@ -375,13 +382,15 @@ TEST(ProtocolGoldenTest, EmptyOkResponses) {
     Opcode opcode;
     uint64_t request_id;
   };
-  for (const Case& c : {Case{"create_stream_response.bin", Opcode::kCreateStream, kCreateId},
-                        Case{"delete_stream_response.bin", Opcode::kDeleteStream, kDeleteId},
-                        Case{"push_update_response.bin", Opcode::kPushUpdate, kPushUpdateId},
-                        Case{"push_close_response.bin", Opcode::kPushClose, kPushCloseId},
-                        Case{"txn_prepare_response.bin", Opcode::kTxnPrepare, kTxnPrepareId},
-                        Case{"txn_commit_response.bin", Opcode::kTxnCommit, kTxnCommitId},
-                        Case{"txn_abort_response.bin", Opcode::kTxnAbort, kTxnAbortId}}) {
+  for (const Case& c :
+       {Case{"create_stream_response.bin", Opcode::kCreateStream, kCreateId},
+        Case{"delete_stream_response.bin", Opcode::kDeleteStream, kDeleteId},
+        Case{"push_update_response.bin", Opcode::kPushUpdate, kPushUpdateId},
+        Case{"push_close_response.bin", Opcode::kPushClose, kPushCloseId},
+        Case{"txn_prepare_response.bin", Opcode::kTxnPrepare, kTxnPrepareId},
+        Case{"txn_commit_response.bin", Opcode::kTxnCommit, kTxnCommitId},
+        Case{"txn_abort_response.bin", Opcode::kTxnAbort, kTxnAbortId},
+        Case{"move_streamlet_response.bin", Opcode::kMoveStreamlet, kMoveStreamletId}}) {
     SCOPED_TRACE(c.file);
     GoldenFrame f;
     ASSERT_NO_FATAL_FAILURE(LoadFrame(c.file, &f));
@@ -754,6 +763,56 @@ TEST(ProtocolGoldenTest, ClusterMetadataResponse) {
   ExpectSameBytes(again, f.bytes, "cluster_metadata_response.bin");
 }
 
+TEST(ProtocolGoldenTest, MoveStreamletRequest) {
+  GoldenFrame f;
+  ASSERT_NO_FATAL_FAILURE(LoadFrame("move_streamlet_request.bin", &f));
+  ExpectHeader(f, Opcode::kMoveStreamlet, kMoveStreamletId, /*response=*/false);
+  auto m = DecodeStreamletRef(f.body(), f.body_size());
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->stream, kStream);
+  EXPECT_EQ(m->streamlet, 0x00010203u);
+  Bytes again = EncodeRequest(Opcode::kMoveStreamlet, kMoveStreamletId,
+                              [&](ByteWriter& w) { EncodeStreamletRef(w, *m); });
+  ExpectSameBytes(again, f.bytes, "move_streamlet_request.bin");
+}
+
+TEST(ProtocolGoldenTest, SealStreamlet) {
+  GoldenFrame f;
+  ASSERT_NO_FATAL_FAILURE(LoadFrame("seal_streamlet_request.bin", &f));
+  ExpectHeader(f, Opcode::kSealStreamlet, kSealStreamletId, /*response=*/false);
+  auto m = DecodeSealStreamletRequest(f.body(), f.body_size());
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->stream, kStream);
+  EXPECT_EQ(m->streamlet, 5u);
+  EXPECT_EQ(m->seal_ms, 30000u);
+  ExpectSameBytes(EncodeRequest(Opcode::kSealStreamlet, kSealStreamletId,
+                                [&](ByteWriter& w) { EncodeSealStreamletRequest(w, *m); }),
+                  f.bytes, "seal_streamlet_request.bin");
+
+  ASSERT_NO_FATAL_FAILURE(LoadFrame("seal_streamlet_response.bin", &f));
+  ExpectOkResponse(f, Opcode::kSealStreamlet, kSealStreamletId);
+  auto r = DecodeSealStreamletResponse(f.body(), f.body_size());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->tail,
+            (storage::Position{0x0102030405060708ull, 0x1112131415161718ull, 0x21222324u}));
+  ExpectSameBytes(EncodeResponse(Opcode::kSealStreamlet, kSealStreamletId, Status::Ok(),
+                                 [&](ByteWriter& w) { EncodeSealStreamletResponse(w, *r); }),
+                  f.bytes, "seal_streamlet_response.bin");
+}
+
+TEST(ProtocolGoldenTest, StreamletMovingResponse) {
+  GoldenFrame f;
+  ASSERT_NO_FATAL_FAILURE(LoadFrame("append_response_moving.bin", &f));
+  ExpectHeader(f, Opcode::kAppend, kAppendId, /*response=*/true);
+  const std::string message = "streamlet 5 is moving to another broker; retry after a back-off";
+  EXPECT_EQ(f.status, static_cast<uint16_t>(StatusCode::kStreamletMoving));
+  EXPECT_EQ(f.message, message);
+  EXPECT_EQ(f.body_size(), 0u);
+  ExpectSameBytes(
+      EncodeResponse(Opcode::kAppend, kAppendId, Status::StreamletMoving(message), kNoBody),
+      f.bytes, "append_response_moving.bin");
+}
+
 TEST(ProtocolGoldenTest, NotOwnerResponse) {
   GoldenFrame f;
   ASSERT_NO_FATAL_FAILURE(LoadFrame("metadata_response_not_owner.bin", &f));
@@ -1046,10 +1105,11 @@ TEST(ProtocolGoldenTest, TxnAppendResponseFenced) {
 
 // The numbering of docs/protocol.md's tables.
 TEST(ProtocolGoldenTest, OpcodesAndStatusCodesMatchTheDocument) {
-  const char* opcodes[] = {"Handshake",   "CreateStream",    "DeleteStream",   "DescribeStream",
-                           "ListStreams", "Metadata",        "Append",         "Fetch",
-                           "Stats",       "LookupTimestamp", "ClusterMetadata"};
-  for (uint16_t op = 1; op <= 11; ++op) {
+  const char* opcodes[] = {"Handshake",    "CreateStream",    "DeleteStream",    "DescribeStream",
+                           "ListStreams",  "Metadata",        "Append",          "Fetch",
+                           "Stats",        "LookupTimestamp", "ClusterMetadata", "MoveStreamlet",
+                           "SealStreamlet"};
+  for (uint16_t op = 1; op <= 13; ++op) {
     EXPECT_TRUE(IsKnownOpcode(op)) << op;
     EXPECT_STREQ(OpcodeName(op), opcodes[op - 1]);
   }
@@ -1064,7 +1124,7 @@ TEST(ProtocolGoldenTest, OpcodesAndStatusCodesMatchTheDocument) {
     EXPECT_TRUE(IsKnownOpcode(op)) << op;
     EXPECT_STREQ(OpcodeName(op), txn_opcodes[op - 30]);
   }
-  for (uint16_t op : {0, 12, 19, 23, 29, 37, 39, 0xFFFF}) EXPECT_FALSE(IsKnownOpcode(op)) << op;
+  for (uint16_t op : {0, 14, 19, 23, 29, 37, 39, 0xFFFF}) EXPECT_FALSE(IsKnownOpcode(op)) << op;
 
   const char* statuses[] = {"OK",
                             "MALFORMED_REQUEST",
@@ -1090,8 +1150,9 @@ TEST(ProtocolGoldenTest, OpcodesAndStatusCodesMatchTheDocument) {
                             "INVALID_TXN_STATE",
                             "NOT_OWNER",
                             "BROKER_UNAVAILABLE",
-                            "CLUSTER_UNAVAILABLE"};
-  for (uint16_t code = 0; code <= 24; ++code) {
+                            "CLUSTER_UNAVAILABLE",
+                            "STREAMLET_MOVING"};
+  for (uint16_t code = 0; code <= 25; ++code) {
     EXPECT_STREQ(StatusCodeName(static_cast<StatusCode>(code)), statuses[code]) << code;
   }
 }
@@ -1135,6 +1196,9 @@ std::vector<DecoderCase> AllDecoders() {
       {"lookup_timestamp_response.bin", d(DecodeLookupTimestampResponse)},
       {"cluster_metadata_request.bin", d(DecodeClusterMetadataRequest)},
       {"cluster_metadata_response.bin", d(DecodeClusterMetadataResponse)},
+      {"move_streamlet_request.bin", d(DecodeStreamletRef)},
+      {"seal_streamlet_request.bin", d(DecodeSealStreamletRequest)},
+      {"seal_streamlet_response.bin", d(DecodeSealStreamletResponse)},
       {"push_subscribe_request.bin", d(DecodePushSubscribeRequest)},
       {"push_subscribe_response.bin", d(DecodePushSubscribeResponse)},
       {"push_update_request.bin", d(DecodePushUpdateRequest)},

@@ -327,6 +327,23 @@ Status PushManager::Close(uint64_t conn_id, uint64_t subscription_id) {
   return Status::Ok();
 }
 
+size_t PushManager::EndSubscriptionsOf(const storage::Stream* stream) {
+  std::vector<std::shared_ptr<Subscription>> ended;
+  {
+    MutexLock lock(&mu_);
+    for (auto it = subs_.begin(); it != subs_.end();) {
+      if (it->second->stream.get() == stream) {
+        ended.push_back(it->second);
+        it = subs_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (const auto& sub : ended) EndSubscription(sub);
+  return ended.size();
+}
+
 void PushManager::ConnectionClosed(uint64_t conn_id) {
   std::vector<std::shared_ptr<Subscription>> ended;
   {

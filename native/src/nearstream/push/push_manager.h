@@ -84,6 +84,10 @@ class PushManager {
   Status Close(uint64_t conn_id, uint64_t subscription_id);
   // Ends every subscription of a closed connection.
   void ConnectionClosed(uint64_t conn_id);
+  // Ends every subscription of `stream` (one of its streamlets moved to another broker): their
+  // regions are marked closed, so their readers fail over and subscribe where the streamlets
+  // live now. Returns how many ended.
+  size_t EndSubscriptionsOf(const storage::Stream* stream);
 
   // Called after an append to `stream` (and its NoteAppended): wakes the sleeping push threads
   // that serve the stream. One seq_cst load when no push thread sleeps.

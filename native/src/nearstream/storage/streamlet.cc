@@ -206,6 +206,12 @@ Result<AppendOutcome> Streamlet::Append(const uint8_t* chunk, const ChunkHeader&
   // slot's lock, and producers of different slots append in parallel (see streamlet.h).
   Slot& slot = slots_[header.producer_id % slot_count_];
   std::lock_guard<std::mutex> slot_lock(slot.mu);
+  // Under the slot lock: Seal() takes every slot lock after setting the flag, so once it returns
+  // no append is past this check.
+  if (sealed()) {
+    return Status::StreamletMoving("streamlet " + std::to_string(id_) +
+                                   " is moving to another broker; retry after a back-off");
+  }
   if (header.producer_id != 0) {
     auto it = slot.producers.find(header.producer_id);
     if (it != slot.producers.end()) {
@@ -422,6 +428,39 @@ StreamletInfo Streamlet::Describe() const {
 uint64_t Streamlet::bytes() const {
   MutexLock lock(&mu_);
   return bytes_;
+}
+
+Position Streamlet::Seal() {
+  sealed_.store(true, std::memory_order_release);
+  for (size_t k = 0; k < slot_count_; ++k) {
+    std::lock_guard<std::mutex> drain(slots_[k].mu);  // an append in progress finishes first
+  }
+  MutexLock lock(&mu_);
+  return TailLocked();
+}
+
+std::vector<std::string> Streamlet::DropAll() {
+  std::vector<std::unique_lock<std::mutex>> slot_locks;
+  slot_locks.reserve(slot_count_);
+  for (size_t k = 0; k < slot_count_; ++k) slot_locks.emplace_back(slots_[k].mu);
+  std::vector<std::string> doomed;
+  {
+    MutexLock lock(&mu_);
+    for (const auto& g : groups_) {
+      for (const auto& s : g->segments) {
+        if (!dir_.empty()) doomed.push_back(SegmentPath(g->id, s->id()));
+      }
+    }
+    groups_.clear();
+    bytes_ = 0;
+    for (size_t k = 0; k < slot_count_; ++k) {
+      slots_[k].group = nullptr;
+      slots_[k].segment = nullptr;
+      slots_[k].producers.clear();
+    }
+  }
+  Unseal();
+  return doomed;
 }
 
 std::vector<std::string> Streamlet::Maintain(int64_t now_ms, int64_t group_idle_close_ms) {

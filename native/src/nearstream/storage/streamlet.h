@@ -147,6 +147,16 @@ class Streamlet {
   // Or the commit failed: the reserved group is closed empty (readers skip it).
   void DropReserved(uint64_t group);
 
+  // ---- moving to another broker (docs/protocol.md, "Moving a streamlet") ----------------------
+  // Refuses appends (STREAMLET_MOVING) from now on, waits for the appends in progress and
+  // returns the tail: nothing is appended after it until Unseal().
+  Position Seal();
+  void Unseal() { sealed_.store(false, std::memory_order_release); }
+  bool sealed() const { return sealed_.load(std::memory_order_acquire); }
+  // Forgets every chunk (the streamlet moved away) and returns the segment files to delete;
+  // producer sequences go too. Readers holding segments keep them until they let go. Unseals.
+  std::vector<std::string> DropAll();
+
   // Retention (size, age) and closing of idle active groups; returns the files to delete.
   std::vector<std::string> Maintain(int64_t now_ms, int64_t group_idle_close_ms);
   // fsyncs segments appended to since the last call (async durability). Returns the first error.
@@ -219,6 +229,7 @@ class Streamlet {
   uint64_t next_segment_id_ NS_GUARDED_BY(mu_) = 1;
   uint64_t bytes_ NS_GUARDED_BY(mu_) = 0;
   std::atomic<bool> dir_dirty_{false};  // an async segment file was created since the last sync
+  std::atomic<bool> sealed_{false};     // moving away: appends are refused
 };
 
 }  // namespace nearstream::storage

@@ -1727,5 +1727,58 @@ TEST_F(FaultInjectionEnvTest, DirectoryEntriesNeedTheirParentSynced) {
   EXPECT_FALSE(std::filesystem::exists(dir + "/g"));
 }
 
+// ---------------------------------------------------------------------------------------------
+// Moving to another broker (docs/protocol.md, "Moving a streamlet")
+
+TEST_F(StreamletTest, SealRefusesAppendsAndReturnsTheTailUntilUnsealed) {
+  auto s = Memory();
+  for (uint64_t i = 0; i < 5; ++i) ASSERT_TRUE(AppendChunk(*s, MakeChunk(7, i)).ok());
+  const Position tail = s->Seal();
+  EXPECT_EQ(tail, s->Describe().tail);
+  EXPECT_TRUE(s->sealed());
+  auto refused = AppendChunk(*s, MakeChunk(7, 5));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_TRUE(refused.status().IsStreamletMoving()) << refused.status().ToString();
+  EXPECT_EQ(s->Describe().tail, tail) << "nothing after the sealed tail";
+  s->Unseal();
+  auto after = AppendChunk(*s, MakeChunk(7, 5));
+  ASSERT_TRUE(after.ok()) << after.status().ToString();
+  EXPECT_FALSE(after->duplicate);
+}
+
+// The target's side: the source's segment files, copied byte for byte, load at the same
+// positions with the producers' sequences; the source forgets everything with DropAll.
+TEST_F(StreamletTest, CopiedSegmentFilesLoadAtTheSamePositionsAndDropAllForgets) {
+  auto source = Durable(Durability::kAsync);
+  for (uint64_t i = 0; i < 40; ++i) ASSERT_TRUE(AppendChunk(*source, MakeChunk(7, i)).ok());
+  ASSERT_TRUE(source->SyncDirty().ok());
+  const StreamletInfo before = source->Describe();
+  ASSERT_GT(before.groups.size(), 1u) << "the copy should span groups";
+  const std::vector<ReadChunk> chunks = ReadAll(*source);
+
+  const std::string target_dir = root_ + "/target";
+  std::filesystem::create_directories(target_dir);
+  for (const auto& entry : std::filesystem::directory_iterator(dir_)) {
+    std::filesystem::copy_file(entry.path(), target_dir + "/" + entry.path().filename().string());
+  }
+  Streamlet target(0, &config_, &env_, target_dir);
+  ASSERT_TRUE(target.Recover(0).ok());
+  EXPECT_EQ(target.Describe().head, before.head);
+  EXPECT_EQ(target.Describe().tail, before.tail);
+  EXPECT_EQ(ReadAll(target), chunks);
+  auto retry = AppendChunk(target, MakeChunk(7, 39));
+  ASSERT_TRUE(retry.ok()) << retry.status().ToString();
+  EXPECT_TRUE(retry->duplicate) << "a producer's retry after the move is still a duplicate";
+
+  source->Seal();
+  const std::vector<std::string> doomed = source->DropAll();
+  size_t segments = 0;
+  for (const GroupInfo& g : before.groups) segments += g.segment_count;
+  EXPECT_EQ(doomed.size(), segments);
+  EXPECT_FALSE(source->sealed());
+  EXPECT_TRUE(source->Describe().groups.empty());
+  EXPECT_TRUE(ReadAll(*source).empty());
+}
+
 }  // namespace
 }  // namespace nearstream::storage

@@ -4,6 +4,7 @@ import io.nearstream.client.NearstreamClient;
 import io.nearstream.client.NearstreamRecord;
 import io.nearstream.client.NettyNearstreamClient;
 import io.nearstream.flink.source.NearstreamSourceOptions;
+import io.nearstream.flink.source.enumerator.StreamLocality;
 import io.nearstream.flink.source.metrics.NearstreamSourceReaderMetrics;
 import io.nearstream.flink.source.reader.RecordRun;
 import io.nearstream.flink.source.reader.push.PushElection;
@@ -113,7 +114,8 @@ public class PushReaderBenchmark extends PreloadedStreamBenchmark {
                         config,
                         metrics,
                         PushSubscriptionRegistry.INSTANCE,
-                        new PushElection(event -> {}), // one reader: its own JVM subscribes
+                        // One reader of a standalone broker: its own JVM subscribes.
+                        new PushElection(StreamLocality.STANDALONE_BROKER, event -> {}),
                         key,
                         0);
         long records = 0;

@@ -90,6 +90,22 @@ public interface NearstreamClient extends AutoCloseable {
      */
     CompletableFuture<ClusterMetadata> clusterMetadata(String... streams);
 
+    /**
+     * Moves a streamlet to this client's broker (MoveStreamlet, docs/protocol.md "Moving a
+     * streamlet"): sent to the broker that is to own the streamlet, which seals it on its current
+     * owner, copies its retained chunks (every position stays valid) and switches the owner in
+     * ZooKeeper; completes once it owns it with all its data. On failure nothing changed: the owner
+     * keeps the streamlet.
+     *
+     * <p>The default fails with {@link StatusCode#INVALID_ARGUMENT}: not every client supports it.
+     */
+    default CompletableFuture<Void> moveStreamlet(String stream, int streamlet) {
+        return CompletableFuture.failedFuture(
+                new NearstreamClientException(
+                        StatusCode.INVALID_ARGUMENT,
+                        "moveStreamlet is not supported by " + getClass().getSimpleName()));
+    }
+
     /** The broker's counters (the names of its Prometheus endpoint). */
     CompletableFuture<Map<String, Long>> stats();
 

@@ -865,6 +865,16 @@ public final class NearstreamClusterClient implements NearstreamClient {
                         });
     }
 
+    /**
+     * Moves streamlet {@code streamlet} of {@code stream} to broker {@code toBroker} with all its
+     * data (docs/protocol.md, "Moving a streamlet"): MoveStreamlet goes to that broker, which
+     * copies the streamlet from its owner and switches the placement. Completes once it owns it.
+     */
+    public CompletableFuture<Void> moveStreamlet(String stream, int streamlet, int toBroker) {
+        return onBroker(stream, toBroker, c -> c.moveStreamlet(stream, streamlet))
+                .thenCompose(v -> refresher.refresh(stream, true));
+    }
+
     @Override
     public CompletableFuture<TxnInitResult> txnInit(
             String stream, String transactionalId, long keepPreparedThrough) {

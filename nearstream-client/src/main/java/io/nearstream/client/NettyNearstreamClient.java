@@ -12,6 +12,7 @@ import io.nearstream.client.ProtocolCodec.HandshakeResponse;
 import io.nearstream.client.ProtocolCodec.ListStreamsRequest;
 import io.nearstream.client.ProtocolCodec.LookupTimestampRequest;
 import io.nearstream.client.ProtocolCodec.MetadataRequest;
+import io.nearstream.client.ProtocolCodec.MoveStreamletRequest;
 import io.nearstream.client.ProtocolCodec.PushCloseRequest;
 import io.nearstream.client.ProtocolCodec.PushSubscribeRequest;
 import io.nearstream.client.ProtocolCodec.PushUpdateRequest;
@@ -391,6 +392,19 @@ public final class NettyNearstreamClient implements NearstreamClient {
                 new ClusterMetadataRequest(streams == null ? List.of() : List.of(streams)),
                 defaultTimeoutMs(),
                 (body, frame) -> ProtocolCodec.decodeClusterMetadataResponse(body));
+    }
+
+    @Override
+    public CompletableFuture<Void> moveStreamlet(String stream, int streamlet) {
+        // The broker answers only after it has copied every retained chunk of the streamlet from
+        // its owner, which takes far longer than an ordinary request: wait ten request timeouts.
+        return call(
+                new MoveStreamletRequest(stream, streamlet),
+                10 * defaultTimeoutMs(),
+                (body, frame) -> {
+                    ProtocolCodec.decodeEmpty(body, "MoveStreamlet response");
+                    return null;
+                });
     }
 
     @Override

@@ -15,6 +15,8 @@ enum Opcode {
     STATS(9, "Stats"),
     LOOKUP_TIMESTAMP(10, "LookupTimestamp"),
     CLUSTER_METADATA(11, "ClusterMetadata"),
+    MOVE_STREAMLET(12, "MoveStreamlet"),
+    SEAL_STREAMLET(13, "SealStreamlet"),
     PUSH_SUBSCRIBE(20, "PushSubscribe"),
     PUSH_UPDATE(21, "PushUpdate"),
     PUSH_CLOSE(22, "PushClose"),

@@ -120,6 +120,8 @@ final class ProtocolCodec {
                     StatsRequest,
                     LookupTimestampRequest,
                     ClusterMetadataRequest,
+                    MoveStreamletRequest,
+                    SealStreamletRequest,
                     PushSubscribeRequest,
                     PushUpdateRequest,
                     PushCloseRequest,
@@ -227,6 +229,25 @@ final class ProtocolCodec {
         @Override
         public Opcode opcode() {
             return Opcode.CLUSTER_METADATA;
+        }
+    }
+
+    /** MoveStreamlet (12): sent to the broker that is to own the streamlet (a StreamletRef). */
+    record MoveStreamletRequest(String stream, int streamlet) implements Request {
+        @Override
+        public Opcode opcode() {
+            return Opcode.MOVE_STREAMLET;
+        }
+    }
+
+    /**
+     * SealStreamlet (13), broker to broker during a move; {@code sealMs} is a {@code u32}, 0 lifts
+     * the seal.
+     */
+    record SealStreamletRequest(String stream, int streamlet, int sealMs) implements Request {
+        @Override
+        public Opcode opcode() {
+            return Opcode.SEAL_STREAMLET;
         }
     }
 
@@ -366,6 +387,13 @@ final class ProtocolCodec {
             for (String stream : r.streams()) {
                 writeStr(out, stream);
             }
+        } else if (request instanceof MoveStreamletRequest r) {
+            writeStr(out, r.stream());
+            out.writeIntLE(r.streamlet());
+        } else if (request instanceof SealStreamletRequest r) {
+            writeStr(out, r.stream());
+            out.writeIntLE(r.streamlet());
+            out.writeIntLE(r.sealMs());
         } else if (request instanceof PushSubscribeRequest r) {
             writeStr(out, r.stream());
             out.writeIntLE(r.slotsPerRing());
@@ -660,6 +688,14 @@ final class ProtocolCodec {
         }
         in.end();
         return new ClusterMetadata(brokerId, brokers, streams);
+    }
+
+    /** The streamlet's tail once the seal holds (all-zero when the seal was lifted). */
+    static Position decodeSealStreamletResponse(ByteBuf body) {
+        WireReader in = new WireReader(body, "SealStreamlet response");
+        Position tail = in.position("tail");
+        in.end();
+        return tail;
     }
 
     static PushSubscription decodePushSubscribeResponse(ByteBuf body) {

@@ -47,7 +47,12 @@ public enum StatusCode {
      */
     BROKER_UNAVAILABLE(23, true),
     /** The broker cannot reach ZooKeeper, so it refuses a placement change (create, delete). */
-    CLUSTER_UNAVAILABLE(24, true);
+    CLUSTER_UNAVAILABLE(24, true),
+    /**
+     * The streamlet is being moved to another broker: it takes no appends until the move ends, then
+     * its owner takes them ({@link #NOT_OWNER} names it), so retry after a back-off.
+     */
+    STREAMLET_MOVING(25, true);
 
     private final int code;
     private final boolean retriable;

@@ -86,6 +86,12 @@ class ProtocolCodecTest {
             case CLUSTER_METADATA:
                 ProtocolCodec.decodeClusterMetadataResponse(body);
                 break;
+            case MOVE_STREAMLET:
+                ProtocolCodec.decodeEmpty(body, "empty");
+                break;
+            case SEAL_STREAMLET:
+                ProtocolCodec.decodeSealStreamletResponse(body);
+                break;
             case PUSH_SUBSCRIBE:
                 ProtocolCodec.decodePushSubscribeResponse(body);
                 break;

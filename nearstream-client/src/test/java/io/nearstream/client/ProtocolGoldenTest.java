@@ -15,11 +15,13 @@ import io.nearstream.client.ProtocolCodec.HandshakeResponse;
 import io.nearstream.client.ProtocolCodec.ListStreamsRequest;
 import io.nearstream.client.ProtocolCodec.LookupTimestampRequest;
 import io.nearstream.client.ProtocolCodec.MetadataRequest;
+import io.nearstream.client.ProtocolCodec.MoveStreamletRequest;
 import io.nearstream.client.ProtocolCodec.PushCloseRequest;
 import io.nearstream.client.ProtocolCodec.PushSubscribeRequest;
 import io.nearstream.client.ProtocolCodec.PushUpdateRequest;
 import io.nearstream.client.ProtocolCodec.Request;
 import io.nearstream.client.ProtocolCodec.ResponseFrame;
+import io.nearstream.client.ProtocolCodec.SealStreamletRequest;
 import io.nearstream.client.ProtocolCodec.StatsRequest;
 import io.nearstream.client.ProtocolCodec.TimestampQuery;
 import io.nearstream.client.ProtocolCodec.TxnAppendRequest;
@@ -241,6 +243,17 @@ class ProtocolGoldenTest {
                         writer = out -> ProtocolTestCodec.writeClusterMetadataResponse(out, v);
                         break;
                     }
+                case MOVE_STREAMLET:
+                    ProtocolCodec.decodeEmpty(in, op.wireName());
+                    writer = out -> {};
+                    break;
+                case SEAL_STREAMLET:
+                    {
+                        Position v = ProtocolCodec.decodeSealStreamletResponse(in);
+                        body.put("tail", positionJson(v));
+                        writer = out -> ProtocolTestCodec.writeSealStreamletResponse(out, v);
+                        break;
+                    }
                 case PUSH_SUBSCRIBE:
                     {
                         PushSubscription v = ProtocolCodec.decodePushSubscribeResponse(in);
@@ -402,6 +415,13 @@ class ProtocolGoldenTest {
                                             "timestamp_ms", BigInteger.valueOf(q.timestampMs()))));
         } else if (request instanceof ClusterMetadataRequest r) {
             return obj("streams", new ArrayList<Object>(r.streams()));
+        } else if (request instanceof MoveStreamletRequest r) {
+            return obj("stream", r.stream(), "streamlet", u32(r.streamlet()));
+        } else if (request instanceof SealStreamletRequest r) {
+            return obj(
+                    "stream", r.stream(),
+                    "streamlet", u32(r.streamlet()),
+                    "seal_ms", u32(r.sealMs()));
         } else if (request instanceof PushSubscribeRequest r) {
             return obj(
                     "stream", r.stream(),

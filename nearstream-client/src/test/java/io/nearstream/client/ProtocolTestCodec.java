@@ -22,10 +22,12 @@ import io.nearstream.client.ProtocolCodec.HandshakeResponse;
 import io.nearstream.client.ProtocolCodec.ListStreamsRequest;
 import io.nearstream.client.ProtocolCodec.LookupTimestampRequest;
 import io.nearstream.client.ProtocolCodec.MetadataRequest;
+import io.nearstream.client.ProtocolCodec.MoveStreamletRequest;
 import io.nearstream.client.ProtocolCodec.PushCloseRequest;
 import io.nearstream.client.ProtocolCodec.PushSubscribeRequest;
 import io.nearstream.client.ProtocolCodec.PushUpdateRequest;
 import io.nearstream.client.ProtocolCodec.Request;
+import io.nearstream.client.ProtocolCodec.SealStreamletRequest;
 import io.nearstream.client.ProtocolCodec.StatsRequest;
 import io.nearstream.client.ProtocolCodec.TimestampQuery;
 import io.nearstream.client.ProtocolCodec.TxnAppendRequest;
@@ -158,6 +160,14 @@ final class ProtocolTestCodec {
                     request = new ClusterMetadataRequest(streams);
                     break;
                 }
+            case MOVE_STREAMLET:
+                request = new MoveStreamletRequest(in.str("stream"), in.u32("streamlet"));
+                break;
+            case SEAL_STREAMLET:
+                request =
+                        new SealStreamletRequest(
+                                in.str("stream"), in.u32("streamlet"), in.u32("seal_ms"));
+                break;
             case PUSH_SUBSCRIBE:
                 request =
                         new PushSubscribeRequest(
@@ -357,6 +367,10 @@ final class ProtocolTestCodec {
                 out.writeIntLE(owner);
             }
         }
+    }
+
+    static void writeSealStreamletResponse(ByteBuf out, Position tail) {
+        writePosition(out, tail);
     }
 
     static void writePushSubscribeResponse(ByteBuf out, PushSubscription r) {
