@@ -10,6 +10,7 @@
 // Exit codes: 0 success, 1 broker or I/O error (the message names the status), 2 bad usage.
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -18,6 +19,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cli_routing.h"
@@ -288,37 +290,47 @@ Result<Runner> PrepareMove(const Flags& flags) {
 }
 
 // Moves every streamlet of broker `id` to the other registered brokers, round-robin; goes on
-// past a streamlet it cannot move and fails at the end.
+// past a streamlet it cannot move and fails at the end. The placement comes from the first
+// broker's cache, which learns of moves made by other brokers through a watch: after a round it
+// asks again (after a pause) and moves what the drained broker still owns, up to kDrainRounds.
+constexpr int kDrainRounds = 3;
+
 Result<Runner> PrepareDrain(const Flags& flags) {
   if (!flags.positional().empty()) return Status::InvalidArgument("drain takes no arguments");
   if (!flags.Has("broker-id")) return Status::InvalidArgument("drain needs --broker-id N");
   ASSIGN_OR_RETURN(uint64_t id, flags.Unsigned("broker-id", 0, 0, INT32_MAX));
   return Runner([id = static_cast<uint32_t>(id)](BrokerConnections& brokers) -> Status {
-    ASSIGN_OR_RETURN(Client * any, brokers.First());
-    ASSIGN_OR_RETURN(net::ClusterMetadataResponse m, any->ClusterMetadata());
-    std::vector<uint32_t> targets;
-    for (const net::BrokerInfo& b : m.brokers) {
-      if (b.id != id) targets.push_back(b.id);
-    }
-    if (targets.empty()) {
-      return Status::InvalidArgument("no other broker is registered to take broker " +
-                                     std::to_string(id) + "'s streamlets");
-    }
     size_t next = 0, moved = 0, failed = 0;
     Status first_failure;
-    for (const net::StreamPlacement& p : m.streams) {
-      for (uint32_t s = 0; s < p.owners.size(); ++s) {
-        if (p.owners[s] != id) continue;
-        Status r = Move(brokers, m.brokers, p.name, s, id, targets[next++ % targets.size()]);
-        if (r.ok()) {
-          ++moved;
-          continue;
-        }
-        ++failed;
-        std::fprintf(stderr, "nearstream drain: streamlet %u of stream %s: %s\n", s, p.name.c_str(),
-                     r.ToString().c_str());
-        if (first_failure.ok()) first_failure = r;
+    for (int round = 0; round < kDrainRounds; ++round) {
+      if (round > 0) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      ASSIGN_OR_RETURN(Client * any, brokers.First());
+      ASSIGN_OR_RETURN(net::ClusterMetadataResponse m, any->ClusterMetadata());
+      std::vector<uint32_t> targets;
+      for (const net::BrokerInfo& b : m.brokers) {
+        if (b.id != id) targets.push_back(b.id);
       }
+      if (targets.empty()) {
+        return Status::InvalidArgument("no other broker is registered to take broker " +
+                                       std::to_string(id) + "'s streamlets");
+      }
+      size_t left = 0;
+      for (const net::StreamPlacement& p : m.streams) {
+        for (uint32_t s = 0; s < p.owners.size(); ++s) {
+          if (p.owners[s] != id) continue;
+          ++left;
+          Status r = Move(brokers, m.brokers, p.name, s, id, targets[next++ % targets.size()]);
+          if (r.ok()) {
+            ++moved;
+            continue;
+          }
+          ++failed;
+          std::fprintf(stderr, "nearstream drain: streamlet %u of stream %s: %s\n", s,
+                       p.name.c_str(), r.ToString().c_str());
+          if (first_failure.ok()) first_failure = r;
+        }
+      }
+      if (left == 0 || !first_failure.ok()) break;
     }
     std::printf("drained broker %u: %zu streamlets moved, %zu failed\n", id, moved, failed);
     if (first_failure.ok()) return Status::Ok();
@@ -836,8 +848,8 @@ std::vector<Command> Commands() {
       {"move",
        "Usage: nearstream --broker HOST:PORT[,HOST:PORT...] move STREAM STREAMLET --to N\n"
        "Moves one streamlet to broker N with all its data (docs/cluster.md, \"Moving and\n"
-       "draining\"): positions stay valid, readers and writers follow. Refused while the stream\n"
-       "has open or prepared transactions, and for memory-only streams.\n",
+       "draining\"): positions stay valid, readers and writers follow. Refused while open or\n"
+       "prepared transactions hold chunks of the streamlet, and for memory-only streams.\n",
        {{"to"}},
        PrepareMove},
       {"drain",

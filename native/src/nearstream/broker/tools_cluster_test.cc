@@ -440,6 +440,27 @@ uint32_t OwnerSeenBy(const std::string& broker, const std::string& stream, uint3
   return view->streams[0].owners.at(streamlet);
 }
 
+// The owners of `stream`'s streamlets once every broker's view agrees (each learns of a move
+// made by another broker through a ZooKeeper watch); empty when they do not within 10 s.
+std::vector<uint32_t> AgreedOwners(const std::vector<std::unique_ptr<TestBroker>>& brokers,
+                                   const std::string& stream) {
+  const int64_t deadline = MonotonicNowMs() + 10000;
+  do {
+    std::vector<std::vector<uint32_t>> views;
+    for (const auto& b : brokers) {
+      auto client = net::Client::Connect(b->address());
+      auto view = client.ok() ? client->ClusterMetadata({stream}) : client.status();
+      if (view.ok() && view->streams.size() == 1) views.push_back(view->streams[0].owners);
+    }
+    if (views.size() == brokers.size() &&
+        std::all_of(views.begin(), views.end(), [&](const auto& v) { return v == views[0]; })) {
+      return views[0];
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  } while (MonotonicNowMs() < deadline);
+  return {};
+}
+
 // A streamlet moved under its records: every record stays, once and in order, at the same
 // positions; the old owner answers NOT_OWNER naming the new one; appends after the move go to
 // the new owner. Draining a broker moves all its streamlets away the same way.
@@ -515,9 +536,9 @@ TEST_F(ToolsClusterTest, MoveAndDrainKeepEveryRecordAtItsPosition) {
 
   // Draining a broker leaves it nothing, and every record is still there once.
   const uint32_t drained = to % 3 + 1;
-  size_t its = 0;
-  for (uint32_t s = 0; s < 6; ++s)
-    its += OwnerSeenBy(brokers_[0]->address(), "moves", s) == drained ? 1 : 0;
+  std::vector<uint32_t> owners = AgreedOwners(brokers_, "moves");
+  ASSERT_EQ(owners.size(), 6u) << "the brokers' views do not agree";
+  const size_t its = static_cast<size_t>(std::count(owners.begin(), owners.end(), drained));
   ASSERT_GT(its, 0u);
   r = Cli(All(), {"drain", "--broker-id", std::to_string(drained)});
   ASSERT_EQ(r.exit_code, 0) << Describe(r);
@@ -525,8 +546,9 @@ TEST_F(ToolsClusterTest, MoveAndDrainKeepEveryRecordAtItsPosition) {
                        " streamlets moved, 0 failed"),
             std::string::npos)
       << r.out;
-  for (uint32_t s = 0; s < 6; ++s)
-    EXPECT_NE(OwnerSeenBy(brokers_[0]->address(), "moves", s), drained) << s;
+  owners = AgreedOwners(brokers_, "moves");
+  ASSERT_EQ(owners.size(), 6u) << "the brokers' views do not agree";
+  EXPECT_EQ(std::count(owners.begin(), owners.end(), drained), 0) << "broker " << drained;
   r = Cli(All(), {"consume", "moves", "--timeout-ms", "1000"});
   ASSERT_EQ(r.exit_code, 0) << Describe(r);
   got = Lines(r.out);
@@ -535,18 +557,31 @@ TEST_F(ToolsClusterTest, MoveAndDrainKeepEveryRecordAtItsPosition) {
   std::sort(got.begin(), got.end());
   EXPECT_EQ(got, sorted_sent);
 
-  // An open transaction on the owner: its part could not follow, so the move is refused and the
-  // streamlet takes appends as before.
-  const uint32_t txn_owner = OwnerSeenBy(brokers_[0]->address(), "moves", moved);
+  // An open transaction holding a chunk of the streamlet on its owner: the part could not follow,
+  // so the move is refused and the streamlet takes appends as before.
+  const std::vector<uint32_t> before_txn = AgreedOwners(brokers_, "moves");
+  ASSERT_EQ(before_txn.size(), 6u) << "the brokers' views do not agree";
+  const uint32_t txn_owner = before_txn[moved];
   auto owner_client = net::Client::Connect(brokers_[txn_owner - 1]->address());
   ASSERT_TRUE(owner_client.ok()) << owner_client.status().ToString();
   auto init = owner_client->TxnInit({"moves", "job-1-0", 0});
   ASSERT_TRUE(init.ok()) << init.status().ToString();
-  ASSERT_TRUE(owner_client->TxnBegin({"moves", "job-1-0", init->epoch, 0}).ok());
+  net::TxnRef txn{"moves", "job-1-0", init->epoch, 0};
+  auto serial = owner_client->TxnBegin(txn);
+  ASSERT_TRUE(serial.ok()) << serial.status().ToString();
+  txn.serial = *serial;
+  storage::ChunkBuilder b;
+  b.Add("in a transaction");
+  const Bytes chunk = b.Finish(9, 0, WallNowMs());
+  auto appended =
+      owner_client->TxnAppend({txn, {{moved, chunk.data(), static_cast<uint32_t>(chunk.size())}}});
+  ASSERT_TRUE(appended.ok() && appended->results[0].status == 0) << appended.status().ToString();
   r = Cli(All(), {"move", "moves", streamlet, "--to", std::to_string(txn_owner % 3 + 1)});
   EXPECT_EQ(r.exit_code, 1) << Describe(r);
   EXPECT_NE(r.err.find("INVALID_TXN_STATE"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("1 open and 0 prepared transactions"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("1 open or prepared transactions hold chunks of streamlet 0"),
+            std::string::npos)
+      << r.err;
   EXPECT_EQ(OwnerSeenBy(brokers_[0]->address(), "moves", moved), txn_owner);
   r = Cli(All(), {"produce", "moves", "--streamlet", streamlet}, "after the refusal\n");
   EXPECT_EQ(r.exit_code, 0) << Describe(r);

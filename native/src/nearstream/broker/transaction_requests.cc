@@ -50,15 +50,9 @@ void RequestHandler::TxnAppend(const Request& req, Bytes* out) {
     res.streamlet = e.streamlet;
     auto served = Served(**stream, e.streamlet);
     auto h = storage::ValidateChunk(e.chunk, e.chunk_size);
-    // A sealed streamlet is moving away: its part could not follow (SealStreamlet refuses while
-    // any transaction is open, so none began before the seal).
     Result<bool> duplicate = !served.ok() ? Result<bool>(served.status())
-                             : (*served)->sealed()
-                                 ? Result<bool>(Status::StreamletMoving(
-                                       "streamlet " + std::to_string(e.streamlet) +
-                                       " is moving to another broker; retry after a back-off"))
-                             : h.ok() ? txns.Append(**txn, e.streamlet, e.chunk, *h, now)
-                                      : Result<bool>(h.status());
+                             : h.ok()     ? txns.Append(**txn, e.streamlet, e.chunk, *h, now)
+                                          : Result<bool>(h.status());
     if (duplicate.ok()) {
       res.duplicate = *duplicate;
       if (!*duplicate) {

@@ -454,18 +454,15 @@ Result<storage::Position> ZkCluster::Seal(storage::Stream& stream, uint32_t id,
     seals_.erase(key);
     return storage::Position{};
   }
-  // The flag first, then the transactions: a transaction begun after this check cannot append
-  // to the sealed streamlet, and one open or prepared now refuses the move (its part here could
-  // not follow the streamlet).
+  // The seal first, then the transactions: no transaction can add a part to the sealed
+  // streamlet, and one that holds a part now refuses the move (the part could not follow).
   const storage::Position tail = s.Seal();
-  const storage::TxnGauges txns = stream.transactions().Gauges();
-  if (txns.open + txns.prepared > 0) {
+  if (const uint32_t holding = stream.transactions().HoldingPartsIn(id); holding > 0) {
     s.Unseal();
-    return Status::InvalidTxnState("stream '" + key.first + "' has " + std::to_string(txns.open) +
-                                   " open and " + std::to_string(txns.prepared) +
-                                   " prepared transactions on broker " +
-                                   std::to_string(options_.broker_id) +
-                                   ": a streamlet moves once they are committed or aborted");
+    return Status::InvalidTxnState(
+        std::to_string(holding) + " open or prepared transactions hold chunks of streamlet " +
+        std::to_string(id) + " of stream '" + key.first + "' on broker " +
+        std::to_string(options_.broker_id) + ": it moves once they are committed or aborted");
   }
   MutexLock lock(&mu_);
   seals_[key] = MonotonicNowMs() + seal_ms;
@@ -547,43 +544,67 @@ Status ZkCluster::MoveIn(const std::string& name, uint32_t id) {
 }
 
 Status ZkCluster::CopyStreamlet(net::Client& source, const std::string& name, uint32_t id,
-                                storage::Streamlet& into, const storage::Position& tail) {
+                                storage::Streamlet& into, storage::Position tail) {
   storage::Env* env = storage::Env::Default();
   RETURN_IF_ERROR(env->CreateDirs(into.dir()));
+  // The seal holds kMoveSealMs from its last renewal. Renewing also answers the tail again: the
+  // same, unless the seal lapsed (a copy slower than the seal) and the source took appends
+  // meanwhile, which are then copied too.
+  int64_t sealed_at = MonotonicNowMs();
+  auto renew = [&]() -> Result<storage::Position> {
+    ASSIGN_OR_RETURN(net::SealStreamletResponse r, source.SealStreamlet({name, id, kMoveSealMs}));
+    sealed_at = MonotonicNowMs();
+    return r.tail;
+  };
   std::unique_ptr<storage::WritableFile> file;
   storage::Position file_at;  // the segment `file` holds, and where its next byte goes
   storage::Position at;       // all-zero: the earliest retained chunk
-  while (at < tail) {
-    ASSIGN_OR_RETURN(net::FetchReply reply, source.Fetch({name, 0, {{id, at, kMoveFetchBytes}}}));
-    if (reply.response.results.size() != 1) {
-      return Status::Internal("a Fetch of one streamlet answered " +
-                              std::to_string(reply.response.results.size()) + " results");
-    }
-    const net::FetchResult& r = reply.response.results[0];
-    if (r.status != 0) return Status(static_cast<StatusCode>(r.status), r.message);
-    for (const net::FetchBlock& b : r.blocks) {
-      if (file == nullptr || b.at.group != file_at.group || b.at.segment != file_at.segment) {
-        if (file != nullptr) RETURN_IF_ERROR(file->Sync());
-        ASSIGN_OR_RETURN(file,
-                         env->OpenAppendable(into.GroupSegmentPath(b.at.group, b.at.segment)));
-        file_at = storage::Position{b.at.group, b.at.segment, 0};
+  while (true) {
+    while (at < tail) {
+      ASSIGN_OR_RETURN(net::FetchReply reply, source.Fetch({name, 0, {{id, at, kMoveFetchBytes}}}));
+      if (reply.response.results.size() != 1) {
+        return Status::Internal("a Fetch of one streamlet answered " +
+                                std::to_string(reply.response.results.size()) + " results");
       }
-      if (b.at.offset != file_at.offset) {
-        return Status::Internal("the copy of segment " + std::to_string(b.at.segment) +
-                                " would leave a gap at offset " + std::to_string(file_at.offset));
+      const net::FetchResult& r = reply.response.results[0];
+      if (r.status != 0) return Status(static_cast<StatusCode>(r.status), r.message);
+      for (const net::FetchBlock& b : r.blocks) {
+        if (file == nullptr || b.at.group != file_at.group || b.at.segment != file_at.segment) {
+          if (file != nullptr) RETURN_IF_ERROR(file->Sync());
+          ASSIGN_OR_RETURN(file,
+                           env->OpenAppendable(into.GroupSegmentPath(b.at.group, b.at.segment)));
+          file_at = storage::Position{b.at.group, b.at.segment, 0};
+        }
+        if (b.at.offset != file_at.offset) {
+          return Status::Internal("the copy of segment " + std::to_string(b.at.segment) +
+                                  " would leave a gap at offset " + std::to_string(file_at.offset));
+        }
+        RETURN_IF_ERROR(file->Append(b.data, b.size));
+        file_at.offset += b.size;
       }
-      RETURN_IF_ERROR(file->Append(b.data, b.size));
-      file_at.offset += b.size;
+      if (!(at < r.next)) {
+        return Status::Internal("the copy stopped at " + at.ToString() + " before the tail " +
+                                tail.ToString());
+      }
+      at = r.next;
+      if (MonotonicNowMs() - sealed_at > kMoveSealMs / 3) {
+        ASSIGN_OR_RETURN(tail, renew());
+      }
     }
-    if (!(at < r.next)) {
-      return Status::Internal("the copy stopped at " + at.ToString() + " before the tail " +
-                              tail.ToString());
-    }
-    at = r.next;
+    ASSIGN_OR_RETURN(storage::Position renewed, renew());
+    if (renewed == tail) break;
+    tail = renewed;
   }
   if (file != nullptr) RETURN_IF_ERROR(file->Sync());
   RETURN_IF_ERROR(env->SyncDir(into.dir()));
-  return into.Recover(WallNowMs());
+  RETURN_IF_ERROR(into.Recover(WallNowMs()));
+  // Loading took time: one more renewal, which must find the tail unchanged, right before the
+  // switch (which takes far less than the seal).
+  ASSIGN_OR_RETURN(storage::Position last, renew());
+  if (!(last == tail)) {
+    return Status::Internal("the source took appends while the copy loaded (its seal lapsed)");
+  }
+  return Status::Ok();
 }
 
 Status ZkCluster::SwitchOwner(const std::string& name, uint32_t id, uint32_t from, bool* unknown) {

@@ -333,6 +333,12 @@ Result<bool> StreamTransactions::Append(Txn& txn, uint32_t streamlet, const uint
     return Status::InvalidTxnState("transaction " + std::to_string(txn.serial) + " of " +
                                    Quote(txn.id) + " is no longer open");
   }
+  // Under txn.mu, which HoldingPartsIn takes after the streamlet was sealed: either that sees
+  // this part, or this sees the seal.
+  if (s->sealed()) {
+    return Status::StreamletMoving("streamlet " + std::to_string(streamlet) +
+                                   " is moving to another broker; retry after a back-off");
+  }
   auto& part = txn.parts[streamlet];
   if (part == nullptr) {
     part = std::make_unique<TxnPart>(s, &stream_->config(), env_, txn.number);
@@ -514,6 +520,22 @@ std::vector<TxnListing> StreamTransactions::List(const std::string& prefix) cons
               [](const TxnListing& a, const TxnListing& b) { return a.serial < b.serial; });
   }
   return out;
+}
+
+uint32_t StreamTransactions::HoldingPartsIn(uint32_t streamlet) const {
+  MutexLock lock(&mu_);
+  uint32_t holding = 0;
+  auto holds = [streamlet](Txn& t) {
+    std::lock_guard<std::mutex> txn_lock(t.mu);
+    return t.parts.contains(streamlet);
+  };
+  for (const auto& [id, st] : ids_) {
+    if (st.open != nullptr && holds(*st.open)) ++holding;
+    for (const auto& [serial, t] : st.prepared) {
+      if (holds(*t)) ++holding;
+    }
+  }
+  return holding;
 }
 
 TxnGauges StreamTransactions::Gauges() const {

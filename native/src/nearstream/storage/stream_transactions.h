@@ -106,6 +106,10 @@ class StreamTransactions {
   // Open and prepared transactions whose id starts with `prefix`, by id then serial.
   std::vector<TxnListing> List(const std::string& prefix) const NS_EXCLUDES(mu_);
   TxnGauges Gauges() const NS_EXCLUDES(mu_);
+  // How many open or prepared transactions hold chunks of `streamlet` (a streamlet they hold
+  // cannot move to another broker). Seal the streamlet first: appends to a sealed streamlet are
+  // refused, so the count cannot grow after it.
+  uint32_t HoldingPartsIn(uint32_t streamlet) const NS_EXCLUDES(mu_);
   // `async` streams: fsyncs the log, renames the files of the transactions committed since (see
   // FinishCommits) and fsyncs the files appended to since the last call (the maintenance thread,
   // every flush interval). Returns the first error.
