@@ -331,6 +331,12 @@ void ZkCluster::RefreshLoop() {
       if (s.ok()) s = EnsureNodes();
       if (s.ok()) s = Register();
       brokers = streams = s.ok();
+      if (s.ok()) {
+        // The old session's watches went with it: read every known stream again, which watches
+        // it anew and catches a move made meanwhile.
+        MutexLock lock(&mu_);
+        for (const auto& [name, record] : streams_) changed_streams_.insert(name);
+      }
     }
     if (s.ok() && brokers) s = ReadBrokers();
     if (s.ok() && streams) s = ReadStreams();
