@@ -460,9 +460,11 @@ Result<storage::Position> ZkCluster::Seal(storage::Stream& stream, uint32_t id,
     seals_.erase(key);
     return storage::Position{};
   }
-  // The seal first, then the transactions: no transaction can add a part to the sealed
-  // streamlet, and one that holds a part now refuses the move (the part could not follow).
-  const storage::Position tail = s.Seal();
+  // The seal first, then the transactions, then the tail: no transaction can add a part to the
+  // sealed streamlet, one that holds a part now refuses the move (the part could not follow),
+  // and a commit that linked chunks into the streamlet before the check (the check waits for
+  // commits in progress) is inside the tail.
+  s.Seal();
   if (const uint32_t holding = stream.transactions().HoldingPartsIn(id); holding > 0) {
     s.Unseal();
     return Status::InvalidTxnState(
@@ -470,6 +472,7 @@ Result<storage::Position> ZkCluster::Seal(storage::Stream& stream, uint32_t id,
         std::to_string(id) + " of stream '" + key.first + "' on broker " +
         std::to_string(options_.broker_id) + ": it moves once they are committed or aborted");
   }
+  const storage::Position tail = s.tail();
   MutexLock lock(&mu_);
   seals_[key] = MonotonicNowMs() + seal_ms;
   return tail;
@@ -523,14 +526,12 @@ Status ZkCluster::MoveIn(const std::string& name, uint32_t id) {
   };
   Result<net::Client> client = net::Client::Connect(source->address);
   if (!client.ok()) return named(client.status());
-  Result<net::SealStreamletResponse> sealed = client->SealStreamlet({name, id, kMoveSealMs});
-  if (!sealed.ok()) return named(sealed.status());
-  Status moved = CopyStreamlet(*client, name, id, *into, sealed->tail);
+  storage::Position tail;
+  Status moved = CopyStreamlet(*client, name, id, *into, &tail);
   bool unknown = false;
   if (moved.ok()) moved = SwitchOwner(name, id, from, &unknown);
   if (moved.ok()) {
-    NS_LOG(kInfo) << what << " moved here from " << at << " (tail " << sealed->tail.ToString()
-                  << ")";
+    NS_LOG(kInfo) << what << " moved here from " << at << " (tail " << tail.ToString() << ")";
     return Status::Ok();
   }
   if (unknown) {
@@ -550,49 +551,65 @@ Status ZkCluster::MoveIn(const std::string& name, uint32_t id) {
 }
 
 Status ZkCluster::CopyStreamlet(net::Client& source, const std::string& name, uint32_t id,
-                                storage::Streamlet& into, storage::Position tail) {
+                                storage::Streamlet& into, storage::Position* sealed_tail) {
   storage::Env* env = storage::Env::Default();
   RETURN_IF_ERROR(env->CreateDirs(into.dir()));
+  std::unique_ptr<storage::WritableFile> file;
+  storage::Position file_at;  // the segment `file` holds, and where its next byte goes
+  storage::Position at;       // all-zero: the earliest retained chunk
+  // One Fetch from `at`, its blocks appended to the files of their segments; returns the bytes.
+  auto copy_once = [&]() -> Result<uint32_t> {
+    ASSIGN_OR_RETURN(net::FetchReply reply, source.Fetch({name, 0, {{id, at, kMoveFetchBytes}}}));
+    if (reply.response.results.size() != 1) {
+      return Status::Internal("a Fetch of one streamlet answered " +
+                              std::to_string(reply.response.results.size()) + " results");
+    }
+    const net::FetchResult& r = reply.response.results[0];
+    if (r.status != 0) return Status(static_cast<StatusCode>(r.status), r.message);
+    uint32_t bytes = 0;
+    for (const net::FetchBlock& b : r.blocks) {
+      if (file == nullptr || b.at.group != file_at.group || b.at.segment != file_at.segment) {
+        if (file != nullptr) RETURN_IF_ERROR(file->Sync());
+        ASSIGN_OR_RETURN(file,
+                         env->OpenAppendable(into.GroupSegmentPath(b.at.group, b.at.segment)));
+        file_at = storage::Position{b.at.group, b.at.segment, 0};
+      }
+      if (b.at.offset != file_at.offset) {
+        return Status::Internal("the copy of segment " + std::to_string(b.at.segment) +
+                                " would leave a gap at offset " + std::to_string(file_at.offset));
+      }
+      RETURN_IF_ERROR(file->Append(b.data, b.size));
+      file_at.offset += b.size;
+      bytes += b.size;
+    }
+    at = r.next;
+    return bytes;
+  };
+  // Before the seal, while the streamlet still takes appends: copy until a Fetch comes back
+  // less than half full (caught up with the appends, or nearly), so the seal only covers the
+  // rest and appends pause for that short copy, not for the whole streamlet.
+  while (true) {
+    ASSIGN_OR_RETURN(uint32_t bytes, copy_once());
+    if (bytes < kMoveFetchBytes / 2) break;
+  }
   // The seal holds kMoveSealMs from its last renewal. Renewing also answers the tail again: the
   // same, unless the seal lapsed (a copy slower than the seal) and the source took appends
   // meanwhile, which are then copied too.
-  int64_t sealed_at = MonotonicNowMs();
+  int64_t sealed_at = 0;
   auto renew = [&]() -> Result<storage::Position> {
     ASSIGN_OR_RETURN(net::SealStreamletResponse r, source.SealStreamlet({name, id, kMoveSealMs}));
     sealed_at = MonotonicNowMs();
     return r.tail;
   };
-  std::unique_ptr<storage::WritableFile> file;
-  storage::Position file_at;  // the segment `file` holds, and where its next byte goes
-  storage::Position at;       // all-zero: the earliest retained chunk
+  ASSIGN_OR_RETURN(storage::Position tail, renew());
   while (true) {
     while (at < tail) {
-      ASSIGN_OR_RETURN(net::FetchReply reply, source.Fetch({name, 0, {{id, at, kMoveFetchBytes}}}));
-      if (reply.response.results.size() != 1) {
-        return Status::Internal("a Fetch of one streamlet answered " +
-                                std::to_string(reply.response.results.size()) + " results");
-      }
-      const net::FetchResult& r = reply.response.results[0];
-      if (r.status != 0) return Status(static_cast<StatusCode>(r.status), r.message);
-      for (const net::FetchBlock& b : r.blocks) {
-        if (file == nullptr || b.at.group != file_at.group || b.at.segment != file_at.segment) {
-          if (file != nullptr) RETURN_IF_ERROR(file->Sync());
-          ASSIGN_OR_RETURN(file,
-                           env->OpenAppendable(into.GroupSegmentPath(b.at.group, b.at.segment)));
-          file_at = storage::Position{b.at.group, b.at.segment, 0};
-        }
-        if (b.at.offset != file_at.offset) {
-          return Status::Internal("the copy of segment " + std::to_string(b.at.segment) +
-                                  " would leave a gap at offset " + std::to_string(file_at.offset));
-        }
-        RETURN_IF_ERROR(file->Append(b.data, b.size));
-        file_at.offset += b.size;
-      }
-      if (!(at < r.next)) {
+      const storage::Position before = at;
+      RETURN_IF_ERROR(copy_once().status());
+      if (!(before < at)) {
         return Status::Internal("the copy stopped at " + at.ToString() + " before the tail " +
                                 tail.ToString());
       }
-      at = r.next;
       if (MonotonicNowMs() - sealed_at > kMoveSealMs / 3) {
         ASSIGN_OR_RETURN(tail, renew());
       }
@@ -610,6 +627,7 @@ Status ZkCluster::CopyStreamlet(net::Client& source, const std::string& name, ui
   if (!(last == tail)) {
     return Status::Internal("the source took appends while the copy loaded (its seal lapsed)");
   }
+  *sealed_tail = tail;
   return Status::Ok();
 }
 

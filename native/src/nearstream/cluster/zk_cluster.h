@@ -140,10 +140,11 @@ class ZkCluster {
   bool SealDueLocked(int64_t now_ms) const NS_REQUIRES(mu_);
   // Removes the local copy of streamlet `id` of `stream` and tells the server.
   void LetGo(const std::string& name, uint32_t id) NS_EXCLUDES(mu_);
-  // The target's side of a move: the chunks from `source` up to `tail`, as segment files of the
-  // same ids and offsets in `into`'s directory, then loaded; renews the source's seal as it goes.
+  // The target's side of a move: the chunks from `source`, as segment files of the same ids and
+  // offsets in `into`'s directory, then loaded. Copies most of it before sealing the streamlet
+  // on the source, the rest up to the sealed tail (`*sealed_tail`) after, renewing the seal.
   Status CopyStreamlet(net::Client& source, const std::string& name, uint32_t id,
-                       storage::Streamlet& into, storage::Position tail);
+                       storage::Streamlet& into, storage::Position* sealed_tail);
   // The compare-and-set of the stream's node: owner of `id` from `from` to this broker. When
   // ZooKeeper is lost in the middle, reads the outcome back; `*unknown` when it cannot tell.
   Status SwitchOwner(const std::string& name, uint32_t id, uint32_t from, bool* unknown)

@@ -430,11 +430,14 @@ uint64_t Streamlet::bytes() const {
   return bytes_;
 }
 
-Position Streamlet::Seal() {
+void Streamlet::Seal() {
   sealed_.store(true, std::memory_order_release);
   for (size_t k = 0; k < slot_count_; ++k) {
     std::lock_guard<std::mutex> drain(slots_[k].mu);  // an append in progress finishes first
   }
+}
+
+Position Streamlet::tail() const {
   MutexLock lock(&mu_);
   return TailLocked();
 }

@@ -148,9 +148,12 @@ class Streamlet {
   void DropReserved(uint64_t group);
 
   // ---- moving to another broker (docs/protocol.md, "Moving a streamlet") ----------------------
-  // Refuses appends (STREAMLET_MOVING) from now on, waits for the appends in progress and
-  // returns the tail: nothing is appended after it until Unseal().
-  Position Seal();
+  // Refuses appends (STREAMLET_MOVING) from now on and waits for the appends in progress: no
+  // append adds to tail() until Unseal(). (A transaction's commit still links its chunks: the
+  // caller checks that no transaction holds chunks of the streamlet before it reads the tail.)
+  void Seal();
+  // Where the next chunk would go: after the last chunk of the last group that has one.
+  Position tail() const;
   void Unseal() { sealed_.store(false, std::memory_order_release); }
   bool sealed() const { return sealed_.load(std::memory_order_acquire); }
   // Forgets every chunk (the streamlet moved away) and returns the segment files to delete;
