@@ -434,6 +434,14 @@ void ZkCluster::CheckSeals() {
   }
 }
 
+void ZkCluster::DropLocalCopy(storage::Streamlet& s) {
+  for (const std::string& file : s.DropAll()) {
+    Status removed = storage::Env::Default()->RemoveFile(file);
+    // The chunks are forgotten either way; a file left behind only takes disk space.
+    if (!removed.ok()) NS_LOG(kWarning) << "removing " << file << ": " << removed.ToString();
+  }
+}
+
 void ZkCluster::LetGo(const std::string& name, uint32_t id) {
   {
     MutexLock lock(&mu_);
@@ -442,10 +450,7 @@ void ZkCluster::LetGo(const std::string& name, uint32_t id) {
   std::shared_ptr<storage::Stream> stream = store_->Find(name);
   storage::Streamlet* s = stream == nullptr ? nullptr : stream->streamlet(id);
   if (s == nullptr) return;
-  for (const std::string& file : s->DropAll()) {
-    Status removed = storage::Env::Default()->RemoveFile(file);
-    if (!removed.ok()) NS_LOG(kWarning) << "removing " << file << ": " << removed.ToString();
-  }
+  DropLocalCopy(*s);
   NS_LOG(kInfo) << "streamlet " << id << " of stream " << name
                 << " moved to another broker; its copy here is removed";
   if (on_lost_) on_lost_(stream);
@@ -519,7 +524,7 @@ Status ZkCluster::MoveIn(const std::string& name, uint32_t id) {
   storage::Streamlet* into = stream == nullptr ? nullptr : stream->streamlet(id);
   if (into == nullptr) return Status::StreamNotFound("stream '" + name + "' does not exist");
   // A copy left from an earlier time this broker owned the streamlet is stale.
-  for (const std::string& file : into->DropAll()) (void)storage::Env::Default()->RemoveFile(file);
+  DropLocalCopy(*into);
 
   auto named = [&at](const Status& s) {
     return Status(s.code(), at + ": " + std::string(s.message()));
@@ -539,7 +544,7 @@ Status ZkCluster::MoveIn(const std::string& name, uint32_t id) {
     // ZooKeeper for the outcome.
     return moved;
   }
-  for (const std::string& file : into->DropAll()) (void)storage::Env::Default()->RemoveFile(file);
+  DropLocalCopy(*into);
   Result<net::SealStreamletResponse> lifted = client->SealStreamlet({name, id, 0});
   if (!lifted.ok()) {
     NS_LOG(kWarning) << "lifting the seal of " << what << " on " << at

@@ -138,6 +138,8 @@ class ZkCluster {
   // ZooKeeper says; kept while it is out of reach.
   void CheckSeals() NS_EXCLUDES(mu_, zk_mu_);
   bool SealDueLocked(int64_t now_ms) const NS_REQUIRES(mu_);
+  // Forgets every chunk of `s` here and removes its segment files.
+  static void DropLocalCopy(storage::Streamlet& s);
   // Removes the local copy of streamlet `id` of `stream` and tells the server.
   void LetGo(const std::string& name, uint32_t id) NS_EXCLUDES(mu_);
   // The target's side of a move: the chunks from `source`, as segment files of the same ids and

@@ -235,7 +235,7 @@ final class ClusterFetch {
 
         @Override
         public CompletableFuture<List<StreamletFetch>> send(
-                NearstreamClient broker, List<FetchEntry> entries) {
+                BrokerInfo info, NearstreamClient broker, List<FetchEntry> entries) {
             return broker.fetch(stream, maxWaitMs, entries)
                     .thenApply(
                             r -> {

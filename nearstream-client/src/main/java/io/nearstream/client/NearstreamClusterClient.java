@@ -436,12 +436,6 @@ public final class NearstreamClusterClient implements NearstreamClient {
 
         @Override
         public CompletableFuture<List<AppendResult>> send(
-                NearstreamClient broker, List<Chunk> entries) {
-            throw new IllegalStateException("an append part is sent knowing its broker");
-        }
-
-        @Override
-        public CompletableFuture<List<AppendResult>> send(
                 BrokerInfo info, NearstreamClient broker, List<Chunk> entries) {
             return send.send(info, broker, entries);
         }
@@ -477,7 +471,7 @@ public final class NearstreamClusterClient implements NearstreamClient {
 
         @Override
         public CompletableFuture<List<TimestampLookup>> send(
-                NearstreamClient broker, List<Map.Entry<Integer, Long>> entries) {
+                BrokerInfo info, NearstreamClient broker, List<Map.Entry<Integer, Long>> entries) {
             Map<Integer, Long> part = new LinkedHashMap<>();
             for (Map.Entry<Integer, Long> e : entries) {
                 part.put(e.getKey(), e.getValue());
@@ -517,7 +511,7 @@ public final class NearstreamClusterClient implements NearstreamClient {
 
         @Override
         public CompletableFuture<List<StreamletMetadata>> send(
-                NearstreamClient broker, List<Integer> entries) {
+                BrokerInfo info, NearstreamClient broker, List<Integer> entries) {
             int[] streamlets = new int[entries.size()];
             for (int i = 0; i < streamlets.length; i++) {
                 streamlets[i] = entries.get(i);

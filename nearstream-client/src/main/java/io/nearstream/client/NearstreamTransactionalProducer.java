@@ -12,6 +12,7 @@ import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.function.BiFunction;
 import java.util.function.Function;
 import java.util.function.Supplier;
 import org.slf4j.Logger;
@@ -269,6 +270,21 @@ public final class NearstreamTransactionalProducer extends BatchingProducer {
         return all;
     }
 
+    /**
+     * One request about {@code part} (TxnPrepare, TxnCommit, TxnAbort), sent to its broker through
+     * {@link #control}.
+     */
+    private void onPart(
+            String what,
+            BrokerTxnRef part,
+            BiFunction<NearstreamClient, TxnRef, CompletableFuture<Void>> request,
+            boolean own) {
+        control(
+                what + " of " + part,
+                () -> brokers.on(stream(), part.broker(), c -> request.apply(c, part.ref())),
+                own);
+    }
+
     private static String onBroker(int broker) {
         return broker == BrokerTxnRef.ONLY_BROKER ? "" : " on broker " + broker;
     }
@@ -315,10 +331,7 @@ public final class NearstreamTransactionalProducer extends BatchingProducer {
         flush();
         List<BrokerTxnRef> parts = txn.begun();
         for (BrokerTxnRef part : parts) {
-            control(
-                    "TxnPrepare of " + part,
-                    () -> brokers.on(stream(), part.broker(), c -> c.txnPrepare(part.ref())),
-                    true);
+            onPart("TxnPrepare", part, NearstreamClient::txnPrepare, true);
         }
         current = null;
         return parts;
@@ -338,17 +351,11 @@ public final class NearstreamTransactionalProducer extends BatchingProducer {
         List<BrokerTxnRef> parts = txn.begun();
         if (parts.size() > 1) {
             for (BrokerTxnRef part : parts) {
-                control(
-                        "TxnPrepare of " + part,
-                        () -> brokers.on(stream(), part.broker(), c -> c.txnPrepare(part.ref())),
-                        true);
+                onPart("TxnPrepare", part, NearstreamClient::txnPrepare, true);
             }
         }
         for (BrokerTxnRef part : parts) {
-            control(
-                    "TxnCommit of " + part,
-                    () -> brokers.on(stream(), part.broker(), c -> c.txnCommit(part.ref())),
-                    true);
+            onPart("TxnCommit", part, NearstreamClient::txnCommit, true);
         }
         current = null;
     }
@@ -365,10 +372,7 @@ public final class NearstreamTransactionalProducer extends BatchingProducer {
         discardUnsent(abortedBeforeSending()).join();
         current = null;
         for (BrokerTxnRef part : txn.begun()) {
-            control(
-                    "TxnAbort of " + part,
-                    () -> brokers.on(stream(), part.broker(), c -> c.txnAbort(part.ref())),
-                    true);
+            onPart("TxnAbort", part, NearstreamClient::txnAbort, true);
         }
     }
 
@@ -378,18 +382,12 @@ public final class NearstreamTransactionalProducer extends BatchingProducer {
      * this producer.
      */
     public void commit(BrokerTxnRef part) {
-        control(
-                "TxnCommit of " + part,
-                () -> brokers.on(stream(), part.broker(), c -> c.txnCommit(part.ref())),
-                false);
+        onPart("TxnCommit", part, NearstreamClient::txnCommit, false);
     }
 
     /** Aborts one part of a transaction of any producer of the stream; does not fail this one. */
     public void abort(BrokerTxnRef part) {
-        control(
-                "TxnAbort of " + part,
-                () -> brokers.on(stream(), part.broker(), c -> c.txnAbort(part.ref())),
-                false);
+        onPart("TxnAbort", part, NearstreamClient::txnAbort, false);
     }
 
     /**

@@ -26,17 +26,11 @@ final class StreamletRouter {
 
         int streamlet(E entry);
 
-        /** Sends {@code entries} to one broker; the answers come in entry order. */
-        CompletableFuture<List<R>> send(NearstreamClient broker, List<E> entries);
-
         /**
-         * As {@link #send(NearstreamClient, List)}, for calls whose request depends on which broker
-         * it goes to (a TxnAppend names that broker's transaction).
+         * Sends {@code entries} to broker {@code info} over {@code broker}, its connection; the
+         * answers come in entry order. (A TxnAppend names that broker's own transaction.)
          */
-        default CompletableFuture<List<R>> send(
-                BrokerInfo info, NearstreamClient broker, List<E> entries) {
-            return send(broker, entries);
-        }
+        CompletableFuture<List<R>> send(BrokerInfo info, NearstreamClient broker, List<E> entries);
 
         /**
          * Whether results carry a status each (Append, Fetch, …); when not (Metadata), a failure
