@@ -31,6 +31,17 @@ class RecordBatcherTest {
                 .retryBackoff(Duration.ofMillis(1));
     }
 
+    /** Waits until {@code n} records have their outcome. */
+    private void awaitOutcomes(int n) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+        while (outcomes.size() < n) {
+            if (System.nanoTime() - deadline > 0) {
+                throw new AssertionError(outcomes.size() + " outcomes, not " + n + ", within 5 s");
+            }
+            Thread.sleep(1);
+        }
+    }
+
     private static byte[] bytes(String s) {
         return s.getBytes(StandardCharsets.UTF_8);
     }
@@ -133,6 +144,8 @@ class RecordBatcherTest {
             }
             assertThat(batcher.isEmpty()).isFalse();
             first.ok();
+            // The sender may register for the answer after ok() returned: wait until it took it.
+            awaitOutcomes(3);
             batcher.sendTo(0, bytes("a9"), 1, callback); // nothing on its way: handed over
             assertThat(batcher.isEmpty()).isTrue();
             AppendCall second = client.nextAppend();
