@@ -231,6 +231,11 @@ Result<Runner> PrepareCluster(const Flags& flags) {
     for (const net::BrokerInfo& b : m.brokers) {
       std::printf("  %u\t%s\thost %s\n", b.id, b.address.c_str(), b.host.c_str());
     }
+    if (m.controller_id == net::kNoController) {
+      std::printf("controller: none elected now\n");
+    } else {
+      std::printf("controller: broker %u\n", m.controller_id);
+    }
     std::printf("streams (owner broker of each streamlet, from streamlet 0):\n");
     for (const net::StreamPlacement& s : m.streams) {
       std::string owners;
@@ -840,9 +845,9 @@ std::vector<Command> Commands() {
       {"list", "Usage: nearstream --broker HOST:PORT list\n", {}, PrepareList},
       {"cluster",
        "Usage: nearstream --broker HOST:PORT cluster [STREAM...]\n"
-       "Prints the brokers of the cluster (id, address, host) and which broker stores each\n"
-       "streamlet of the given streams (default: every stream). A standalone broker is a cluster\n"
-       "of one that stores everything.\n",
+       "Prints the brokers of the cluster (id, address, host), the controller, and which broker\n"
+       "stores each streamlet of the given streams (default: every stream). A standalone broker\n"
+       "is a cluster of one that stores everything (and is its own controller).\n",
        {},
        PrepareCluster},
       {"move",

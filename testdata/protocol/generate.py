@@ -395,6 +395,7 @@ def enc_cluster_metadata_response(m):
         w.u32(len(st["owners"]))
         for owner in st["owners"]:
             w.u32(owner)
+    w.u32(m["controller_id"])
     return w.bytes()
 
 
@@ -826,7 +827,7 @@ def build():
         {"id": 0x01020304, "address": "10.0.0.3:7420", "host": "host-c"},
     ], "streams": [
         {"name": STREAM, "version": 0x0A0B0C0D, "owners": [1, 2, 0x01020304, 1]},
-    ]}
+    ], "controller_id": 0x01020304}
     resp("cluster_metadata_response.bin", "ClusterMetadata", rid, "OK", "", m,
          enc_cluster_metadata_response(m))
 

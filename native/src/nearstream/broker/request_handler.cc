@@ -152,7 +152,8 @@ void RequestHandler::CreateStream(const Request& req, Bytes* out) {
   if (config.segments_per_group == 0)
     config.segments_per_group = options_.default_segments_per_group;
   if (config.active_groups == 0) config.active_groups = options_.default_active_groups;
-  Status s = cluster_ != nullptr ? cluster_->CreateStream(config) : store_->Create(config);
+  Status s = cluster_ != nullptr ? cluster_->CreateStream(config, req.frame.header.is_forwarded())
+                                 : store_->Create(config);
   if (!s.ok()) return Error(req, s, out);
   Respond(req, out, [](ByteWriter&) {});
 }
@@ -162,7 +163,7 @@ void RequestHandler::DeleteStream(const Request& req, Bytes* out) {
   if (!m.ok()) return Error(req, m.status(), out);
   std::shared_ptr<storage::Stream> stream;
   if (cluster_ != nullptr) {
-    auto deleted = cluster_->DeleteStream(m->name);
+    auto deleted = cluster_->DeleteStream(m->name, req.frame.header.is_forwarded());
     if (!deleted.ok()) return Error(req, deleted.status(), out);
     stream = *deleted;
   } else {
@@ -500,6 +501,7 @@ void RequestHandler::ClusterMetadata(const Request& req, Bytes* out) {
   } else {
     // Standalone: the only broker, owner of every streamlet.
     r.broker_id = options_.broker_id;
+    r.controller_id = options_.broker_id;  // it makes its own creates and deletes
     r.brokers.push_back({options_.broker_id, address_, options_.host});
     for (const std::string& name : m->streams.empty() ? store_->List() : m->streams) {
       if (auto stream = store_->Find(name)) {

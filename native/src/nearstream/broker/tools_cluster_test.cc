@@ -10,6 +10,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <zookeeper/zookeeper.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -18,6 +19,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -597,6 +599,180 @@ TEST_F(ToolsClusterTest, MoveAndDrainKeepEveryRecordAtItsPosition) {
 
 // A second broker with a registered broker's id waits for that registration to go (it may be
 // the id's previous process, whose session has not expired) and then refuses to start.
+// The controller every running broker names, once they agree on one other than `gone`
+// (kNoController when they do not within 20 s).
+uint32_t AgreedController(const std::vector<std::unique_ptr<TestBroker>>& brokers,
+                          uint32_t gone = net::kNoController) {
+  const int64_t deadline = MonotonicNowMs() + 20000;
+  while (MonotonicNowMs() < deadline) {
+    std::set<uint32_t> named;
+    for (const auto& b : brokers) {
+      if (!b->running()) continue;
+      auto client = net::Client::Connect(b->address());
+      auto view = client.ok() ? client->ClusterMetadata() : client.status();
+      named.insert(view.ok() ? view->controller_id : net::kNoController);
+    }
+    if (named.size() == 1 && *named.begin() != net::kNoController && *named.begin() != gone) {
+      return *named.begin();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return net::kNoController;
+}
+
+// Who owns the streamlets of `stream`, as broker `address` sees it.
+std::vector<uint32_t> OwnersOf(const std::string& address, const std::string& stream) {
+  auto client = net::Client::Connect(address);
+  auto view = client.ok() ? client->ClusterMetadata({stream}) : client.status();
+  if (!view.ok() || view->streams.size() != 1) return {};
+  return view->streams[0].owners;
+}
+
+// The streamlets of `owners` that `broker` stores, as "1,4".
+std::string StreamletsOf(const std::vector<uint32_t>& owners, uint32_t broker) {
+  std::string out;
+  for (size_t i = 0; i < owners.size(); ++i) {
+    if (owners[i] == broker) out += (out.empty() ? "" : ",") + std::to_string(i);
+  }
+  return out;
+}
+
+TEST_F(ToolsClusterTest, TheControllerMakesCreatesAndDeletesAndAnotherTakesOverWhenItGoes) {
+  // Broker 1 started first on an empty ZooKeeper: it won the first election.
+  const uint32_t first = AgreedController(brokers_);
+  ASSERT_EQ(first, 1u);
+  EXPECT_NE(brokers_[0]->log().find("broker 1 is the controller (epoch 1)"), std::string::npos);
+  ProcessResult r = Cli(brokers_[2]->address(), {"cluster"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_NE(r.out.find("controller: broker 1\n"), std::string::npos) << r.out;
+
+  // A create sent to broker 3 is forwarded to the controller, which places it over all three.
+  r = Cli(brokers_[2]->address(), {"create", "c1", "--streamlets", "6"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  std::vector<uint32_t> owners = OwnersOf(brokers_[2]->address(), "c1");
+  ASSERT_EQ(owners.size(), kStreamlets);
+  for (uint32_t id = 1; id <= 3; ++id) EXPECT_EQ(std::count(owners.begin(), owners.end(), id), 2);
+  const std::string c1_of_1 = StreamletsOf(owners, 1);
+  // A forwarded request is never forwarded again: a broker that is not the controller refuses
+  // it (retriable), the controller makes it.
+  storage::StreamConfig config;
+  config.name = "c-forwarded";
+  config.streamlets = 3;
+  auto to_3 = net::Client::Connect(brokers_[2]->address());
+  ASSERT_TRUE(to_3.ok());
+  to_3->set_forwarding(true);
+  Status refused = to_3->CreateStream(config);
+  EXPECT_TRUE(refused.IsClusterUnavailable()) << refused.ToString();
+  EXPECT_NE(refused.ToString().find("broker 3 is not the controller (broker 1 is)"),
+            std::string::npos)
+      << refused.ToString();
+  auto to_1 = net::Client::Connect(brokers_[0]->address());
+  ASSERT_TRUE(to_1.ok());
+  to_1->set_forwarding(true);
+  ASSERT_TRUE(to_1->CreateStream(config).ok());
+  to_1->Close();
+  const std::string forwarded_of_1 = StreamletsOf(OwnersOf(brokers_[0]->address(), config.name), 1);
+
+  // The controller stops (its session closes): another is elected in a new epoch, and creates
+  // and deletes through any broker go on, placed over the brokers that remain.
+  brokers_[0]->Stop();
+  const uint32_t second = AgreedController(brokers_, first);
+  ASSERT_TRUE(second == 2 || second == 3) << second;
+  EXPECT_NE(brokers_[second - 1]->log().find("broker " + std::to_string(second) +
+                                             " is the controller (epoch 2)"),
+            std::string::npos)
+      << brokers_[second - 1]->log();
+  const uint32_t other = second == 2 ? 3 : 2;
+  const std::string via = brokers_[other - 1]->address();
+  r = Cli(via, {"create", "c2", "--streamlets", "6"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  owners = OwnersOf(via, "c2");
+  ASSERT_EQ(owners.size(), kStreamlets);
+  EXPECT_EQ(std::count(owners.begin(), owners.end(), 2u), 3);
+  EXPECT_EQ(std::count(owners.begin(), owners.end(), 3u), 3);
+  r = Cli(via, {"delete", "c1"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  r = Cli(via, {"list"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_EQ(Lines(r.out), (std::vector<std::string>{"c-forwarded", "c2"}));
+  // The new controller reports what the lost broker took with it (c1 was not deleted yet).
+  EXPECT_NE(brokers_[second - 1]->log().find("controller: broker 1 is not registered; 3 "
+                                             "streamlets are unavailable until it returns: "
+                                             "c-forwarded[" +
+                                             forwarded_of_1 + "] c1[" + c1_of_1 + "]"),
+            std::string::npos)
+      << brokers_[second - 1]->log();
+
+  // Killed, the controller keeps its node until its session times out (2 s): a create meanwhile
+  // is refused as retriable, naming it, and succeeds once the last broker took over.
+  brokers_[second - 1]->Kill();
+  auto client = net::Client::Connect(via);
+  ASSERT_TRUE(client.ok());
+  config.name = "c3";
+  Status created = client->CreateStream(config);
+  const int64_t deadline = MonotonicNowMs() + 20000;
+  bool named_the_dead_controller = false;
+  while (!created.ok() && MonotonicNowMs() < deadline) {
+    ASSERT_TRUE(created.IsClusterUnavailable()) << created.ToString();
+    if (created.ToString().find("the controller, broker " + std::to_string(second)) !=
+        std::string::npos) {
+      named_the_dead_controller = true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    created = client->CreateStream(config);
+  }
+  ASSERT_TRUE(created.ok()) << created.ToString();
+  EXPECT_TRUE(named_the_dead_controller);
+  EXPECT_EQ(AgreedController(brokers_, second), other);
+  EXPECT_EQ(OwnersOf(via, "c3"), (std::vector<uint32_t>{other, other, other}));
+}
+
+TEST_F(ToolsClusterTest, AControllerWhoseEpochMovedOnChangesNothingAndIsElectedAgain) {
+  ASSERT_EQ(AgreedController(brokers_), 1u);
+  // Another party writes a newer controller epoch while broker 1 still holds /controller, as a
+  // controller elected behind broker 1's back would have.
+  zhandle_t* zh = zookeeper_init(("127.0.0.1:" + std::to_string(zookeeper_->port())).c_str(),
+                                 nullptr, 10000, nullptr, nullptr, 0);
+  ASSERT_NE(zh, nullptr);
+  const int64_t connect_deadline = MonotonicNowMs() + 10000;
+  while (zoo_state(zh) != ZOO_CONNECTED_STATE && MonotonicNowMs() < connect_deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  const std::string newer = "format=1\nbroker=99\nepoch=7\n";
+  ASSERT_EQ(
+      zoo_set(zh, "/nearstream/controller_epoch", newer.data(), static_cast<int>(newer.size()), -1),
+      ZOK);
+  zookeeper_close(zh);
+
+  // Its next create finds the epoch moved: nothing is created, the client hears a retriable
+  // refusal; broker 1 then gives the role up and is elected again in epoch 8.
+  auto client = net::Client::Connect(brokers_[0]->address());
+  ASSERT_TRUE(client.ok());
+  storage::StreamConfig config;
+  config.name = "fenced";
+  config.streamlets = 3;
+  Status refused = client->CreateStream(config);
+  EXPECT_TRUE(refused.IsClusterUnavailable()) << refused.ToString();
+  EXPECT_NE(refused.ToString().find("broker 1 is no longer the controller"), std::string::npos)
+      << refused.ToString();
+  ProcessResult r = Cli(brokers_[1]->address(), {"list"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_EQ(r.out, "") << "the fenced create made the stream";
+
+  Status created = client->CreateStream(config);
+  const int64_t deadline = MonotonicNowMs() + 20000;
+  while (!created.ok() && MonotonicNowMs() < deadline) {
+    ASSERT_TRUE(created.IsClusterUnavailable()) << created.ToString();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    created = client->CreateStream(config);
+  }
+  ASSERT_TRUE(created.ok()) << created.ToString();
+  const uint32_t controller = AgreedController(brokers_);
+  ASSERT_NE(controller, net::kNoController);
+  EXPECT_NE(brokers_[controller - 1]->log().find("is the controller (epoch 8)"), std::string::npos)
+      << brokers_[controller - 1]->log();
+}
+
 TEST_F(ToolsClusterTest, ABrokerIdThatIsTakenRefusesTheStart) {
   const int64_t started = MonotonicNowMs();
   ProcessResult r = RunProcess({NEARSTREAMD_PATH, "--listen", "127.0.0.1:0", "--zookeeper",

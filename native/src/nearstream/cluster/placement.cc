@@ -76,6 +76,26 @@ Result<BrokerRecord> ParseBrokerRecord(uint32_t id, const std::string& text) {
   return b;
 }
 
+std::string FormatControllerRecord(const ControllerRecord& controller) {
+  return "format=1\nbroker=" + std::to_string(controller.broker) +
+         "\nepoch=" + std::to_string(controller.epoch) + "\n";
+}
+
+Result<ControllerRecord> ParseControllerRecord(const std::string& text) {
+  ControllerRecord c;
+  std::string format, broker, epoch;
+  if (!Value(text, "format", &format) || format != "1" || !Value(text, "broker", &broker) ||
+      !ParseU32(broker, &c.broker) || !Value(text, "epoch", &epoch)) {
+    return Status::InvalidArgument("the controller record is not a format 1 record: '" + text +
+                                   "'");
+  }
+  auto [end, ec] = std::from_chars(epoch.data(), epoch.data() + epoch.size(), c.epoch);
+  if (epoch.empty() || ec != std::errc() || end != epoch.data() + epoch.size()) {
+    return Status::InvalidArgument("the controller record has a bad epoch: '" + text + "'");
+  }
+  return c;
+}
+
 std::string FormatStreamRecord(const storage::StreamConfig& config,
                                const std::vector<uint32_t>& owners) {
   std::string text = storage::FormatStreamMeta(config) + "owners=";

@@ -26,6 +26,14 @@ struct StreamRecord {
   uint32_t version = 0;          // the node's version + 1 (ClusterMetadata's placement version)
 };
 
+// The controller's election (docs/cluster.md, "The controller"): the ephemeral /controller
+// names the elected broker and its epoch; the persistent /controller_epoch keeps the last
+// election's record, and its ZooKeeper version fences a deposed controller.
+struct ControllerRecord {
+  uint32_t broker = 0;
+  uint64_t epoch = 0;  // elections so far, this one included
+};
+
 // Where ZooKeeper is: "host:port[,host:port...][/root]". Every node of the cluster lives under
 // `root` ("/nearstream" when none is given), so one ensemble can serve several clusters.
 struct ZkAddress {
@@ -42,6 +50,9 @@ Result<std::vector<uint32_t>> AssignOwners(const std::string& stream, uint32_t s
 
 std::string FormatBrokerRecord(const BrokerRecord& broker);
 Result<BrokerRecord> ParseBrokerRecord(uint32_t id, const std::string& text);
+
+std::string FormatControllerRecord(const ControllerRecord& controller);
+Result<ControllerRecord> ParseControllerRecord(const std::string& text);
 
 std::string FormatStreamRecord(const storage::StreamConfig& config,
                                const std::vector<uint32_t>& owners);

@@ -71,6 +71,17 @@ TEST(PlacementTest, RecordsRoundTrip) {
   EXPECT_FALSE(ParseStreamRecord(storage::FormatStreamMeta(config) + "owners=1,x,2\n", 0).ok());
 }
 
+TEST(PlacementTest, ControllerRecordsRoundTrip) {
+  auto c = ParseControllerRecord(FormatControllerRecord({0x7FFFFFFF, 0x100000002}));
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->broker, 0x7FFFFFFFu);
+  EXPECT_EQ(c->epoch, 0x100000002u);
+  EXPECT_FALSE(ParseControllerRecord("format=1\nbroker=3\n").ok());
+  EXPECT_FALSE(ParseControllerRecord("format=1\nbroker=3\nepoch=x\n").ok());
+  EXPECT_FALSE(ParseControllerRecord("format=2\nbroker=3\nepoch=1\n").ok());
+  EXPECT_FALSE(ParseControllerRecord("").ok());
+}
+
 TEST(PlacementTest, ARequestForAnotherBrokersStreamletNamesIt) {
   std::vector<BrokerRecord> brokers = {{1, "127.0.0.1:7421", "a"}, {2, "127.0.0.1:7422", "a"}};
   Status moved = NotHere("s", 3, 2, brokers);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "nearstream/cluster/zk_status.h"
 #include "nearstream/common/clock.h"
 #include "nearstream/common/log.h"
 #include "nearstream/common/thread_name.h"
@@ -12,25 +13,10 @@ namespace nearstream::cluster {
 
 namespace {
 
-// ZooKeeper's largest node (jute.maxbuffer): every read fits.
-constexpr int kMaxNodeBytes = 1 << 20;
-
 // How long a move's seal holds on the source before it asks ZooKeeper for the outcome, and how
 // much one Fetch of the copy asks for.
 constexpr uint32_t kMoveSealMs = 30000;
 constexpr uint32_t kMoveFetchBytes = 1u << 20;
-
-// Errors of a call that did not reach a quorum: ZooKeeper is out of reach for now.
-bool Unreachable(int rc) {
-  return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT || rc == ZSESSIONEXPIRED ||
-         rc == ZINVALIDSTATE || rc == ZCLOSING;
-}
-
-Status ZkError(const std::string& what, int rc) {
-  std::string message = what + ": " + zerror(rc);
-  if (Unreachable(rc)) return Status::ClusterUnavailable("ZooKeeper is out of reach: " + message);
-  return Status::Internal(message);
-}
 
 }  // namespace
 
@@ -50,6 +36,9 @@ void ZkCluster::Watcher(zhandle_t* /*zh*/, int type, int state, const char* path
       NS_LOG(kWarning) << "ZooKeeper session expired";
       self->connected_ = false;
       self->expired_ = true;
+      // The session held /controller, if this broker was the controller: it is gone with it.
+      self->is_controller_ = false;
+      self->controller_id_ = net::kNoController;
     } else {
       // Connecting again: the cache serves meanwhile, placement changes are refused.
       if (self->connected_) {
@@ -61,6 +50,7 @@ void ZkCluster::Watcher(zhandle_t* /*zh*/, int type, int state, const char* path
     const std::string p = path == nullptr ? "" : path;
     const std::string streams = self->Path("/streams/");
     if (p.rfind(self->Path("/brokers"), 0) == 0) self->brokers_dirty_ = true;
+    if (p == self->Path("/controller")) self->controller_dirty_ = true;
     if (type == ZOO_DELETED_EVENT && p.rfind(streams, 0) == 0) {
       self->deleted_.insert(p.substr(streams.size()));
     } else if (type == ZOO_CHANGED_EVENT && p.rfind(streams, 0) == 0) {
@@ -85,6 +75,7 @@ Status ZkCluster::Start(const std::string& address) {
   RETURN_IF_ERROR(Register());
   RETURN_IF_ERROR(ReadBrokers());
   RETURN_IF_ERROR(ReadStreams());
+  RETURN_IF_ERROR(Elect());
   CreateLocalStreams();
   refresher_ = std::thread([this] { RefreshLoop(); });
   NameThread(refresher_, "zk-refresh");
@@ -143,8 +134,9 @@ Status ZkCluster::Connect() {
 
 Status ZkCluster::EnsureNodes() {
   MutexLock lock(&zk_mu_);
-  for (const std::string& node : {std::string(), std::string("/brokers"),
-                                  std::string("/brokers/ids"), std::string("/streams")}) {
+  for (const std::string& node :
+       {std::string(), std::string("/brokers"), std::string("/brokers/ids"),
+        std::string("/streams"), std::string("/controller_epoch")}) {
     const std::string path = Path(node);
     int rc = zoo_create(zh_, path.c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE, 0, nullptr, 0);
     if (rc != ZOK && rc != ZNODEEXISTS) return ZkError("create " + path, rc);
@@ -192,7 +184,7 @@ Status ZkCluster::ReadBrokers() {
   }
   ASSIGN_OR_RETURN(std::vector<std::string> ids, Children("/brokers/ids", /*watch=*/true));
   std::vector<BrokerRecord> brokers;
-  std::string buffer(kMaxNodeBytes, '\0');
+  std::string buffer(kMaxZkNodeBytes, '\0');
   for (const std::string& id_text : ids) {
     uint32_t id = 0;
     try {
@@ -200,7 +192,7 @@ Status ZkCluster::ReadBrokers() {
     } catch (const std::exception&) {
       continue;  // not a broker node
     }
-    int len = kMaxNodeBytes;
+    int len = kMaxZkNodeBytes;
     int rc;
     {
       MutexLock lock(&zk_mu_);
@@ -217,14 +209,19 @@ Status ZkCluster::ReadBrokers() {
   }
   std::sort(brokers.begin(), brokers.end(),
             [](const BrokerRecord& a, const BrokerRecord& b) { return a.id < b.id; });
-  MutexLock lock(&mu_);
-  brokers_ = std::move(brokers);
+  std::vector<BrokerRecord> before;
+  {
+    MutexLock lock(&mu_);
+    before.swap(brokers_);
+    brokers_ = std::move(brokers);
+  }
+  ReportLostBrokers(before);
   return Status::Ok();
 }
 
 Result<bool> ZkCluster::ReadStream(const std::string& name) {
-  std::string buffer(kMaxNodeBytes, '\0');
-  int len = kMaxNodeBytes;
+  std::string buffer(kMaxZkNodeBytes, '\0');
+  int len = kMaxZkNodeBytes;
   Stat stat{};
   int rc;
   {
@@ -308,17 +305,18 @@ void ZkCluster::CreateLocalStreams() {
 
 void ZkCluster::RefreshLoop() {
   while (true) {
-    bool expired, brokers, streams;
+    bool expired, brokers, streams, controller;
     {
       MutexLock lock(&mu_);
-      while (!stopping_ && !expired_ && !brokers_dirty_ && !streams_dirty_ && deleted_.empty() &&
-             changed_streams_.empty() && !SealDueLocked(MonotonicNowMs())) {
+      while (!stopping_ && !expired_ && !brokers_dirty_ && !streams_dirty_ && !controller_dirty_ &&
+             deleted_.empty() && changed_streams_.empty() && !SealDueLocked(MonotonicNowMs())) {
         changed_.WaitFor(&mu_, std::chrono::milliseconds(1000));
       }
       if (stopping_) return;
       expired = expired_;
       brokers = brokers_dirty_;
       streams = streams_dirty_;
+      controller = controller_dirty_;
     }
     DeleteLocalStreams();
     Status s;
@@ -330,7 +328,7 @@ void ZkCluster::RefreshLoop() {
       s = Connect();
       if (s.ok()) s = EnsureNodes();
       if (s.ok()) s = Register();
-      brokers = streams = s.ok();
+      brokers = streams = controller = s.ok();
       if (s.ok()) {
         // The old session's watches went with it: read every known stream again, which watches
         // it anew and catches a move made meanwhile.
@@ -340,6 +338,7 @@ void ZkCluster::RefreshLoop() {
     }
     if (s.ok() && brokers) s = ReadBrokers();
     if (s.ok() && streams) s = ReadStreams();
+    if (s.ok() && controller) s = Elect();
     if (s.ok()) {
       CreateLocalStreams();
       RereadChanged();
@@ -349,6 +348,7 @@ void ZkCluster::RefreshLoop() {
       MutexLock lock(&mu_);
       if (brokers) brokers_dirty_ = true;
       if (streams) streams_dirty_ = true;
+      if (controller) controller_dirty_ = true;
       changed_.WaitFor(&mu_, std::chrono::milliseconds(500));
     }
   }
@@ -638,18 +638,18 @@ Status ZkCluster::CopyStreamlet(net::Client& source, const std::string& name, ui
 
 Status ZkCluster::SwitchOwner(const std::string& name, uint32_t id, uint32_t from, bool* unknown) {
   const std::string path = Path("/streams/" + name);
-  std::string buffer(kMaxNodeBytes, '\0');
+  std::string buffer(kMaxZkNodeBytes, '\0');
   const int64_t deadline = MonotonicNowMs() + 2 * int64_t{options_.session_timeout_ms};
   bool set_sent = false;  // a set whose answer was lost may have been applied
   while (true) {
-    int len = kMaxNodeBytes;
+    int len = kMaxZkNodeBytes;
     Stat stat{};
     int rc;
     {
       MutexLock lock(&zk_mu_);
       rc = zoo_get(zh_, path.c_str(), 0, buffer.data(), &len, &stat);
     }
-    if (Unreachable(rc)) {
+    if (ZkUnreachable(rc)) {
       if (MonotonicNowMs() >= deadline) {
         *unknown = set_sent;
         return ZkError("switch the owner of stream " + name, rc);
@@ -683,7 +683,7 @@ Status ZkCluster::SwitchOwner(const std::string& name, uint32_t id, uint32_t fro
       streams_[name] = std::move(record);
       return Status::Ok();
     }
-    if (rc != ZBADVERSION && !Unreachable(rc)) return ZkError("switch the owner of " + name, rc);
+    if (rc != ZBADVERSION && !ZkUnreachable(rc)) return ZkError("switch the owner of " + name, rc);
     // Another change came first, or the answer was lost: read again and decide.
   }
 }
@@ -713,8 +713,19 @@ Result<std::shared_ptr<storage::Stream>> ZkCluster::Find(const std::string& name
   return store_->Find(name);
 }
 
-Status ZkCluster::CreateStream(const storage::StreamConfig& config) {
+Status ZkCluster::CreateStream(const storage::StreamConfig& config, bool forwarded) {
   RETURN_IF_ERROR(config.Validate());
+  bool self = false;
+  BrokerRecord controller;
+  RETURN_IF_ERROR(ControllerFor(forwarded, &self, &controller));
+  if (!self) {
+    Bytes body;
+    ByteWriter w(&body);
+    net::EncodeStreamConfig(w, config);
+    RETURN_IF_ERROR(Forward(controller, net::Opcode::kCreateStream, body));
+    AfterCreate(config.name);
+    return Status::Ok();
+  }
   // The registered brokers as of now, not as of the last watch: a broker that just joined gets
   // its share of the new stream.
   RETURN_IF_ERROR(ReadBrokers());
@@ -725,45 +736,50 @@ Status ZkCluster::CreateStream(const storage::StreamConfig& config) {
   }
   ASSIGN_OR_RETURN(std::vector<uint32_t> owners,
                    AssignOwners(config.name, config.streamlets, std::move(live)));
-  const std::string path = Path("/streams/" + config.name);
   const std::string data = FormatStreamRecord(config, owners);
-  int rc;
-  {
-    MutexLock lock(&zk_mu_);
-    rc = zoo_create(zh_, path.c_str(), data.data(), static_cast<int>(data.size()),
-                    &ZOO_OPEN_ACL_UNSAFE, 0, nullptr, 0);
-  }
-  if (rc == ZNODEEXISTS) {
-    return Status::StreamExists("stream '" + config.name + "' already exists");
-  }
-  if (rc != ZOK) return ZkError("create stream " + config.name, rc);
+  RETURN_IF_ERROR(FencedChange(config.name, &data));
   {
     MutexLock lock(&mu_);
     streams_[config.name] = StreamRecord{config, owners, 1};
   }
-  // Watch the new node as every other broker does (their read sets the watch): this broker too
-  // must hear of its later changes (a streamlet moved) and of its deletion through another
-  // broker. The cache above already answers if ZooKeeper is lost right now.
-  Result<bool> watched = ReadStream(config.name);
-  if (!watched.ok()) {
-    NS_LOG(kWarning) << "cannot watch stream " << config.name
-                     << " yet: " << watched.status().ToString() << "; the next refresh does";
-    MutexLock lock(&mu_);
-    changed_streams_.insert(config.name);
-  }
-  CreateLocalStreams();
+  AfterCreate(config.name);
   return Status::Ok();
 }
 
-Result<std::shared_ptr<storage::Stream>> ZkCluster::DeleteStream(const std::string& name) {
-  const std::string path = Path("/streams/" + name);
-  int rc;
-  {
-    MutexLock lock(&zk_mu_);
-    rc = zoo_delete(zh_, path.c_str(), -1);
+void ZkCluster::AfterCreate(const std::string& name) {
+  // Watch the new node as every other broker does (their read sets the watch): this broker too
+  // must hear of its later changes (a streamlet moved) and of its deletion through another
+  // broker; and the client that created it through this broker may use it at once. The cache
+  // answers if ZooKeeper is lost right now (for a create made here).
+  Result<bool> watched = ReadStream(name);
+  if (!watched.ok()) {
+    NS_LOG(kWarning) << "cannot watch stream " << name << " yet: " << watched.status().ToString()
+                     << "; the next refresh does";
+    MutexLock lock(&mu_);
+    changed_streams_.insert(name);
   }
-  if (rc == ZNONODE) return Status::StreamNotFound("stream '" + name + "' does not exist");
-  if (rc != ZOK) return ZkError("delete stream " + name, rc);
+  CreateLocalStreams();
+}
+
+Result<std::shared_ptr<storage::Stream>> ZkCluster::DeleteStream(const std::string& name,
+                                                                 bool forwarded) {
+  bool self = false;
+  BrokerRecord controller;
+  RETURN_IF_ERROR(ControllerFor(forwarded, &self, &controller));
+  if (self) {
+    RETURN_IF_ERROR(FencedChange(name, nullptr));
+  } else {
+    Bytes body;
+    ByteWriter w(&body);
+    net::EncodeStreamNameRequest(w, {name});
+    RETURN_IF_ERROR(Forward(controller, net::Opcode::kDeleteStream, body));
+  }
+  return AfterDelete(name);
+}
+
+Result<std::shared_ptr<storage::Stream>> ZkCluster::AfterDelete(const std::string& name) {
+  // At once, not when the watch fires: the client that deleted it through this broker may
+  // create it again right away.
   {
     MutexLock lock(&mu_);
     streams_.erase(name);
@@ -813,6 +829,7 @@ net::ClusterMetadataResponse ZkCluster::Metadata(const std::vector<std::string>&
   net::ClusterMetadataResponse r;
   r.broker_id = options_.broker_id;
   MutexLock lock(&mu_);
+  r.controller_id = controller_id_;
   for (const BrokerRecord& b : brokers_) r.brokers.push_back({b.id, b.address, b.host});
   auto add = [&](const std::string& name, const StreamRecord& record) {
     r.streams.push_back({name, record.version, record.owners});

@@ -1,7 +1,9 @@
 // A broker's membership of a cluster kept in ZooKeeper (docs/cluster.md): it registers under its
 // id with an ephemeral node, places new streams' streamlets over the registered brokers with an
 // atomic create, and keeps a cache of brokers and placements (refreshed by watches) from which
-// the request handler decides, per streamlet, whether this broker serves it.
+// the request handler decides, per streamlet, whether this broker serves it. One broker at a
+// time is elected controller (zk_controller.cc): it alone makes creates and deletes, which the
+// others forward to it, and it reports a lost broker's streamlets.
 //
 // Threading: ZooKeeper's watcher runs on the C client's completion thread, where a synchronous
 // call would deadlock; it only flags work for this class's refresher thread, which does every
@@ -92,11 +94,17 @@ class ZkCluster {
   // such stream; CLUSTER_UNAVAILABLE when ZooKeeper, which alone could tell, is out of reach.
   Result<std::shared_ptr<storage::Stream>> Find(const std::string& name) NS_EXCLUDES(mu_, zk_mu_);
 
-  // Placement changes, made in ZooKeeper; CLUSTER_UNAVAILABLE without it.
-  Status CreateStream(const storage::StreamConfig& config) NS_EXCLUDES(mu_, zk_mu_);
+  // Placement changes, made by the controller in ZooKeeper: this broker makes them when it is
+  // the controller and forwards them to the controller otherwise, unless `forwarded` (the
+  // request came from another broker: CLUSTER_UNAVAILABLE then). CLUSTER_UNAVAILABLE without
+  // ZooKeeper or a reachable controller.
+  Status CreateStream(const storage::StreamConfig& config, bool forwarded) NS_EXCLUDES(mu_, zk_mu_);
   // Returns the local stream it deleted (null when this broker held none).
-  Result<std::shared_ptr<storage::Stream>> DeleteStream(const std::string& name)
+  Result<std::shared_ptr<storage::Stream>> DeleteStream(const std::string& name, bool forwarded)
       NS_EXCLUDES(mu_, zk_mu_);
+
+  // The elected controller as this broker last saw it; net::kNoController while none is.
+  uint32_t controller_id() const NS_EXCLUDES(mu_);
 
   // Every stream the cluster places (sorted), and one's configuration.
   std::vector<std::string> List() NS_EXCLUDES(mu_, zk_mu_);
@@ -138,6 +146,29 @@ class ZkCluster {
   // ZooKeeper says; kept while it is out of reach.
   void CheckSeals() NS_EXCLUDES(mu_, zk_mu_);
   bool SealDueLocked(int64_t now_ms) const NS_REQUIRES(mu_);
+  // ---- the controller (zk_controller.cc) ------------------------------------------------------
+  // Learns who the controller is and watches its node; runs for it when there is none (one
+  // multi: create the ephemeral /controller and bump /controller_epoch).
+  Status Elect() NS_EXCLUDES(mu_, zk_mu_);
+  // Where a placement change goes: OK with *self set when this broker is the controller, OK with
+  // *controller (its registration) when another is, CLUSTER_UNAVAILABLE when none can take it.
+  Status ControllerFor(bool forwarded, bool* self, BrokerRecord* controller) NS_EXCLUDES(mu_);
+  // Sends a CreateStream or DeleteStream (`body`) to `controller`, marked forwarded.
+  Status Forward(const BrokerRecord& controller, net::Opcode opcode, const Bytes& body);
+  // As the controller: creates /streams/<name> with `*data`, or deletes it when `data` is null,
+  // in one multi with a check that /controller_epoch still has the version this broker's
+  // election gave it (a deposed controller changes nothing).
+  Status FencedChange(const std::string& name, const std::string* data) NS_EXCLUDES(mu_, zk_mu_);
+  // As the controller: logs the streamlets of brokers that left (`before` less brokers_), which
+  // are unavailable until those brokers return.
+  void ReportLostBrokers(const std::vector<BrokerRecord>& before) NS_EXCLUDES(mu_);
+  // Logs, per owner that is not registered (of `only`, or of all when empty), its streamlets.
+  void ReportUnavailable(const std::set<uint32_t>& only) NS_EXCLUDES(mu_);
+  // After a create or delete made here or by the controller: the stream's node read (and
+  // watched) and its local copy made, or the local copy removed.
+  void AfterCreate(const std::string& name) NS_EXCLUDES(mu_, zk_mu_);
+  Result<std::shared_ptr<storage::Stream>> AfterDelete(const std::string& name) NS_EXCLUDES(mu_);
+
   // Forgets every chunk of `s` here and removes its segment files.
   static void DropLocalCopy(storage::Streamlet& s);
   // Removes the local copy of streamlet `id` of `stream` and tells the server.
@@ -177,6 +208,13 @@ class ZkCluster {
   std::set<std::string> deleted_ NS_GUARDED_BY(mu_);
   // Streams whose node a watch saw change (a placement change): re-read by the refresher.
   std::set<std::string> changed_streams_ NS_GUARDED_BY(mu_);
+  // The controller's election: a watch on /controller fired (or the session was renewed).
+  bool controller_dirty_ NS_GUARDED_BY(mu_) = true;
+  uint32_t controller_id_ NS_GUARDED_BY(mu_) = net::kNoController;
+  // Set while this broker's session holds /controller; the version of /controller_epoch its
+  // election wrote, which each of its placement changes checks.
+  bool is_controller_ NS_GUARDED_BY(mu_) = false;
+  int32_t epoch_version_ NS_GUARDED_BY(mu_) = -1;
   // Streamlets this broker sealed for a move, and when each seal runs out (monotonic ms).
   std::map<std::pair<std::string, uint32_t>, int64_t> seals_ NS_GUARDED_BY(mu_);
 

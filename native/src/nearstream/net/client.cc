@@ -37,10 +37,11 @@ Result<bool> WaitFor(int fd, short events, int64_t deadline_ms) {
   }
 }
 
-void PutRequestHeader(uint8_t* out, uint32_t frame_length, Opcode opcode, uint64_t id) {
+void PutRequestHeader(uint8_t* out, uint32_t frame_length, Opcode opcode, uint64_t id,
+                      uint8_t flags) {
   StoreLe32(out, frame_length);
   out[4] = kProtocolVersion;
-  out[5] = 0;
+  out[5] = flags;
   StoreLe16(out + 6, static_cast<uint16_t>(opcode));
   StoreLe64(out + 8, id);
 }
@@ -74,6 +75,7 @@ Client::Client(Client&& other) noexcept
       io_timeout_ms_(other.io_timeout_ms_),
       max_frame_bytes_(other.max_frame_bytes_),
       next_request_id_(other.next_request_id_),
+      request_flags_(other.request_flags_),
       in_flight_(std::exchange(other.in_flight_, 0)),
       broken_(std::exchange(other.broken_, Status::IoError("client was moved from"))),
       scratch_(std::move(other.scratch_)),
@@ -89,6 +91,7 @@ Client& Client::operator=(Client&& other) noexcept {
     io_timeout_ms_ = other.io_timeout_ms_;
     max_frame_bytes_ = other.max_frame_bytes_;
     next_request_id_ = other.next_request_id_;
+    request_flags_ = other.request_flags_;
     in_flight_ = std::exchange(other.in_flight_, 0);
     broken_ = std::exchange(other.broken_, Status::IoError("client was moved from"));
     scratch_ = std::move(other.scratch_);
@@ -161,7 +164,8 @@ Result<uint64_t> Client::Send(Opcode opcode, const uint8_t* body, size_t size) {
   }
   uint64_t id = next_request_id_++;
   uint8_t header[kRequestPrefixBytes];
-  PutRequestHeader(header, static_cast<uint32_t>(kFrameHeaderSize + size), opcode, id);
+  PutRequestHeader(header, static_cast<uint32_t>(kFrameHeaderSize + size), opcode, id,
+                   request_flags_);
   iovec iov[2] = {{header, sizeof(header)}, {const_cast<uint8_t*>(body), size}};
   RETURN_IF_ERROR(WriteAll(iov, size > 0 ? 2 : 1));
   ++in_flight_;
@@ -190,7 +194,7 @@ Result<uint64_t> Client::SendAppend(const AppendRequest& request) {
   }
   uint64_t id = next_request_id_++;
   PutRequestHeader(scratch_.data(), static_cast<uint32_t>(total - kFrameLengthPrefix),
-                   Opcode::kAppend, id);
+                   Opcode::kAppend, id, request_flags_);
   std::vector<iovec> iov;
   iov.reserve(1 + 2 * request.entries.size());
   iov.push_back({scratch_.data(), prefix_end});

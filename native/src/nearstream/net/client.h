@@ -79,6 +79,9 @@ class Client {
   // Requests sent and not yet answered.
   size_t in_flight() const { return in_flight_; }
   bool ok() const { return broken_.ok(); }
+  // Marks every request this client sends as forwarded (kFlagForwarded): a broker's client to
+  // the cluster's controller.
+  void set_forwarding(bool forwarding) { request_flags_ = forwarding ? kFlagForwarded : 0; }
 
   // ---- pipelined path ------------------------------------------------------------------------
 
@@ -150,6 +153,7 @@ class Client {
   int io_timeout_ms_ = kDefaultIoTimeoutMs;
   uint32_t max_frame_bytes_ = kDefaultMaxFrameBytes;  // the broker's, learnt at Handshake
   uint64_t next_request_id_ = 1;
+  uint8_t request_flags_ = 0;
   size_t in_flight_ = 0;
   Status broken_;  // sticky: set by the first local I/O or framing failure
   Bytes scratch_;  // encoding space for request headers

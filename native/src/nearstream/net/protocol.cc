@@ -251,6 +251,7 @@ void EncodeClusterMetadataResponse(ByteWriter& w, const ClusterMetadataResponse&
     w.U32(static_cast<uint32_t>(s.owners.size()));
     for (uint32_t owner : s.owners) w.U32(owner);
   }
+  w.U32(m.controller_id);
 }
 
 Result<ClusterMetadataResponse> DecodeClusterMetadataResponse(const uint8_t* p, size_t n) {
@@ -277,6 +278,7 @@ Result<ClusterMetadataResponse> DecodeClusterMetadataResponse(const uint8_t* p, 
     for (uint32_t k = 0; k < owners && r.ok(); ++k) s.owners.push_back(r.U32());
     m.streams.push_back(std::move(s));
   }
+  m.controller_id = r.U32();
   return Finish(r, std::move(m), "ClusterMetadata response");
 }
 

@@ -27,6 +27,10 @@ inline constexpr uint8_t kProtocolVersion = 1;
 inline constexpr uint32_t kFrameLengthPrefix = 4;
 inline constexpr uint32_t kFrameHeaderSize = 12;  // after the length prefix
 inline constexpr uint8_t kFlagResponse = 0x01;
+// A broker passing a client's CreateStream or DeleteStream on to the controller.
+inline constexpr uint8_t kFlagForwarded = 0x02;
+// ClusterMetadataResponse::controller_id while no controller is elected.
+inline constexpr uint32_t kNoController = 0xFFFFFFFF;
 inline constexpr uint32_t kDefaultMaxFrameBytes = 64u << 20;
 
 enum class Opcode : uint16_t {
@@ -64,6 +68,7 @@ struct FrameHeader {
   uint16_t opcode = 0;
   uint64_t request_id = 0;
   bool is_response() const { return (flags & kFlagResponse) != 0; }
+  bool is_forwarded() const { return (flags & kFlagForwarded) != 0; }
 };
 
 // Parses the 12 header bytes that follow the length prefix.
@@ -282,6 +287,7 @@ struct ClusterMetadataResponse {
   uint32_t broker_id = 0;  // the answering broker
   std::vector<BrokerInfo> brokers;
   std::vector<StreamPlacement> streams;
+  uint32_t controller_id = kNoController;
 };
 
 struct StreamletRef {

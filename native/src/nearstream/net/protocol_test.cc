@@ -758,6 +758,7 @@ TEST(ProtocolGoldenTest, ClusterMetadataResponse) {
   EXPECT_EQ(m->streams[0].name, kStream);
   EXPECT_EQ(m->streams[0].version, 0x0A0B0C0Du);
   EXPECT_EQ(m->streams[0].owners, (std::vector<uint32_t>{1, 2, 0x01020304, 1}));
+  EXPECT_EQ(m->controller_id, 0x01020304u);
   Bytes again = EncodeResponse(Opcode::kClusterMetadata, kClusterMetadataId, Status::Ok(),
                                [&](ByteWriter& w) { EncodeClusterMetadataResponse(w, *m); });
   ExpectSameBytes(again, f.bytes, "cluster_metadata_response.bin");

@@ -6,12 +6,17 @@ import java.util.Optional;
 /**
  * The cluster as one broker sees it (docs/protocol.md, "ClusterMetadata (11)"): the registered
  * brokers, ascending id, and the placement of the streams asked for. A standalone broker answers
- * with itself as the only broker, owning every streamlet.
+ * with itself as the only broker, owning every streamlet (and as the controller).
  *
  * @param brokerId the id of the broker that answered
+ * @param controllerId the broker elected controller (it makes creates and deletes, which any broker
+ *     forwards to it), or {@link #NO_CONTROLLER} while none is
  */
 public record ClusterMetadata(
-        int brokerId, List<BrokerInfo> brokers, List<StreamPlacement> streams) {
+        int brokerId, List<BrokerInfo> brokers, List<StreamPlacement> streams, int controllerId) {
+
+    /** {@link #controllerId()} while no controller is elected (the wire's 0xFFFFFFFF). */
+    public static final int NO_CONTROLLER = -1;
 
     public ClusterMetadata {
         brokers = List.copyOf(brokers);

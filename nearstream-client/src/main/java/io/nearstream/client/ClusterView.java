@@ -26,9 +26,10 @@ final class ClusterView {
     private record State(
             int answeredBy,
             Map<Integer, BrokerInfo> brokers,
-            Map<String, StreamPlacement> streams) {}
+            Map<String, StreamPlacement> streams,
+            int controllerId) {}
 
-    private volatile State state = new State(-1, Map.of(), Map.of());
+    private volatile State state = new State(-1, Map.of(), Map.of(), ClusterMetadata.NO_CONTROLLER);
 
     /**
      * Takes in a ClusterMetadata answer to a request for {@code asked} (empty: every stream).
@@ -62,7 +63,8 @@ final class ClusterView {
                 new State(
                         answer.brokerId(),
                         Collections.unmodifiableMap(brokers),
-                        Collections.unmodifiableMap(streams));
+                        Collections.unmodifiableMap(streams),
+                        answer.controllerId());
     }
 
     private static List<String> names(List<StreamPlacement> placements) {
@@ -79,7 +81,12 @@ final class ClusterView {
         if (old.streams.containsKey(stream)) {
             Map<String, StreamPlacement> streams = new HashMap<>(old.streams);
             streams.remove(stream);
-            state = new State(old.answeredBy, old.brokers, Collections.unmodifiableMap(streams));
+            state =
+                    new State(
+                            old.answeredBy,
+                            old.brokers,
+                            Collections.unmodifiableMap(streams),
+                            old.controllerId);
         }
     }
 
@@ -98,9 +105,9 @@ final class ClusterView {
     }
 
     /**
-     * The view as a {@link ClusterMetadata}: the last answering broker's id, the brokers, and the
-     * placements of {@code streams} that the view holds (every one, sorted by name, when none is
-     * given, as a broker sorts them).
+     * The view as a {@link ClusterMetadata}: the last answering broker's id, the brokers, the
+     * controller it named, and the placements of {@code streams} that the view holds (every one,
+     * sorted by name, when none is given, as a broker sorts them).
      */
     ClusterMetadata snapshot(List<String> streams) {
         State s = state;
@@ -115,6 +122,7 @@ final class ClusterView {
                 }
             }
         }
-        return new ClusterMetadata(s.answeredBy, List.copyOf(s.brokers.values()), placements);
+        return new ClusterMetadata(
+                s.answeredBy, List.copyOf(s.brokers.values()), placements, s.controllerId);
     }
 }

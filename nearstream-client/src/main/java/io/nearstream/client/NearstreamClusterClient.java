@@ -193,18 +193,74 @@ public final class NearstreamClusterClient implements NearstreamClient {
         return onAnyBroker(null, true, c -> c.handshake(clientName));
     }
 
+    /**
+     * Creates the stream through any broker, which forwards it to the cluster's controller. While
+     * no controller can take it (one is being elected, a killed one's registration has not expired
+     * yet, ZooKeeper is out of reach) the broker answers {@code CLUSTER_UNAVAILABLE}: the create is
+     * sent again for up to {@link #PLACEMENT_RETRY}, to another broker after a lost connection, as
+     * Kafka's admin client retries until its timeout. A create whose earlier try was made but not
+     * answered then fails with {@code STREAM_EXISTS}.
+     */
     @Override
     public CompletableFuture<Void> createStream(StreamConfig config) {
         Objects.requireNonNull(config, "config");
         // The new stream's placement replaces whatever an earlier stream of that name left.
-        return onAnyBroker(config.name(), false, c -> c.createStream(config))
+        return placementChange(config.name(), c -> c.createStream(config))
                 .thenCompose(v -> refresher.refresh(config.name(), true));
     }
 
+    /** As {@link #createStream}: retried while the cluster answers {@code CLUSTER_UNAVAILABLE}. */
     @Override
     public CompletableFuture<Void> deleteStream(String name) {
-        return onAnyBroker(name, false, c -> c.deleteStream(name))
+        return placementChange(name, c -> c.deleteStream(name))
                 .whenComplete((v, err) -> view.forget(name));
+    }
+
+    /** How long a create or delete is retried while no controller can take it. */
+    static final Duration PLACEMENT_RETRY = Duration.ofSeconds(15);
+
+    private CompletableFuture<Void> placementChange(
+            String stream, Function<NearstreamClient, CompletableFuture<Void>> op) {
+        return placementChange(stream, op, System.nanoTime() + PLACEMENT_RETRY.toNanos(), 0);
+    }
+
+    private CompletableFuture<Void> placementChange(
+            String stream,
+            Function<NearstreamClient, CompletableFuture<Void>> op,
+            long deadlineNanos,
+            int attempt) {
+        return onAnyBroker(stream, false, op)
+                .handle(
+                        (v, err) -> {
+                            if (err == null) {
+                                return CompletableFuture.<Void>completedFuture(null);
+                            }
+                            NearstreamClientException e = StreamletRouter.asClientException(err);
+                            long delayMs =
+                                    Math.min(
+                                            Math.max(backoffMs, 50) << Math.min(attempt, 10), 1000);
+                            // A lost connection moved the request to another broker already.
+                            boolean retriable =
+                                    e.status() == StatusCode.CLUSTER_UNAVAILABLE
+                                            || e.status() == StatusCode.IO_ERROR;
+                            if (!retriable
+                                    || System.nanoTime() + delayMs * 1_000_000 - deadlineNanos
+                                            > 0) {
+                                return CompletableFuture.<Void>failedFuture(e);
+                            }
+                            return CompletableFuture.runAsync(
+                                            () -> {},
+                                            CompletableFuture.delayedExecutor(
+                                                    delayMs, TimeUnit.MILLISECONDS))
+                                    .thenCompose(
+                                            x ->
+                                                    placementChange(
+                                                            stream,
+                                                            op,
+                                                            deadlineNanos,
+                                                            attempt + 1));
+                        })
+                .thenCompose(f -> f);
     }
 
     @Override

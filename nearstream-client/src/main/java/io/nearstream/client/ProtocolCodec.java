@@ -686,8 +686,9 @@ final class ProtocolCodec {
             }
             streams.add(new StreamPlacement(name, version, List.of(owners)));
         }
+        int controllerId = in.u32("controller_id");
         in.end();
-        return new ClusterMetadata(brokerId, brokers, streams);
+        return new ClusterMetadata(brokerId, brokers, streams, controllerId);
     }
 
     /** The streamlet's tail once the seal holds (all-zero when the seal was lifted). */

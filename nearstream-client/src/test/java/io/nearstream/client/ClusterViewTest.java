@@ -12,7 +12,7 @@ class ClusterViewTest {
             List.of(new BrokerInfo(1, "a:1", "ha"), new BrokerInfo(2, "b:2", "hb"));
 
     private static ClusterMetadata answer(int by, StreamPlacement... streams) {
-        return new ClusterMetadata(by, BROKERS, List.of(streams));
+        return new ClusterMetadata(by, BROKERS, List.of(streams), 1);
     }
 
     private static StreamPlacement placement(String name, int version, Integer... owners) {

@@ -100,7 +100,9 @@ final class FakeCluster implements AutoCloseable {
                 out.add(p);
             }
         }
-        return new ClusterMetadata(answeringId, infos, out);
+        // The lowest registered id plays the controller (the fake makes no placement changes).
+        int controller = infos.isEmpty() ? ClusterMetadata.NO_CONTROLLER : infos.get(0).id();
+        return new ClusterMetadata(answeringId, infos, out, controller);
     }
 
     @Override

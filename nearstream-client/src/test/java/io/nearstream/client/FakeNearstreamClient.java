@@ -161,7 +161,7 @@ final class FakeNearstreamClient implements NearstreamClient {
         }
         return CompletableFuture.completedFuture(
                 new ClusterMetadata(
-                        0, List.of(new BrokerInfo(0, address(), "localhost")), placements));
+                        0, List.of(new BrokerInfo(0, address(), "localhost")), placements, 0));
     }
 
     @Override

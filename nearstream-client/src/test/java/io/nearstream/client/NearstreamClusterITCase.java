@@ -356,6 +356,38 @@ class NearstreamClusterITCase {
         }
     }
 
+    /**
+     * Creates go through any broker to the controller; killed (SIGKILL), the controller keeps its
+     * ZooKeeper node until its session expires, and the client's create, refused as retriable
+     * meanwhile, is made once another broker is elected, placed over the brokers that remain.
+     */
+    @Test
+    @Order(7)
+    void aCreateOutlivesTheLossOfTheController() throws Exception {
+        try (NearstreamClient client = cluster()) {
+            ClusterMetadata before = client.clusterMetadata().get(10, TimeUnit.SECONDS);
+            int controller = before.controllerId();
+            assertThat(before.broker(controller)).as("controller %d", controller).isPresent();
+            int index = controller - 1; // broker ids are 1, 2, 3
+            assertThat(CLUSTER.brokerId(index)).isEqualTo(controller);
+            CLUSTER.kill(index);
+            try {
+                client.createStream(StreamConfig.of("c.failover", 4)).get(30, TimeUnit.SECONDS);
+                ClusterMetadata after =
+                        client.clusterMetadata("c.failover").get(10, TimeUnit.SECONDS);
+                assertThat(after.controllerId())
+                        .isNotEqualTo(controller)
+                        .isNotEqualTo(ClusterMetadata.NO_CONTROLLER);
+                assertThat(after.placement("c.failover").orElseThrow().owners())
+                        .hasSize(4)
+                        .doesNotContain(controller);
+                assertThat(appendToEach(client, "c.failover", 4)).allMatch(AppendResult::ok);
+            } finally {
+                CLUSTER.restart(index);
+            }
+        }
+    }
+
     private static void signal(String name, long pid) throws Exception {
         Process kill = new ProcessBuilder("kill", "-" + name, Long.toString(pid)).start();
         assertThat(kill.waitFor(10, TimeUnit.SECONDS)).isTrue();

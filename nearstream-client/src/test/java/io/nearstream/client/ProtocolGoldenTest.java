@@ -240,6 +240,7 @@ class ProtocolGoldenTest {
                                                         "address", b.address(),
                                                         "host", b.host())));
                         body.put("streams", list(v.streams(), ProtocolGoldenTest::placementJson));
+                        body.put("controller_id", u32(v.controllerId()));
                         writer = out -> ProtocolTestCodec.writeClusterMetadataResponse(out, v);
                         break;
                     }

@@ -367,6 +367,7 @@ final class ProtocolTestCodec {
                 out.writeIntLE(owner);
             }
         }
+        out.writeIntLE(m.controllerId());
     }
 
     static void writeSealStreamletResponse(ByteBuf out, Position tail) {

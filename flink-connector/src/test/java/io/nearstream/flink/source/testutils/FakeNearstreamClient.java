@@ -333,7 +333,7 @@ public final class FakeNearstreamClient implements NearstreamClient {
         }
         return CompletableFuture.completedFuture(
                 new ClusterMetadata(
-                        0, List.of(new BrokerInfo(0, address, "localhost")), placements));
+                        0, List.of(new BrokerInfo(0, address, "localhost")), placements, 0));
     }
 
     @Override
