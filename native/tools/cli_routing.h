@@ -82,6 +82,9 @@ class BrokerConnections {
     return placement->ByBroker(streamlets);
   }
 
+  // Drops the placement of `stream`: the next request loads it again.
+  void Forget(const std::string& stream) { placements_.erase(stream); }
+
   // The connection for `streamlet`'s requests: its owner's, or the single broker's.
   Result<net::Client*> ForStreamlet(const std::string& stream, uint32_t streamlet) {
     if (!routed()) return First();
@@ -97,7 +100,7 @@ class BrokerConnections {
     return out;
   }
 
-  // Loaded once per stream and run: placements do not change after a stream's create.
+  // Loaded once per stream, and again after Forget() (a NOT_OWNER: a streamlet moved).
   Result<const net::ClusterPlacement*> PlacementOf(const std::string& stream) {
     auto it = placements_.find(stream);
     if (it == placements_.end()) {

@@ -377,8 +377,11 @@ Result<Runner> PrepareMetadata(const Flags& flags) {
   return Runner([name](BrokerConnections& brokers) { return PrintMetadata(brokers, name); });
 }
 
+// How long `produce` keeps sending a chunk that a streamlet move refuses.
+constexpr int64_t kMoveRetryMs = 60000;
+
 // Appends chunks synchronously, one request per chunk, so per-streamlet order is the input order
-// and sequence numbers never race. Each chunk goes to its streamlet's broker.
+// and sequence numbers never race. Each chunk goes to its streamlet's broker, following a move.
 class LineProducer {
  public:
   LineProducer(BrokerConnections& brokers, std::string stream, uint64_t producer_id)
@@ -391,18 +394,34 @@ class LineProducer {
     net::AppendRequest request;
     request.stream = stream_;
     request.entries.push_back({streamlet, chunk.data(), static_cast<uint32_t>(chunk.size())});
-    ASSIGN_OR_RETURN(Client * client, brokers_.ForStreamlet(stream_, streamlet));
-    ASSIGN_OR_RETURN(net::AppendResponse response, client->Append(request));
-    if (response.results.size() != 1) {
-      return Status::MalformedRequest("append answered with " +
-                                      std::to_string(response.results.size()) +
-                                      " results for 1 chunk");
-    }
-    const net::AppendResult& r = response.results[0];
-    if (r.status != 0) {
-      return Status(static_cast<StatusCode>(r.status),
-                    "append to streamlet " + std::to_string(streamlet) + " failed after " +
-                        std::to_string(acknowledged_) + " records were acknowledged: " + r.message);
+    // A streamlet being moved refuses appends until the move ends (STREAMLET_MOVING), then its
+    // old owner names the new one (NOT_OWNER): nothing of a refused chunk was stored, so the same
+    // chunk goes again, to the owner the refreshed placement names.
+    const int64_t deadline = MonotonicNowMs() + kMoveRetryMs;
+    for (int attempt = 0;; ++attempt) {
+      ASSIGN_OR_RETURN(Client * client, brokers_.ForStreamlet(stream_, streamlet));
+      ASSIGN_OR_RETURN(net::AppendResponse response, client->Append(request));
+      if (response.results.size() != 1) {
+        return Status::MalformedRequest("append answered with " +
+                                        std::to_string(response.results.size()) +
+                                        " results for 1 chunk");
+      }
+      const net::AppendResult& r = response.results[0];
+      if (r.status == 0) break;
+      const auto code = static_cast<StatusCode>(r.status);
+      const bool follow = code == StatusCode::kStreamletMoving ||
+                          (code == StatusCode::kNotOwner && brokers_.routed());
+      if (!follow || MonotonicNowMs() >= deadline) {
+        return Status(code, "append to streamlet " + std::to_string(streamlet) + " failed after " +
+                                std::to_string(acknowledged_) +
+                                " records were acknowledged: " + r.message);
+      }
+      if (code == StatusCode::kNotOwner) brokers_.Forget(stream_);
+      // A NOT_OWNER is followed at once; the placement a broker answers may lag the move by a
+      // watch, so a second one waits as a refusal does.
+      if (code != StatusCode::kNotOwner || attempt > 0) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50 << std::min(attempt, 4)));
+      }
     }
     ++sequences_[streamlet];
     acknowledged_ += records;

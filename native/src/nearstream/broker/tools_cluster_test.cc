@@ -13,6 +13,7 @@
 #include <zookeeper/zookeeper.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -597,8 +598,6 @@ TEST_F(ToolsClusterTest, MoveAndDrainKeepEveryRecordAtItsPosition) {
   EXPECT_NE(r.err.find("memory-only"), std::string::npos) << r.err;
 }
 
-// A second broker with a registered broker's id waits for that registration to go (it may be
-// the id's previous process, whose session has not expired) and then refuses to start.
 // The controller every running broker names, once they agree on one other than `gone`
 // (kNoController when they do not within 20 s).
 uint32_t AgreedController(const std::vector<std::unique_ptr<TestBroker>>& brokers,
@@ -773,6 +772,49 @@ TEST_F(ToolsClusterTest, AControllerWhoseEpochMovedOnChangesNothingAndIsElectedA
       << brokers_[controller - 1]->log();
 }
 
+// `nearstream produce` keeps writing a streamlet that moves under it, back and forth: its
+// chunks refused with STREAMLET_MOVING or NOT_OWNER go again, to the new owner, and every line
+// is stored once, streamlet 0's in the order written.
+TEST_F(ToolsClusterTest, ProduceFollowsAStreamletMovedUnderIt) {
+  ProcessResult r = Cli(All(), {"create", "follow", "--streamlets", "1", "--durability", "async"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  std::vector<std::string> sent;
+  std::string input;
+  for (int i = 0; i < 30000; ++i) {
+    sent.push_back("line " + std::to_string(i));
+    input += sent.back() + "\n";
+  }
+  std::atomic<bool> done{false};
+  ProcessResult produced;
+  std::thread producer([&] {
+    produced =
+        Cli(All(), {"produce", "follow", "--batch-records", "1", "--producer-id", "5"}, input);
+    done = true;
+  });
+  // Once it writes, move the streamlet three times.
+  while (!done) {
+    r = Cli(All(), {"metadata", "follow"});
+    if (r.out.find("0 groups") == std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  for (int move = 0; move < 3; ++move) {
+    const uint32_t from = OwnerSeenBy(brokers_[0]->address(), "follow", 0);
+    const uint32_t to = from % 3 + 1;
+    r = Cli(All(), {"move", "follow", "0", "--to", std::to_string(to)});
+    ASSERT_EQ(r.exit_code, 0) << Describe(r);
+    ASSERT_EQ(AgreedOwners(brokers_, "follow"), std::vector<uint32_t>{to});
+  }
+  const bool overlapped = !done;
+  producer.join();
+  ASSERT_EQ(produced.exit_code, 0) << Describe(produced);
+  ASSERT_TRUE(overlapped) << "produce ended before the third move: give it more lines";
+  r = Cli(All(), {"consume", "follow", "--timeout-ms", "1000"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_EQ(Lines(r.out), sent);
+}
+
+// A second broker with a registered broker's id waits for that registration to go (it may be
+// the id's previous process, whose session has not expired) and then refuses to start.
 TEST_F(ToolsClusterTest, ABrokerIdThatIsTakenRefusesTheStart) {
   const int64_t started = MonotonicNowMs();
   ProcessResult r = RunProcess({NEARSTREAMD_PATH, "--listen", "127.0.0.1:0", "--zookeeper",
