@@ -262,7 +262,13 @@ Status Move(BrokerConnections& brokers, const std::vector<net::BrokerInfo>& regi
             const std::string& stream, uint32_t streamlet, uint32_t from, uint32_t to) {
   ASSIGN_OR_RETURN(std::string address, AddressOf(registered, to));
   ASSIGN_OR_RETURN(Client * target, brokers.To(address));
-  RETURN_IF_ERROR(target->MoveStreamlet({stream, streamlet}));
+  // The target answers once it has copied the streamlet, and waited for the transactions that
+  // hold chunks of it to end: far longer than an ordinary request may take.
+  const int io_timeout_ms = target->io_timeout_ms();
+  target->set_io_timeout_ms(10 * 60 * 1000);
+  Status moved = target->MoveStreamlet({stream, streamlet});
+  target->set_io_timeout_ms(io_timeout_ms);
+  RETURN_IF_ERROR(moved);
   std::printf("moved streamlet %u of stream %s from broker %u to broker %u\n", streamlet,
               stream.c_str(), from, to);
   return Status::Ok();

@@ -32,7 +32,7 @@ constexpr size_t kDirectRecvMin = 16 * 1024;
 Server::Server(ServerOptions options, storage::StreamStore* store)
     : options_(options),
       store_(store),
-      metrics_(options.workers),
+      metrics_(options.workers + 1),
       waiters_([this](Request r) { Enqueue(std::move(r)); }),
       push_(std::make_unique<push::PushManager>(
           [&options] {
@@ -42,7 +42,8 @@ Server::Server(ServerOptions options, storage::StreamStore* store)
           }(),
           store)),
       handler_(options.handler, store, &waiters_, &metrics_, push_.get(), options.cluster) {
-  for (int i = 0; i < options_.workers; ++i) queues_.push_back(std::make_unique<WorkQueue>());
+  // One queue per worker, and the admin queue last (see Enqueue).
+  for (int i = 0; i <= options_.workers; ++i) queues_.push_back(std::make_unique<WorkQueue>());
   if (options_.cluster != nullptr) {
     options_.cluster->OnStreamDeleted(
         [this](const std::shared_ptr<storage::Stream>& stream) { waiters_.WakeAll(stream.get()); });
@@ -88,6 +89,8 @@ Status Server::Start() {
     workers_.emplace_back([this, i] { WorkerLoop(i); });
     NameThread(workers_.back(), "ns-worker-" + std::to_string(i));
   }
+  workers_.emplace_back([this] { WorkerLoop(options_.workers); });
+  NameThread(workers_.back(), "ns-admin");
   maintenance_ = std::thread([this] { MaintenanceLoop(); });
   NameThread(maintenance_, "ns-maintenance");
   dispatcher_ = std::thread([this] { DispatchLoop(); });
@@ -118,7 +121,13 @@ void Server::Stop() {
 }
 
 void Server::Enqueue(Request r) {
-  size_t index = r.conn->id() % queues_.size();
+  // A connection's requests go to one worker, in order. A move takes as long as copying the
+  // streamlet and waiting for the transactions that write it; on a request worker it would hold
+  // up every connection of that worker, commits of those very transactions included. It runs on
+  // the admin thread instead (its answer is matched by request id, as every answer is).
+  const size_t workers = queues_.size() - 1;
+  const bool admin = r.frame.header.opcode == static_cast<uint16_t>(net::Opcode::kMoveStreamlet);
+  const size_t index = admin ? workers : r.conn->id() % workers;
   queues_[index]->Push(std::move(r));
 }
 
@@ -329,7 +338,8 @@ MetricValues Server::CollectMetrics() {
   add("nearstream_process_cpu_ns_total", ProcessCpuNanos());
   add("nearstream_thread_busy_ns_total{thread=\"dispatcher\"}", metrics_.dispatcher_busy_ns.Get());
   for (size_t i = 0; i < queues_.size(); ++i) {
-    std::string label = "{thread=\"worker-" + std::to_string(i) + "\"}";
+    std::string label = i + 1 == queues_.size() ? std::string("{thread=\"admin\"}")
+                                                : "{thread=\"worker-" + std::to_string(i) + "\"}";
     add("nearstream_thread_busy_ns_total" + label, metrics_.worker_busy_ns[i].Get());
     add("nearstream_queue_depth" + label, queues_[i]->depth());
   }

@@ -560,34 +560,67 @@ TEST_F(ToolsClusterTest, MoveAndDrainKeepEveryRecordAtItsPosition) {
   std::sort(got.begin(), got.end());
   EXPECT_EQ(got, sorted_sent);
 
-  // An open transaction holding a chunk of the streamlet on its owner: the part could not follow,
-  // so the move is refused and the streamlet takes appends as before.
+  // An open transaction holding a chunk of the streamlet on its owner defers the move (its part
+  // could not follow): meanwhile no other transaction starts a part there, while plain appends
+  // and the holder's own go on; once the holder commits, the streamlet moves with its records.
   const std::vector<uint32_t> before_txn = AgreedOwners(brokers_, "moves");
   ASSERT_EQ(before_txn.size(), 6u) << "the brokers' views do not agree";
   const uint32_t txn_owner = before_txn[moved];
+  const uint32_t txn_target = txn_owner % 3 + 1;
   auto owner_client = net::Client::Connect(brokers_[txn_owner - 1]->address());
   ASSERT_TRUE(owner_client.ok()) << owner_client.status().ToString();
-  auto init = owner_client->TxnInit({"moves", "job-1-0", 0});
-  ASSERT_TRUE(init.ok()) << init.status().ToString();
-  net::TxnRef txn{"moves", "job-1-0", init->epoch, 0};
-  auto serial = owner_client->TxnBegin(txn);
-  ASSERT_TRUE(serial.ok()) << serial.status().ToString();
-  txn.serial = *serial;
-  storage::ChunkBuilder b;
-  b.Add("in a transaction");
-  const Bytes chunk = b.Finish(9, 0, WallNowMs());
-  auto appended =
-      owner_client->TxnAppend({txn, {{moved, chunk.data(), static_cast<uint32_t>(chunk.size())}}});
-  ASSERT_TRUE(appended.ok() && appended->results[0].status == 0) << appended.status().ToString();
-  r = Cli(All(), {"move", "moves", streamlet, "--to", std::to_string(txn_owner % 3 + 1)});
-  EXPECT_EQ(r.exit_code, 1) << Describe(r);
-  EXPECT_NE(r.err.find("INVALID_TXN_STATE"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("1 open or prepared transactions hold chunks of streamlet 0"),
-            std::string::npos)
-      << r.err;
-  EXPECT_EQ(OwnerSeenBy(brokers_[0]->address(), "moves", moved), txn_owner);
-  r = Cli(All(), {"produce", "moves", "--streamlet", streamlet}, "after the refusal\n");
+  auto begin = [&](const std::string& id) {
+    auto init = owner_client->TxnInit({"moves", id, 0});
+    EXPECT_TRUE(init.ok()) << init.status().ToString();
+    net::TxnRef ref{"moves", id, init.ok() ? init->epoch : 0, 0};
+    auto serial = owner_client->TxnBegin(ref);
+    EXPECT_TRUE(serial.ok()) << serial.status().ToString();
+    ref.serial = serial.ok() ? *serial : 0;
+    return ref;
+  };
+  auto txn_append = [&](const net::TxnRef& ref, const std::string& record, uint64_t sequence) {
+    storage::ChunkBuilder b;
+    b.Add(record);
+    const Bytes chunk = b.Finish(9, sequence, WallNowMs());
+    auto appended = owner_client->TxnAppend(
+        {ref, {{moved, chunk.data(), static_cast<uint32_t>(chunk.size())}}});
+    return appended.ok() ? static_cast<StatusCode>(appended->results[0].status)
+                         : appended.status().code();
+  };
+  const net::TxnRef holder = begin("job-1-0");
+  ASSERT_EQ(txn_append(holder, "in a transaction", 0), StatusCode::kOk);
+  ProcessResult moved_out;
+  std::thread mover([&] {
+    moved_out = Cli(All(), {"move", "moves", streamlet, "--to", std::to_string(txn_target)});
+  });
+  // New transactions until one is refused: one that got in before the move began is aborted,
+  // so that it holds nothing.
+  StatusCode refused = StatusCode::kOk;
+  for (int k = 0; k < 500 && refused != StatusCode::kStreamletMoving; ++k) {
+    const net::TxnRef newcomer = begin("job-2-" + std::to_string(k));
+    refused = txn_append(newcomer, "a new transaction", 0);
+    if (refused != StatusCode::kStreamletMoving) {
+      EXPECT_TRUE(owner_client->TxnAbort(newcomer).ok());
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  EXPECT_EQ(refused, StatusCode::kStreamletMoving);
+  r = Cli(brokers_[txn_owner - 1]->address(), {"produce", "moves", "--streamlet", streamlet},
+          "while the transaction ends\n");
   EXPECT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_EQ(txn_append(holder, "in a transaction too", 1), StatusCode::kOk);
+  EXPECT_TRUE(owner_client->TxnPrepare(holder).ok());
+  EXPECT_TRUE(owner_client->TxnCommit(holder).ok());
+  mover.join();
+  ASSERT_EQ(moved_out.exit_code, 0) << Describe(moved_out);
+  EXPECT_EQ(AgreedOwners(brokers_, "moves")[moved], txn_target);
+  r = Cli(All(), {"consume", "moves", "--streamlets", streamlet, "--timeout-ms", "500"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  const std::vector<std::string> last = Lines(r.out);
+  ASSERT_GE(last.size(), 3u);
+  EXPECT_EQ(std::vector<std::string>(last.end() - 3, last.end()),
+            (std::vector<std::string>{"while the transaction ends", "in a transaction",
+                                      "in a transaction too"}));
 
   // A memory-only stream's chunks live in its broker's memory alone: it does not move.
   r = Cli(All(), {"create", "in-memory", "--streamlets", "1"});

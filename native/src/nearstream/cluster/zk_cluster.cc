@@ -17,6 +17,8 @@ namespace {
 // much one Fetch of the copy asks for.
 constexpr uint32_t kMoveSealMs = 30000;
 constexpr uint32_t kMoveFetchBytes = 1u << 20;
+// How long a move waits for the transactions that hold chunks of the streamlet to end.
+constexpr int64_t kMoveTxnWaitMs = 60000;
 
 }  // namespace
 
@@ -429,7 +431,10 @@ void ZkCluster::CheckSeals() {
     NS_LOG(kWarning) << "the move of streamlet " << id << " of stream " << name
                      << " did not finish in time; it takes appends here again";
     if (std::shared_ptr<storage::Stream> stream = store_->Find(name)) {
-      if (storage::Streamlet* s = stream->streamlet(id)) s->Unseal();
+      if (storage::Streamlet* s = stream->streamlet(id)) {
+        s->Unseal();
+        s->HoldOffNewParts(0);
+      }
     }
   }
 }
@@ -461,21 +466,34 @@ Result<storage::Position> ZkCluster::Seal(storage::Stream& stream, uint32_t id,
   const std::pair<std::string, uint32_t> key{stream.config().name, id};
   if (seal_ms == 0) {
     s.Unseal();
+    s.HoldOffNewParts(0);
     MutexLock lock(&mu_);
     seals_.erase(key);
     return storage::Position{};
   }
   // The seal first, then the transactions, then the tail: no transaction can add a part to the
-  // sealed streamlet, one that holds a part now refuses the move (the part could not follow),
+  // sealed streamlet, one that holds a part now defers the move (the part could not follow),
   // and a commit that linked chunks into the streamlet before the check (the check waits for
   // commits in progress) is inside the tail.
+  // The transactions begun before the first request of this move may still write the streamlet
+  // (an exactly-once writer flushes its transaction before its checkpoint commits it); later
+  // ones may not, so the earlier ones only end. The mark stays across the target's requests.
+  uint64_t mark = s.new_parts_mark();
+  if (mark == 0) mark = stream.transactions().NextNumber();
+  s.HoldOffNewParts(mark);
   s.Seal();
-  if (const uint32_t holding = stream.transactions().HoldingPartsIn(id); holding > 0) {
+  if (const uint32_t holding = stream.transactions().HoldingPartsIn(id, mark); holding > 0) {
+    // Appends go on while those transactions end. Until seal_ms runs out: the target asks
+    // again while it waits.
     s.Unseal();
+    MutexLock lock(&mu_);
+    seals_[key] = MonotonicNowMs() + seal_ms;
     return Status::InvalidTxnState(
         std::to_string(holding) + " open or prepared transactions hold chunks of streamlet " +
         std::to_string(id) + " of stream '" + key.first + "' on broker " +
-        std::to_string(options_.broker_id) + ": it moves once they are committed or aborted");
+        std::to_string(options_.broker_id) +
+        " or may still write it: it moves once they are committed or aborted; no transaction"
+        " begun since writes it until then");
   }
   const storage::Position tail = s.tail();
   MutexLock lock(&mu_);
@@ -560,8 +578,9 @@ Status ZkCluster::CopyStreamlet(net::Client& source, const std::string& name, ui
   storage::Env* env = storage::Env::Default();
   RETURN_IF_ERROR(env->CreateDirs(into.dir()));
   std::unique_ptr<storage::WritableFile> file;
-  storage::Position file_at;  // the segment `file` holds, and where its next byte goes
-  storage::Position at;       // all-zero: the earliest retained chunk
+  storage::Position file_at;      // the segment `file` holds, and where its next byte goes
+  storage::Position at;           // all-zero: the earliest retained chunk
+  storage::Position source_tail;  // as the last Fetch answered it
   // One Fetch from `at`, its blocks appended to the files of their segments; returns the bytes.
   auto copy_once = [&]() -> Result<uint32_t> {
     ASSIGN_OR_RETURN(net::FetchReply reply, source.Fetch({name, 0, {{id, at, kMoveFetchBytes}}}));
@@ -588,14 +607,17 @@ Status ZkCluster::CopyStreamlet(net::Client& source, const std::string& name, ui
       bytes += b.size;
     }
     at = r.next;
+    source_tail = r.tail;
     return bytes;
   };
   // Before the seal, while the streamlet still takes appends: copy until a Fetch comes back
   // less than half full (caught up with the appends, or nearly), so the seal only covers the
-  // rest and appends pause for that short copy, not for the whole streamlet.
-  while (true) {
-    ASSIGN_OR_RETURN(uint32_t bytes, copy_once());
-    if (bytes < kMoveFetchBytes / 2) break;
+  // rest and appends pause for that short copy, not for the whole streamlet. At most up to the
+  // tail the first Fetch saw: appends faster than the copy would never let it catch up.
+  ASSIGN_OR_RETURN(uint32_t bytes, copy_once());
+  const storage::Position precopy_end = source_tail;
+  while (bytes >= kMoveFetchBytes / 2 && at < precopy_end) {
+    ASSIGN_OR_RETURN(bytes, copy_once());
   }
   // The seal holds kMoveSealMs from its last renewal. Renewing also answers the tail again: the
   // same, unless the seal lapsed (a copy slower than the seal) and the source took appends
@@ -606,7 +628,22 @@ Status ZkCluster::CopyStreamlet(net::Client& source, const std::string& name, ui
     sealed_at = MonotonicNowMs();
     return r.tail;
   };
-  ASSIGN_OR_RETURN(storage::Position tail, renew());
+  // Transactions that hold chunks of the streamlet on the source defer the seal: their parts
+  // could not follow. The source starts no new part there meanwhile, so they only end (an
+  // exactly-once sink commits its transaction at each checkpoint); the copy keeps up while they
+  // do, and the move gives up after kMoveTxnWaitMs.
+  const int64_t txn_deadline = MonotonicNowMs() + kMoveTxnWaitMs;
+  Result<storage::Position> first = renew();
+  if (!first.ok() && first.status().IsInvalidTxnState()) {
+    NS_LOG(kInfo) << "the move of streamlet " << id << " of stream " << name
+                  << " waits: " << first.status().message();
+  }
+  while (!first.ok() && first.status().IsInvalidTxnState() && MonotonicNowMs() < txn_deadline) {
+    RETURN_IF_ERROR(copy_once().status());
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    first = renew();
+  }
+  ASSIGN_OR_RETURN(storage::Position tail, std::move(first));
   while (true) {
     while (at < tail) {
       const storage::Position before = at;

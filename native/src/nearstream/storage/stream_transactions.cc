@@ -333,9 +333,11 @@ Result<bool> StreamTransactions::Append(Txn& txn, uint32_t streamlet, const uint
     return Status::InvalidTxnState("transaction " + std::to_string(txn.serial) + " of " +
                                    Quote(txn.id) + " is no longer open");
   }
-  // Under txn.mu, which HoldingPartsIn takes after the streamlet was sealed: either that sees
-  // this part, or this sees the seal.
-  if (s->sealed()) {
+  // Under txn.mu, which HoldingPartsIn takes after the streamlet was sealed (or closed to new
+  // parts): either that sees this part, or this sees the seal.
+  const uint64_t mark = s->new_parts_mark();
+  const bool held_off = mark != 0 && txn.number >= mark && !txn.parts.contains(streamlet);
+  if (s->sealed() || held_off) {
     return Status::StreamletMoving("streamlet " + std::to_string(streamlet) +
                                    " is moving to another broker; retry after a back-off");
   }
@@ -522,7 +524,12 @@ std::vector<TxnListing> StreamTransactions::List(const std::string& prefix) cons
   return out;
 }
 
-uint32_t StreamTransactions::HoldingPartsIn(uint32_t streamlet) const {
+uint64_t StreamTransactions::NextNumber() const {
+  MutexLock lock(&mu_);
+  return next_number_;
+}
+
+uint32_t StreamTransactions::HoldingPartsIn(uint32_t streamlet, uint64_t mark) const {
   MutexLock lock(&mu_);
   uint32_t holding = 0;
   auto holds = [streamlet](Txn& t) {
@@ -530,7 +537,8 @@ uint32_t StreamTransactions::HoldingPartsIn(uint32_t streamlet) const {
     return t.parts.contains(streamlet);
   };
   for (const auto& [id, st] : ids_) {
-    if (st.open != nullptr && holds(*st.open)) ++holding;
+    // An open transaction from before the mark may still start a part there.
+    if (st.open != nullptr && (st.open->number < mark || holds(*st.open))) ++holding;
     for (const auto& [serial, t] : st.prepared) {
       if (holds(*t)) ++holding;
     }

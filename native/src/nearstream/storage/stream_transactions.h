@@ -107,9 +107,12 @@ class StreamTransactions {
   std::vector<TxnListing> List(const std::string& prefix) const NS_EXCLUDES(mu_);
   TxnGauges Gauges() const NS_EXCLUDES(mu_);
   // How many open or prepared transactions hold chunks of `streamlet` (a streamlet they hold
-  // cannot move to another broker). Seal the streamlet first: appends to a sealed streamlet are
-  // refused, so the count cannot grow after it.
-  uint32_t HoldingPartsIn(uint32_t streamlet) const NS_EXCLUDES(mu_);
+  // cannot move to another broker), counting also every open transaction numbered below `mark`
+  // (it may still start a part there). Seal the streamlet, or hold off new parts from `mark`,
+  // first: the count cannot grow after it.
+  uint32_t HoldingPartsIn(uint32_t streamlet, uint64_t mark = 0) const NS_EXCLUDES(mu_);
+  // The number the next transaction to begin gets (numbers only grow).
+  uint64_t NextNumber() const NS_EXCLUDES(mu_);
   // `async` streams: fsyncs the log, renames the files of the transactions committed since (see
   // FinishCommits) and fsyncs the files appended to since the last call (the maintenance thread,
   // every flush interval). Returns the first error.

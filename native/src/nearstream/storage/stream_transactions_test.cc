@@ -81,6 +81,45 @@ StreamConfig Config(Durability d, uint32_t streamlets = 2, uint32_t active_group
 
 using Seq = std::vector<std::pair<uint64_t, uint64_t>>;
 
+// Before a move, a streamlet holds off the parts of transactions begun since a mark: the earlier
+// ones go on (their own appends, a first part too, prepare, commit) and are counted until they
+// end; later ones get STREAMLET_MOVING for it; plain appends go on.
+TEST(StreamTransactionsTest, AStreamletHoldingOffNewPartsLetsEarlierTransactionsEndAndNoLater) {
+  Stream stream(Config(Durability::kNone), Env::Default(), "");
+  StreamTransactions& t = stream.transactions();
+  for (const char* id : {"holder", "early", "late"}) ASSERT_TRUE(t.Init(id, 0, 0).ok());
+  ASSERT_TRUE(t.Begin("holder", 1, 0).ok());
+  ASSERT_TRUE(t.Begin("early", 1, 0).ok());
+  ASSERT_TRUE(TxnAppend(t, "holder", 1, 1, 0, Chunk(100, 1)).ok());
+  Streamlet* s = stream.streamlet(0);
+  const uint64_t mark = t.NextNumber();
+  s->HoldOffNewParts(mark);
+  ASSERT_TRUE(t.Begin("late", 1, 0).ok());
+  EXPECT_EQ(t.HoldingPartsIn(0, mark), 2u) << "the holder, and the early one that may write";
+  EXPECT_EQ(t.HoldingPartsIn(0), 1u);
+
+  auto refused = TxnAppend(t, "late", 1, 1, 0, Chunk(102, 1));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_TRUE(refused.status().IsStreamletMoving()) << refused.status().ToString();
+  EXPECT_TRUE(TxnAppend(t, "late", 1, 1, 1, Chunk(102, 1)).ok()) << "another streamlet";
+  EXPECT_TRUE(TxnAppend(t, "early", 1, 1, 0, Chunk(101, 1)).ok()) << "begun before the mark";
+  EXPECT_TRUE(TxnAppend(t, "holder", 1, 1, 0, Chunk(100, 2)).ok());
+  EXPECT_TRUE(PlainAppend(stream, 0, Chunk(5, 1)).ok());
+  EXPECT_EQ(t.HoldingPartsIn(0, mark), 2u);
+
+  std::vector<uint32_t> linked;
+  ASSERT_TRUE(t.Prepare("holder", 1, 1).ok());
+  EXPECT_EQ(t.HoldingPartsIn(0, mark), 2u) << "prepared still holds";
+  ASSERT_TRUE(t.Commit("holder", 1, 1, 0, &linked).ok());
+  ASSERT_TRUE(t.Commit("early", 1, 1, 0, &linked).ok());
+  EXPECT_EQ(t.HoldingPartsIn(0, mark), 0u) << "the late one holds nothing here";
+  EXPECT_EQ(Visible(s), (Seq{{5, 1}, {100, 1}, {100, 2}, {101, 1}}));
+
+  s->HoldOffNewParts(0);
+  EXPECT_TRUE(TxnAppend(t, "late", 1, 1, 0, Chunk(102, 2)).ok());
+  EXPECT_EQ(t.HoldingPartsIn(0), 1u);
+}
+
 TEST(StreamTransactionsTest, NothingIsVisibleUntilCommitThenAllOfItInOrderAfterEarlierChunks) {
   Stream stream(Config(Durability::kNone), Env::Default(), "");
   StreamTransactions& t = stream.transactions();

@@ -463,6 +463,7 @@ std::vector<std::string> Streamlet::DropAll() {
     }
   }
   Unseal();
+  HoldOffNewParts(0);
   return doomed;
 }
 

@@ -156,6 +156,12 @@ class Streamlet {
   Position tail() const;
   void Unseal() { sealed_.store(false, std::memory_order_release); }
   bool sealed() const { return sealed_.load(std::memory_order_acquire); }
+  // Before a move, while the transactions that may write the streamlet end: a transaction
+  // numbered `mark` or later (begun since) starts no part here (its TxnAppend gets
+  // STREAMLET_MOVING), so those that may hold one only end; plain appends and the earlier
+  // transactions' appends go on. 0 lifts it; so does DropAll().
+  void HoldOffNewParts(uint64_t mark) { parts_mark_.store(mark, std::memory_order_release); }
+  uint64_t new_parts_mark() const { return parts_mark_.load(std::memory_order_acquire); }
   // Forgets every chunk (the streamlet moved away) and returns the segment files to delete;
   // producer sequences go too. Readers holding segments keep them until they let go. Unseals.
   std::vector<std::string> DropAll();
@@ -231,8 +237,9 @@ class Streamlet {
   uint64_t next_group_id_ NS_GUARDED_BY(mu_) = 1;
   uint64_t next_segment_id_ NS_GUARDED_BY(mu_) = 1;
   uint64_t bytes_ NS_GUARDED_BY(mu_) = 0;
-  std::atomic<bool> dir_dirty_{false};  // an async segment file was created since the last sync
-  std::atomic<bool> sealed_{false};     // moving away: appends are refused
+  std::atomic<bool> dir_dirty_{false};   // an async segment file was created since the last sync
+  std::atomic<bool> sealed_{false};      // moving away: appends are refused
+  std::atomic<uint64_t> parts_mark_{0};  // about to move: no parts of transactions from here
 };
 
 }  // namespace nearstream::storage

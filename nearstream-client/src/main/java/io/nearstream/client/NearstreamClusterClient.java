@@ -921,8 +921,15 @@ public final class NearstreamClusterClient implements NearstreamClient {
      * copies the streamlet from its owner and switches the placement. Completes once it owns it.
      */
     public CompletableFuture<Void> moveStreamlet(String stream, int streamlet, int toBroker) {
-        return onBroker(stream, toBroker, c -> c.moveStreamlet(stream, streamlet))
-                .thenCompose(v -> refresher.refresh(stream, true));
+        // The placement from the target itself: it made the switch, while another broker learns
+        // of it through a ZooKeeper watch and may still answer the old one.
+        return onBroker(
+                        stream,
+                        toBroker,
+                        c ->
+                                c.moveStreamlet(stream, streamlet)
+                                        .thenCompose(v -> c.clusterMetadata(stream)))
+                .thenAccept(m -> view.update(m, List.of(stream), false));
     }
 
     @Override

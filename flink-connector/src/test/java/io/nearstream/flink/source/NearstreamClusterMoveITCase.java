@@ -18,6 +18,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import org.apache.flink.api.common.JobStatus;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
+import org.apache.flink.api.common.functions.MapFunction;
 import org.apache.flink.connector.base.DeliveryGuarantee;
 import org.apache.flink.core.execution.JobClient;
 import org.apache.flink.runtime.testutils.MiniClusterResourceConfiguration;
@@ -25,15 +26,18 @@ import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.util.RestartStrategyUtils;
 import org.apache.flink.test.junit5.MiniClusterExtension;
 import org.apache.flink.util.CloseableIterator;
-import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * A streamlet moved to another broker while one Flink job writes the stream and another reads it
  * (docs/cluster.md, "Moving and draining"), with ZooKeeper and three real brokers: the writer's
  * appends to the sealed streamlet are retried and go to the new owner, the reader's fetches follow
  * NOT_OWNER to the same positions there, and the reader gets every record exactly once, without
- * either job failing.
+ * either job failing. An exactly-once writer's open transactions hold chunks of the streamlet: the
+ * move waits until the one of each writer is committed at its checkpoint (no new transaction starts
+ * a part in the streamlet meanwhile), and the next transactions write it on its new owner.
  */
 class NearstreamClusterMoveITCase {
 
@@ -52,9 +56,13 @@ class NearstreamClusterMoveITCase {
                             .setNumberSlotsPerTaskManager(4)
                             .build());
 
-    @Test
-    void aStreamletMovedUnderAWritingAndAReadingJobKeepsEveryRecordExactlyOnce() throws Exception {
-        String stream = "moving";
+    @ParameterizedTest
+    @EnumSource(
+            value = DeliveryGuarantee.class,
+            names = {"AT_LEAST_ONCE", "EXACTLY_ONCE"})
+    void aStreamletMovedUnderAWritingAndAReadingJobKeepsEveryRecordExactlyOnce(
+            DeliveryGuarantee guarantee) throws Exception {
+        String stream = "moving-" + guarantee.name().toLowerCase(java.util.Locale.ROOT);
         List<Integer> owners;
         try (NearstreamClient client = NearstreamClient.connect(CLUSTER.bootstrap())) {
             client.createStream(
@@ -97,16 +105,27 @@ class NearstreamClusterMoveITCase {
                             }
                         });
 
-        // The writer: at least once (retries deduplicated by the producer's sequences), slowed
-        // by FailOnceMap so that it is still writing when the streamlet moves; no restarts, so a
-        // failure of the writer fails the test.
+        // The writer: at least once (retries deduplicated by the producer's sequences) or
+        // exactly once (a transaction per checkpoint), slowed by FailOnceMap so that it is still
+        // writing when the streamlet moves; no restarts, so a failure of the writer fails the
+        // test.
         StreamExecutionEnvironment writeEnv = StreamExecutionEnvironment.getExecutionEnvironment();
         writeEnv.setParallelism(2);
         RestartStrategyUtils.configureNoRestartStrategy(writeEnv);
+        if (guarantee == DeliveryGuarantee.EXACTLY_ONCE) {
+            writeEnv.enableCheckpointing(500);
+        }
         FailOnceMap.reset(-1);
         NearstreamSink<String> sink =
-                SinkJobs.sink(CLUSTER.bootstrap(), stream, DeliveryGuarantee.AT_LEAST_ONCE, null);
-        writeEnv.fromSequence(0, RECORDS - 1).map(new FailOnceMap()).sinkTo(sink);
+                SinkJobs.sink(
+                        CLUSTER.bootstrap(),
+                        stream,
+                        guarantee,
+                        guarantee == DeliveryGuarantee.EXACTLY_ONCE ? stream : null);
+        writeEnv.fromSequence(0, RECORDS - 1)
+                .map(new FailOnceMap())
+                .map(new Throttle())
+                .sinkTo(sink);
         JobClient writer = writeEnv.executeAsync("writer");
 
         // Once both run and records flow: move streamlet 0 to the next broker.
@@ -140,6 +159,23 @@ class NearstreamClusterMoveITCase {
         assertThat(counts.values()).as("records read more than once").allMatch(n -> n == 1);
         for (long i = 0; i < RECORDS; i += 9_973) {
             assertThat(counts).containsKey(Long.toString(i));
+        }
+    }
+
+    /**
+     * Slows the writer further (a millisecond every 20 records), so that an exactly-once writer,
+     * whose records are read only once their checkpoint committed them, still writes when the move
+     * starts.
+     */
+    private static final class Throttle implements MapFunction<String, String> {
+        private int records;
+
+        @Override
+        public String map(String value) throws InterruptedException {
+            if (++records % 20 == 0) {
+                Thread.sleep(1);
+            }
+            return value;
         }
     }
 }
