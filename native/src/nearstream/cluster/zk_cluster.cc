@@ -3,6 +3,7 @@
 #include <zookeeper/zookeeper.h>
 
 #include <algorithm>
+#include <atomic>
 
 #include "nearstream/cluster/zk_status.h"
 #include "nearstream/common/clock.h"
@@ -662,9 +663,32 @@ Status ZkCluster::CopyStreamlet(net::Client& source, const std::string& name, ui
   }
   if (file != nullptr) RETURN_IF_ERROR(file->Sync());
   RETURN_IF_ERROR(env->SyncDir(into.dir()));
-  RETURN_IF_ERROR(into.Recover(WallNowMs()));
-  // Loading took time: one more renewal, which must find the tail unchanged, right before the
-  // switch (which takes far less than the seal).
+  {
+    // Loading reads every copied segment, which for a large streamlet can outlast the seal:
+    // renew it meanwhile, on a connection of its own (a Client serves one caller).
+    std::atomic<bool> loaded{false};
+    std::thread renewer([&] {
+      Result<net::Client> second = net::Client::Connect(source.address());
+      int64_t next = MonotonicNowMs() + kMoveSealMs / 3;
+      while (!loaded.load(std::memory_order_acquire)) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        if (loaded.load(std::memory_order_acquire) || MonotonicNowMs() < next) continue;
+        next = MonotonicNowMs() + kMoveSealMs / 3;
+        Status renewed =
+            second.ok() ? second->SealStreamlet({name, id, kMoveSealMs}).status() : second.status();
+        if (!renewed.ok()) {
+          NS_LOG(kWarning) << "renewing the seal of streamlet " << id << " of stream " << name
+                           << " while its copy loads: " << renewed.ToString();
+        }
+      }
+    });
+    Status recovered = into.Recover(WallNowMs());
+    loaded.store(true, std::memory_order_release);
+    renewer.join();
+    RETURN_IF_ERROR(recovered);
+  }
+  // One more renewal, which must find the tail unchanged, right before the switch (which takes
+  // far less than the seal).
   ASSIGN_OR_RETURN(storage::Position last, renew());
   if (!(last == tail)) {
     return Status::Internal("the source took appends while the copy loaded (its seal lapsed)");
