@@ -11,6 +11,7 @@
 #include <chrono>
 
 #include "nearstream/broker/damage_metrics.h"
+#include "nearstream/cluster/zk_cluster.h"
 #include "nearstream/common/clock.h"
 #include "nearstream/common/log.h"
 #include "nearstream/common/thread_name.h"
@@ -336,6 +337,12 @@ MetricValues Server::CollectMetrics() {
   add("nearstream_streams", store_->List().size());
   add("nearstream_stored_bytes", store_->total_bytes());
   add("nearstream_process_cpu_ns_total", ProcessCpuNanos());
+  if (options_.cluster != nullptr) {
+    const cluster::ZkCluster::Gauges g = options_.cluster->gauges();
+    add("nearstream_cluster_controller", g.controller);
+    add("nearstream_cluster_zookeeper_connected", g.connected);
+    add("nearstream_cluster_brokers", g.brokers);
+  }
   add("nearstream_thread_busy_ns_total{thread=\"dispatcher\"}", metrics_.dispatcher_busy_ns.Get());
   for (size_t i = 0; i < queues_.size(); ++i) {
     std::string label = i + 1 == queues_.size() ? std::string("{thread=\"admin\"}")

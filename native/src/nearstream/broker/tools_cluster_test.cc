@@ -660,6 +660,17 @@ std::vector<uint32_t> OwnersOf(const std::string& address, const std::string& st
   return view->streams[0].owners;
 }
 
+// A gauge of broker `address`'s Stats; UINT64_MAX when it has none.
+uint64_t StatOf(const std::string& address, const std::string& name) {
+  auto client = net::Client::Connect(address);
+  auto stats = client.ok() ? client->Stats() : client.status();
+  if (!stats.ok()) return UINT64_MAX;
+  for (const auto& [key, value] : stats->values) {
+    if (key == name) return value;
+  }
+  return UINT64_MAX;
+}
+
 // The streamlets of `owners` that `broker` stores, as "1,4".
 std::string StreamletsOf(const std::vector<uint32_t>& owners, uint32_t broker) {
   std::string out;
@@ -677,6 +688,13 @@ TEST_F(ToolsClusterTest, TheControllerMakesCreatesAndDeletesAndAnotherTakesOverW
   ProcessResult r = Cli(brokers_[2]->address(), {"cluster"});
   ASSERT_EQ(r.exit_code, 0) << Describe(r);
   EXPECT_NE(r.out.find("controller: broker 1\n"), std::string::npos) << r.out;
+  // Exactly one broker counts itself the controller (as Kafka's ActiveControllerCount).
+  for (uint32_t id = 1; id <= 3; ++id) {
+    const std::string& at = brokers_[id - 1]->address();
+    EXPECT_EQ(StatOf(at, "nearstream_cluster_controller"), id == 1 ? 1u : 0u) << id;
+    EXPECT_EQ(StatOf(at, "nearstream_cluster_zookeeper_connected"), 1u) << id;
+    EXPECT_EQ(StatOf(at, "nearstream_cluster_brokers"), 3u) << id;
+  }
 
   // A create sent to broker 3 is forwarded to the controller, which places it over all three.
   r = Cli(brokers_[2]->address(), {"create", "c1", "--streamlets", "6"});
@@ -716,6 +734,8 @@ TEST_F(ToolsClusterTest, TheControllerMakesCreatesAndDeletesAndAnotherTakesOverW
       << brokers_[second - 1]->log();
   const uint32_t other = second == 2 ? 3 : 2;
   const std::string via = brokers_[other - 1]->address();
+  EXPECT_EQ(StatOf(brokers_[second - 1]->address(), "nearstream_cluster_controller"), 1u);
+  EXPECT_EQ(StatOf(via, "nearstream_cluster_controller"), 0u);
   r = Cli(via, {"create", "c2", "--streamlets", "6"});
   ASSERT_EQ(r.exit_code, 0) << Describe(r);
   owners = OwnersOf(via, "c2");

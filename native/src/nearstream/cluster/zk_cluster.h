@@ -106,6 +106,16 @@ class ZkCluster {
   // The elected controller as this broker last saw it; net::kNoController while none is.
   uint32_t controller_id() const NS_EXCLUDES(mu_);
 
+  // Gauges for the broker's metrics (docs/cluster.md, "Metrics"): 1 while this broker is the
+  // controller (the cluster's sum is 1, as Kafka's ActiveControllerCount), 1 while its ZooKeeper
+  // session is connected, and the brokers registered as it last read them.
+  struct Gauges {
+    uint64_t controller = 0;
+    uint64_t connected = 0;
+    uint64_t brokers = 0;
+  };
+  Gauges gauges() const NS_EXCLUDES(mu_);
+
   // Every stream the cluster places (sorted), and one's configuration.
   std::vector<std::string> List() NS_EXCLUDES(mu_, zk_mu_);
   Result<storage::StreamConfig> Describe(const std::string& name) NS_EXCLUDES(mu_, zk_mu_);

@@ -127,6 +127,11 @@ uint32_t ZkCluster::controller_id() const {
   return controller_id_;
 }
 
+ZkCluster::Gauges ZkCluster::gauges() const {
+  MutexLock lock(&mu_);
+  return {is_controller_ ? 1u : 0u, connected_ ? 1u : 0u, brokers_.size()};
+}
+
 Status ZkCluster::ControllerFor(bool forwarded, bool* self, BrokerRecord* controller) {
   MutexLock lock(&mu_);
   if (!connected_) {
