@@ -239,7 +239,8 @@ public final class NearstreamClusterClient implements NearstreamClient {
                             long delayMs =
                                     Math.min(
                                             Math.max(backoffMs, 50) << Math.min(attempt, 10), 1000);
-                            // A lost connection moved the request to another broker already.
+                            // After a lost connection the broker is suspect: the next try goes
+                            // to another one.
                             boolean retriable =
                                     e.status() == StatusCode.CLUSTER_UNAVAILABLE
                                             || e.status() == StatusCode.IO_ERROR;
