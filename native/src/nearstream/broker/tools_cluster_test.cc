@@ -613,7 +613,9 @@ TEST_F(ToolsClusterTest, MoveAndDrainKeepEveryRecordAtItsPosition) {
   EXPECT_TRUE(owner_client->TxnCommit(holder).ok());
   mover.join();
   ASSERT_EQ(moved_out.exit_code, 0) << Describe(moved_out);
-  EXPECT_EQ(AgreedOwners(brokers_, "moves")[moved], txn_target);
+  const std::vector<uint32_t> after_txn = AgreedOwners(brokers_, "moves");
+  ASSERT_EQ(after_txn.size(), 6u) << "the brokers' views do not agree";
+  EXPECT_EQ(after_txn[moved], txn_target);
   r = Cli(All(), {"consume", "moves", "--streamlets", streamlet, "--timeout-ms", "500"});
   ASSERT_EQ(r.exit_code, 0) << Describe(r);
   const std::vector<std::string> last = Lines(r.out);

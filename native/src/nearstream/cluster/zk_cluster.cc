@@ -433,8 +433,7 @@ void ZkCluster::CheckSeals() {
                      << " did not finish in time; it takes appends here again";
     if (std::shared_ptr<storage::Stream> stream = store_->Find(name)) {
       if (storage::Streamlet* s = stream->streamlet(id)) {
-        s->Unseal();
-        s->HoldOffNewParts(0);
+        s->Reopen();
       }
     }
   }
@@ -466,8 +465,7 @@ Result<storage::Position> ZkCluster::Seal(storage::Stream& stream, uint32_t id,
                                           storage::Streamlet& s, uint32_t seal_ms) {
   const std::pair<std::string, uint32_t> key{stream.config().name, id};
   if (seal_ms == 0) {
-    s.Unseal();
-    s.HoldOffNewParts(0);
+    s.Reopen();
     MutexLock lock(&mu_);
     seals_.erase(key);
     return storage::Position{};

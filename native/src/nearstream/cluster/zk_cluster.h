@@ -103,9 +103,6 @@ class ZkCluster {
   Result<std::shared_ptr<storage::Stream>> DeleteStream(const std::string& name, bool forwarded)
       NS_EXCLUDES(mu_, zk_mu_);
 
-  // The elected controller as this broker last saw it; net::kNoController while none is.
-  uint32_t controller_id() const NS_EXCLUDES(mu_);
-
   // Gauges for the broker's metrics (docs/cluster.md, "Metrics"): 1 while this broker is the
   // controller (the cluster's sum is 1, as Kafka's ActiveControllerCount), 1 while its ZooKeeper
   // session is connected, and the brokers registered as it last read them.

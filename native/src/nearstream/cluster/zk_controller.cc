@@ -122,11 +122,6 @@ Status ZkCluster::Elect() {
   return Status::ClusterUnavailable("no controller could be elected (ten lost races)");
 }
 
-uint32_t ZkCluster::controller_id() const {
-  MutexLock lock(&mu_);
-  return controller_id_;
-}
-
 ZkCluster::Gauges ZkCluster::gauges() const {
   MutexLock lock(&mu_);
   return {is_controller_ ? 1u : 0u, connected_ ? 1u : 0u, brokers_.size()};

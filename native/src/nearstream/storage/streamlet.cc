@@ -462,8 +462,7 @@ std::vector<std::string> Streamlet::DropAll() {
       slots_[k].producers.clear();
     }
   }
-  Unseal();
-  HoldOffNewParts(0);
+  Reopen();
   return doomed;
 }
 

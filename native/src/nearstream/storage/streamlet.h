@@ -162,6 +162,12 @@ class Streamlet {
   // transactions' appends go on. 0 lifts it; so does DropAll().
   void HoldOffNewParts(uint64_t mark) { parts_mark_.store(mark, std::memory_order_release); }
   uint64_t new_parts_mark() const { return parts_mark_.load(std::memory_order_acquire); }
+  // The move is over here without the streamlet leaving (it failed, or was given up): appends
+  // and new transaction parts are taken again.
+  void Reopen() {
+    Unseal();
+    HoldOffNewParts(0);
+  }
   // Forgets every chunk (the streamlet moved away) and returns the segment files to delete;
   // producer sequences go too. Readers holding segments keep them until they let go. Unseals.
   std::vector<std::string> DropAll();
