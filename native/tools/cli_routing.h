@@ -30,7 +30,11 @@ class BrokerConnections {
 
   // The connection to the first broker of the list that accepts one and a handshake.
   Result<net::Client*> First() {
-    if (!first_.empty()) return To(first_);
+    if (!first_.empty()) {
+      Result<net::Client*> client = To(first_);
+      if (client.ok() || !routed()) return client;
+      first_.clear();  // gone since: look for another
+    }
     std::string failures;
     Status last;
     for (const std::string& address : addresses_) {
@@ -84,6 +88,19 @@ class BrokerConnections {
 
   // Drops the placement of `stream`: the next request loads it again.
   void Forget(const std::string& stream) { placements_.erase(stream); }
+
+  // Drops the connections that broke (their broker stopped or crashed): the next request to
+  // that address connects again, and First() looks for a broker that answers.
+  void DropBroken() {
+    for (auto it = clients_.begin(); it != clients_.end();) {
+      if (it->second.ok()) {
+        ++it;
+        continue;
+      }
+      if (it->first == first_) first_.clear();
+      it = clients_.erase(it);
+    }
+  }
 
   // The connection for `streamlet`'s requests: its owner's, or the single broker's.
   Result<net::Client*> ForStreamlet(const std::string& stream, uint32_t streamlet) {

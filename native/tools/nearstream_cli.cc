@@ -161,6 +161,8 @@ Result<Runner> PrepareCreate(const Flags& flags) {
     c.retention_bytes = static_cast<int64_t>(retention);
   }
   ASSIGN_OR_RETURN(c.retention_ms, flags.Signed("retention-ms", -1, -1, INT64_MAX));
+  ASSIGN_OR_RETURN(uint64_t replication, flags.Unsigned("replication", 1, 1, 3));
+  c.replication = static_cast<uint32_t>(replication);
   Result<storage::Durability> durability =
       storage::ParseDurability(flags.String("durability", "none"));
   if (!durability.ok()) return Status::InvalidArgument("--" + durability.status().message());
@@ -195,6 +197,7 @@ Status Describe(Client& client, const std::string& name) {
   std::printf("durability: %s\n", storage::DurabilityName(c.durability));
   std::printf("retention_bytes: %lld\n", static_cast<long long>(c.retention_bytes));
   std::printf("retention_ms: %lld\n", static_cast<long long>(c.retention_ms));
+  std::printf("replication: %u\n", c.replication);
   // Ranges the broker's recovery found damaged: readers that reach them get DATA_LOSS.
   ASSIGN_OR_RETURN(net::StatsResponse stats, client.Stats());
   std::vector<broker::DamagedRangeSeries> damaged;
@@ -237,10 +240,21 @@ Result<Runner> PrepareCluster(const Flags& flags) {
       std::printf("controller: broker %u\n", m.controller_id);
     }
     std::printf("streams (owner broker of each streamlet, from streamlet 0):\n");
+    auto join = [](const std::vector<uint32_t>& ids) {
+      std::string text;
+      for (uint32_t id : ids) text += (text.empty() ? "" : ",") + std::to_string(id);
+      return text;
+    };
     for (const net::StreamPlacement& s : m.streams) {
-      std::string owners;
-      for (uint32_t owner : s.owners) owners += (owners.empty() ? "" : ",") + std::to_string(owner);
-      std::printf("  %s\tversion %u\t%s\n", s.name.c_str(), s.version, owners.c_str());
+      std::printf("  %s\tversion %u\t%s\n", s.name.c_str(), s.version, join(s.owners).c_str());
+      // A replicated stream's copies, as Kafka's topic description lists Replicas and Isr.
+      for (size_t i = 0; i < s.replicas.size(); ++i) {
+        const net::ReplicaSet& set = s.replicas[i];
+        if (set.replicas.size() < 2) continue;
+        std::printf("    streamlet %zu\tleader %u\tepoch %llu\treplicas %s\tisr %s\n", i,
+                    s.owners[i], static_cast<unsigned long long>(set.leader_epoch),
+                    join(set.replicas).c_str(), join(set.isr).c_str());
+      }
     }
     return Status::Ok();
   });
@@ -383,11 +397,12 @@ Result<Runner> PrepareMetadata(const Flags& flags) {
   return Runner([name](BrokerConnections& brokers) { return PrintMetadata(brokers, name); });
 }
 
-// How long `produce` keeps sending a chunk that a streamlet move refuses.
-constexpr int64_t kMoveRetryMs = 60000;
+// How long `produce` keeps sending a chunk that a streamlet move or a leader's failover refuses.
+constexpr int64_t kFollowRetryMs = 60000;
 
 // Appends chunks synchronously, one request per chunk, so per-streamlet order is the input order
-// and sequence numbers never race. Each chunk goes to its streamlet's broker, following a move.
+// and sequence numbers never race. Each chunk goes to its streamlet's broker, following a move
+// and, for a replicated stream, a new leader.
 class LineProducer {
  public:
   LineProducer(BrokerConnections& brokers, std::string stream, uint64_t producer_id)
@@ -401,28 +416,44 @@ class LineProducer {
     request.stream = stream_;
     request.entries.push_back({streamlet, chunk.data(), static_cast<uint32_t>(chunk.size())});
     // A streamlet being moved refuses appends until the move ends (STREAMLET_MOVING), then its
-    // old owner names the new one (NOT_OWNER): nothing of a refused chunk was stored, so the same
-    // chunk goes again, to the owner the refreshed placement names.
-    const int64_t deadline = MonotonicNowMs() + kMoveRetryMs;
+    // old owner names the new one (NOT_OWNER). A replicated streamlet whose leader stopped or
+    // crashed gets a new leader once ZooKeeper ends the old one's session: until then the
+    // connection fails or the placement names a broker that is not registered
+    // (BROKER_UNAVAILABLE). The same chunk goes again, to the broker the refreshed placement
+    // names: its sequence number makes a copy that was stored before a duplicate.
+    const int64_t deadline = MonotonicNowMs() + kFollowRetryMs;
     for (int attempt = 0;; ++attempt) {
-      ASSIGN_OR_RETURN(Client * client, brokers_.ForStreamlet(stream_, streamlet));
-      ASSIGN_OR_RETURN(net::AppendResponse response, client->Append(request));
-      if (response.results.size() != 1) {
+      Result<Client*> client = brokers_.ForStreamlet(stream_, streamlet);
+      Result<net::AppendResponse> response =
+          client.ok() ? (*client)->Append(request) : Result<net::AppendResponse>(client.status());
+      StatusCode code = StatusCode::kOk;
+      std::string message;
+      if (!response.ok()) {
+        code = response.status().code();
+        message = response.status().message();
+      } else if (response->results.size() != 1) {
         return Status::MalformedRequest("append answered with " +
-                                        std::to_string(response.results.size()) +
+                                        std::to_string(response->results.size()) +
                                         " results for 1 chunk");
+      } else {
+        code = static_cast<StatusCode>(response->results[0].status);
+        message = response->results[0].message;
       }
-      const net::AppendResult& r = response.results[0];
-      if (r.status == 0) break;
-      const auto code = static_cast<StatusCode>(r.status);
-      const bool follow = code == StatusCode::kStreamletMoving ||
-                          (code == StatusCode::kNotOwner && brokers_.routed());
+      if (code == StatusCode::kOk) break;
+      const bool routed = brokers_.routed();
+      const bool follow =
+          code == StatusCode::kStreamletMoving || code == StatusCode::kClusterUnavailable ||
+          (routed && (code == StatusCode::kNotOwner || code == StatusCode::kBrokerUnavailable ||
+                      code == StatusCode::kIoError));
       if (!follow || MonotonicNowMs() >= deadline) {
         return Status(code, "append to streamlet " + std::to_string(streamlet) + " failed after " +
                                 std::to_string(acknowledged_) +
-                                " records were acknowledged: " + r.message);
+                                " records were acknowledged: " + message);
       }
-      if (code == StatusCode::kNotOwner) brokers_.Forget(stream_);
+      if (code != StatusCode::kStreamletMoving) {
+        brokers_.DropBroken();
+        brokers_.Forget(stream_);
+      }
       // A NOT_OWNER is followed at once; the placement a broker answers may lag the move by a
       // watch, so a second one waits as a refusal does.
       if (code != StatusCode::kNotOwner || attempt > 0) {
@@ -854,16 +885,18 @@ std::vector<Command> Commands() {
       {"create",
        "Usage: nearstream --broker HOST:PORT create STREAM --streamlets N [--segment-bytes B]\n"
        "         [--segments-per-group P] [--active-groups Q] [--durability none|async|sync]\n"
-       "         [--retention-bytes B] [--retention-ms MS]\n"
+       "         [--retention-bytes B] [--retention-ms MS] [--replication R]\n"
        "Creates a stream. Sizes accept K/M/G suffixes; omitted segment and group settings take\n"
-       "the broker's defaults; retention -1 (default) = unlimited.\n",
+       "the broker's defaults; retention -1 (default) = unlimited. --replication 2 or 3 keeps\n"
+       "that many copies of each streamlet on different brokers of a cluster (a durable stream).\n",
        {{"streamlets"},
         {"segment-bytes"},
         {"segments-per-group"},
         {"active-groups"},
         {"durability"},
         {"retention-bytes"},
-        {"retention-ms"}},
+        {"retention-ms"},
+        {"replication"}},
        PrepareCreate},
       {"delete", "Usage: nearstream --broker HOST:PORT delete STREAM\n", {}, PrepareDelete},
       {"describe", "Usage: nearstream --broker HOST:PORT describe STREAM\n", {}, PrepareDescribe},

@@ -151,6 +151,7 @@ OPCODES = {
     "ClusterMetadata": 11,
     "MoveStreamlet": 12,
     "SealStreamlet": 13,
+    "ReplicaAppend": 14,
     "PushSubscribe": 20,
     "PushUpdate": 21,
     "PushClose": 22,
@@ -223,6 +224,7 @@ def enc_stream_config(m):
     w.u8(m["durability"])
     w.i64(m["retention_bytes"])
     w.i64(m["retention_ms"])
+    w.u8(m["replication"])
     return w.bytes()
 
 
@@ -395,7 +397,29 @@ def enc_cluster_metadata_response(m):
         w.u32(len(st["owners"]))
         for owner in st["owners"]:
             w.u32(owner)
+        assert len(st["replicas"]) == len(st["owners"]), "one ReplicaSet per streamlet"
+        for owner, rs in zip(st["owners"], st["replicas"]):
+            assert rs["isr"][0] == owner and owner in rs["replicas"], "the leader leads its isr"
+            assert set(rs["isr"]) <= set(rs["replicas"])
+            w.u64(rs["leader_epoch"])
+            w.u8(len(rs["replicas"]))
+            for b in rs["replicas"]:
+                w.u32(b)
+            w.u8(len(rs["isr"]))
+            for b in rs["isr"]:
+                w.u32(b)
     w.u32(m["controller_id"])
+    return w.bytes()
+
+
+def enc_replica_append_request(m, chunk):
+    w = Writer()
+    w.str(m["stream"])
+    w.u32(m["streamlet"])
+    w.u32(m["leader"])
+    w.u64(m["leader_epoch"])
+    w.position(m["at"])
+    w.blob(chunk)  # a Bytes/Blob field: u32 length + the chunk's bytes
     return w.bytes()
 
 
@@ -569,7 +593,7 @@ def build():
     rid = 0x1112131415161718
     m = {"name": STREAM, "streamlets": 258, "segment_bytes": 0x00A0B0C0,
          "segments_per_group": 772, "active_groups": 5, "durability": 2,
-         "retention_bytes": 0x0102030405060708, "retention_ms": -1}
+         "retention_bytes": 0x0102030405060708, "retention_ms": -1, "replication": 3}
     req("create_stream_request.bin", "CreateStream", rid, m, enc_stream_config(m))
     resp("create_stream_response.bin", "CreateStream", rid, "OK", "", {}, b"")
 
@@ -585,7 +609,7 @@ def build():
     req("describe_stream_request.bin", "DescribeStream", rid, m, enc_stream_name(m))
     m = {"name": STREAM, "streamlets": 4, "segment_bytes": 8 << 20, "segments_per_group": 16,
          "active_groups": 2, "durability": 1, "retention_bytes": -1,
-         "retention_ms": 604_800_000}
+         "retention_ms": 604_800_000, "replication": 2}
     resp("describe_stream_response.bin", "DescribeStream", rid, "OK", "", m,
          enc_stream_config(m))
 
@@ -826,7 +850,17 @@ def build():
         {"id": 2, "address": "127.0.0.1:7422", "host": "höst-b"},
         {"id": 0x01020304, "address": "10.0.0.3:7420", "host": "host-c"},
     ], "streams": [
-        {"name": STREAM, "version": 0x0A0B0C0D, "owners": [1, 2, 0x01020304, 1]},
+        {"name": STREAM, "version": 0x0A0B0C0D, "owners": [1, 2, 0x01020304, 1],
+         # One ReplicaSet per streamlet (r and s vary so that a count read with the wrong width
+         # or from the wrong place shows); each owner leads: first of its replicas and its isr.
+         "replicas": [
+             {"leader_epoch": 0x0102030405060708, "replicas": [1, 2, 0x01020304],
+              "isr": [1, 2]},
+             {"leader_epoch": 0, "replicas": [2], "isr": [2]},
+             {"leader_epoch": 7, "replicas": [0x01020304, 1], "isr": [0x01020304]},
+             {"leader_epoch": 1, "replicas": [1, 2, 0x01020304],
+              "isr": [1, 2, 0x01020304]},
+         ]},
     ], "controller_id": 0x01020304}
     resp("cluster_metadata_response.bin", "ClusterMetadata", rid, "OK", "", m,
          enc_cluster_metadata_response(m))
@@ -845,6 +879,15 @@ def build():
          enc_seal_streamlet_response(m))
     resp("append_response_moving.bin", "Append", 0x6162636465666768, "STREAMLET_MOVING",
          "streamlet 5 is moving to another broker; retry after a back-off", {}, b"")
+
+    # ReplicaAppend: a leader sends chunk.bin, as stored at a position above 2^32, to a follower.
+    rid = 0x5A5B5C5D5E5F5051
+    m = {"stream": STREAM, "streamlet": 258, "leader": 0x01020304,
+         "leader_epoch": 0x0A0B0C0D0E0F1011, "at": pos(0x100000002, 0x200000003, 0x1234),
+         "chunk_size": len(chunk), "chunk": chunk_desc}
+    req("replica_append_request.bin", "ReplicaAppend", rid, m,
+        enc_replica_append_request(m, chunk))
+    resp("replica_append_response.bin", "ReplicaAppend", rid, "OK", "", {}, b"")
 
     # A Metadata request sent to a broker that does not own the streamlet.
     resp("metadata_response_not_owner.bin", "Metadata", 0x5152535455565758, "NOT_OWNER",

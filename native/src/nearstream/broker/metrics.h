@@ -31,6 +31,7 @@ struct BrokerMetrics {
   PaddedCounter append_bytes;
   PaddedCounter append_rejected;  // entries refused (bad CRC, out of order, storage error...)
   PaddedCounter append_duplicates;
+  PaddedCounter replica_appends;  // chunks this broker took as a follower (ReplicaAppend)
   PaddedCounter txn_append_requests;
   PaddedCounter txn_append_chunks;
   PaddedCounter txn_append_records;

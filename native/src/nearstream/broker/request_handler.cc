@@ -112,6 +112,7 @@ bool RequestHandler::Handle(Request& req, net::OutFrame* response) {
     case Opcode::kClusterMetadata: ClusterMetadata(req, out); return true;
     case Opcode::kMoveStreamlet: MoveStreamlet(req, out); return true;
     case Opcode::kSealStreamlet: SealStreamlet(req, out); return true;
+    case Opcode::kReplicaAppend: ReplicaAppend(req, out); return true;
     case Opcode::kPushSubscribe: PushSubscribe(req, out); return true;
     case Opcode::kPushUpdate: PushUpdate(req, out); return true;
     case Opcode::kPushClose: PushClose(req, out); return true;
@@ -152,6 +153,14 @@ void RequestHandler::CreateStream(const Request& req, Bytes* out) {
   if (config.segments_per_group == 0)
     config.segments_per_group = options_.default_segments_per_group;
   if (config.active_groups == 0) config.active_groups = options_.default_active_groups;
+  if (config.replication == 0) config.replication = 1;
+  if (config.replication > 1 && cluster_ == nullptr) {
+    return Error(req,
+                 Status::InvalidArgument("replication " + std::to_string(config.replication) +
+                                         " needs a broker cluster (nearstreamd --zookeeper): a "
+                                         "standalone broker keeps one copy"),
+                 out);
+  }
   Status s = cluster_ != nullptr ? cluster_->CreateStream(config, req.frame.header.is_forwarded())
                                  : store_->Create(config);
   if (!s.ok()) return Error(req, s, out);
@@ -238,6 +247,7 @@ void RequestHandler::Append(const Request& req, Bytes* out) {
   if (!found.ok()) return Error(req, found.status(), out);
   const std::shared_ptr<storage::Stream>& stream = *found;
   const int64_t now = WallNowMs();  // chunk timestamps are wall-clock times
+  const bool replicated = cluster_ != nullptr && stream->config().replication > 1;
   net::AppendResponse r;
   r.results.reserve(m->entries.size());
   bool appended = false;
@@ -254,7 +264,16 @@ void RequestHandler::Append(const Request& req, Bytes* out) {
       auto h = storage::ValidateChunk(e.chunk, e.chunk_size);
       if (h.ok()) {
         header = *h;
-        outcome = s->Append(e.chunk, header, now);
+        if (replicated) {
+          const uint32_t id = e.streamlet;
+          const storage::ReplicateFn replicate = [&](const Position& at, const uint8_t* chunk,
+                                                     uint32_t size) {
+            return cluster_->Replicate(m->stream, id, at, chunk, size);
+          };
+          outcome = s->Append(e.chunk, header, now, &replicate);
+        } else {
+          outcome = s->Append(e.chunk, header, now);
+        }
       } else {
         outcome = h.status();
       }
@@ -505,12 +524,29 @@ void RequestHandler::ClusterMetadata(const Request& req, Bytes* out) {
     r.brokers.push_back({options_.broker_id, address_, options_.host});
     for (const std::string& name : m->streams.empty() ? store_->List() : m->streams) {
       if (auto stream = store_->Find(name)) {
+        const uint32_t count = stream->streamlet_count();
         r.streams.push_back(
-            {name, 0, std::vector<uint32_t>(stream->streamlet_count(), options_.broker_id)});
+            {name, 0, std::vector<uint32_t>(count, options_.broker_id),
+             std::vector<net::ReplicaSet>(count, {0, {options_.broker_id}, {options_.broker_id}})});
       }
     }
   }
   Respond(req, out, [&](ByteWriter& w) { net::EncodeClusterMetadataResponse(w, r); });
+}
+
+void RequestHandler::ReplicaAppend(const Request& req, Bytes* out) {
+  auto m = net::DecodeReplicaAppendRequest(req.frame.body.data(), req.frame.body.size());
+  if (!m.ok()) return Error(req, m.status(), out);
+  if (cluster_ == nullptr) {
+    return Error(req,
+                 Status::InvalidArgument("a standalone broker follows no leader: nothing to "
+                                         "replicate here"),
+                 out);
+  }
+  Status s = cluster_->AcceptReplica(*m);
+  if (!s.ok()) return Error(req, s, out);
+  metrics_->replica_appends.Add(1);
+  Respond(req, out, [](ByteWriter&) {});
 }
 
 void RequestHandler::MoveStreamlet(const Request& req, Bytes* out) {

@@ -61,6 +61,7 @@ class RequestHandler {
   void ClusterMetadata(const Request& req, Bytes* out);
   void MoveStreamlet(const Request& req, Bytes* out);
   void SealStreamlet(const Request& req, Bytes* out);
+  void ReplicaAppend(const Request& req, Bytes* out);
   void PushSubscribe(const Request& req, Bytes* out);
   void PushUpdate(const Request& req, Bytes* out);
   void PushClose(const Request& req, Bytes* out);

@@ -313,6 +313,7 @@ MetricValues Server::CollectMetrics() {
   add("nearstream_append_bytes_total", metrics_.append_bytes.Get());
   add("nearstream_append_rejected_total", metrics_.append_rejected.Get());
   add("nearstream_append_duplicates_total", metrics_.append_duplicates.Get());
+  add("nearstream_replica_appends_total", metrics_.replica_appends.Get());
   add("nearstream_txn_append_requests_total", metrics_.txn_append_requests.Get());
   add("nearstream_txn_append_chunks_total", metrics_.txn_append_chunks.Get());
   add("nearstream_txn_append_records_total", metrics_.txn_append_records.Get());

@@ -13,6 +13,15 @@ void RequestHandler::TxnInit(const Request& req, Bytes* out) {
   if (!m.ok()) return Error(req, m.status(), out);
   auto stream = FindStream(m->stream);
   if (!stream.ok()) return Error(req, stream.status(), out);
+  if ((*stream)->config().replication > 1) {
+    // A transaction's parts live in private segments that followers do not hold yet: a
+    // committed transaction would exist on its leader alone.
+    return Error(req,
+                 Status::InvalidArgument("stream '" + m->stream +
+                                         "' is replicated: transactions on replicated streams "
+                                         "are not supported yet"),
+                 out);
+  }
   auto r =
       (*stream)->transactions().Init(m->transactional_id, m->keep_prepared_through, WallNowMs());
   if (!r.ok()) return Error(req, r.status(), out);

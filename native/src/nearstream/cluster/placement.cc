@@ -60,6 +60,35 @@ Result<std::vector<uint32_t>> AssignOwners(const std::string& stream, uint32_t s
   return owners;
 }
 
+Result<std::vector<net::ReplicaSet>> AssignReplicas(const std::string& stream, uint32_t streamlets,
+                                                    uint32_t replication,
+                                                    std::vector<uint32_t> live) {
+  std::sort(live.begin(), live.end());
+  live.erase(std::unique(live.begin(), live.end()), live.end());
+  if (live.size() < replication) {
+    return Status::InvalidArgument("replication " + std::to_string(replication) + " needs " +
+                                   std::to_string(replication) + " registered brokers; " +
+                                   std::to_string(live.size()) + " are registered");
+  }
+  ASSIGN_OR_RETURN(std::vector<uint32_t> owners, AssignOwners(stream, streamlets, live));
+  std::vector<net::ReplicaSet> sets(streamlets);
+  for (uint32_t i = 0; i < streamlets; ++i) {
+    const size_t first =
+        static_cast<size_t>(std::find(live.begin(), live.end(), owners[i]) - live.begin());
+    for (uint32_t k = 0; k < replication; ++k) {
+      sets[i].replicas.push_back(live[(first + k) % live.size()]);
+    }
+    sets[i].isr = sets[i].replicas;
+  }
+  return sets;
+}
+
+bool StreamRecord::Follows(uint32_t streamlet, uint32_t broker) const {
+  if (streamlet >= replicas.size() || owners[streamlet] == broker) return false;
+  const std::vector<uint32_t>& r = replicas[streamlet].replicas;
+  return std::find(r.begin(), r.end(), broker) != r.end();
+}
+
 std::string FormatBrokerRecord(const BrokerRecord& broker) {
   return "format=1\naddress=" + broker.address + "\nhost=" + broker.host + "\n";
 }
@@ -96,14 +125,52 @@ Result<ControllerRecord> ParseControllerRecord(const std::string& text) {
   return c;
 }
 
-std::string FormatStreamRecord(const storage::StreamConfig& config,
-                               const std::vector<uint32_t>& owners) {
-  std::string text = storage::FormatStreamMeta(config) + "owners=";
-  for (size_t i = 0; i < owners.size(); ++i) {
-    if (i > 0) text += ',';
-    text += std::to_string(owners[i]);
+namespace {
+
+std::string JoinIds(const std::vector<uint32_t>& ids, char separator) {
+  std::string text;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i > 0) text += separator;
+    text += std::to_string(ids[i]);
   }
-  return text + "\n";
+  return text;
+}
+
+bool SplitIds(const std::string& text, char separator, std::vector<uint32_t>* ids) {
+  std::istringstream in(text);
+  std::string id;
+  while (std::getline(in, id, separator)) {
+    uint32_t v = 0;
+    if (!ParseU32(id, &v)) return false;
+    ids->push_back(v);
+  }
+  return !ids->empty();
+}
+
+}  // namespace
+
+std::string FormatStreamRecord(const storage::StreamConfig& config,
+                               const std::vector<uint32_t>& owners,
+                               const std::vector<net::ReplicaSet>& replicas) {
+  std::string text = storage::FormatStreamMeta(config) + "owners=" + JoinIds(owners, ',') + "\n";
+  if (replicas.empty() || config.replication == 1) return text;
+  // Streamlets separated by ',', the brokers of one streamlet by ':'.
+  std::string sets, isr, epochs;
+  for (size_t i = 0; i < replicas.size(); ++i) {
+    if (i > 0) {
+      sets += ',';
+      isr += ',';
+      epochs += ',';
+    }
+    sets += JoinIds(replicas[i].replicas, ':');
+    isr += JoinIds(replicas[i].isr, ':');
+    epochs += std::to_string(replicas[i].leader_epoch);
+  }
+  return text + "replicas=" + sets + "\nisr=" + isr + "\nleader_epochs=" + epochs + "\n";
+}
+
+std::string FormatStreamRecord(const StreamRecord& record) {
+  return FormatStreamRecord(record.config, record.owners, record.replicas);
 }
 
 Result<StreamRecord> ParseStreamRecord(const std::string& text, int32_t node_version) {
@@ -127,6 +194,36 @@ Result<StreamRecord> ParseStreamRecord(const std::string& text, int32_t node_ver
     return Status::InvalidArgument("stream record of '" + r.config.name + "' names " +
                                    std::to_string(r.owners.size()) + " owners for " +
                                    std::to_string(r.config.streamlets) + " streamlets");
+  }
+  r.replicas.resize(r.owners.size());
+  std::string sets, isr, epochs;
+  if (!Value(text, "replicas", &sets)) {
+    for (size_t i = 0; i < r.owners.size(); ++i) {
+      r.replicas[i].replicas = {r.owners[i]};
+      r.replicas[i].isr = {r.owners[i]};
+    }
+  } else {
+    const std::string bad = "stream record of '" + r.config.name + "' has bad replica sets";
+    if (!Value(text, "isr", &isr) || !Value(text, "leader_epochs", &epochs)) {
+      return Status::InvalidArgument(bad + ": isr or leader_epochs missing");
+    }
+    std::istringstream set_in(sets), isr_in(isr), epoch_in(epochs);
+    for (size_t i = 0; i < r.owners.size(); ++i) {
+      std::string one_set, one_isr, one_epoch;
+      net::ReplicaSet& set = r.replicas[i];
+      if (!std::getline(set_in, one_set, ',') || !std::getline(isr_in, one_isr, ',') ||
+          !std::getline(epoch_in, one_epoch, ',') || !SplitIds(one_set, ':', &set.replicas) ||
+          !SplitIds(one_isr, ':', &set.isr)) {
+        return Status::InvalidArgument(bad + " for streamlet " + std::to_string(i));
+      }
+      auto [end, ec] =
+          std::from_chars(one_epoch.data(), one_epoch.data() + one_epoch.size(), set.leader_epoch);
+      if (ec != std::errc() || end != one_epoch.data() + one_epoch.size() ||
+          set.isr.front() != r.owners[i]) {
+        return Status::InvalidArgument(bad + " for streamlet " + std::to_string(i) +
+                                       ": its leader must come first in its in-sync set");
+      }
+    }
   }
   r.version = static_cast<uint32_t>(node_version) + 1;
   return r;

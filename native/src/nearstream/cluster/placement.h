@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "nearstream/common/status.h"
+#include "nearstream/net/protocol.h"
 #include "nearstream/storage/stream_config.h"
 
 namespace nearstream::cluster {
@@ -19,11 +20,17 @@ struct BrokerRecord {
   std::string host;     // the machine it runs on
 };
 
-// A stream's node /streams/<name>: its configuration and the owner of each streamlet.
+// A stream's node /streams/<name>: its configuration and the owner of each streamlet, which
+// is its leader when the stream is replicated.
 struct StreamRecord {
   storage::StreamConfig config;
   std::vector<uint32_t> owners;  // broker id of streamlet i
-  uint32_t version = 0;          // the node's version + 1 (ClusterMetadata's placement version)
+  // Streamlet i's copies: replicas (config.replication brokers), the in-sync set (owners[i]
+  // first) and the leader epoch. A stream without replication has replicas = isr = {owner}.
+  std::vector<net::ReplicaSet> replicas;
+  uint32_t version = 0;  // the node's version + 1 (ClusterMetadata's placement version)
+
+  bool Follows(uint32_t streamlet, uint32_t broker) const;  // a replica, not the leader
 };
 
 // The controller's election (docs/cluster.md, "The controller"): the ephemeral /controller
@@ -54,8 +61,18 @@ Result<BrokerRecord> ParseBrokerRecord(uint32_t id, const std::string& text);
 std::string FormatControllerRecord(const ControllerRecord& controller);
 Result<ControllerRecord> ParseControllerRecord(const std::string& text);
 
+// The copies of each streamlet: `replication` brokers of `live` (sorted, deduplicated here) in
+// round-robin order from the streamlet's owner (AssignOwners), so the first is the owner and
+// the others are the brokers that follow it. INVALID_ARGUMENT when fewer brokers are live.
+Result<std::vector<net::ReplicaSet>> AssignReplicas(const std::string& stream, uint32_t streamlets,
+                                                    uint32_t replication,
+                                                    std::vector<uint32_t> live);
+
+// `replicas` may be empty: every streamlet then has its owner as its one replica.
 std::string FormatStreamRecord(const storage::StreamConfig& config,
-                               const std::vector<uint32_t>& owners);
+                               const std::vector<uint32_t>& owners,
+                               const std::vector<net::ReplicaSet>& replicas = {});
+std::string FormatStreamRecord(const StreamRecord& record);
 // `node_version` is the ZooKeeper node's version (0 after the create).
 Result<StreamRecord> ParseStreamRecord(const std::string& text, int32_t node_version);
 

@@ -222,21 +222,26 @@ Status ZkCluster::ReadBrokers() {
   return Status::Ok();
 }
 
-Result<bool> ZkCluster::ReadStream(const std::string& name) {
+Result<std::optional<StreamRecord>> ZkCluster::FetchStream(const std::string& name, bool watch) {
   std::string buffer(kMaxZkNodeBytes, '\0');
   int len = kMaxZkNodeBytes;
   Stat stat{};
   int rc;
   {
     MutexLock lock(&zk_mu_);
-    rc = zoo_get(zh_, Path("/streams/" + name).c_str(), 1, buffer.data(), &len, &stat);
+    rc = zoo_get(zh_, Path("/streams/" + name).c_str(), watch ? 1 : 0, buffer.data(), &len, &stat);
   }
-  if (rc == ZNONODE) return false;
+  if (rc == ZNONODE) return std::optional<StreamRecord>();
   if (rc != ZOK) return ZkError("read stream " + name, rc);
   ASSIGN_OR_RETURN(StreamRecord record,
                    ParseStreamRecord(buffer.substr(0, std::max(len, 0)), stat.version));
-  MutexLock lock(&mu_);
-  streams_[name] = std::move(record);
+  return std::optional<StreamRecord>(std::move(record));
+}
+
+Result<bool> ZkCluster::ReadStream(const std::string& name) {
+  ASSIGN_OR_RETURN(std::optional<StreamRecord> record, FetchStream(name, /*watch=*/true));
+  if (!record.has_value()) return false;
+  Install(name, std::move(*record));
   return true;
 }
 
@@ -346,6 +351,7 @@ void ZkCluster::RefreshLoop() {
       CreateLocalStreams();
       RereadChanged();
       CheckSeals();
+      if (brokers || controller) ElectLeaders();
     } else {
       NS_LOG(kWarning) << "cluster refresh failed (retrying): " << s.ToString();
       MutexLock lock(&mu_);
@@ -382,7 +388,11 @@ void ZkCluster::RereadChanged() {
     std::vector<uint32_t> after;
     {
       MutexLock lock(&mu_);
-      after = streams_[name].owners;
+      const StreamRecord& record = streams_[name];
+      // A replicated streamlet's leader change keeps the old leader's files (it follows now):
+      // Install made that change.
+      if (record.config.replication > 1) continue;
+      after = record.owners;
     }
     for (uint32_t id = 0; id < before.size() && id < after.size(); ++id) {
       if (before[id] == options_.broker_id && after[id] != options_.broker_id) LetGo(name, id);
@@ -524,6 +534,10 @@ Status ZkCluster::MoveIn(const std::string& name, uint32_t id) {
   const uint32_t from = record.owners[id];
   if (from == options_.broker_id) {
     return Status::InvalidArgument(what + " is on broker " + std::to_string(from) + " already");
+  }
+  if (record.config.replication > 1) {
+    return Status::InvalidArgument(
+        what + " cannot move: the stream is replicated, and moving a replica is not built yet");
   }
   if (record.config.durability == storage::Durability::kNone) {
     return Status::InvalidArgument(what +
@@ -721,8 +735,7 @@ Status ZkCluster::SwitchOwner(const std::string& name, uint32_t id, uint32_t fro
     ASSIGN_OR_RETURN(StreamRecord record,
                      ParseStreamRecord(buffer.substr(0, std::max(len, 0)), stat.version));
     if (id < record.owners.size() && record.owners[id] == options_.broker_id) {
-      MutexLock lock(&mu_);
-      streams_[name] = std::move(record);  // a lost answer of our own set
+      Install(name, std::move(record));  // a lost answer of our own set
       return Status::Ok();
     }
     if (id >= record.owners.size() || record.owners[id] != from) {
@@ -730,7 +743,7 @@ Status ZkCluster::SwitchOwner(const std::string& name, uint32_t id, uint32_t fro
                                      "' changed owner during the move");
     }
     record.owners[id] = options_.broker_id;
-    const std::string data = FormatStreamRecord(record.config, record.owners);
+    const std::string data = FormatStreamRecord(record);
     {
       MutexLock lock(&zk_mu_);
       rc = zoo_set(zh_, path.c_str(), data.data(), static_cast<int>(data.size()), stat.version);
@@ -738,8 +751,7 @@ Status ZkCluster::SwitchOwner(const std::string& name, uint32_t id, uint32_t fro
     set_sent = true;
     if (rc == ZOK) {
       record.version = static_cast<uint32_t>(stat.version) + 2;  // the node's new version + 1
-      MutexLock lock(&mu_);
-      streams_[name] = std::move(record);
+      Install(name, std::move(record));
       return Status::Ok();
     }
     if (rc != ZBADVERSION && !ZkUnreachable(rc)) return ZkError("switch the owner of " + name, rc);
@@ -793,14 +805,15 @@ Status ZkCluster::CreateStream(const storage::StreamConfig& config, bool forward
     MutexLock lock(&mu_);
     for (const BrokerRecord& b : brokers_) live.push_back(b.id);
   }
-  ASSIGN_OR_RETURN(std::vector<uint32_t> owners,
-                   AssignOwners(config.name, config.streamlets, std::move(live)));
-  const std::string data = FormatStreamRecord(config, owners);
+  StreamRecord record;
+  record.config = config;
+  ASSIGN_OR_RETURN(record.owners, AssignOwners(config.name, config.streamlets, live));
+  ASSIGN_OR_RETURN(record.replicas, AssignReplicas(config.name, config.streamlets,
+                                                   config.replication, std::move(live)));
+  record.version = 1;
+  const std::string data = FormatStreamRecord(record);
   RETURN_IF_ERROR(FencedChange(config.name, &data));
-  {
-    MutexLock lock(&mu_);
-    streams_[config.name] = StreamRecord{config, owners, 1};
-  }
+  Install(config.name, std::move(record));
   AfterCreate(config.name);
   return Status::Ok();
 }
@@ -891,7 +904,7 @@ net::ClusterMetadataResponse ZkCluster::Metadata(const std::vector<std::string>&
   r.controller_id = controller_id_;
   for (const BrokerRecord& b : brokers_) r.brokers.push_back({b.id, b.address, b.host});
   auto add = [&](const std::string& name, const StreamRecord& record) {
-    r.streams.push_back({name, record.version, record.owners});
+    r.streams.push_back({name, record.version, record.owners, record.replicas});
   };
   if (streams.empty()) {
     for (const auto& [name, record] : streams_) add(name, record);

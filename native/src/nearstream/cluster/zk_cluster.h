@@ -17,9 +17,12 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "nearstream/cluster/placement.h"
@@ -83,6 +86,19 @@ class ZkCluster {
   // MoveStreamlet on the target: seals the streamlet on its owner, copies its chunks to the same
   // positions here, and switches the owner in ZooKeeper with one compare-and-set.
   Status MoveIn(const std::string& name, uint32_t id) NS_EXCLUDES(mu_, zk_mu_);
+
+  // ---- replication (replication.cc; docs/cluster.md, "Replication") ---------------------------
+  // The leader's step between an append's write and its publish: sends the chunk to every other
+  // in-sync replica of streamlet `id` of `name`. A follower that fails leaves the in-sync set in
+  // ZooKeeper first (compare-and-set); NOT_OWNER when this broker is no longer the leader,
+  // CLUSTER_UNAVAILABLE when the in-sync set cannot be changed.
+  Status Replicate(const std::string& name, uint32_t id, const storage::Position& at,
+                   const uint8_t* chunk, uint32_t size) NS_EXCLUDES(mu_, zk_mu_);
+  // A follower's side of ReplicaAppend: checks the sender's leadership and epoch, then writes
+  // the chunk at the same position of its copy.
+  Status AcceptReplica(const net::ReplicaAppendRequest& m) NS_EXCLUDES(mu_, zk_mu_);
+  // True when `name` is placed with more than one copy per streamlet.
+  bool Replicated(const std::string& name) const NS_EXCLUDES(mu_);
 
   // OK when this broker stores `streamlet` of `stream`, or when the cluster does not place the
   // stream (a local stream from before the broker joined); NOT_OWNER / BROKER_UNAVAILABLE naming
@@ -166,6 +182,9 @@ class ZkCluster {
   // in one multi with a check that /controller_epoch still has the version this broker's
   // election gave it (a deposed controller changes nothing).
   Status FencedChange(const std::string& name, const std::string* data) NS_EXCLUDES(mu_, zk_mu_);
+  // A fenced change found /controller_epoch moved on: gives the role up (the refresher runs
+  // the election again) and answers CLUSTER_UNAVAILABLE.
+  Status Deposed() NS_EXCLUDES(mu_);
   // As the controller: logs the streamlets of brokers that left (`before` less brokers_), which
   // are unavailable until those brokers return.
   void ReportLostBrokers(const std::vector<BrokerRecord>& before) NS_EXCLUDES(mu_);
@@ -175,6 +194,35 @@ class ZkCluster {
   // watched) and its local copy made, or the local copy removed.
   void AfterCreate(const std::string& name) NS_EXCLUDES(mu_, zk_mu_);
   Result<std::shared_ptr<storage::Stream>> AfterDelete(const std::string& name) NS_EXCLUDES(mu_);
+
+  // ---- replication (replication.cc) -----------------------------------------------------------
+  // Puts a stream record read from ZooKeeper into the cache, unless the cache holds a newer one,
+  // and changes this broker's part in each replicated streamlet whose leader changed: a follower
+  // that becomes leader loads its copy (as recovery does) before the record is installed, so no
+  // request reaches the streamlet before its chunks are there; a leader that is no longer one
+  // forgets its chunks in memory (the files stay) and lets go of its readers after.
+  void Install(const std::string& name, StreamRecord record) NS_EXCLUDES(mu_);
+  // As the controller: for every replicated streamlet whose leader is not registered, the
+  // first registered member of its in-sync set becomes leader with the next epoch (one
+  // compare-and-set of the stream's node, fenced by the controller epoch). Streamlets with no
+  // such member keep their leader: they are unavailable until one of them returns.
+  void ElectLeaders() NS_EXCLUDES(mu_, zk_mu_);
+  // Writes `record` to its stream's node if the node's version is still the one `record` was
+  // read at, and, when `fenced`, this broker still holds its controller epoch. OK with *stale
+  // set when another change came first (read again and decide again).
+  Status SetStreamNode(const std::string& name, const StreamRecord& record, bool fenced,
+                       bool* stale) NS_EXCLUDES(mu_, zk_mu_);
+  // The stream's node as ZooKeeper has it now (watched when `watch`); nullopt when it does not
+  // exist.
+  Result<std::optional<StreamRecord>> FetchStream(const std::string& name, bool watch)
+      NS_EXCLUDES(zk_mu_);
+  // The leader's side when followers failed: removes `failed` from the in-sync set of streamlet
+  // `id` (epoch `epoch`), retrying while ZooKeeper is out of reach and this broker's session
+  // lives.
+  Status ShrinkIsr(const std::string& name, uint32_t id, uint64_t epoch,
+                   const std::vector<uint32_t>& failed) NS_EXCLUDES(mu_, zk_mu_);
+  // One follower write under the follower copy's lock.
+  Status WriteReplica(const net::ReplicaAppendRequest& m, storage::Streamlet& s) NS_EXCLUDES(mu_);
 
   // Forgets every chunk of `s` here and removes its segment files.
   static void DropLocalCopy(storage::Streamlet& s);
@@ -224,6 +272,26 @@ class ZkCluster {
   int32_t epoch_version_ NS_GUARDED_BY(mu_) = -1;
   // Streamlets this broker sealed for a move, and when each seal runs out (monotonic ms).
   std::map<std::pair<std::string, uint32_t>, int64_t> seals_ NS_GUARDED_BY(mu_);
+
+  // The leader's connection to one follower for one streamlet (a Client serves one caller, and
+  // a streamlet's appends replicate one at a time per slot).
+  struct ReplicaLink {
+    std::mutex mu;
+    std::optional<net::Client> client;
+  };
+  std::map<std::tuple<std::string, uint32_t, uint32_t>, std::shared_ptr<ReplicaLink>> links_
+      NS_GUARDED_BY(mu_);
+  // A follower's copy of one streamlet: the segment file it appends to. `mu` is held for a
+  // whole ReplicaAppend, and by a promotion, which closes the file before it loads the copy.
+  struct FollowerCopy {
+    std::mutex mu;
+    std::unique_ptr<storage::WritableFile> file;
+    storage::Position file_at;  // the segment `file` holds and where its next byte goes
+  };
+  std::map<std::pair<std::string, uint32_t>, std::shared_ptr<FollowerCopy>> copies_
+      NS_GUARDED_BY(mu_);
+  // Serializes Install: role changes happen one at a time, in record version order.
+  Mutex install_mu_;
 
   std::thread refresher_;
 };

@@ -112,7 +112,9 @@ Status ZkCluster::Elect() {
       }
       NS_LOG(kInfo) << "broker " << options_.broker_id << " is the controller (epoch " << mine.epoch
                     << ")";
-      // A new controller takes stock: the streamlets of every broker that is not registered.
+      // A new controller takes stock: new leaders for replicated streamlets whose leader is not
+      // registered, then the streamlets left without one.
+      ElectLeaders();
       ReportUnavailable({});
       return Status::Ok();
     }
@@ -197,16 +199,7 @@ Status ZkCluster::FencedChange(const std::string& name, const std::string* data)
   }
   if (rc == ZOK) return Status::Ok();
   if (ZkUnreachable(rc)) return ZkError((data ? "create stream " : "delete stream ") + name, rc);
-  if (results[0].err == ZBADVERSION) {
-    // A newer election bumped the epoch: this broker was deposed and has not heard yet.
-    MutexLock lock(&mu_);
-    is_controller_ = false;
-    epoch_version_ = -1;
-    controller_dirty_ = true;
-    changed_.SignalAll();
-    return Status::ClusterUnavailable("broker " + std::to_string(options_.broker_id) +
-                                      " is no longer the controller");
-  }
+  if (results[0].err == ZBADVERSION) return Deposed();
   if (results[1].err == ZNODEEXISTS) {
     return Status::StreamExists("stream '" + name + "' already exists");
   }
@@ -214,6 +207,17 @@ Status ZkCluster::FencedChange(const std::string& name, const std::string* data)
     return Status::StreamNotFound("stream '" + name + "' does not exist");
   }
   return ZkError((data ? "create stream " : "delete stream ") + name, rc);
+}
+
+Status ZkCluster::Deposed() {
+  // A newer election bumped the epoch: this broker was deposed and has not heard yet.
+  MutexLock lock(&mu_);
+  is_controller_ = false;
+  epoch_version_ = -1;
+  controller_dirty_ = true;
+  changed_.SignalAll();
+  return Status::ClusterUnavailable("broker " + std::to_string(options_.broker_id) +
+                                    " is no longer the controller");
 }
 
 void ZkCluster::ReportLostBrokers(const std::vector<BrokerRecord>& before) {
@@ -228,7 +232,9 @@ void ZkCluster::ReportLostBrokers(const std::vector<BrokerRecord>& before) {
       }
     }
   }
-  if (!gone.empty()) ReportUnavailable(gone);
+  if (gone.empty()) return;
+  ElectLeaders();
+  ReportUnavailable(gone);
 }
 
 void ZkCluster::ReportUnavailable(const std::set<uint32_t>& only) {
@@ -251,7 +257,8 @@ void ZkCluster::ReportUnavailable(const std::set<uint32_t>& only) {
     }
   }
   for (uint32_t id : only) lost.try_emplace(id);
-  // Without replication no other broker has their data: they wait for their broker to return.
+  // No other broker has their data (not replicated, or no in-sync copy is registered): they
+  // wait for their broker to return.
   for (const auto& [id, streamlets] : lost) {
     NS_LOG(kWarning) << "controller: broker " << id << " is not registered; " << streamlets.second
                      << (streamlets.second == 1 ? " streamlet is" : " streamlets are")

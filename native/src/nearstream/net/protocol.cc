@@ -33,6 +33,7 @@ const char* OpcodeName(uint16_t opcode) {
     case Opcode::kClusterMetadata: return "ClusterMetadata";
     case Opcode::kMoveStreamlet: return "MoveStreamlet";
     case Opcode::kSealStreamlet: return "SealStreamlet";
+    case Opcode::kReplicaAppend: return "ReplicaAppend";
     case Opcode::kPushSubscribe: return "PushSubscribe";
     case Opcode::kPushUpdate: return "PushUpdate";
     case Opcode::kPushClose: return "PushClose";
@@ -142,6 +143,7 @@ void EncodeStreamConfig(ByteWriter& w, const storage::StreamConfig& c) {
   w.U8(static_cast<uint8_t>(c.durability));
   w.I64(c.retention_bytes);
   w.I64(c.retention_ms);
+  w.U8(static_cast<uint8_t>(c.replication));
 }
 
 Result<storage::StreamConfig> DecodeStreamConfig(const uint8_t* p, size_t n) {
@@ -157,6 +159,8 @@ Result<storage::StreamConfig> DecodeStreamConfig(const uint8_t* p, size_t n) {
   c.durability = static_cast<storage::Durability>(d);
   c.retention_bytes = r.I64();
   c.retention_ms = r.I64();
+  // 0 = the default (1); any other value is checked by StreamConfig::Validate.
+  c.replication = r.U8();
   return Finish(r, std::move(c), "stream config");
 }
 
@@ -211,6 +215,28 @@ Result<SealStreamletRequest> DecodeSealStreamletRequest(const uint8_t* p, size_t
   return Finish(r, std::move(m), "SealStreamlet request");
 }
 
+void EncodeReplicaAppendRequest(ByteWriter& w, const ReplicaAppendRequest& m) {
+  w.Str(m.stream);
+  w.U32(m.streamlet);
+  w.U32(m.leader);
+  w.U64(m.leader_epoch);
+  EncodePosition(w, m.at);
+  w.Blob(m.chunk, m.chunk_size);
+}
+
+Result<ReplicaAppendRequest> DecodeReplicaAppendRequest(const uint8_t* p, size_t n) {
+  ByteReader r(p, n);
+  ReplicaAppendRequest m;
+  m.stream = r.Str();
+  m.streamlet = r.U32();
+  m.leader = r.U32();
+  m.leader_epoch = r.U64();
+  m.at = DecodePosition(r);
+  m.chunk_size = r.U32();
+  m.chunk = r.Take(m.chunk_size);
+  return Finish(r, std::move(m), "ReplicaAppend request");
+}
+
 void EncodeSealStreamletResponse(ByteWriter& w, const SealStreamletResponse& m) {
   EncodePosition(w, m.tail);
 }
@@ -250,6 +276,13 @@ void EncodeClusterMetadataResponse(ByteWriter& w, const ClusterMetadataResponse&
     w.U32(s.version);
     w.U32(static_cast<uint32_t>(s.owners.size()));
     for (uint32_t owner : s.owners) w.U32(owner);
+    for (const ReplicaSet& set : s.replicas) {
+      w.U64(set.leader_epoch);
+      w.U8(static_cast<uint8_t>(set.replicas.size()));
+      for (uint32_t b : set.replicas) w.U32(b);
+      w.U8(static_cast<uint8_t>(set.isr.size()));
+      for (uint32_t b : set.isr) w.U32(b);
+    }
   }
   w.U32(m.controller_id);
 }
@@ -276,6 +309,16 @@ Result<ClusterMetadataResponse> DecodeClusterMetadataResponse(const uint8_t* p, 
     uint32_t owners = r.Count(4);
     s.owners.reserve(owners);
     for (uint32_t k = 0; k < owners && r.ok(); ++k) s.owners.push_back(r.U32());
+    s.replicas.reserve(owners);
+    for (uint32_t k = 0; k < owners && r.ok(); ++k) {
+      ReplicaSet set;
+      set.leader_epoch = r.U64();
+      const uint8_t replicas = r.U8();
+      for (uint8_t j = 0; j < replicas && r.ok(); ++j) set.replicas.push_back(r.U32());
+      const uint8_t isr = r.U8();
+      for (uint8_t j = 0; j < isr && r.ok(); ++j) set.isr.push_back(r.U32());
+      s.replicas.push_back(std::move(set));
+    }
     m.streams.push_back(std::move(s));
   }
   m.controller_id = r.U32();

@@ -47,6 +47,7 @@ enum class Opcode : uint16_t {
   kClusterMetadata = 11,
   kMoveStreamlet = 12,
   kSealStreamlet = 13,
+  kReplicaAppend = 14,
   kPushSubscribe = 20,
   kPushUpdate = 21,
   kPushClose = 22,
@@ -278,10 +279,18 @@ struct BrokerInfo {
   std::string address;  // host:port where clients reach it
   std::string host;     // the machine it runs on (push only to readers of the same host)
 };
+// A streamlet's copies (docs/protocol.md, "Replication"): the leader is owners[i] and the first
+// of `isr`.
+struct ReplicaSet {
+  uint64_t leader_epoch = 0;
+  std::vector<uint32_t> replicas;  // the preferred leader first
+  std::vector<uint32_t> isr;       // in sync: hold every acknowledged chunk
+};
 struct StreamPlacement {
   std::string name;
-  uint32_t version = 0;          // grows with every placement change; 0 on a standalone broker
-  std::vector<uint32_t> owners;  // broker id of streamlet i
+  uint32_t version = 0;              // grows with every placement change; 0 on a standalone broker
+  std::vector<uint32_t> owners;      // broker id of streamlet i (its leader)
+  std::vector<ReplicaSet> replicas;  // one per streamlet
 };
 struct ClusterMetadataResponse {
   uint32_t broker_id = 0;  // the answering broker
@@ -301,6 +310,16 @@ struct SealStreamletRequest {
 };
 struct SealStreamletResponse {
   storage::Position tail;  // nothing is appended after it while the seal holds
+};
+// A leader's chunk for a follower; `chunk` points into the decoded body (no copy).
+struct ReplicaAppendRequest {
+  std::string stream;
+  uint32_t streamlet = 0;
+  uint32_t leader = 0;
+  uint64_t leader_epoch = 0;
+  storage::Position at;
+  const uint8_t* chunk = nullptr;
+  uint32_t chunk_size = 0;
 };
 
 // ---- encoders (append the body to `w`) and decoders (whole body, trailing bytes refused) -----
@@ -347,6 +366,8 @@ Result<StreamletRef> DecodeStreamletRef(const uint8_t* p, size_t n);
 void EncodeSealStreamletRequest(ByteWriter& w, const SealStreamletRequest& m);
 Result<SealStreamletRequest> DecodeSealStreamletRequest(const uint8_t* p, size_t n);
 void EncodeSealStreamletResponse(ByteWriter& w, const SealStreamletResponse& m);
+void EncodeReplicaAppendRequest(ByteWriter& w, const ReplicaAppendRequest& m);
+Result<ReplicaAppendRequest> DecodeReplicaAppendRequest(const uint8_t* p, size_t n);
 Result<SealStreamletResponse> DecodeSealStreamletResponse(const uint8_t* p, size_t n);
 
 void EncodeClusterMetadataRequest(ByteWriter& w, const ClusterMetadataRequest& m);

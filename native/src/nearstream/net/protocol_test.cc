@@ -235,6 +235,7 @@ constexpr uint64_t kTxnFencedId = 0x4A4B4C4D4E4F4041ull;
 constexpr uint64_t kClusterMetadataId = 0x0C1C2C3C4C5C6C7Cull;
 constexpr uint64_t kMoveStreamletId = 0x0D1D2D3D4D5D6D7Dull;
 constexpr uint64_t kSealStreamletId = 0x0E1E2E3E4E5E6E7Eull;
+constexpr uint64_t kReplicaAppendId = 0x5A5B5C5D5E5F5051ull;
 constexpr const char* kTxnId = "job-42.sink-3";
 constexpr const char* kTxnIdNonAscii = "job-42.sink-\xc3\xbc";  // "ü": Str counts bytes
 constexpr uint32_t kTxnEpoch = 0x01020304u;
@@ -275,6 +276,8 @@ const std::set<std::string> kGoldenFiles = {
     "move_streamlet_response.bin",
     "seal_streamlet_request.bin",
     "seal_streamlet_response.bin",
+    "replica_append_request.bin",
+    "replica_append_response.bin",
     "append_response_moving.bin",
     "push_subscribe_request.bin",
     "push_subscribe_response.bin",
@@ -370,6 +373,7 @@ TEST(ProtocolGoldenTest, CreateStreamRequest) {
   EXPECT_EQ(c->durability, Durability::kSync);
   EXPECT_EQ(c->retention_bytes, 0x0102030405060708ll);
   EXPECT_EQ(c->retention_ms, -1);
+  EXPECT_EQ(c->replication, 3u);
   EXPECT_TRUE(c->Validate().ok()) << c->Validate().ToString();
   Bytes again = EncodeRequest(Opcode::kCreateStream, kCreateId,
                               [&](ByteWriter& w) { EncodeStreamConfig(w, *c); });
@@ -390,7 +394,8 @@ TEST(ProtocolGoldenTest, EmptyOkResponses) {
         Case{"txn_prepare_response.bin", Opcode::kTxnPrepare, kTxnPrepareId},
         Case{"txn_commit_response.bin", Opcode::kTxnCommit, kTxnCommitId},
         Case{"txn_abort_response.bin", Opcode::kTxnAbort, kTxnAbortId},
-        Case{"move_streamlet_response.bin", Opcode::kMoveStreamlet, kMoveStreamletId}}) {
+        Case{"move_streamlet_response.bin", Opcode::kMoveStreamlet, kMoveStreamletId},
+        Case{"replica_append_response.bin", Opcode::kReplicaAppend, kReplicaAppendId}}) {
     SCOPED_TRACE(c.file);
     GoldenFrame f;
     ASSERT_NO_FATAL_FAILURE(LoadFrame(c.file, &f));
@@ -456,6 +461,7 @@ TEST(ProtocolGoldenTest, DescribeStreamResponse) {
   EXPECT_EQ(c->durability, Durability::kAsync);
   EXPECT_EQ(c->retention_bytes, -1);
   EXPECT_EQ(c->retention_ms, 604800000);
+  EXPECT_EQ(c->replication, 2u);
   Bytes again = EncodeResponse(Opcode::kDescribeStream, kDescribeId, Status::Ok(),
                                [&](ByteWriter& w) { EncodeStreamConfig(w, *c); });
   ExpectSameBytes(again, f.bytes, "describe_stream_response.bin");
@@ -758,6 +764,20 @@ TEST(ProtocolGoldenTest, ClusterMetadataResponse) {
   EXPECT_EQ(m->streams[0].name, kStream);
   EXPECT_EQ(m->streams[0].version, 0x0A0B0C0Du);
   EXPECT_EQ(m->streams[0].owners, (std::vector<uint32_t>{1, 2, 0x01020304, 1}));
+  const std::vector<ReplicaSet>& sets = m->streams[0].replicas;
+  ASSERT_EQ(sets.size(), 4u);
+  EXPECT_EQ(sets[0].leader_epoch, 0x0102030405060708ull);
+  EXPECT_EQ(sets[0].replicas, (std::vector<uint32_t>{1, 2, 0x01020304}));
+  EXPECT_EQ(sets[0].isr, (std::vector<uint32_t>{1, 2}));
+  EXPECT_EQ(sets[1].leader_epoch, 0u);
+  EXPECT_EQ(sets[1].replicas, (std::vector<uint32_t>{2}));
+  EXPECT_EQ(sets[1].isr, (std::vector<uint32_t>{2}));
+  EXPECT_EQ(sets[2].leader_epoch, 7u);
+  EXPECT_EQ(sets[2].replicas, (std::vector<uint32_t>{0x01020304, 1}));
+  EXPECT_EQ(sets[2].isr, (std::vector<uint32_t>{0x01020304}));
+  EXPECT_EQ(sets[3].leader_epoch, 1u);
+  EXPECT_EQ(sets[3].replicas, (std::vector<uint32_t>{1, 2, 0x01020304}));
+  EXPECT_EQ(sets[3].isr, (std::vector<uint32_t>{1, 2, 0x01020304}));
   EXPECT_EQ(m->controller_id, 0x01020304u);
   Bytes again = EncodeResponse(Opcode::kClusterMetadata, kClusterMetadataId, Status::Ok(),
                                [&](ByteWriter& w) { EncodeClusterMetadataResponse(w, *m); });
@@ -775,6 +795,26 @@ TEST(ProtocolGoldenTest, MoveStreamletRequest) {
   Bytes again = EncodeRequest(Opcode::kMoveStreamlet, kMoveStreamletId,
                               [&](ByteWriter& w) { EncodeStreamletRef(w, *m); });
   ExpectSameBytes(again, f.bytes, "move_streamlet_request.bin");
+}
+
+TEST(ProtocolGoldenTest, ReplicaAppendRequest) {
+  GoldenFrame f;
+  ASSERT_NO_FATAL_FAILURE(LoadFrame("replica_append_request.bin", &f));
+  ExpectHeader(f, Opcode::kReplicaAppend, kReplicaAppendId, /*response=*/false);
+  auto m = DecodeReplicaAppendRequest(f.body(), f.body_size());
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->stream, kStream);
+  EXPECT_EQ(m->streamlet, 258u);
+  EXPECT_EQ(m->leader, 0x01020304u);
+  EXPECT_EQ(m->leader_epoch, 0x0A0B0C0D0E0F1011ull);
+  EXPECT_EQ(m->at, (storage::Position{0x100000002ull, 0x200000003ull, 0x1234u}));
+  Bytes chunk;
+  ASSERT_NO_FATAL_FAILURE(ReadGolden("chunk.bin", &chunk));
+  ASSERT_EQ(m->chunk_size, chunk.size());
+  EXPECT_EQ(Bytes(m->chunk, m->chunk + m->chunk_size), chunk);
+  ExpectSameBytes(EncodeRequest(Opcode::kReplicaAppend, kReplicaAppendId,
+                                [&](ByteWriter& w) { EncodeReplicaAppendRequest(w, *m); }),
+                  f.bytes, "replica_append_request.bin");
 }
 
 TEST(ProtocolGoldenTest, SealStreamlet) {
@@ -1106,11 +1146,11 @@ TEST(ProtocolGoldenTest, TxnAppendResponseFenced) {
 
 // The numbering of docs/protocol.md's tables.
 TEST(ProtocolGoldenTest, OpcodesAndStatusCodesMatchTheDocument) {
-  const char* opcodes[] = {"Handshake",    "CreateStream",    "DeleteStream",    "DescribeStream",
-                           "ListStreams",  "Metadata",        "Append",          "Fetch",
-                           "Stats",        "LookupTimestamp", "ClusterMetadata", "MoveStreamlet",
-                           "SealStreamlet"};
-  for (uint16_t op = 1; op <= 13; ++op) {
+  const char* opcodes[] = {"Handshake",     "CreateStream",    "DeleteStream",    "DescribeStream",
+                           "ListStreams",   "Metadata",        "Append",          "Fetch",
+                           "Stats",         "LookupTimestamp", "ClusterMetadata", "MoveStreamlet",
+                           "SealStreamlet", "ReplicaAppend"};
+  for (uint16_t op = 1; op <= 14; ++op) {
     EXPECT_TRUE(IsKnownOpcode(op)) << op;
     EXPECT_STREQ(OpcodeName(op), opcodes[op - 1]);
   }
@@ -1125,7 +1165,7 @@ TEST(ProtocolGoldenTest, OpcodesAndStatusCodesMatchTheDocument) {
     EXPECT_TRUE(IsKnownOpcode(op)) << op;
     EXPECT_STREQ(OpcodeName(op), txn_opcodes[op - 30]);
   }
-  for (uint16_t op : {0, 14, 19, 23, 29, 37, 39, 0xFFFF}) EXPECT_FALSE(IsKnownOpcode(op)) << op;
+  for (uint16_t op : {0, 15, 19, 23, 29, 37, 39, 0xFFFF}) EXPECT_FALSE(IsKnownOpcode(op)) << op;
 
   const char* statuses[] = {"OK",
                             "MALFORMED_REQUEST",
@@ -1200,6 +1240,7 @@ std::vector<DecoderCase> AllDecoders() {
       {"move_streamlet_request.bin", d(DecodeStreamletRef)},
       {"seal_streamlet_request.bin", d(DecodeSealStreamletRequest)},
       {"seal_streamlet_response.bin", d(DecodeSealStreamletResponse)},
+      {"replica_append_request.bin", d(DecodeReplicaAppendRequest)},
       {"push_subscribe_request.bin", d(DecodePushSubscribeRequest)},
       {"push_subscribe_response.bin", d(DecodePushSubscribeResponse)},
       {"push_update_request.bin", d(DecodePushUpdateRequest)},
@@ -1337,7 +1378,7 @@ std::vector<HostileCase> HostileBodies() {
        B().U16(1).U16(1).U16(0xFFFF).Zeros(3).Build()},
       // Values the decoders must refuse although every byte is present.
       {"durability 3", d(DecodeStreamConfig),
-       B().Str("s").U32(1).U32(0).U32(0).U32(0).U8(3).U64(0).U64(0).Build()},
+       B().Str("s").U32(1).U32(0).U32(0).U32(0).U8(3).U64(0).U64(0).U8(1).Build()},
       {"group closed flag 2", d(DecodeMetadataResponse),
        B().U32(1).U32(0).Pos().Pos().U32(1).U64(1).U8(2).U64(1).U32(1).U64(0).Build()},
       {"duplicate flag 2", d(DecodeAppendResponse),
@@ -1387,7 +1428,7 @@ TEST(ProtocolRobustnessTest, HostileBodiesAreOtherwiseWellFormed) {
       {"Fetch block length", d(DecodeFetchResponse),
        B().U32(1).U32(0).U16(0).Str("").Pos().Pos().U32(1).Pos().U32(8).Zeros(8).Build()},
       {"durability 2", d(DecodeStreamConfig),
-       B().Str("s").U32(1).U32(0).U32(0).U32(0).U8(2).U64(0).U64(0).Build()},
+       B().Str("s").U32(1).U32(0).U32(0).U32(0).U8(2).U64(0).U64(0).U8(0).Build()},
       {"TxnAppend chunk length", d(DecodeTxnAppendRequest),
        B().Str("s").Str("t").U32(1).U64(1).U32(1).U32(0).U32(16).Zeros(16).Build()},
       {"TxnInfo state 1", d(DecodeTxnListResponse),

@@ -78,6 +78,15 @@ Segment::~Segment() {
   if (!Pool().Give(data_, capacity_)) ::munmap(data_, capacity_);
 }
 
+void Segment::Discard(uint32_t offset) {
+  if (file_ != nullptr) {
+    Status cut = file_->Truncate(offset);
+    if (cut.ok()) cut = file_->Sync();
+    if (!cut.ok()) NS_LOG(kError) << "rollback of segment " << id_ << " failed: " << cut.ToString();
+  }
+  Seal();
+}
+
 Status Segment::WriteChunk(const uint8_t* chunk, uint32_t size, bool sync) {
   const uint32_t offset = committed();
   std::memcpy(data_ + offset, chunk, size);

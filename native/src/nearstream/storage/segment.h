@@ -44,6 +44,9 @@ class Segment {
   // does).
   Status WriteChunk(const uint8_t* chunk, uint32_t size, bool sync);
   void Publish(uint32_t committed) { committed_.store(committed, std::memory_order_release); }
+  // Undoes a WriteChunk that is not to be published (its replication failed): cuts the file back
+  // to `offset` and seals the segment, whose file then holds exactly what was published.
+  void Discard(uint32_t offset);
   void Seal() { sealed_.store(true, std::memory_order_release); }
   int64_t last_append_ms() const { return last_append_ms_; }
   void set_last_append_ms(int64_t ms) { last_append_ms_ = ms; }

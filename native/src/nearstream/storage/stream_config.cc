@@ -55,6 +55,14 @@ Status StreamConfig::Validate() const {
   if (retention_ms < -1 || retention_ms == 0) {
     return Status::InvalidArgument("retention_ms must be -1 (unlimited) or positive");
   }
+  if (replication < 1 || replication > 3) {
+    return Status::InvalidArgument("replication must be in [1, 3]");
+  }
+  if (replication > 1 && durability == Durability::kNone) {
+    return Status::InvalidArgument(
+        "replication above 1 needs a durable stream (durability async or sync): followers keep "
+        "their copy in segment files");
+  }
   return Status::Ok();
 }
 

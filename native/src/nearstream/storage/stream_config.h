@@ -26,6 +26,9 @@ struct StreamConfig {
   Durability durability = Durability::kNone;
   int64_t retention_bytes = -1;  // per streamlet; -1 = unlimited
   int64_t retention_ms = -1;     // -1 = unlimited
+  // Copies of each streamlet, each on its own broker (docs/cluster.md, "Replication"); only a
+  // broker cluster replicates, and only durable streams.
+  uint32_t replication = 1;
 
   // Checks names and bounds; the message says which value is wrong and why.
   Status Validate() const;

@@ -18,6 +18,9 @@ std::string FormatStreamMeta(const StreamConfig& c) {
     << "durability=" << DurabilityName(c.durability) << "\n"
     << "retention_bytes=" << c.retention_bytes << "\n"
     << "retention_ms=" << c.retention_ms << "\n";
+  // Written only when replicated, so that files of streams from before replication stay
+  // byte-identical when rewritten.
+  if (c.replication != 1) o << "replication=" << c.replication << "\n";
   return o.str();
 }
 
@@ -62,6 +65,9 @@ Result<StreamConfig> ParseStreamMeta(const std::string& text) {
         numbers_ok &= ParseInt(v, &c.retention_bytes);
       } else if (k == "retention_ms") {
         numbers_ok &= ParseInt(v, &c.retention_ms);
+      } else if (k == "replication") {
+        numbers_ok &= ParseInt(v, &c.replication);
+        --seen;  // optional: absent means 1
       } else {
         --seen;
       }

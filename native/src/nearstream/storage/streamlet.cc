@@ -195,7 +195,7 @@ Position Streamlet::TailLocked() const {
 }
 
 Result<AppendOutcome> Streamlet::Append(const uint8_t* chunk, const ChunkHeader& header,
-                                        int64_t now_ms) {
+                                        int64_t now_ms, const ReplicateFn* replicate) {
   const uint32_t size = header.total_size();
   if (size > config_->segment_bytes) {
     return Status::ChunkTooLarge("chunk of " + std::to_string(size) +
@@ -235,6 +235,13 @@ Result<AppendOutcome> Streamlet::Append(const uint8_t* chunk, const ChunkHeader&
 
   const uint32_t offset = seg->committed();
   RETURN_IF_ERROR(seg->WriteChunk(chunk, size, config_->durability == Durability::kSync));
+  if (replicate != nullptr) {
+    if (Status replicated = (*replicate)(Position{g->id, seg->id(), offset}, chunk, size);
+        !replicated.ok()) {
+      seg->Discard(offset);
+      return replicated;
+    }
+  }
   {
     // Publish: what readers, Maintain and LookupTimestamp look at under mu_, then committed().
     MutexLock lock(&mu_);

@@ -78,6 +78,11 @@ struct StreamletInfo {
   std::vector<GroupInfo> groups;
 };
 
+// A replicated streamlet's leader hands each chunk to its followers between the write and the
+// publish (docs/cluster.md, "Replication"): readers never see a chunk before every in-sync
+// replica holds it. A failure undoes the write and fails the append.
+using ReplicateFn = std::function<Status(const Position& at, const uint8_t* chunk, uint32_t size)>;
+
 // Receives whole chunks: `data` holds `size` bytes of consecutive chunks starting at `at`.
 using BlockSink = std::function<void(const Position& at, const uint8_t* data, uint32_t size)>;
 
@@ -101,8 +106,11 @@ class Streamlet {
   Status Recover(int64_t now_ms);
 
   // Appends one chunk already checked by ValidateChunk. Either the whole chunk is appended (and,
-  // under `sync`, fsync'd) or nothing is and an error is returned.
-  Result<AppendOutcome> Append(const uint8_t* chunk, const ChunkHeader& header, int64_t now_ms);
+  // under `sync`, fsync'd) or nothing is and an error is returned. `replicate`, when given, runs
+  // under the slot's lock after the write and before the publish; its error fails the append,
+  // and the written bytes are cut off again (their segment takes no more chunks).
+  Result<AppendOutcome> Append(const uint8_t* chunk, const ChunkHeader& header, int64_t now_ms,
+                               const ReplicateFn* replicate = nullptr);
 
   // Hands whole chunks from `from` on to `sink`, up to `max_bytes` (at least one chunk). Stops
   // before a damaged range; a read that starts at one fails with kDataLoss (see DamageAt).

@@ -5,8 +5,10 @@ import java.util.Optional;
 
 /**
  * The cluster as one broker sees it (docs/protocol.md, "ClusterMetadata (11)"): the registered
- * brokers, ascending id, and the placement of the streams asked for. A standalone broker answers
- * with itself as the only broker, owning every streamlet (and as the controller).
+ * brokers, ascending id, and the placement of the streams asked for: each streamlet's owner (its
+ * leader) and its copies ({@link StreamPlacement#replicaSet}). A standalone broker answers with
+ * itself as the only broker, owning every streamlet with one copy at leader epoch 0 (and as the
+ * controller).
  *
  * @param brokerId the id of the broker that answered
  * @param controllerId the broker elected controller (it makes creates and deletes, which any broker

@@ -17,6 +17,7 @@ enum Opcode {
     CLUSTER_METADATA(11, "ClusterMetadata"),
     MOVE_STREAMLET(12, "MoveStreamlet"),
     SEAL_STREAMLET(13, "SealStreamlet"),
+    REPLICA_APPEND(14, "ReplicaAppend"),
     PUSH_SUBSCRIBE(20, "PushSubscribe"),
     PUSH_UPDATE(21, "PushUpdate"),
     PUSH_CLOSE(22, "PushClose"),

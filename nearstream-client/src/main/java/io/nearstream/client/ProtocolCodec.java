@@ -44,6 +44,12 @@ final class ProtocolCodec {
     private static final int BROKER_INFO_BYTES = 4 + 2 + 2;
     private static final int STREAM_PLACEMENT_BYTES = 2 + 4 + 4;
 
+    /** An owner (u32) and the smallest ReplicaSet: leader_epoch, r, s (10 + 4 × (r + s) bytes). */
+    private static final int STREAMLET_PLACEMENT_BYTES = 4 + 8 + 1 + 1;
+
+    /** ReplicaAppend's fields after the stream name: streamlet, leader, epoch, at, chunk length. */
+    static final int REPLICA_APPEND_FIXED_BYTES = 4 + 4 + 8 + Position.WIRE_BYTES + 4;
+
     private ProtocolCodec() {}
 
     // ---- frames -----------------------------------------------------------------------------
@@ -122,6 +128,7 @@ final class ProtocolCodec {
                     ClusterMetadataRequest,
                     MoveStreamletRequest,
                     SealStreamletRequest,
+                    ReplicaAppendRequest,
                     PushSubscribeRequest,
                     PushUpdateRequest,
                     PushCloseRequest,
@@ -251,6 +258,21 @@ final class ProtocolCodec {
         }
     }
 
+    /**
+     * ReplicaAppend (14), broker to broker: a streamlet's leader sends a follower one chunk it
+     * stored at {@code at}. {@code streamlet} and {@code leader} are {@code u32}s, {@code
+     * leaderEpoch} a {@code u64}; the chunk buffer's readable bytes are the chunk, and encoding
+     * takes ownership of it (it is released with the frame), as for {@link AppendRequest}.
+     */
+    record ReplicaAppendRequest(
+            String stream, int streamlet, int leader, long leaderEpoch, Position at, ByteBuf chunk)
+            implements Request {
+        @Override
+        public Opcode opcode() {
+            return Opcode.REPLICA_APPEND;
+        }
+    }
+
     /** PushSubscribe (20): slot geometry, consumer timeout and one ring per local reader. */
     record PushSubscribeRequest(
             String stream,
@@ -336,6 +358,9 @@ final class ProtocolCodec {
         if (request instanceof TxnAppendRequest r) {
             return encodeChunks(
                     alloc, requestId, r, head -> writeTxnRef(head, r.ref()), r.entries());
+        }
+        if (request instanceof ReplicaAppendRequest r) {
+            return encodeReplicaAppend(alloc, requestId, r);
         }
         ByteBuf out = alloc.heapBuffer(64);
         try {
@@ -465,6 +490,46 @@ final class ProtocolCodec {
             frame.release();
             for (int i = taken; i < entries.size(); i++) {
                 entries.get(i).chunk().release();
+            }
+            throw e;
+        }
+    }
+
+    /** ReplicaAppend: the head is written, the chunk is a component of the frame, not a copy. */
+    private static ByteBuf encodeReplicaAppend(
+            ByteBufAllocator alloc, long requestId, ReplicaAppendRequest r) {
+        CompositeByteBuf frame = alloc.compositeBuffer(2);
+        boolean taken = false;
+        try {
+            ByteBuf head =
+                    alloc.heapBuffer(
+                            LENGTH_BYTES + HEADER_BYTES + 2 + 64 + REPLICA_APPEND_FIXED_BYTES);
+            try {
+                beginFrame(head, r.opcode().code(), requestId, false);
+                writeStr(head, r.stream());
+                head.writeIntLE(r.streamlet());
+                head.writeIntLE(r.leader());
+                head.writeLongLE(r.leaderEpoch());
+                writePosition(head, r.at());
+                head.writeIntLE(r.chunk().readableBytes());
+            } catch (RuntimeException e) {
+                head.release();
+                throw e;
+            }
+            frame.addComponent(true, head);
+            frame.addComponent(true, r.chunk());
+            taken = true;
+            long length = (long) head.readableBytes() - LENGTH_BYTES + r.chunk().readableBytes();
+            if (length > 0xFFFF_FFFFL) {
+                throw new IllegalArgumentException(
+                        r.opcode().wireName() + " request of " + length + " bytes");
+            }
+            frame.setIntLE(0, (int) length);
+            return frame;
+        } catch (RuntimeException e) {
+            frame.release();
+            if (!taken) {
+                r.chunk().release();
             }
             throw e;
         }
@@ -679,16 +744,54 @@ final class ProtocolCodec {
         for (int i = 0; i < m; i++) {
             String name = in.str("name");
             int version = in.u32("version");
-            int k = in.count("count", 4);
+            int k = in.count("count", STREAMLET_PLACEMENT_BYTES);
             Integer[] owners = new Integer[k];
             for (int j = 0; j < k; j++) {
                 owners[j] = in.u32("owners");
             }
-            streams.add(new StreamPlacement(name, version, List.of(owners)));
+            ReplicaSet[] replicaSets = new ReplicaSet[k];
+            for (int j = 0; j < k; j++) {
+                replicaSets[j] = readReplicaSet(in);
+            }
+            streams.add(new StreamPlacement(name, version, List.of(owners), List.of(replicaSets)));
         }
         int controllerId = in.u32("controller_id");
         in.end();
         return new ClusterMetadata(brokerId, brokers, streams, controllerId);
+    }
+
+    /** One ReplicaSet of a StreamPlacement: leader_epoch, then {@code u8}-counted broker ids. */
+    static ReplicaSet readReplicaSet(WireReader in) {
+        long leaderEpoch = in.u64("leader_epoch");
+        List<Integer> replicas = readBrokerIds(in, "r", "replicas");
+        List<Integer> isr = readBrokerIds(in, "s", "isr");
+        return new ReplicaSet(leaderEpoch, replicas, isr);
+    }
+
+    private static List<Integer> readBrokerIds(WireReader in, String countField, String field) {
+        int n = in.countU8(countField, 4);
+        Integer[] ids = new Integer[n];
+        for (int i = 0; i < n; i++) {
+            ids[i] = in.u32(field);
+        }
+        return List.of(ids);
+    }
+
+    /** Writes a ReplicaSet; its lists must fit their {@code u8} counts. */
+    static void writeReplicaSet(ByteBuf out, ReplicaSet rs) {
+        out.writeLongLE(rs.leaderEpoch());
+        writeBrokerIds(out, rs.replicas(), "replicas");
+        writeBrokerIds(out, rs.isr(), "isr");
+    }
+
+    private static void writeBrokerIds(ByteBuf out, List<Integer> ids, String field) {
+        if (ids.size() > ReplicaSet.MAX_COUNT) {
+            throw new IllegalArgumentException(ids.size() + " " + field + " do not fit a u8 count");
+        }
+        out.writeByte(ids.size());
+        for (int id : ids) {
+            out.writeIntLE(id);
+        }
     }
 
     /** The streamlet's tail once the seal holds (all-zero when the seal was lifted). */
@@ -796,10 +899,15 @@ final class ProtocolCodec {
                 activeGroups,
                 Durability.values()[d],
                 in.i64("retention_bytes"),
-                in.i64("retention_ms"));
+                in.i64("retention_ms"),
+                in.u8("replication"));
     }
 
     static void writeStreamConfig(ByteBuf out, StreamConfig c) {
+        if (c.replication() < 0 || c.replication() > 0xFF) {
+            throw new IllegalArgumentException(
+                    "replication " + c.replication() + " does not fit a u8");
+        }
         writeStr(out, c.name());
         out.writeIntLE(c.streamlets());
         out.writeIntLE(c.segmentBytes());
@@ -808,6 +916,7 @@ final class ProtocolCodec {
         out.writeByte(c.durability().ordinal());
         out.writeLongLE(c.retentionBytes());
         out.writeLongLE(c.retentionMs());
+        out.writeByte(c.replication());
     }
 
     static void writeStr(ByteBuf out, String s) {

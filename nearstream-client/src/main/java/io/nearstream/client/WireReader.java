@@ -111,6 +111,26 @@ final class WireReader {
         return (int) count;
     }
 
+    /**
+     * A {@code u8} element count, checked against the bytes left as {@link #count} checks a {@code
+     * u32} one.
+     */
+    int countU8(String field, int minElementBytes) {
+        int count = u8(field);
+        if ((long) count * Math.max(1, minElementBytes) > buf.readableBytes()) {
+            throw NearstreamProtocolException.malformed(
+                    what
+                            + ": "
+                            + field
+                            + " = "
+                            + count
+                            + " does not fit in the "
+                            + buf.readableBytes()
+                            + " bytes left");
+        }
+        return count;
+    }
+
     /** A {@code Blob}: returns the index of its first byte and skips it; {@link #lastLength()}. */
     int blob(String field) {
         int raw = u32(field);

@@ -5,7 +5,9 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.nearstream.client.ProtocolCodec.AppendEntry;
 import io.nearstream.client.ProtocolCodec.AppendRequest;
+import io.nearstream.client.ProtocolCodec.CreateStreamRequest;
 import io.nearstream.client.ProtocolCodec.DescribeStreamRequest;
+import io.nearstream.client.ProtocolCodec.ReplicaAppendRequest;
 import io.nearstream.client.ProtocolCodec.ResponseFrame;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
@@ -21,7 +23,11 @@ import java.util.Random;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 
-/** Malformed input: every decoder refuses it with {@link NearstreamProtocolException}, only. */
+/**
+ * Malformed input: every decoder refuses it with {@link NearstreamProtocolException}, only. And
+ * round trips through both halves of the codec for the replication fields (StreamConfig's
+ * replication, ClusterMetadata's replica sets, ReplicaAppend).
+ */
 class ProtocolCodecTest {
 
     private static final UnpooledByteBufAllocator ALLOC = UnpooledByteBufAllocator.DEFAULT;
@@ -92,6 +98,9 @@ class ProtocolCodecTest {
             case SEAL_STREAMLET:
                 ProtocolCodec.decodeSealStreamletResponse(body);
                 break;
+            case REPLICA_APPEND:
+                ProtocolCodec.decodeEmpty(body, "empty");
+                break;
             case PUSH_SUBSCRIBE:
                 ProtocolCodec.decodePushSubscribeResponse(body);
                 break;
@@ -127,6 +136,8 @@ class ProtocolCodecTest {
             entries = a.entries();
         } else if (d.request() instanceof ProtocolCodec.TxnAppendRequest a) {
             entries = a.entries();
+        } else if (d.request() instanceof ProtocolCodec.ReplicaAppendRequest a) {
+            entries = List.of(new AppendEntry(a.streamlet(), a.chunk()));
         }
         for (AppendEntry e : entries) {
             Chunks.validate(ByteBufUtil.getBytes(e.chunk()));
@@ -351,5 +362,217 @@ class ProtocolCodecTest {
         } finally {
             frame.release();
         }
+    }
+
+    // ---- replication: StreamConfig.replication, ReplicaSet, ReplicaAppend (14) -----------------
+
+    @Test
+    void streamConfigCarriesReplicationAsItsLastByte() {
+        StreamConfig c = new StreamConfig("ab", 3, 4096, 4, 2, Durability.SYNC, -1, 60_000, 3);
+        ByteBuf frame = ProtocolCodec.encodeRequest(ALLOC, 7, new CreateStreamRequest(c));
+        try {
+            // 16-byte prefix and header, then 36 + n body bytes; replication at body offset 35 + n.
+            assertThat(frame.readableBytes()).isEqualTo(16 + 36 + 2);
+            assertThat(frame.getByte(16 + 35 + 2)).isEqualTo((byte) 3);
+            ProtocolTestCodec.DecodedRequest d =
+                    ProtocolTestCodec.decodeRequest(
+                            Unpooled.wrappedBuffer(ByteBufUtil.getBytes(frame)));
+            assertThat(d.request()).isEqualTo(new CreateStreamRequest(c));
+        } finally {
+            frame.release();
+        }
+        for (int replication : new int[] {0, 1, 2, 3, 255}) {
+            ByteBuf body = Unpooled.buffer();
+            StreamConfig r = StreamConfig.of("s", 1).withReplication(replication);
+            ProtocolCodec.writeStreamConfig(body, r);
+            assertThat(ProtocolCodec.decodeDescribeStreamResponse(body)).isEqualTo(r);
+        }
+    }
+
+    @Test
+    void streamConfigDefaultsToOneCopy() {
+        assertThat(StreamConfig.of("s", 2).replication()).isEqualTo(1);
+        StreamConfig eight = new StreamConfig("s", 2, 0, 0, 0, Durability.ASYNC, -1, -1);
+        assertThat(eight.replication()).isEqualTo(StreamConfig.DEFAULT_REPLICATION);
+        assertThat(eight.withReplication(3))
+                .isEqualTo(new StreamConfig("s", 2, 0, 0, 0, Durability.ASYNC, -1, -1, 3));
+        assertThat(eight.withReplication(2).withDurability(Durability.SYNC).replication())
+                .isEqualTo(2);
+    }
+
+    @Test
+    void replicationThatDoesNotFitAByteIsRefusedByTheEncoder() {
+        for (int replication : new int[] {-1, 256}) {
+            StreamConfig c = StreamConfig.of("s", 1).withReplication(replication);
+            assertThatThrownBy(
+                            () -> ProtocolCodec.encodeRequest(ALLOC, 1, new CreateStreamRequest(c)))
+                    .isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("replication " + replication);
+        }
+    }
+
+    @Test
+    void clusterMetadataReplicaSetsRoundTrip() {
+        ReplicaSet led = new ReplicaSet(-2L, List.of(7, -1, 3), List.of(7, 3));
+        ReplicaSet failedOver = new ReplicaSet(5, List.of(3, 7), List.of(7));
+        ClusterMetadata m =
+                new ClusterMetadata(
+                        7,
+                        List.of(
+                                new BrokerInfo(3, "a:1", "a"),
+                                new BrokerInfo(7, "b:2", "b"),
+                                new BrokerInfo(-1, "c:3", "c")),
+                        List.of(
+                                new StreamPlacement(
+                                        "r", 9, List.of(7, 7), List.of(led, failedOver)),
+                                new StreamPlacement("single", 0, List.of(3)),
+                                new StreamPlacement("empty", 1, List.of(), List.of())),
+                        ClusterMetadata.NO_CONTROLLER);
+        ByteBuf body = Unpooled.buffer();
+        ProtocolTestCodec.writeClusterMetadataResponse(body, m);
+        ClusterMetadata back = ProtocolCodec.decodeClusterMetadataResponse(body);
+        assertThat(back).isEqualTo(m);
+        StreamPlacement r = back.placement("r").orElseThrow();
+        assertThat(r.replicaSet(0).leaderEpoch()).isEqualTo(-2L); // a u64 above 2^63
+        assertThat(r.replicaSet(0).replication()).isEqualTo(3);
+        assertThat(r.replicaSet(0).isReplica(-1)).isTrue(); // broker id 0xFFFFFFFF
+        assertThat(r.replicaSet(1).isInSync(3)).isFalse();
+        assertThat(back.placement("single").orElseThrow().replicaSet(0))
+                .isEqualTo(ReplicaSet.single(3))
+                .isEqualTo(new ReplicaSet(0, List.of(3), List.of(3)));
+    }
+
+    @Test
+    void aPlacementHasOneReplicaSetPerStreamlet() {
+        assertThatThrownBy(
+                        () ->
+                                new StreamPlacement(
+                                        "s", 1, List.of(1, 2), List.of(ReplicaSet.single(1))))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("2 owners but 1 replica sets");
+        assertThat(new StreamPlacement("s", 1, List.of(4, 5)).replicaSets())
+                .containsExactly(ReplicaSet.single(4), ReplicaSet.single(5));
+    }
+
+    @Test
+    void replicaSetCountsAreCheckedAgainstTheBytesLeft() {
+        // One stream of one streamlet: owner, then a ReplicaSet whose r = 255 runs past the end.
+        ByteBuf body =
+                Unpooled.buffer()
+                        .writeIntLE(1) // broker_id
+                        .writeIntLE(0) // no brokers
+                        .writeIntLE(1) // one stream
+                        .writeShortLE(1)
+                        .writeByte('s')
+                        .writeIntLE(1) // version
+                        .writeIntLE(1) // count
+                        .writeIntLE(1) // owner
+                        .writeLongLE(0)
+                        .writeByte(255)
+                        .writeIntLE(1)
+                        .writeByte(1)
+                        .writeIntLE(1)
+                        .writeIntLE(1); // controller
+        assertThatThrownBy(() -> ProtocolCodec.decodeClusterMetadataResponse(body))
+                .isInstanceOf(NearstreamProtocolException.class)
+                .hasMessageContaining("r = 255");
+        // A streamlet count that cannot fit 14 bytes a streamlet is refused before allocating.
+        ByteBuf huge =
+                Unpooled.buffer()
+                        .writeIntLE(1)
+                        .writeIntLE(0)
+                        .writeIntLE(1)
+                        .writeShortLE(1)
+                        .writeByte('s')
+                        .writeIntLE(1)
+                        .writeIntLE(2)
+                        .writeZero(4 * 2 + 10);
+        assertThatThrownBy(() -> ProtocolCodec.decodeClusterMetadataResponse(huge))
+                .isInstanceOf(NearstreamProtocolException.class)
+                .hasMessageContaining("count = 2");
+    }
+
+    @Test
+    void replicaSetListsMustFitTheirByteCounts() {
+        List<Integer> many = java.util.Collections.nCopies(256, 1);
+        ClusterMetadata m =
+                new ClusterMetadata(
+                        1,
+                        List.of(),
+                        List.of(
+                                new StreamPlacement(
+                                        "s",
+                                        1,
+                                        List.of(1),
+                                        List.of(new ReplicaSet(0, many, List.of(1))))),
+                        1);
+        assertThatThrownBy(
+                        () -> ProtocolTestCodec.writeClusterMetadataResponse(Unpooled.buffer(), m))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("256 replicas");
+    }
+
+    @Test
+    void replicaAppendRequestLayoutAndRoundTrip() {
+        byte[] chunk = new ChunkBuilder().add(new byte[] {1, 2, 3}).build(9, 4, 100);
+        Position at = new Position(0x100000002L, 0x200000003L, 0x1234);
+        ByteBuf frame =
+                ProtocolCodec.encodeRequest(
+                        ALLOC,
+                        0x0102030405060708L,
+                        new ReplicaAppendRequest(
+                                "s", 258, -2, -3L, at, Unpooled.wrappedBuffer(chunk)));
+        byte[] bytes;
+        try {
+            // The chunk is a component of the frame, not a copy.
+            assertThat(frame).isInstanceOf(CompositeByteBuf.class);
+            boolean shared = false;
+            for (ByteBuf component : (CompositeByteBuf) frame) {
+                shared |= component.hasArray() && component.array() == chunk;
+            }
+            assertThat(shared).isTrue();
+            bytes = ByteBufUtil.getBytes(frame);
+        } finally {
+            frame.release();
+        }
+        ByteBuf expected = Unpooled.buffer().writeIntLE(0);
+        expected.writeByte(1).writeByte(0).writeShortLE(14).writeLongLE(0x0102030405060708L);
+        expected.writeShortLE(1).writeByte('s');
+        expected.writeIntLE(258).writeIntLE(-2).writeLongLE(-3L);
+        expected.writeLongLE(0x100000002L).writeLongLE(0x200000003L).writeIntLE(0x1234);
+        expected.writeIntLE(chunk.length).writeBytes(chunk);
+        expected.setIntLE(0, expected.readableBytes() - 4);
+        assertThat(bytes).isEqualTo(ByteBufUtil.getBytes(expected));
+
+        ProtocolTestCodec.DecodedRequest d =
+                ProtocolTestCodec.decodeRequest(Unpooled.wrappedBuffer(bytes));
+        assertThat(d.header().opcode()).isEqualTo(Opcode.REPLICA_APPEND.code());
+        ReplicaAppendRequest r = (ReplicaAppendRequest) d.request();
+        assertThat(r.stream()).isEqualTo("s");
+        assertThat(r.streamlet()).isEqualTo(258);
+        assertThat(r.leader()).isEqualTo(-2);
+        assertThat(r.leaderEpoch()).isEqualTo(-3L);
+        assertThat(r.at()).isEqualTo(at);
+        assertThat(ByteBufUtil.getBytes(r.chunk())).isEqualTo(chunk);
+        decodeRequestFully(bytes);
+    }
+
+    @Test
+    void aReplicaAppendThatCannotBeEncodedReleasesItsChunk() {
+        ByteBuf chunk = Unpooled.wrappedBuffer(new byte[] {1});
+        assertThatThrownBy(
+                        () ->
+                                ProtocolCodec.encodeRequest(
+                                        ALLOC,
+                                        1,
+                                        new ReplicaAppendRequest(
+                                                "é".repeat(40_000),
+                                                0,
+                                                1,
+                                                1,
+                                                Position.EARLIEST,
+                                                chunk)))
+                .isInstanceOf(IllegalArgumentException.class);
+        assertThat(chunk.refCnt()).isZero();
     }
 }

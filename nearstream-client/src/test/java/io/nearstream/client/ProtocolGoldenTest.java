@@ -19,6 +19,7 @@ import io.nearstream.client.ProtocolCodec.MoveStreamletRequest;
 import io.nearstream.client.ProtocolCodec.PushCloseRequest;
 import io.nearstream.client.ProtocolCodec.PushSubscribeRequest;
 import io.nearstream.client.ProtocolCodec.PushUpdateRequest;
+import io.nearstream.client.ProtocolCodec.ReplicaAppendRequest;
 import io.nearstream.client.ProtocolCodec.Request;
 import io.nearstream.client.ProtocolCodec.ResponseFrame;
 import io.nearstream.client.ProtocolCodec.SealStreamletRequest;
@@ -245,6 +246,7 @@ class ProtocolGoldenTest {
                         break;
                     }
                 case MOVE_STREAMLET:
+                case REPLICA_APPEND:
                     ProtocolCodec.decodeEmpty(in, op.wireName());
                     writer = out -> {};
                     break;
@@ -325,6 +327,15 @@ class ProtocolGoldenTest {
         }
         if (r instanceof TxnAppendRequest a) {
             return new TxnAppendRequest(a.ref(), detach(a.entries()));
+        }
+        if (r instanceof ReplicaAppendRequest a) {
+            return new ReplicaAppendRequest(
+                    a.stream(),
+                    a.streamlet(),
+                    a.leader(),
+                    a.leaderEpoch(),
+                    a.at(),
+                    Unpooled.wrappedBuffer(ByteBufUtil.getBytes(a.chunk())));
         }
         return r;
     }
@@ -423,6 +434,16 @@ class ProtocolGoldenTest {
                     "stream", r.stream(),
                     "streamlet", u32(r.streamlet()),
                     "seal_ms", u32(r.sealMs()));
+        } else if (request instanceof ReplicaAppendRequest r) {
+            ByteBuffer chunk = r.chunk().nioBuffer();
+            return obj(
+                    "stream", r.stream(),
+                    "streamlet", u32(r.streamlet()),
+                    "leader", u32(r.leader()),
+                    "leader_epoch", u64(r.leaderEpoch()),
+                    "at", positionJson(r.at()),
+                    "chunk_size", u(chunk.remaining()),
+                    "chunk", chunkJson(chunk, chunk.position(), chunk.remaining()));
         } else if (request instanceof PushSubscribeRequest r) {
             return obj(
                     "stream", r.stream(),
@@ -498,7 +519,16 @@ class ProtocolGoldenTest {
         return obj(
                 "name", p.name(),
                 "version", u32(p.version()),
-                "owners", list(p.owners(), owner -> u32(owner)));
+                "owners", list(p.owners(), owner -> u32(owner)),
+                "replicas", list(p.replicaSets(), ProtocolGoldenTest::replicaSetJson));
+    }
+
+    /** A ReplicaSet as vectors.json writes it: r and s are implied by the lists. */
+    private static Map<String, Object> replicaSetJson(ReplicaSet rs) {
+        return obj(
+                "leader_epoch", u64(rs.leaderEpoch()),
+                "replicas", list(rs.replicas(), id -> u32(id)),
+                "isr", list(rs.isr(), id -> u32(id)));
     }
 
     private static Map<String, Object> streamConfigJson(StreamConfig c) {
@@ -510,7 +540,8 @@ class ProtocolGoldenTest {
                 "active_groups", u32(c.activeGroups()),
                 "durability", u(c.durability().ordinal()),
                 "retention_bytes", BigInteger.valueOf(c.retentionBytes()),
-                "retention_ms", BigInteger.valueOf(c.retentionMs()));
+                "retention_ms", BigInteger.valueOf(c.retentionMs()),
+                "replication", u(c.replication()));
     }
 
     private static Map<String, Object> streamletJson(StreamletMetadata s) {

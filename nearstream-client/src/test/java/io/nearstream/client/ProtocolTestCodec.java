@@ -7,6 +7,7 @@ import static io.nearstream.client.ProtocolCodec.endFrame;
 import static io.nearstream.client.ProtocolCodec.readHeader;
 import static io.nearstream.client.ProtocolCodec.readStreamConfig;
 import static io.nearstream.client.ProtocolCodec.writePosition;
+import static io.nearstream.client.ProtocolCodec.writeReplicaSet;
 import static io.nearstream.client.ProtocolCodec.writeStr;
 
 import io.nearstream.client.ProtocolCodec.AppendEntry;
@@ -26,6 +27,7 @@ import io.nearstream.client.ProtocolCodec.MoveStreamletRequest;
 import io.nearstream.client.ProtocolCodec.PushCloseRequest;
 import io.nearstream.client.ProtocolCodec.PushSubscribeRequest;
 import io.nearstream.client.ProtocolCodec.PushUpdateRequest;
+import io.nearstream.client.ProtocolCodec.ReplicaAppendRequest;
 import io.nearstream.client.ProtocolCodec.Request;
 import io.nearstream.client.ProtocolCodec.SealStreamletRequest;
 import io.nearstream.client.ProtocolCodec.StatsRequest;
@@ -64,7 +66,7 @@ final class ProtocolTestCodec {
 
     /**
      * Decodes a complete request frame (the broker's side; used by tests and test brokers). Append
-     * chunks are slices of {@code frame}, valid while it is.
+     * and ReplicaAppend chunks are slices of {@code frame}, valid while it is.
      */
     static DecodedRequest decodeRequest(ByteBuf frame) {
         FrameHeader h = readHeader(frame);
@@ -168,6 +170,24 @@ final class ProtocolTestCodec {
                         new SealStreamletRequest(
                                 in.str("stream"), in.u32("streamlet"), in.u32("seal_ms"));
                 break;
+            case REPLICA_APPEND:
+                {
+                    String stream = in.str("stream");
+                    int streamlet = in.u32("streamlet");
+                    int leader = in.u32("leader");
+                    long leaderEpoch = in.u64("leader_epoch");
+                    Position at = in.position("at");
+                    int index = in.blob("chunk");
+                    request =
+                            new ReplicaAppendRequest(
+                                    stream,
+                                    streamlet,
+                                    leader,
+                                    leaderEpoch,
+                                    at,
+                                    frame.slice(index, in.lastLength()));
+                    break;
+                }
             case PUSH_SUBSCRIBE:
                 request =
                         new PushSubscribeRequest(
@@ -365,6 +385,9 @@ final class ProtocolTestCodec {
             out.writeIntLE(p.owners().size());
             for (int owner : p.owners()) {
                 out.writeIntLE(owner);
+            }
+            for (ReplicaSet rs : p.replicaSets()) {
+                writeReplicaSet(out, rs);
             }
         }
         out.writeIntLE(m.controllerId());

@@ -1,0 +1,243 @@
+// Replication over real processes (docs/cluster.md, "Replication"): a ZooKeeper server, three
+// nearstreamd with --zookeeper and a data directory each, and the CLI. Leaders are killed with
+// SIGKILL and paused with SIGSTOP; what was acknowledged must be readable from the new leader,
+// exactly once and in order, and a deposed leader must not acknowledge anything.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "nearstream/common/clock.h"
+#include "nearstream/net/client.h"
+#include "nearstream/testing/test_broker_process.h"
+#include "nearstream/testing/three_broker_cluster.h"
+
+namespace nearstream::testing {
+namespace {
+
+constexpr uint32_t kStreamlets = 3;
+
+class ReplicationTest : public ThreeBrokerCluster {
+ protected:
+  TestBroker& Broker(uint32_t id) { return *brokers_[id - 1]; }
+
+  // The bootstrap list of the brokers in `ids` (default: all).
+  std::string List(const std::vector<uint32_t>& ids = {1, 2, 3}) {
+    std::string out;
+    for (uint32_t id : ids) out += (out.empty() ? "" : ",") + Broker(id).address();
+    return out;
+  }
+
+  // The placement of `stream` as broker `asked` sees it.
+  net::StreamPlacement Placement(uint32_t asked, const std::string& stream) {
+    auto client = net::Client::Connect(Broker(asked).address());
+    auto view = client.ok() ? client->ClusterMetadata({stream}) : client.status();
+    if (!view.ok() || view->streams.size() != 1) return {};
+    return view->streams[0];
+  }
+
+  // Waits until broker `asked` names a leader other than `old` for `streamlet`.
+  net::StreamPlacement AwaitNewLeader(uint32_t asked, const std::string& stream, uint32_t streamlet,
+                                      uint32_t old) {
+    const int64_t deadline = MonotonicNowMs() + 30000;
+    while (MonotonicNowMs() < deadline) {
+      net::StreamPlacement p = Placement(asked, stream);
+      if (streamlet < p.owners.size() && p.owners[streamlet] != old) return p;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ADD_FAILURE() << "streamlet " << streamlet << " of " << stream << " kept its leader, broker "
+                  << old;
+    return {};
+  }
+
+  uint64_t Stat(uint32_t id, const std::string& name) {
+    auto client = net::Client::Connect(Broker(id).address());
+    auto stats = client.ok() ? client->Stats() : client.status();
+    if (!stats.ok()) return UINT64_MAX;
+    for (const auto& [key, value] : stats->values) {
+      if (key == name) return value;
+    }
+    return UINT64_MAX;
+  }
+
+  static std::string Numbered(int from, int to) {
+    std::string input;
+    for (int i = from; i < to; ++i) input += "record " + std::to_string(i) + "\n";
+    return input;
+  }
+
+  void TearDown() override {
+    if (paused_ > 0) kill(paused_, SIGCONT);  // or it outlives the test stopped
+    ThreeBrokerCluster::TearDown();
+  }
+
+  pid_t paused_ = -1;
+};
+
+TEST_F(ReplicationTest, AKilledLeadersStreamletsGoOnFromAnInSyncFollowerWithEveryRecord) {
+  ProcessResult r = Cli(List(), {"create", "events", "--streamlets", std::to_string(kStreamlets),
+                                 "--durability", "sync", "--replication", "2"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  const net::StreamPlacement before = Placement(1, "events");
+  ASSERT_EQ(before.replicas.size(), kStreamlets);
+  for (uint32_t s = 0; s < kStreamlets; ++s) {
+    const net::ReplicaSet& set = before.replicas[s];
+    ASSERT_EQ(set.replicas.size(), 2u) << "streamlet " << s;
+    EXPECT_NE(set.replicas[0], set.replicas[1]) << "streamlet " << s;
+    EXPECT_EQ(set.replicas[0], before.owners[s]) << "the first replica leads";
+    EXPECT_EQ(set.isr, set.replicas) << "streamlet " << s;
+    EXPECT_EQ(set.leader_epoch, 0u);
+  }
+
+  // 900 records in 90 chunks of 10, round-robin: every chunk is copied to one follower.
+  r = Cli(List(),
+          {"produce", "events", "--round-robin", "--batch-records", "10", "--producer-id", "77"},
+          Numbered(0, 900));
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  uint64_t copied = 0;
+  for (uint32_t id = 1; id <= 3; ++id) copied += Stat(id, "nearstream_replica_appends_total");
+  EXPECT_EQ(copied, 90u);
+
+  // The leader of streamlet 0 dies with everything in flight; its follower takes over once
+  // ZooKeeper ends the dead broker's session.
+  const uint32_t dead = before.owners[0];
+  const uint32_t heir = before.replicas[0].replicas[1];
+  Broker(dead).Kill();
+  std::vector<uint32_t> alive;
+  for (uint32_t id = 1; id <= 3; ++id) {
+    if (id != dead) alive.push_back(id);
+  }
+  const net::StreamPlacement after = AwaitNewLeader(alive[0], "events", 0, dead);
+  ASSERT_EQ(after.owners.size(), kStreamlets);
+  EXPECT_EQ(after.owners[0], heir);
+  EXPECT_EQ(after.replicas[0].leader_epoch, 1u);
+  EXPECT_EQ(after.replicas[0].isr, std::vector<uint32_t>{heir});
+  for (uint32_t s = 0; s < kStreamlets; ++s) EXPECT_NE(after.owners[s], dead) << "streamlet " << s;
+
+  // Every acknowledged record, once, each streamlet in the order written.
+  r = Cli(List(alive), {"consume", "events", "--timeout-ms", "1000"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  std::vector<std::string> got = Lines(r.out);
+  std::vector<std::string> sent = Lines(Numbered(0, 900));
+  std::vector<std::string> sorted = got;
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<std::string> sorted_sent = sent;
+  std::sort(sorted_sent.begin(), sorted_sent.end());
+  EXPECT_EQ(sorted, sorted_sent);
+  for (uint32_t s = 0; s < kStreamlets; ++s) {
+    r = Cli(List(alive),
+            {"consume", "events", "--streamlets", std::to_string(s), "--timeout-ms", "500"});
+    ASSERT_EQ(r.exit_code, 0) << Describe(r);
+    std::vector<std::string> expected;
+    for (size_t i = 0; i < sent.size(); ++i) {
+      if ((i / 10) % kStreamlets == s) expected.push_back(sent[i]);
+    }
+    EXPECT_EQ(Lines(r.out), expected) << "streamlet " << s;
+  }
+
+  // The same producer sending the same chunks again (a retry after the failover): the new
+  // leader rebuilt the producer's sequences from its copy, so all of them are duplicates.
+  r = Cli(List(alive),
+          {"produce", "events", "--round-robin", "--batch-records", "10", "--producer-id", "77"},
+          Numbered(0, 900));
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  // And new records go on being written and replicated where a follower is left.
+  r = Cli(List(alive), {"produce", "events", "--round-robin", "--batch-records", "10"},
+          Numbered(900, 1200));
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  r = Cli(List(alive), {"consume", "events", "--timeout-ms", "1000"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  got = Lines(r.out);
+  std::sort(got.begin(), got.end());
+  sent = Lines(Numbered(0, 1200));
+  std::sort(sent.begin(), sent.end());
+  EXPECT_EQ(got, sent);
+
+  // The dead broker comes back as a follower: it leads nothing, and serves nothing of the
+  // streamlets it led.
+  ASSERT_TRUE(Broker(dead).Restart().ok());
+  const net::StreamPlacement back = Placement(dead, "events");
+  for (uint32_t s = 0; s < kStreamlets; ++s) EXPECT_NE(back.owners[s], dead) << "streamlet " << s;
+  r = Cli(Broker(dead).address(),
+          {"consume", "events", "--streamlets", "0", "--timeout-ms", "300"});
+  EXPECT_NE(r.exit_code, 0) << Describe(r);
+  EXPECT_NE(r.err.find("NOT_OWNER"), std::string::npos) << r.err;
+}
+
+TEST_F(ReplicationTest, ProduceGoesOnThroughAFailoverWithoutLosingOrRepeatingARecord) {
+  ProcessResult r = Cli(List(), {"create", "orders", "--streamlets", "1", "--durability", "async",
+                                 "--replication", "3"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  const net::StreamPlacement before = Placement(1, "orders");
+  ASSERT_EQ(before.owners.size(), 1u);
+  const uint32_t dead = before.owners[0];
+  std::vector<uint32_t> alive;
+  for (uint32_t id = 1; id <= 3; ++id) {
+    if (id != dead) alive.push_back(id);
+  }
+  // A producer that knows every broker writes 3000 records in chunks of 5 while the leader is
+  // killed part way: it follows the new leader on its own.
+  ProcessResult produced;
+  std::thread producer([&] {
+    produced = Cli(List(), {"produce", "orders", "--batch-records", "5"}, Numbered(0, 3000));
+  });
+  const int64_t deadline = MonotonicNowMs() + 20000;
+  while (Stat(dead, "nearstream_append_chunks_total") < 100 && MonotonicNowMs() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  Broker(dead).Kill();
+  producer.join();
+  ASSERT_EQ(produced.exit_code, 0) << Describe(produced);
+  EXPECT_NE(produced.out.find("acknowledged 3000 records"), std::string::npos) << produced.out;
+  const net::StreamPlacement after = AwaitNewLeader(alive[0], "orders", 0, dead);
+  ASSERT_EQ(after.owners.size(), 1u);
+  EXPECT_EQ(after.replicas[0].leader_epoch, 1u);
+  EXPECT_EQ(after.replicas[0].isr.size(), 2u) << "both followers were in sync";
+  r = Cli(List(alive), {"consume", "orders", "--timeout-ms", "1000"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_EQ(Lines(r.out), Lines(Numbered(0, 3000)));  // in order, none lost, none twice
+}
+
+TEST_F(ReplicationTest, APausedLeaderThatWasReplacedAcknowledgesNothing) {
+  ProcessResult r = Cli(List(), {"create", "audit", "--streamlets", "1", "--durability", "sync",
+                                 "--replication", "2"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  const net::StreamPlacement before = Placement(1, "audit");
+  ASSERT_EQ(before.owners.size(), 1u);
+  const uint32_t old = before.owners[0];
+  const uint32_t heir = before.replicas[0].replicas[1];
+  r = Cli(List(), {"produce", "audit"}, Numbered(0, 50));
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+
+  // Paused past its ZooKeeper session: the controller makes the follower leader at epoch 1.
+  paused_ = Broker(old).pid();
+  ASSERT_EQ(kill(paused_, SIGSTOP), 0);
+  uint32_t other = 1;
+  while (other == old) ++other;
+  const net::StreamPlacement after = AwaitNewLeader(other, "audit", 0, old);
+  ASSERT_EQ(after.owners.size(), 1u);
+  EXPECT_EQ(after.owners[0], heir);
+  // The old leader wakes up still believing it leads; a client that only knows it appends at
+  // once. Its follower (the new leader) refuses the copy, so nothing is acknowledged.
+  ASSERT_EQ(kill(paused_, SIGCONT), 0);
+  paused_ = -1;
+  r = Cli(Broker(old).address(), {"produce", "audit"}, "from the deposed leader\n");
+  EXPECT_NE(r.exit_code, 0) << Describe(r);
+  EXPECT_NE(r.err.find("NOT_OWNER"), std::string::npos) << r.err;
+
+  r = Cli(List({heir}), {"produce", "audit"}, Numbered(50, 60));
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  r = Cli(List({heir, old}), {"consume", "audit", "--timeout-ms", "1000"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_EQ(Lines(r.out), Lines(Numbered(0, 60)));
+}
+
+}  // namespace
+}  // namespace nearstream::testing

@@ -1,0 +1,453 @@
+// Replication of streamlets (docs/cluster.md, "Replication"): synchronous primary-backup per
+// streamlet. The leader (the streamlet's owner) writes a chunk, sends it to every other member
+// of the in-sync set, and publishes and acknowledges it only once each holds it or has left the
+// set in ZooKeeper. Followers keep their copy as segment files of the leader's group and segment
+// ids at the leader's offsets, the layout a move copies and recovery loads, so a follower that
+// becomes leader loads its files and every position stays valid. Leadership and the in-sync set
+// live in the stream's node with a leader epoch per streamlet; every change is a
+// compare-and-set of that node.
+#include <zookeeper/zookeeper.h>
+
+#include <algorithm>
+
+#include "nearstream/cluster/zk_cluster.h"
+#include "nearstream/cluster/zk_status.h"
+#include "nearstream/common/clock.h"
+#include "nearstream/common/log.h"
+#include "nearstream/storage/chunk.h"
+
+namespace nearstream::cluster {
+
+namespace {
+
+// How long a leader waits for a follower's answer before it counts the follower as failed (and
+// removes it from the in-sync set): a stopped (SIGSTOP) or partitioned follower holds the
+// streamlet's appends this long, as Kafka's replica.lag.time.max.ms bounds a stalled follower.
+constexpr int kReplicaTimeoutMs = 10000;
+
+std::string StreamletName(const std::string& name, uint32_t id) {
+  return "streamlet " + std::to_string(id) + " of stream '" + name + "'";
+}
+
+std::string FormatIds(const std::vector<uint32_t>& ids) {
+  std::string text = "{";
+  for (size_t i = 0; i < ids.size(); ++i) text += (i > 0 ? ", " : "") + std::to_string(ids[i]);
+  return text + "}";
+}
+
+// Sends one encoded ReplicaAppend over `link`, connecting first when needed; a connection that
+// failed is dropped so that the next chunk connects again.
+Status SendReplica(std::optional<net::Client>& client, const std::string& address,
+                   const Bytes& body) {
+  if (!client.has_value() || !client->ok()) {
+    client.reset();
+    Result<net::Client> connected = net::Client::Connect(address, kReplicaTimeoutMs);
+    if (!connected.ok()) return connected.status();
+    connected->set_io_timeout_ms(kReplicaTimeoutMs);
+    client.emplace(std::move(*connected));
+  }
+  Result<net::Response> answer = client->Call(net::Opcode::kReplicaAppend, body);
+  if (!client->ok()) client.reset();
+  return answer.status();
+}
+
+}  // namespace
+
+bool ZkCluster::Replicated(const std::string& name) const {
+  MutexLock lock(&mu_);
+  auto it = streams_.find(name);
+  return it != streams_.end() && it->second.config.replication > 1;
+}
+
+Status ZkCluster::Replicate(const std::string& name, uint32_t id, const storage::Position& at,
+                            const uint8_t* chunk, uint32_t size) {
+  uint64_t epoch = 0;
+  std::vector<uint32_t> followers;
+  std::vector<std::string> addresses;  // empty: not registered now
+  std::vector<std::shared_ptr<ReplicaLink>> links;
+  {
+    MutexLock lock(&mu_);
+    auto it = streams_.find(name);
+    if (it == streams_.end() || id >= it->second.replicas.size()) {
+      return Status::StreamNotFound("stream '" + name + "' does not exist");
+    }
+    const StreamRecord& record = it->second;
+    if (record.owners[id] != options_.broker_id) {
+      return NotHere(name, id, record.owners[id], brokers_);
+    }
+    epoch = record.replicas[id].leader_epoch;
+    for (uint32_t f : record.replicas[id].isr) {
+      if (f == options_.broker_id) continue;
+      std::shared_ptr<ReplicaLink>& link = links_[{name, id, f}];
+      if (link == nullptr) link = std::make_shared<ReplicaLink>();
+      links.push_back(link);
+      followers.push_back(f);
+      auto b = std::find_if(brokers_.begin(), brokers_.end(),
+                            [f](const BrokerRecord& r) { return r.id == f; });
+      addresses.push_back(b == brokers_.end() ? std::string() : b->address);
+    }
+  }
+  if (followers.empty()) return Status::Ok();
+  Bytes body;
+  ByteWriter w(&body);
+  net::EncodeReplicaAppendRequest(w, {name, id, options_.broker_id, epoch, at, chunk, size});
+  std::vector<uint32_t> failed;
+  for (size_t k = 0; k < followers.size(); ++k) {
+    Status sent =
+        Status::BrokerUnavailable("broker " + std::to_string(followers[k]) + " is not registered");
+    if (!addresses[k].empty()) {
+      std::lock_guard<std::mutex> lock(links[k]->mu);
+      sent = SendReplica(links[k]->client, addresses[k], body);
+    }
+    if (sent.ok()) continue;
+    if (sent.IsNotOwner()) {
+      // The follower knows a newer leader epoch: another broker leads now. Nothing is published
+      // here; the watch of the stream's node tells this broker soon, and a re-read now.
+      MutexLock lock(&mu_);
+      changed_streams_.insert(name);
+      changed_.SignalAll();
+      return Status::NotOwner("broker " + std::to_string(options_.broker_id) + " no longer leads " +
+                              StreamletName(name, id) + " (broker " + std::to_string(followers[k]) +
+                              ": " + std::string(sent.message()) + ")");
+    }
+    NS_LOG(kWarning) << "replicating " << StreamletName(name, id) << " to broker " << followers[k]
+                     << " failed: " << sent.ToString() << "; it leaves the in-sync set";
+    failed.push_back(followers[k]);
+  }
+  if (failed.empty()) return Status::Ok();
+  return ShrinkIsr(name, id, epoch, failed);
+}
+
+Status ZkCluster::ShrinkIsr(const std::string& name, uint32_t id, uint64_t epoch,
+                            const std::vector<uint32_t>& failed) {
+  const std::string what = StreamletName(name, id);
+  while (true) {
+    Result<std::optional<StreamRecord>> read = FetchStream(name, /*watch=*/false);
+    if (!read.ok() && read.status().IsClusterUnavailable()) {
+      // Acknowledging without the failed followers needs the in-sync set to say so first. Wait
+      // for ZooKeeper while this broker's session lives: once it expired, the controller may
+      // have chosen another leader, and this one must not publish.
+      bool expired;
+      {
+        MutexLock lock(&mu_);
+        expired = expired_ || stopping_;
+      }
+      if (expired) {
+        return Status::ClusterUnavailable("cannot remove a failed follower of " + what +
+                                          " from its in-sync set: ZooKeeper session expired");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      continue;
+    }
+    RETURN_IF_ERROR(read.status());
+    if (!read->has_value()) return Status::StreamNotFound("stream '" + name + "' was deleted");
+    StreamRecord record = std::move(**read);
+    if (id >= record.replicas.size() || record.owners[id] != options_.broker_id ||
+        record.replicas[id].leader_epoch != epoch) {
+      // Not installed from here: this thread holds the streamlet's slot lock, which a demotion
+      // waits for. The refresher re-reads the node.
+      MutexLock lock(&mu_);
+      changed_streams_.insert(name);
+      changed_.SignalAll();
+      return Status::NotOwner("broker " + std::to_string(options_.broker_id) + " no longer leads " +
+                              what);
+    }
+    std::vector<uint32_t>& isr = record.replicas[id].isr;
+    isr.erase(std::remove_if(isr.begin(), isr.end(),
+                             [&failed](uint32_t b) {
+                               return std::find(failed.begin(), failed.end(), b) != failed.end();
+                             }),
+              isr.end());
+    bool stale = false;
+    RETURN_IF_ERROR(SetStreamNode(name, record, /*fenced=*/false, &stale));
+    if (stale) continue;
+    NS_LOG(kWarning) << "the in-sync set of " << what << " is now " << FormatIds(isr);
+    // Only the in-sync set changed, and this thread holds the slot lock a demotion would wait
+    // for: into the cache directly, not through Install.
+    record.version += 1;
+    MutexLock lock(&mu_);
+    auto it = streams_.find(name);
+    if (it == streams_.end() || it->second.version < record.version) streams_[name] = record;
+    return Status::Ok();
+  }
+}
+
+Status ZkCluster::SetStreamNode(const std::string& name, const StreamRecord& record, bool fenced,
+                                bool* stale) {
+  *stale = false;
+  const std::string data = FormatStreamRecord(record);
+  const std::string path = Path("/streams/" + name);
+  const int32_t version = static_cast<int32_t>(record.version) - 1;
+  if (!fenced) {
+    int rc;
+    {
+      MutexLock lock(&zk_mu_);
+      rc = zoo_set(zh_, path.c_str(), data.data(), static_cast<int>(data.size()), version);
+    }
+    if (rc == ZBADVERSION) {
+      *stale = true;
+      return Status::Ok();
+    }
+    if (rc == ZNONODE) return Status::StreamNotFound("stream '" + name + "' was deleted");
+    if (rc != ZOK) return ZkError("update stream " + name, rc);
+    return Status::Ok();
+  }
+  int32_t epoch_version;
+  {
+    MutexLock lock(&mu_);
+    if (!is_controller_) return Status::ClusterUnavailable("no longer the controller");
+    epoch_version = epoch_version_;
+  }
+  const std::string epoch_node = Path("/controller_epoch");
+  zoo_op_t ops[2];
+  zoo_op_result_t results[2];
+  zoo_check_op_init(&ops[0], epoch_node.c_str(), epoch_version);
+  zoo_set_op_init(&ops[1], path.c_str(), data.data(), static_cast<int>(data.size()), version,
+                  nullptr);
+  int rc;
+  {
+    MutexLock lock(&zk_mu_);
+    rc = zoo_multi(zh_, 2, ops, results);
+  }
+  if (rc == ZOK) return Status::Ok();
+  if (ZkUnreachable(rc)) return ZkError("update stream " + name, rc);
+  if (results[0].err == ZBADVERSION) return Deposed();
+  if (results[1].err == ZBADVERSION) {
+    *stale = true;
+    return Status::Ok();
+  }
+  if (results[1].err == ZNONODE) return Status::StreamNotFound("stream '" + name + "' was deleted");
+  return ZkError("update stream " + name, rc);
+}
+
+void ZkCluster::ElectLeaders() {
+  std::vector<std::string> names;
+  {
+    MutexLock lock(&mu_);
+    if (!is_controller_) return;
+    for (const auto& [name, record] : streams_) {
+      if (record.config.replication > 1) names.push_back(name);
+    }
+  }
+  for (const std::string& name : names) {
+    // Until the node is written or another change is seen and decided on again.
+    for (int attempt = 0; attempt < 10; ++attempt) {
+      Result<std::optional<StreamRecord>> read = FetchStream(name, /*watch=*/false);
+      if (!read.ok() || !read->has_value()) break;
+      StreamRecord record = std::move(**read);
+      std::vector<std::string> changes;
+      std::vector<BrokerRecord> brokers;
+      {
+        MutexLock lock(&mu_);
+        brokers = brokers_;
+      }
+      auto registered = [&brokers](uint32_t b) {
+        return std::any_of(brokers.begin(), brokers.end(),
+                           [b](const BrokerRecord& r) { return r.id == b; });
+      };
+      {
+        for (uint32_t i = 0; i < record.owners.size(); ++i) {
+          const uint32_t leader = record.owners[i];
+          if (registered(leader)) continue;
+          net::ReplicaSet& set = record.replicas[i];
+          auto next = std::find_if(set.isr.begin(), set.isr.end(),
+                                   [&](uint32_t b) { return b != leader && registered(b); });
+          if (next == set.isr.end()) continue;  // no copy that holds every acknowledged chunk
+          const uint32_t chosen = *next;
+          // The lost leader leaves the set (it may hold chunks nobody acknowledged); the new
+          // one comes first, as every leader does.
+          set.isr.erase(std::remove(set.isr.begin(), set.isr.end(), leader), set.isr.end());
+          set.isr.erase(std::remove(set.isr.begin(), set.isr.end(), chosen), set.isr.end());
+          set.isr.insert(set.isr.begin(), chosen);
+          ++set.leader_epoch;
+          record.owners[i] = chosen;
+          changes.push_back("streamlet " + std::to_string(i) + ": broker " +
+                            std::to_string(leader) + " -> " + std::to_string(chosen) + " (epoch " +
+                            std::to_string(set.leader_epoch) + ")");
+        }
+      }
+      if (changes.empty()) break;
+      bool stale = false;
+      Status set = SetStreamNode(name, record, /*fenced=*/true, &stale);
+      if (!set.ok()) {
+        NS_LOG(kWarning) << "controller: electing leaders of stream " << name
+                         << " failed: " << set.ToString();
+        break;
+      }
+      if (stale) continue;
+      for (const std::string& change : changes) {
+        NS_LOG(kWarning) << "controller: new leader of stream " << name << " " << change;
+      }
+      record.version += 1;
+      Install(name, std::move(record));
+      break;
+    }
+  }
+}
+
+Status ZkCluster::AcceptReplica(const net::ReplicaAppendRequest& m) {
+  std::shared_ptr<storage::Stream> stream = store_->Find(m.stream);
+  if (stream == nullptr) {
+    ASSIGN_OR_RETURN(stream, Find(m.stream));
+    if (stream == nullptr)
+      return Status::StreamNotFound("stream '" + m.stream + "' does not exist");
+  }
+  storage::Streamlet* s = stream->streamlet(m.streamlet);
+  if (s == nullptr) {
+    return Status::StreamletNotFound("stream '" + m.stream + "' has no streamlet " +
+                                     std::to_string(m.streamlet));
+  }
+  std::shared_ptr<FollowerCopy> copy;
+  uint64_t known_epoch = 0;
+  {
+    MutexLock lock(&mu_);
+    std::shared_ptr<FollowerCopy>& c = copies_[{m.stream, m.streamlet}];
+    if (c == nullptr) c = std::make_shared<FollowerCopy>();
+    copy = c;
+    auto it = streams_.find(m.stream);
+    if (it != streams_.end() && m.streamlet < it->second.replicas.size()) {
+      known_epoch = it->second.replicas[m.streamlet].leader_epoch;
+    }
+  }
+  // A leader of a newer epoch than this broker has seen: read the node before deciding, so a
+  // new leader is never refused for a watch that has not fired yet.
+  if (m.leader_epoch > known_epoch) RETURN_IF_ERROR(ReadStream(m.stream).status());
+  // The check and the write under the copy's lock, which a promotion takes too: no chunk of an
+  // old epoch lands after this broker loaded its copy as the new leader.
+  std::lock_guard<std::mutex> lock(copy->mu);
+  {
+    MutexLock cache(&mu_);
+    auto it = streams_.find(m.stream);
+    const std::string what = StreamletName(m.stream, m.streamlet);
+    if (it == streams_.end() || m.streamlet >= it->second.replicas.size()) {
+      return Status::StreamNotFound("stream '" + m.stream + "' does not exist");
+    }
+    const StreamRecord& record = it->second;
+    const uint64_t epoch = record.replicas[m.streamlet].leader_epoch;
+    if (!record.Follows(m.streamlet, options_.broker_id)) {
+      return Status::NotOwner("broker " + std::to_string(options_.broker_id) + " does not follow " +
+                              what + " (its leader is broker " +
+                              std::to_string(record.owners[m.streamlet]) + ")");
+    }
+    if (record.owners[m.streamlet] != m.leader || epoch != m.leader_epoch) {
+      return Status::NotOwner("broker " + std::to_string(m.leader) + " at leader epoch " +
+                              std::to_string(m.leader_epoch) + " does not lead " + what +
+                              ": broker " + std::to_string(record.owners[m.streamlet]) +
+                              " does, at epoch " + std::to_string(epoch));
+    }
+  }
+  RETURN_IF_ERROR(storage::ValidateChunk(m.chunk, m.chunk_size).status());
+  if (m.at.offset + uint64_t{m.chunk_size} > stream->config().segment_bytes) {
+    return Status::InvalidArgument("a chunk of " + std::to_string(m.chunk_size) +
+                                   " bytes at offset " + std::to_string(m.at.offset) +
+                                   " does not fit in a segment");
+  }
+  storage::Env* env = storage::Env::Default();
+  if (copy->file == nullptr || copy->file_at.group != m.at.group ||
+      copy->file_at.segment != m.at.segment) {
+    if (copy->file != nullptr) RETURN_IF_ERROR(copy->file->Sync());
+    copy->file.reset();
+    ASSIGN_OR_RETURN(std::unique_ptr<storage::WritableFile> file,
+                     env->OpenAppendable(s->GroupSegmentPath(m.at.group, m.at.segment)));
+    if (file->size() == 0 && stream->config().durability == storage::Durability::kSync) {
+      RETURN_IF_ERROR(env->SyncDir(s->dir()));  // the new file's name survives a crash too
+    }
+    copy->file_at =
+        storage::Position{m.at.group, m.at.segment, static_cast<uint32_t>(file->size())};
+    copy->file = std::move(file);
+  }
+  if (copy->file_at.offset != m.at.offset) {
+    return Status::PositionOutOfRange("broker " + std::to_string(options_.broker_id) +
+                                      "'s copy of segment " + std::to_string(m.at.segment) +
+                                      " of " + StreamletName(m.stream, m.streamlet) + " has " +
+                                      std::to_string(copy->file_at.offset) +
+                                      " bytes; the chunk is at " + std::to_string(m.at.offset));
+  }
+  Status written = copy->file->Append(m.chunk, m.chunk_size);
+  if (written.ok() && stream->config().durability == storage::Durability::kSync) {
+    written = copy->file->Sync();
+  }
+  if (!written.ok()) {
+    // The file's end is unknown now: the next chunk opens it again and checks its size.
+    copy->file.reset();
+    return written;
+  }
+  copy->file_at.offset += m.chunk_size;
+  return Status::Ok();
+}
+
+void ZkCluster::Install(const std::string& name, StreamRecord record) {
+  MutexLock serial(&install_mu_);
+  StreamRecord before;
+  bool had = false;
+  {
+    MutexLock lock(&mu_);
+    auto it = streams_.find(name);
+    if (it != streams_.end()) {
+      // A read that raced a newer one: keep the newer.
+      if (it->second.version > record.version) return;
+      before = it->second;
+      had = true;
+    }
+  }
+  std::shared_ptr<storage::Stream> stream = store_->Find(name);
+  const uint32_t me = options_.broker_id;
+  std::vector<std::shared_ptr<FollowerCopy>> held;  // promotions: locked until installed
+  std::vector<std::unique_lock<std::mutex>> locks;
+  bool demoted = false;
+  if (stream != nullptr && record.config.replication > 1) {
+    for (uint32_t i = 0; i < record.owners.size(); ++i) {
+      storage::Streamlet* s = stream->streamlet(i);
+      if (s == nullptr) continue;
+      const bool leads = record.owners[i] == me;
+      const bool led = had && i < before.owners.size() && before.owners[i] == me;
+      if (leads && had && !led) {
+        // Promotion: the copy's files become the streamlet, loaded as recovery loads them (torn
+        // tails cut, groups closed, producer sequences rebuilt so retries are duplicates).
+        std::shared_ptr<FollowerCopy> copy;
+        {
+          MutexLock lock(&mu_);
+          std::shared_ptr<FollowerCopy>& c = copies_[{name, i}];
+          if (c == nullptr) c = std::make_shared<FollowerCopy>();
+          copy = c;
+        }
+        locks.emplace_back(copy->mu);
+        held.push_back(copy);
+        if (copy->file != nullptr) {
+          Status synced = copy->file->Sync();
+          if (!synced.ok())
+            NS_LOG(kError) << "syncing the copy of " << StreamletName(name, i) << ": "
+                           << synced.ToString();
+          copy->file.reset();
+        }
+        (void)s->DropAll();  // nothing in memory a follower reads; its files are the copy
+        Status loaded = s->Recover(WallNowMs());
+        if (!loaded.ok()) {
+          NS_LOG(kError) << "loading the copy of " << StreamletName(name, i)
+                         << " as its new leader: " << loaded.ToString();
+        }
+        NS_LOG(kInfo) << "broker " << me << " leads " << StreamletName(name, i) << " at epoch "
+                      << record.replicas[i].leader_epoch << " (tail " << s->tail().ToString()
+                      << ")";
+      } else if (!leads && (led || !had) && record.Follows(i, me)) {
+        // A leader no longer (or a follower's first sight of the record, with chunks loaded at
+        // start): in memory the streamlet holds nothing while this broker follows; its files
+        // stay, the copy new chunks are appended to.
+        (void)s->DropAll();
+        demoted = demoted || led;
+        if (led) {
+          NS_LOG(kWarning) << "broker " << me << " no longer leads " << StreamletName(name, i)
+                           << " (broker " << record.owners[i] << " does)";
+        }
+      }
+    }
+  }
+  {
+    MutexLock lock(&mu_);
+    streams_[name] = std::move(record);
+  }
+  locks.clear();
+  if (demoted && on_lost_) on_lost_(stream);
+}
+
+}  // namespace nearstream::cluster
