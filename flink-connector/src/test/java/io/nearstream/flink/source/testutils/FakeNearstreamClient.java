@@ -80,6 +80,8 @@ public final class FakeNearstreamClient implements NearstreamClient {
     private volatile String pushRegionPath;
     private volatile java.util.function.LongConsumer onPushClose = id -> {};
     private volatile long pushBrokerEpoch = 7;
+    private volatile StatusCode failPushUpdatesWith;
+    private volatile Error closeThrows;
 
     public FakeNearstreamClient() {
         this("127.0.0.1:7420");
@@ -361,6 +363,10 @@ public final class FakeNearstreamClient implements NearstreamClient {
 
     @Override
     public CompletableFuture<Void> pushUpdate(long subscriptionId, List<PushRingSpec> rings) {
+        if (failPushUpdatesWith != null) {
+            pushCalls.add("failed update " + subscriptionId);
+            return failed(failPushUpdatesWith, "injected PushUpdate failure");
+        }
         if (closed || subscriptions.replace(subscriptionId, List.copyOf(rings)) == null) {
             return failed(StatusCode.INVALID_ARGUMENT, "no subscription " + subscriptionId);
         }
@@ -426,6 +432,21 @@ public final class FakeNearstreamClient implements NearstreamClient {
         return this;
     }
 
+    /** PushUpdates fail with {@code status} until cleared (null); the subscription stays. */
+    public FakeNearstreamClient failPushUpdates(StatusCode status) {
+        this.failPushUpdatesWith = status;
+        return this;
+    }
+
+    /**
+     * The next {@link #close()} closes the connection (its subscriptions end) and then throws
+     * {@code error}, as a class of the close path that cannot be loaded any more would.
+     */
+    public FakeNearstreamClient throwOnClose(Error error) {
+        this.closeThrows = error;
+        return this;
+    }
+
     /** Runs (on the caller's thread) when a PushClose is issued, before it takes effect. */
     public FakeNearstreamClient onPushClose(java.util.function.LongConsumer hook) {
         this.onPushClose = hook;
@@ -447,6 +468,11 @@ public final class FakeNearstreamClient implements NearstreamClient {
     @Override
     public void close() {
         closed = true;
+        Error e = closeThrows;
+        if (e != null) {
+            closeThrows = null;
+            throw e;
+        }
     }
 
     // ------------------------------------------------------------------ internals

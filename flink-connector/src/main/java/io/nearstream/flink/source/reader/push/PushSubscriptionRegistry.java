@@ -116,6 +116,23 @@ public final class PushSubscriptionRegistry {
      */
     static final int FIRST_RING_GENERATION = 1;
 
+    /**
+     * Classes a group's end may use for the first time in this copy of the connector. A group whose
+     * relayed members outlive this JVM's readers (a cancelled job) ends on its scheduler after the
+     * TaskManager closed the job's user class loader, which then loads no class any more. The
+     * group's close() closes the leader's connection whatever PushClose throws, but a class that
+     * cannot be loaded still costs the PushClose; each group's constructor loads them while the
+     * loader is open.
+     */
+    @VisibleForTesting
+    static final List<String> END_PATH_CLASSES =
+            List.of(
+                    // NettyNearstreamClient#pushClose: only a re-subscribe or a group's end send
+                    // a PushClose (package-private in the client, hence by name).
+                    "io.nearstream.client.ProtocolCodec$PushCloseRequest",
+                    // NettyNearstreamClient#close fails the pending requests with it.
+                    "io.nearstream.client.NearstreamClientException");
+
     private final Map<Key, Group> groups = new HashMap<>();
 
     /** Guarded by {@link #groups}: per key, the open readers of this JVM that may still join. */
@@ -316,6 +333,25 @@ public final class PushSubscriptionRegistry {
         }
     }
 
+    /**
+     * Loads (and initializes) {@link #END_PATH_CLASSES} through this class's loader; returns those
+     * that failed (logged; the group works without them, it only risks its end later).
+     */
+    @VisibleForTesting
+    static List<String> preloadEndPathClasses() {
+        List<String> failed = new ArrayList<>();
+        ClassLoader loader = PushSubscriptionRegistry.class.getClassLoader();
+        for (String name : END_PATH_CLASSES) {
+            try {
+                Class.forName(name, true, loader);
+            } catch (ClassNotFoundException | LinkageError e) {
+                LOG.warn("Cannot preload {}, which ending a push group may need", name, e);
+                failed.add(name);
+            }
+        }
+        return failed;
+    }
+
     private synchronized long nextGeneration() {
         return ++generations;
     }
@@ -488,6 +524,7 @@ public final class PushSubscriptionRegistry {
 
         Group(Key key) {
             this.key = key;
+            preloadEndPathClasses();
         }
 
         /** Whether the first subscription must still wait for peers that have not joined. */
@@ -554,17 +591,27 @@ public final class PushSubscriptionRegistry {
 
         void reconcile(boolean splitsChanged) {
             if (members.isEmpty()) {
-                closeSubscription();
-                if (watchedRegion != null) {
-                    watchedRegion.close();
-                    watchedRegion = null;
-                }
-                if (scheduler != null) {
-                    scheduler.shutdownNow(); // last: this may run on it (the relayed watch)
-                    scheduler = null;
-                }
-                synchronized (groups) {
-                    groups.remove(key, this);
+                // Each step runs even if an earlier one threw (an Error included): closing the
+                // leader's connection (in closeSubscription) is what makes the broker unlink the
+                // region, and the scheduler's thread must not outlive the group.
+                try {
+                    closeSubscription();
+                } finally {
+                    try {
+                        if (watchedRegion != null) {
+                            ShmRegion mapped = watchedRegion;
+                            watchedRegion = null;
+                            mapped.close();
+                        }
+                    } finally {
+                        synchronized (groups) {
+                            groups.remove(key, this);
+                        }
+                        if (scheduler != null) {
+                            scheduler.shutdownNow(); // last: this may run on it (the relayed watch)
+                            scheduler = null;
+                        }
+                    }
                 }
                 return;
             }
@@ -600,7 +647,9 @@ public final class PushSubscriptionRegistry {
                 if (firstLocalMember() == null) {
                     watch();
                 }
-            } catch (Exception e) {
+            } catch (Throwable e) {
+                // Throwable: an Error (a class of the RPC path first loaded after the job's class
+                // loader closed) must not skip the watch below either.
                 if (e instanceof InterruptedException) {
                     Thread.currentThread().interrupt();
                 }
@@ -612,6 +661,14 @@ public final class PushSubscriptionRegistry {
                     if (m.relay != null) {
                         m.relay.failed(m.subtaskIndex, failure.getMessage());
                     }
+                }
+                if (subscription != null && firstLocalMember() == null) {
+                    // The RPC that failed may be the PushUpdate of this JVM's last reader leaving
+                    // (or a re-subscribe for relayed members only). Nobody here reads any more:
+                    // without the watch, the group would keep the subscription and its leader's
+                    // connection (and the broker the region) for good. The relayed members, told
+                    // of the failure, abandon their rings as they fail, which ends the group.
+                    watch();
                 }
             }
         }
@@ -638,12 +695,40 @@ public final class PushSubscriptionRegistry {
                             .scheduleWithFixedDelay(
                                     () -> {
                                         synchronized (Group.this) {
-                                            endUnlessARelayedMemberReads();
+                                            watchOnce();
                                         }
                                     },
                                     WATCH_MS,
                                     WATCH_MS,
                                     TimeUnit.MILLISECONDS);
+        }
+
+        /**
+         * One run of the periodic watch. Nothing may escape it: the executor would cancel the
+         * periodic task silently (the throwable kept in a future nobody reads), and the group would
+         * keep the subscription, its region, its connection and its thread for good. This runs
+         * after this JVM's readers left, when the job's user class loader may be closed already, so
+         * an Error such as NoClassDefFoundError is a real possibility. It cannot tell whether a
+         * relayed member still reads, so the group ends (a relayed reader still reading fails and
+         * restores from its checkpoint, which beats a region that never goes away).
+         */
+        private void watchOnce() {
+            try {
+                endUnlessARelayedMemberReads();
+            } catch (Throwable t) {
+                LOG.error(
+                        "Push group {} (subscription {}, members {}): its watch failed; ending it",
+                        key,
+                        subscription, // null when the failure came from ending it already
+                        members.keySet(),
+                        t);
+                try {
+                    members.clear();
+                    reconcile(false); // each step of the ending runs even if one throws
+                } catch (Throwable again) {
+                    LOG.error("Push group {}: ending it failed", key, again);
+                }
+            }
         }
 
         private void endUnlessARelayedMemberReads() {
@@ -721,7 +806,7 @@ public final class PushSubscriptionRegistry {
                                         geometry.consumerTimeoutMs(),
                                         rings)
                                 .get(geometry.rpcTimeoutMs(), TimeUnit.MILLISECONDS);
-            } catch (Exception e) {
+            } catch (Throwable e) { // an Error too: the group's own connection must not leak
                 if (newLeader.subtaskIndex < 0) {
                     newLeader.client.close();
                 }
@@ -785,9 +870,17 @@ public final class PushSubscriptionRegistry {
                 }
                 LOG.debug(
                         "PushClose of subscription {} failed (its connection may be gone)", id, e);
-            }
-            if (members.get(via.subtaskIndex) != via) {
-                via.client.close(); // it left and handed its connection over to the group
+            } catch (Throwable t) {
+                // Best effort as well (the connection's close below ends the subscription), but
+                // an Error is worth a warning: e.g. a class of the PushClose path that could not
+                // be loaded any more because the job's class loader was closed.
+                LOG.warn("PushClose of subscription {} failed", id, t);
+            } finally {
+                if (members.get(via.subtaskIndex) != via) {
+                    // It left and handed its connection over to the group: closing it is what
+                    // makes the broker unlink the region, whatever PushClose did.
+                    via.client.close();
+                }
             }
         }
     }

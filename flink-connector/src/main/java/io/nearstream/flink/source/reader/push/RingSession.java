@@ -47,6 +47,15 @@ final class RingSession {
 
     private final Object lock = new Object();
 
+    /**
+     * Guarded by {@link #lock}: set by {@link #abandon()}, after which {@link #heartbeat()} writes
+     * nothing. A heartbeat already scheduled on the membership's scheduler may take the lock after
+     * abandon() and before detach(); it must not overwrite the abandon's 0 with a fresh heartbeat,
+     * or the broker and a group holding the ring in another JVM take the ring for read for another
+     * consumer timeout (and keep its region that long).
+     */
+    private boolean abandoned;
+
     RingSession(
             PushMembership member,
             int subtaskIndex,
@@ -74,11 +83,11 @@ final class RingSession {
         return r != null ? stat.applyAsLong(r) : 0;
     }
 
-    /** Any thread. */
+    /** Any thread; does nothing once the session was {@linkplain #abandon() abandoned}. */
     void heartbeat() {
         synchronized (lock) {
             SlotRing r = ring;
-            if (r != null) {
+            if (r != null && !abandoned) {
                 r.heartbeat();
             }
         }
@@ -183,6 +192,7 @@ final class RingSession {
      */
     void abandon() {
         synchronized (lock) {
+            abandoned = true; // for good: no later heartbeat() revives the ring
             SlotRing r = ring;
             if (r != null) {
                 r.abandon();

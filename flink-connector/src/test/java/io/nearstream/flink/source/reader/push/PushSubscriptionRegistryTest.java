@@ -6,16 +6,20 @@ import io.nearstream.client.NearstreamClient;
 import io.nearstream.client.Position;
 import io.nearstream.client.PushRingSpec;
 import io.nearstream.client.PushSplitStart;
+import io.nearstream.client.StatusCode;
 import io.nearstream.flink.source.reader.push.PushSubscriptionRegistry.Attachment;
 import io.nearstream.flink.source.reader.push.PushSubscriptionRegistry.Geometry;
 import io.nearstream.flink.source.reader.push.PushSubscriptionRegistry.Key;
 import io.nearstream.flink.source.reader.push.PushSubscriptionRegistry.Member;
+import io.nearstream.flink.source.testutils.Await;
 import io.nearstream.flink.source.testutils.FakeNearstreamClient;
 import io.nearstream.flink.source.testutils.PushTestRegion;
 import io.nearstream.jni.ShmRegion;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -564,5 +568,106 @@ class PushSubscriptionRegistryTest {
         r0.member.leave();
         registry.relayed(key, 1, List.of(), true, GEOMETRY, relay, FakeNearstreamClient::new);
         assertThat(registry.groupCount()).isZero();
+    }
+
+    /**
+     * This JVM's only reader leaves a group that holds a ring for a reader of another JVM, and the
+     * PushUpdate emptying its ring fails: the group must still watch the relayed ring, and end
+     * (closing the connection it took over, so the broker unlinks the region) once it is not read.
+     */
+    @Test
+    void aFailedPushUpdateAsTheLastLocalReaderLeavesStillEndsTheGroup() throws Exception {
+        Key key = new Key("127.0.0.1:7420", "failed-leave-" + System.nanoTime(), "source-1");
+        Reader r0 = keptForARelayedReader(key);
+        long id = r0.member.attachment().subscriptionId();
+        r0.client.failPushUpdates(StatusCode.IO_ERROR);
+        RelayLog relay = relays.get(key);
+
+        assertThat(r0.member.leave()).as("the group keeps the leader's connection").isFalse();
+        assertThat(r0.client.pushCalls()).last().isEqualTo("failed update " + id);
+        assertThat(relay.answers).as("the relayed reader hears of it").contains("1 failed");
+
+        // The fake broker's region cannot be mapped, which the watch reads as gone.
+        awaitGroupEnded(key, r0);
+    }
+
+    /**
+     * A group ending after the job's class loader closed: PushClose throws NoClassDefFoundError
+     * (its request class was never loaded). The connection must close all the same, as it is what
+     * makes the broker unlink the region, and the group's thread must end.
+     */
+    @Test
+    void anErrorFromPushCloseAsTheWatchEndsTheGroupStillClosesItsConnection() throws Exception {
+        Key key = new Key("127.0.0.1:7420", "close-error-" + System.nanoTime(), "source-1");
+        Reader r0 = keptForARelayedReader(key);
+        long id = r0.member.attachment().subscriptionId();
+        r0.client.onPushClose(
+                closing -> {
+                    throw new NoClassDefFoundError(
+                            "io/nearstream/client/ProtocolCodec$PushCloseRequest");
+                });
+
+        assertThat(r0.member.leave()).isFalse();
+        assertThat(r0.client.openSubscriptions()).containsKey(id);
+        awaitGroupEnded(key, r0);
+    }
+
+    /**
+     * The watch's end throws an Error past the PushClose (here: closing the connection): the group
+     * is still removed and its thread ends, instead of the periodic task dying with the group in
+     * place. (Two layers see to it, each enough here: the ending's steps run whatever an earlier
+     * one threw, and the periodic task catches what escapes and ends the group.)
+     */
+    @Test
+    void anErrorClosingTheConnectionAsTheWatchEndsTheGroupStillEndsIt() throws Exception {
+        Key key = new Key("127.0.0.1:7420", "conn-error-" + System.nanoTime(), "source-1");
+        Reader r0 = keptForARelayedReader(key);
+        r0.client.throwOnClose(new NoClassDefFoundError("io/netty/SomethingNeverLoaded"));
+
+        assertThat(r0.member.leave()).isFalse();
+        awaitGroupEnded(key, r0);
+    }
+
+    /** The classes the group loads up front for its end exist under these names. */
+    @Test
+    void theClassesAGroupsEndNeedsArePreloaded() {
+        assertThat(PushSubscriptionRegistry.END_PATH_CLASSES).isNotEmpty();
+        assertThat(PushSubscriptionRegistry.preloadEndPathClasses()).isEmpty();
+    }
+
+    private final Map<Key, RelayLog> relays = new ConcurrentHashMap<>();
+
+    /** Subtask 0 of this JVM leads a subscription with a ring for subtask 1 of another JVM. */
+    private Reader keptForARelayedReader(Key key) {
+        Reader r0 = new Reader(0);
+        registry.peersKnown(key, List.of(0, 1));
+        r0.join(registry, key, 0);
+        RelayLog relay = new RelayLog();
+        relays.put(key, relay);
+        List<PushSplitStart> splits = List.of(new PushSplitStart(1, Position.EARLIEST));
+        registry.relayed(key, 1, splits, false, GEOMETRY, relay, FakeNearstreamClient::new);
+        assertThat(relay.answers).containsExactly("1 ring 1");
+        return r0;
+    }
+
+    /** The group ended: the leader's connection closed, the group is gone, and its thread. */
+    private void awaitGroupEnded(Key key, Reader leader) throws Exception {
+        Await.until(
+                "the group ends",
+                Duration.ofSeconds(10),
+                () ->
+                        leader.client.isClosed()
+                                && registry.groupCount() == 0
+                                && schedulerThreads(key) == 0,
+                () ->
+                        "connection closed "
+                                + leader.client.isClosed()
+                                + ", groups "
+                                + registry.groupCount()
+                                + ", scheduler threads "
+                                + schedulerThreads(key)
+                                + ", push calls "
+                                + leader.client.pushCalls());
+        assertThat(leader.client.openSubscriptions()).isEmpty();
     }
 }
