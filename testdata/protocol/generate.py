@@ -152,6 +152,7 @@ OPCODES = {
     "MoveStreamlet": 12,
     "SealStreamlet": 13,
     "ReplicaAppend": 14,
+    "ReplicaJoin": 15,
     "PushSubscribe": 20,
     "PushUpdate": 21,
     "PushClose": 22,
@@ -420,6 +421,16 @@ def enc_replica_append_request(m, chunk):
     w.u64(m["leader_epoch"])
     w.position(m["at"])
     w.blob(chunk)  # a Bytes/Blob field: u32 length + the chunk's bytes
+    return w.bytes()
+
+
+def enc_replica_join_request(m):
+    w = Writer()
+    w.str(m["stream"])
+    w.u32(m["streamlet"])
+    w.u32(m["follower"])
+    w.u64(m["leader_epoch"])
+    w.position(m["tail"])
     return w.bytes()
 
 
@@ -888,6 +899,13 @@ def build():
     req("replica_append_request.bin", "ReplicaAppend", rid, m,
         enc_replica_append_request(m, chunk))
     resp("replica_append_response.bin", "ReplicaAppend", rid, "OK", "", {}, b"")
+
+    # ReplicaJoin: a follower whose copy ends at a tail above 2^32 asks the leader to be in sync.
+    rid = 0x6A6B6C6D6E6F6061
+    m = {"stream": STREAM, "streamlet": 3, "follower": 0x01020304,
+         "leader_epoch": 0x0102030405060708, "tail": pos(0x100000002, 0x200000003, 0x00ABCDEF)}
+    req("replica_join_request.bin", "ReplicaJoin", rid, m, enc_replica_join_request(m))
+    resp("replica_join_response.bin", "ReplicaJoin", rid, "OK", "", {}, b"")
 
     # A Metadata request sent to a broker that does not own the streamlet.
     resp("metadata_response_not_owner.bin", "Metadata", 0x5152535455565758, "NOT_OWNER",

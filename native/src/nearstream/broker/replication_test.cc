@@ -57,6 +57,29 @@ class ReplicationTest : public ThreeBrokerCluster {
     return {};
   }
 
+  // Waits until broker `asked` sees `expected` as the in-sync set of `streamlet`.
+  void AwaitIsr(uint32_t asked, const std::string& stream, uint32_t streamlet,
+                const std::vector<uint32_t>& expected) {
+    const int64_t deadline = MonotonicNowMs() + 60000;
+    std::vector<uint32_t> isr;
+    while (MonotonicNowMs() < deadline) {
+      net::StreamPlacement p = Placement(asked, stream);
+      if (streamlet < p.replicas.size()) {
+        isr = p.replicas[streamlet].isr;
+        std::vector<uint32_t> sorted = isr;
+        std::sort(sorted.begin(), sorted.end());
+        std::vector<uint32_t> want = expected;
+        std::sort(want.begin(), want.end());
+        if (sorted == want) return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    std::string text;
+    for (uint32_t id : isr) text += std::to_string(id) + " ";
+    ADD_FAILURE() << "the in-sync set of streamlet " << streamlet << " of " << stream
+                  << " stayed { " << text << "}";
+  }
+
   uint64_t Stat(uint32_t id, const std::string& name) {
     auto client = net::Client::Connect(Broker(id).address());
     auto stats = client.ok() ? client->Stats() : client.status();
@@ -203,6 +226,40 @@ TEST_F(ReplicationTest, ProduceGoesOnThroughAFailoverWithoutLosingOrRepeatingARe
   r = Cli(List(alive), {"consume", "orders", "--timeout-ms", "1000"});
   ASSERT_EQ(r.exit_code, 0) << Describe(r);
   EXPECT_EQ(Lines(r.out), Lines(Numbered(0, 3000)));  // in order, none lost, none twice
+}
+
+TEST_F(ReplicationTest, AFollowerThatWasDownCopiesTheStreamletAgainAndRejoinsTheInSyncSet) {
+  ProcessResult r = Cli(List(), {"create", "logs", "--streamlets", "1", "--durability", "sync",
+                                 "--replication", "2", "--segment-bytes", "16K"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  const net::StreamPlacement before = Placement(1, "logs");
+  ASSERT_EQ(before.owners.size(), 1u);
+  const uint32_t leader = before.owners[0];
+  const uint32_t follower = before.replicas[0].replicas[1];
+  r = Cli(List(), {"produce", "logs", "--batch-records", "20"}, Numbered(0, 500));
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+
+  // The follower dies: the leader takes it out of the in-sync set at its next chunk and goes on
+  // alone (many segments of 16 KiB, so the copy spans several files).
+  Broker(follower).Kill();
+  r = Cli(List({leader}), {"produce", "logs", "--batch-records", "20"}, Numbered(500, 1000));
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  AwaitIsr(leader, "logs", 0, {leader});
+
+  // Back, it copies the streamlet again (what it missed included) and is in sync once more.
+  ASSERT_TRUE(Broker(follower).Restart().ok());
+  AwaitIsr(leader, "logs", 0, {leader, follower});
+  r = Cli(List({leader}), {"produce", "logs", "--batch-records", "20"}, Numbered(1000, 1100));
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+
+  // So it can lead with every record when the leader dies.
+  Broker(leader).Kill();
+  const net::StreamPlacement after = AwaitNewLeader(follower, "logs", 0, leader);
+  ASSERT_EQ(after.owners.size(), 1u);
+  EXPECT_EQ(after.owners[0], follower);
+  r = Cli(List({follower}), {"consume", "logs", "--timeout-ms", "1000"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_EQ(Lines(r.out), Lines(Numbered(0, 1100)));
 }
 
 TEST_F(ReplicationTest, APausedLeaderThatWasReplacedAcknowledgesNothing) {

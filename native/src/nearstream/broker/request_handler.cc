@@ -113,6 +113,7 @@ bool RequestHandler::Handle(Request& req, net::OutFrame* response) {
     case Opcode::kMoveStreamlet: MoveStreamlet(req, out); return true;
     case Opcode::kSealStreamlet: SealStreamlet(req, out); return true;
     case Opcode::kReplicaAppend: ReplicaAppend(req, out); return true;
+    case Opcode::kReplicaJoin: ReplicaJoin(req, out); return true;
     case Opcode::kPushSubscribe: PushSubscribe(req, out); return true;
     case Opcode::kPushUpdate: PushUpdate(req, out); return true;
     case Opcode::kPushClose: PushClose(req, out); return true;
@@ -546,6 +547,17 @@ void RequestHandler::ReplicaAppend(const Request& req, Bytes* out) {
   Status s = cluster_->AcceptReplica(*m);
   if (!s.ok()) return Error(req, s, out);
   metrics_->replica_appends.Add(1);
+  Respond(req, out, [](ByteWriter&) {});
+}
+
+void RequestHandler::ReplicaJoin(const Request& req, Bytes* out) {
+  auto m = net::DecodeReplicaJoinRequest(req.frame.body.data(), req.frame.body.size());
+  if (!m.ok()) return Error(req, m.status(), out);
+  if (cluster_ == nullptr) {
+    return Error(req, Status::InvalidArgument("a standalone broker has no followers"), out);
+  }
+  Status s = cluster_->JoinIsr(*m);
+  if (!s.ok()) return Error(req, s, out);
   Respond(req, out, [](ByteWriter&) {});
 }
 

@@ -62,6 +62,7 @@ class RequestHandler {
   void MoveStreamlet(const Request& req, Bytes* out);
   void SealStreamlet(const Request& req, Bytes* out);
   void ReplicaAppend(const Request& req, Bytes* out);
+  void ReplicaJoin(const Request& req, Bytes* out);
   void PushSubscribe(const Request& req, Bytes* out);
   void PushUpdate(const Request& req, Bytes* out);
   void PushClose(const Request& req, Bytes* out);

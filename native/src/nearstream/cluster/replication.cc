@@ -299,6 +299,7 @@ Status ZkCluster::AcceptReplica(const net::ReplicaAppendRequest& m) {
   }
   std::shared_ptr<FollowerCopy> copy;
   uint64_t known_epoch = 0;
+  bool known_in_sync = false;
   {
     MutexLock lock(&mu_);
     std::shared_ptr<FollowerCopy>& c = copies_[{m.stream, m.streamlet}];
@@ -306,12 +307,18 @@ Status ZkCluster::AcceptReplica(const net::ReplicaAppendRequest& m) {
     copy = c;
     auto it = streams_.find(m.stream);
     if (it != streams_.end() && m.streamlet < it->second.replicas.size()) {
-      known_epoch = it->second.replicas[m.streamlet].leader_epoch;
+      const net::ReplicaSet& set = it->second.replicas[m.streamlet];
+      known_epoch = set.leader_epoch;
+      known_in_sync =
+          std::find(set.isr.begin(), set.isr.end(), options_.broker_id) != set.isr.end();
     }
   }
-  // A leader of a newer epoch than this broker has seen: read the node before deciding, so a
-  // new leader is never refused for a watch that has not fired yet.
-  if (m.leader_epoch > known_epoch) RETURN_IF_ERROR(ReadStream(m.stream).status());
+  // A leader of a newer epoch than this broker has seen, or an in-sync set this broker is not
+  // in as it knows it (it just joined): read the node before deciding, so a new leader or a
+  // join is never refused for a watch that has not fired yet.
+  if (m.leader_epoch > known_epoch || (m.leader_epoch == known_epoch && !known_in_sync)) {
+    RETURN_IF_ERROR(ReadStream(m.stream).status());
+  }
   // The check and the write under the copy's lock, which a promotion takes too: no chunk of an
   // old epoch lands after this broker loaded its copy as the new leader.
   std::lock_guard<std::mutex> lock(copy->mu);
@@ -334,6 +341,15 @@ Status ZkCluster::AcceptReplica(const net::ReplicaAppendRequest& m) {
                               std::to_string(m.leader_epoch) + " does not lead " + what +
                               ": broker " + std::to_string(record.owners[m.streamlet]) +
                               " does, at epoch " + std::to_string(epoch));
+    }
+    // Out of the in-sync set, or not checked since this broker started: the copy may miss
+    // chunks, so it takes none until it is whole again (the catch-up thread rebuilds it).
+    const std::vector<uint32_t>& isr = record.replicas[m.streamlet].isr;
+    if (std::find(isr.begin(), isr.end(), options_.broker_id) == isr.end() ||
+        rebuilding_.contains({m.stream, m.streamlet})) {
+      return Status::PositionOutOfRange("broker " + std::to_string(options_.broker_id) +
+                                        "'s copy of " + what +
+                                        " is not in sync; it is being copied again");
     }
   }
   RETURN_IF_ERROR(storage::ValidateChunk(m.chunk, m.chunk_size).status());
@@ -430,6 +446,15 @@ void ZkCluster::Install(const std::string& name, StreamRecord record) {
                       << record.replicas[i].leader_epoch << " (tail " << s->tail().ToString()
                       << ")";
       } else if (!leads && (led || !had) && record.Follows(i, me)) {
+        if (!had) {
+          // Files from this broker's previous run: they may miss acknowledged chunks (a crash
+          // under `async`) or hold some nobody acknowledged. Not in sync until copied again.
+          const std::vector<uint32_t>& isr = record.replicas[i].isr;
+          if (std::find(isr.begin(), isr.end(), me) != isr.end()) {
+            MutexLock lock(&mu_);
+            rebuilding_.insert({name, i});
+          }
+        }
         // A leader no longer (or a follower's first sight of the record, with chunks loaded at
         // start): in memory the streamlet holds nothing while this broker follows; its files
         // stay, the copy new chunks are appended to.

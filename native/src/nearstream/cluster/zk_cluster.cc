@@ -82,6 +82,8 @@ Status ZkCluster::Start(const std::string& address) {
   CreateLocalStreams();
   refresher_ = std::thread([this] { RefreshLoop(); });
   NameThread(refresher_, "zk-refresh");
+  catchup_ = std::thread([this] { CatchUpLoop(); });
+  NameThread(catchup_, "ns-catchup");
   NS_LOG(kInfo) << "broker " << options_.broker_id << " joined the cluster at " << servers_ << root_
                 << " as " << address_ << " on host " << options_.host;
   return Status::Ok();
@@ -94,6 +96,7 @@ void ZkCluster::Stop() {
     changed_.SignalAll();
   }
   if (refresher_.joinable()) refresher_.join();
+  if (catchup_.joinable()) catchup_.join();
   MutexLock lock(&zk_mu_);
   if (zh_ != nullptr) {
     zookeeper_close(zh_);  // ends the session: the broker's node goes at once
@@ -439,8 +442,9 @@ void ZkCluster::CheckSeals() {
       LetGo(name, id);
       continue;
     }
-    NS_LOG(kWarning) << "the move of streamlet " << id << " of stream " << name
-                     << " did not finish in time; it takes appends here again";
+    NS_LOG(kWarning) << "the seal of streamlet " << id << " of stream " << name
+                     << " ran out (a move or a follower's catch-up did not finish in time); it "
+                        "takes appends here again";
     if (std::shared_ptr<storage::Stream> stream = store_->Find(name)) {
       if (storage::Streamlet* s = stream->streamlet(id)) {
         s->Reopen();
@@ -504,6 +508,9 @@ Result<storage::Position> ZkCluster::Seal(storage::Stream& stream, uint32_t id,
         " or may still write it: it moves once they are committed or aborted; no transaction"
         " begun since writes it until then");
   }
+  // Read order stops at the first open group: with several active groups the copy could not
+  // reach the tail. Closed, every chunk is on the way to it (appends open new groups later).
+  s.CloseActiveGroups();
   const storage::Position tail = s.tail();
   MutexLock lock(&mu_);
   seals_[key] = MonotonicNowMs() + seal_ms;
@@ -563,7 +570,7 @@ Status ZkCluster::MoveIn(const std::string& name, uint32_t id) {
   Result<net::Client> client = net::Client::Connect(source->address);
   if (!client.ok()) return named(client.status());
   storage::Position tail;
-  Status moved = CopyStreamlet(*client, name, id, *into, &tail);
+  Status moved = CopyStreamlet(*client, name, id, *into, &tail, /*load=*/true);
   bool unknown = false;
   if (moved.ok()) moved = SwitchOwner(name, id, from, &unknown);
   if (moved.ok()) {
@@ -587,7 +594,8 @@ Status ZkCluster::MoveIn(const std::string& name, uint32_t id) {
 }
 
 Status ZkCluster::CopyStreamlet(net::Client& source, const std::string& name, uint32_t id,
-                                storage::Streamlet& into, storage::Position* sealed_tail) {
+                                storage::Streamlet& into, storage::Position* sealed_tail,
+                                bool load) {
   storage::Env* env = storage::Env::Default();
   RETURN_IF_ERROR(env->CreateDirs(into.dir()));
   std::unique_ptr<storage::WritableFile> file;
@@ -675,7 +683,7 @@ Status ZkCluster::CopyStreamlet(net::Client& source, const std::string& name, ui
   }
   if (file != nullptr) RETURN_IF_ERROR(file->Sync());
   RETURN_IF_ERROR(env->SyncDir(into.dir()));
-  {
+  if (load) {
     // Loading reads every copied segment, which for a large streamlet can outlast the seal:
     // renew it meanwhile, on a connection of its own (a Client serves one caller).
     std::atomic<bool> loaded{false};

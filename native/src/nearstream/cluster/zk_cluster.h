@@ -97,6 +97,9 @@ class ZkCluster {
   // A follower's side of ReplicaAppend: checks the sender's leadership and epoch, then writes
   // the chunk at the same position of its copy.
   Status AcceptReplica(const net::ReplicaAppendRequest& m) NS_EXCLUDES(mu_, zk_mu_);
+  // The leader's side of ReplicaJoin: the follower's copy ends at the sealed tail, so it joins
+  // the in-sync set (compare-and-set) and the seal is lifted.
+  Status JoinIsr(const net::ReplicaJoinRequest& m) NS_EXCLUDES(mu_, zk_mu_);
   // True when `name` is placed with more than one copy per streamlet.
   bool Replicated(const std::string& name) const NS_EXCLUDES(mu_);
 
@@ -221,6 +224,17 @@ class ZkCluster {
   // lives.
   Status ShrinkIsr(const std::string& name, uint32_t id, uint64_t epoch,
                    const std::vector<uint32_t>& failed) NS_EXCLUDES(mu_, zk_mu_);
+  // ---- a follower catching up (catch_up.cc) ---------------------------------------------------
+  // The ns-catchup thread: copies again, one at a time, every streamlet this broker follows and
+  // is not in sync for, from its registered leader, and joins its in-sync set.
+  void CatchUpLoop() NS_EXCLUDES(mu_, zk_mu_);
+  Status CatchUp(const std::string& name, uint32_t id) NS_EXCLUDES(mu_, zk_mu_);
+  // Takes this broker out of the in-sync set of streamlet `id` (a copy that may miss chunks:
+  // a restart); OK when it is not in it.
+  Status LeaveIsr(const std::string& name, uint32_t id) NS_EXCLUDES(mu_, zk_mu_);
+  // Removes the segment files of a follower's copy in `dir`.
+  static void RemoveCopy(const std::string& dir);
+
   // One follower write under the follower copy's lock.
   Status WriteReplica(const net::ReplicaAppendRequest& m, storage::Streamlet& s) NS_EXCLUDES(mu_);
 
@@ -231,8 +245,9 @@ class ZkCluster {
   // The target's side of a move: the chunks from `source`, as segment files of the same ids and
   // offsets in `into`'s directory, then loaded. Copies most of it before sealing the streamlet
   // on the source, the rest up to the sealed tail (`*sealed_tail`) after, renewing the seal.
+  // `load`: then loads the copy into `into` (a move); a follower's copy stays files.
   Status CopyStreamlet(net::Client& source, const std::string& name, uint32_t id,
-                       storage::Streamlet& into, storage::Position* sealed_tail);
+                       storage::Streamlet& into, storage::Position* sealed_tail, bool load);
   // The compare-and-set of the stream's node: owner of `id` from `from` to this broker. When
   // ZooKeeper is lost in the middle, reads the outcome back; `*unknown` when it cannot tell.
   Status SwitchOwner(const std::string& name, uint32_t id, uint32_t from, bool* unknown)
@@ -290,10 +305,14 @@ class ZkCluster {
   };
   std::map<std::pair<std::string, uint32_t>, std::shared_ptr<FollowerCopy>> copies_
       NS_GUARDED_BY(mu_);
+  // Followed streamlets whose copy this broker has not checked since it started: it takes no
+  // chunk for them and leaves their in-sync set before it copies them again.
+  std::set<std::pair<std::string, uint32_t>> rebuilding_ NS_GUARDED_BY(mu_);
   // Serializes Install: role changes happen one at a time, in record version order.
   Mutex install_mu_;
 
   std::thread refresher_;
+  std::thread catchup_;
 };
 
 }  // namespace nearstream::cluster

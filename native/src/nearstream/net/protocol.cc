@@ -34,6 +34,7 @@ const char* OpcodeName(uint16_t opcode) {
     case Opcode::kMoveStreamlet: return "MoveStreamlet";
     case Opcode::kSealStreamlet: return "SealStreamlet";
     case Opcode::kReplicaAppend: return "ReplicaAppend";
+    case Opcode::kReplicaJoin: return "ReplicaJoin";
     case Opcode::kPushSubscribe: return "PushSubscribe";
     case Opcode::kPushUpdate: return "PushUpdate";
     case Opcode::kPushClose: return "PushClose";
@@ -235,6 +236,25 @@ Result<ReplicaAppendRequest> DecodeReplicaAppendRequest(const uint8_t* p, size_t
   m.chunk_size = r.U32();
   m.chunk = r.Take(m.chunk_size);
   return Finish(r, std::move(m), "ReplicaAppend request");
+}
+
+void EncodeReplicaJoinRequest(ByteWriter& w, const ReplicaJoinRequest& m) {
+  w.Str(m.stream);
+  w.U32(m.streamlet);
+  w.U32(m.follower);
+  w.U64(m.leader_epoch);
+  EncodePosition(w, m.tail);
+}
+
+Result<ReplicaJoinRequest> DecodeReplicaJoinRequest(const uint8_t* p, size_t n) {
+  ByteReader r(p, n);
+  ReplicaJoinRequest m;
+  m.stream = r.Str();
+  m.streamlet = r.U32();
+  m.follower = r.U32();
+  m.leader_epoch = r.U64();
+  m.tail = DecodePosition(r);
+  return Finish(r, std::move(m), "ReplicaJoin request");
 }
 
 void EncodeSealStreamletResponse(ByteWriter& w, const SealStreamletResponse& m) {

@@ -48,6 +48,7 @@ enum class Opcode : uint16_t {
   kMoveStreamlet = 12,
   kSealStreamlet = 13,
   kReplicaAppend = 14,
+  kReplicaJoin = 15,
   kPushSubscribe = 20,
   kPushUpdate = 21,
   kPushClose = 22,
@@ -129,6 +130,14 @@ struct AppendEntry {
   uint32_t streamlet = 0;
   const uint8_t* chunk = nullptr;
   uint32_t chunk_size = 0;
+};
+// A follower whose copy is whole again asks its leader to be in sync.
+struct ReplicaJoinRequest {
+  std::string stream;
+  uint32_t streamlet = 0;
+  uint32_t follower = 0;
+  uint64_t leader_epoch = 0;
+  storage::Position tail;  // where the copy ends: the sealed leader's tail
 };
 struct AppendRequest {
   std::string stream;
@@ -368,6 +377,8 @@ Result<SealStreamletRequest> DecodeSealStreamletRequest(const uint8_t* p, size_t
 void EncodeSealStreamletResponse(ByteWriter& w, const SealStreamletResponse& m);
 void EncodeReplicaAppendRequest(ByteWriter& w, const ReplicaAppendRequest& m);
 Result<ReplicaAppendRequest> DecodeReplicaAppendRequest(const uint8_t* p, size_t n);
+void EncodeReplicaJoinRequest(ByteWriter& w, const ReplicaJoinRequest& m);
+Result<ReplicaJoinRequest> DecodeReplicaJoinRequest(const uint8_t* p, size_t n);
 Result<SealStreamletResponse> DecodeSealStreamletResponse(const uint8_t* p, size_t n);
 
 void EncodeClusterMetadataRequest(ByteWriter& w, const ClusterMetadataRequest& m);

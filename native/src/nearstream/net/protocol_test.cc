@@ -236,6 +236,7 @@ constexpr uint64_t kClusterMetadataId = 0x0C1C2C3C4C5C6C7Cull;
 constexpr uint64_t kMoveStreamletId = 0x0D1D2D3D4D5D6D7Dull;
 constexpr uint64_t kSealStreamletId = 0x0E1E2E3E4E5E6E7Eull;
 constexpr uint64_t kReplicaAppendId = 0x5A5B5C5D5E5F5051ull;
+constexpr uint64_t kReplicaJoinId = 0x6A6B6C6D6E6F6061ull;
 constexpr const char* kTxnId = "job-42.sink-3";
 constexpr const char* kTxnIdNonAscii = "job-42.sink-\xc3\xbc";  // "ü": Str counts bytes
 constexpr uint32_t kTxnEpoch = 0x01020304u;
@@ -278,6 +279,8 @@ const std::set<std::string> kGoldenFiles = {
     "seal_streamlet_response.bin",
     "replica_append_request.bin",
     "replica_append_response.bin",
+    "replica_join_request.bin",
+    "replica_join_response.bin",
     "append_response_moving.bin",
     "push_subscribe_request.bin",
     "push_subscribe_response.bin",
@@ -395,7 +398,8 @@ TEST(ProtocolGoldenTest, EmptyOkResponses) {
         Case{"txn_commit_response.bin", Opcode::kTxnCommit, kTxnCommitId},
         Case{"txn_abort_response.bin", Opcode::kTxnAbort, kTxnAbortId},
         Case{"move_streamlet_response.bin", Opcode::kMoveStreamlet, kMoveStreamletId},
-        Case{"replica_append_response.bin", Opcode::kReplicaAppend, kReplicaAppendId}}) {
+        Case{"replica_append_response.bin", Opcode::kReplicaAppend, kReplicaAppendId},
+        Case{"replica_join_response.bin", Opcode::kReplicaJoin, kReplicaJoinId}}) {
     SCOPED_TRACE(c.file);
     GoldenFrame f;
     ASSERT_NO_FATAL_FAILURE(LoadFrame(c.file, &f));
@@ -817,6 +821,22 @@ TEST(ProtocolGoldenTest, ReplicaAppendRequest) {
                   f.bytes, "replica_append_request.bin");
 }
 
+TEST(ProtocolGoldenTest, ReplicaJoinRequest) {
+  GoldenFrame f;
+  ASSERT_NO_FATAL_FAILURE(LoadFrame("replica_join_request.bin", &f));
+  ExpectHeader(f, Opcode::kReplicaJoin, kReplicaJoinId, /*response=*/false);
+  auto m = DecodeReplicaJoinRequest(f.body(), f.body_size());
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->stream, kStream);
+  EXPECT_EQ(m->streamlet, 3u);
+  EXPECT_EQ(m->follower, 0x01020304u);
+  EXPECT_EQ(m->leader_epoch, 0x0102030405060708ull);
+  EXPECT_EQ(m->tail, (storage::Position{0x100000002ull, 0x200000003ull, 0x00ABCDEFu}));
+  ExpectSameBytes(EncodeRequest(Opcode::kReplicaJoin, kReplicaJoinId,
+                                [&](ByteWriter& w) { EncodeReplicaJoinRequest(w, *m); }),
+                  f.bytes, "replica_join_request.bin");
+}
+
 TEST(ProtocolGoldenTest, SealStreamlet) {
   GoldenFrame f;
   ASSERT_NO_FATAL_FAILURE(LoadFrame("seal_streamlet_request.bin", &f));
@@ -1149,8 +1169,8 @@ TEST(ProtocolGoldenTest, OpcodesAndStatusCodesMatchTheDocument) {
   const char* opcodes[] = {"Handshake",     "CreateStream",    "DeleteStream",    "DescribeStream",
                            "ListStreams",   "Metadata",        "Append",          "Fetch",
                            "Stats",         "LookupTimestamp", "ClusterMetadata", "MoveStreamlet",
-                           "SealStreamlet", "ReplicaAppend"};
-  for (uint16_t op = 1; op <= 14; ++op) {
+                           "SealStreamlet", "ReplicaAppend",   "ReplicaJoin"};
+  for (uint16_t op = 1; op <= 15; ++op) {
     EXPECT_TRUE(IsKnownOpcode(op)) << op;
     EXPECT_STREQ(OpcodeName(op), opcodes[op - 1]);
   }
@@ -1165,7 +1185,7 @@ TEST(ProtocolGoldenTest, OpcodesAndStatusCodesMatchTheDocument) {
     EXPECT_TRUE(IsKnownOpcode(op)) << op;
     EXPECT_STREQ(OpcodeName(op), txn_opcodes[op - 30]);
   }
-  for (uint16_t op : {0, 15, 19, 23, 29, 37, 39, 0xFFFF}) EXPECT_FALSE(IsKnownOpcode(op)) << op;
+  for (uint16_t op : {0, 16, 19, 23, 29, 37, 39, 0xFFFF}) EXPECT_FALSE(IsKnownOpcode(op)) << op;
 
   const char* statuses[] = {"OK",
                             "MALFORMED_REQUEST",
@@ -1241,6 +1261,7 @@ std::vector<DecoderCase> AllDecoders() {
       {"seal_streamlet_request.bin", d(DecodeSealStreamletRequest)},
       {"seal_streamlet_response.bin", d(DecodeSealStreamletResponse)},
       {"replica_append_request.bin", d(DecodeReplicaAppendRequest)},
+      {"replica_join_request.bin", d(DecodeReplicaJoinRequest)},
       {"push_subscribe_request.bin", d(DecodePushSubscribeRequest)},
       {"push_subscribe_response.bin", d(DecodePushSubscribeResponse)},
       {"push_update_request.bin", d(DecodePushUpdateRequest)},

@@ -444,6 +444,20 @@ void Streamlet::Seal() {
   }
 }
 
+void Streamlet::CloseActiveGroups() {
+  for (size_t k = 0; k < slot_count_; ++k) {
+    Slot& slot = slots_[k];
+    std::lock_guard<std::mutex> slot_lock(slot.mu);  // no append half done in the group
+    MutexLock lock(&mu_);
+    if (Group* g = slot.group; g != nullptr) {
+      g->closed = true;
+      if (!g->segments.empty()) g->segments.back()->Seal();
+    }
+    slot.group = nullptr;
+    slot.segment = nullptr;
+  }
+}
+
 Position Streamlet::tail() const {
   MutexLock lock(&mu_);
   return TailLocked();

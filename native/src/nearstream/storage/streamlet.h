@@ -160,6 +160,10 @@ class Streamlet {
   // append adds to tail() until Unseal(). (A transaction's commit still links its chunks: the
   // caller checks that no transaction holds chunks of the streamlet before it reads the tail.)
   void Seal();
+  // Closes every active group (appends open new ones), so that a read in read order reaches
+  // every chunk: with Q > 1 open groups, readers wait at the first. For a sealed streamlet's
+  // copy (a move, a follower catching up).
+  void CloseActiveGroups();
   // Where the next chunk would go: after the last chunk of the last group that has one.
   Position tail() const;
   void Unseal() { sealed_.store(false, std::memory_order_release); }

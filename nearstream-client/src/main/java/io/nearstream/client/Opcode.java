@@ -18,6 +18,7 @@ enum Opcode {
     MOVE_STREAMLET(12, "MoveStreamlet"),
     SEAL_STREAMLET(13, "SealStreamlet"),
     REPLICA_APPEND(14, "ReplicaAppend"),
+    REPLICA_JOIN(15, "ReplicaJoin"),
     PUSH_SUBSCRIBE(20, "PushSubscribe"),
     PUSH_UPDATE(21, "PushUpdate"),
     PUSH_CLOSE(22, "PushClose"),

@@ -129,6 +129,7 @@ final class ProtocolCodec {
                     MoveStreamletRequest,
                     SealStreamletRequest,
                     ReplicaAppendRequest,
+                    ReplicaJoinRequest,
                     PushSubscribeRequest,
                     PushUpdateRequest,
                     PushCloseRequest,
@@ -270,6 +271,21 @@ final class ProtocolCodec {
         @Override
         public Opcode opcode() {
             return Opcode.REPLICA_APPEND;
+        }
+    }
+
+    /**
+     * ReplicaJoin (15), broker to broker: a follower whose copy of the sealed streamlet ends at
+     * {@code tail} asks its leader to be in sync again. {@code streamlet} and {@code follower} (the
+     * sending broker's id) are {@code u32}s, {@code leaderEpoch} a {@code u64}: the epoch of the
+     * leader the copy was made from. The OK response body is empty.
+     */
+    record ReplicaJoinRequest(
+            String stream, int streamlet, int follower, long leaderEpoch, Position tail)
+            implements Request {
+        @Override
+        public Opcode opcode() {
+            return Opcode.REPLICA_JOIN;
         }
     }
 
@@ -419,6 +435,12 @@ final class ProtocolCodec {
             writeStr(out, r.stream());
             out.writeIntLE(r.streamlet());
             out.writeIntLE(r.sealMs());
+        } else if (request instanceof ReplicaJoinRequest r) {
+            writeStr(out, r.stream());
+            out.writeIntLE(r.streamlet());
+            out.writeIntLE(r.follower());
+            out.writeLongLE(r.leaderEpoch());
+            writePosition(out, r.tail());
         } else if (request instanceof PushSubscribeRequest r) {
             writeStr(out, r.stream());
             out.writeIntLE(r.slotsPerRing());

@@ -8,6 +8,7 @@ import io.nearstream.client.ProtocolCodec.AppendRequest;
 import io.nearstream.client.ProtocolCodec.CreateStreamRequest;
 import io.nearstream.client.ProtocolCodec.DescribeStreamRequest;
 import io.nearstream.client.ProtocolCodec.ReplicaAppendRequest;
+import io.nearstream.client.ProtocolCodec.ReplicaJoinRequest;
 import io.nearstream.client.ProtocolCodec.ResponseFrame;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
@@ -26,7 +27,7 @@ import org.junit.jupiter.api.Test;
 /**
  * Malformed input: every decoder refuses it with {@link NearstreamProtocolException}, only. And
  * round trips through both halves of the codec for the replication fields (StreamConfig's
- * replication, ClusterMetadata's replica sets, ReplicaAppend).
+ * replication, ClusterMetadata's replica sets, ReplicaAppend, ReplicaJoin).
  */
 class ProtocolCodecTest {
 
@@ -99,6 +100,7 @@ class ProtocolCodecTest {
                 ProtocolCodec.decodeSealStreamletResponse(body);
                 break;
             case REPLICA_APPEND:
+            case REPLICA_JOIN:
                 ProtocolCodec.decodeEmpty(body, "empty");
                 break;
             case PUSH_SUBSCRIBE:
@@ -364,7 +366,7 @@ class ProtocolCodecTest {
         }
     }
 
-    // ---- replication: StreamConfig.replication, ReplicaSet, ReplicaAppend (14) -----------------
+    // ---- replication: StreamConfig.replication, ReplicaSet, ReplicaAppend (14), ReplicaJoin (15)
 
     @Test
     void streamConfigCarriesReplicationAsItsLastByte() {
@@ -574,5 +576,36 @@ class ProtocolCodecTest {
                                                 chunk)))
                 .isInstanceOf(IllegalArgumentException.class);
         assertThat(chunk.refCnt()).isZero();
+    }
+
+    @Test
+    void replicaJoinRequestLayoutAndRoundTrip() {
+        Position tail = new Position(0x100000002L, 0x200000003L, 0x00ABCDEF);
+        ByteBuf frame =
+                ProtocolCodec.encodeRequest(
+                        ALLOC, 0x0102030405060708L, new ReplicaJoinRequest("s", 3, -2, -3L, tail));
+        byte[] bytes;
+        try {
+            bytes = ByteBufUtil.getBytes(frame);
+        } finally {
+            frame.release();
+        }
+        ByteBuf expected = Unpooled.buffer().writeIntLE(0);
+        expected.writeByte(1).writeByte(0).writeShortLE(15).writeLongLE(0x0102030405060708L);
+        expected.writeShortLE(1).writeByte('s');
+        expected.writeIntLE(3).writeIntLE(-2).writeLongLE(-3L);
+        expected.writeLongLE(0x100000002L).writeLongLE(0x200000003L).writeIntLE(0x00ABCDEF);
+        expected.setIntLE(0, expected.readableBytes() - 4);
+        // 12-byte header, then 2 + n + 4 + 4 + 8 + 20 body bytes.
+        assertThat(bytes).hasSize(4 + 12 + 3 + 36);
+        assertThat(bytes).isEqualTo(ByteBufUtil.getBytes(expected));
+
+        ProtocolTestCodec.DecodedRequest d =
+                ProtocolTestCodec.decodeRequest(Unpooled.wrappedBuffer(bytes));
+        assertThat(d.header().opcode()).isEqualTo(Opcode.REPLICA_JOIN.code());
+        assertThat(d.request()).isEqualTo(new ReplicaJoinRequest("s", 3, -2, -3L, tail));
+        assertThat(Opcode.fromCode(15)).isEqualTo(Opcode.REPLICA_JOIN);
+        assertThat(Opcode.REPLICA_JOIN.wireName()).isEqualTo("ReplicaJoin");
+        decodeRequestFully(bytes);
     }
 }

@@ -20,6 +20,7 @@ import io.nearstream.client.ProtocolCodec.PushCloseRequest;
 import io.nearstream.client.ProtocolCodec.PushSubscribeRequest;
 import io.nearstream.client.ProtocolCodec.PushUpdateRequest;
 import io.nearstream.client.ProtocolCodec.ReplicaAppendRequest;
+import io.nearstream.client.ProtocolCodec.ReplicaJoinRequest;
 import io.nearstream.client.ProtocolCodec.Request;
 import io.nearstream.client.ProtocolCodec.ResponseFrame;
 import io.nearstream.client.ProtocolCodec.SealStreamletRequest;
@@ -247,6 +248,7 @@ class ProtocolGoldenTest {
                     }
                 case MOVE_STREAMLET:
                 case REPLICA_APPEND:
+                case REPLICA_JOIN:
                     ProtocolCodec.decodeEmpty(in, op.wireName());
                     writer = out -> {};
                     break;
@@ -444,6 +446,13 @@ class ProtocolGoldenTest {
                     "at", positionJson(r.at()),
                     "chunk_size", u(chunk.remaining()),
                     "chunk", chunkJson(chunk, chunk.position(), chunk.remaining()));
+        } else if (request instanceof ReplicaJoinRequest r) {
+            return obj(
+                    "stream", r.stream(),
+                    "streamlet", u32(r.streamlet()),
+                    "follower", u32(r.follower()),
+                    "leader_epoch", u64(r.leaderEpoch()),
+                    "tail", positionJson(r.tail()));
         } else if (request instanceof PushSubscribeRequest r) {
             return obj(
                     "stream", r.stream(),

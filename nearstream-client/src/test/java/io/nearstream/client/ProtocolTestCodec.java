@@ -28,6 +28,7 @@ import io.nearstream.client.ProtocolCodec.PushCloseRequest;
 import io.nearstream.client.ProtocolCodec.PushSubscribeRequest;
 import io.nearstream.client.ProtocolCodec.PushUpdateRequest;
 import io.nearstream.client.ProtocolCodec.ReplicaAppendRequest;
+import io.nearstream.client.ProtocolCodec.ReplicaJoinRequest;
 import io.nearstream.client.ProtocolCodec.Request;
 import io.nearstream.client.ProtocolCodec.SealStreamletRequest;
 import io.nearstream.client.ProtocolCodec.StatsRequest;
@@ -188,6 +189,15 @@ final class ProtocolTestCodec {
                                     frame.slice(index, in.lastLength()));
                     break;
                 }
+            case REPLICA_JOIN:
+                request =
+                        new ReplicaJoinRequest(
+                                in.str("stream"),
+                                in.u32("streamlet"),
+                                in.u32("follower"),
+                                in.u64("leader_epoch"),
+                                in.position("tail"));
+                break;
             case PUSH_SUBSCRIBE:
                 request =
                         new PushSubscribeRequest(

@@ -1,0 +1,230 @@
+// A follower catching up (docs/cluster.md, "Replication"): a replica that is not in its
+// streamlet's in-sync set (it failed a copy, it was down, it was the leader before a failover,
+// or it just restarted) makes a new copy of the whole streamlet from the leader, as a move's
+// target does (most of it while the leader takes appends, the rest while it is sealed), and
+// joins the in-sync set with ReplicaJoin while the seal holds, so no chunk is acknowledged
+// between the end of its copy and its first ReplicaAppend. Its old files go first: a copy that
+// may hold chunks nobody acknowledged (a deposed leader's) or miss some (a restart) is never
+// patched, only replaced.
+#include <zookeeper/zookeeper.h>
+
+#include <algorithm>
+
+#include "nearstream/cluster/zk_cluster.h"
+#include "nearstream/common/clock.h"
+#include "nearstream/common/log.h"
+
+namespace nearstream::cluster {
+
+namespace {
+
+// How long the catch-up thread waits between looks for streamlets out of sync, and after a
+// failed catch-up before that streamlet is tried again.
+constexpr int64_t kCatchUpPollMs = 500;
+constexpr int64_t kCatchUpRetryMs = 2000;
+
+bool Contains(const std::vector<uint32_t>& ids, uint32_t id) {
+  return std::find(ids.begin(), ids.end(), id) != ids.end();
+}
+
+}  // namespace
+
+void ZkCluster::CatchUpLoop() {
+  std::map<std::pair<std::string, uint32_t>, int64_t> retry_at;
+  while (true) {
+    std::vector<std::pair<std::string, uint32_t>> due;
+    {
+      MutexLock lock(&mu_);
+      if (stopping_) return;
+      const int64_t now = MonotonicNowMs();
+      for (const auto& [name, record] : streams_) {
+        if (record.config.replication < 2) continue;
+        for (uint32_t i = 0; i < record.owners.size(); ++i) {
+          if (!record.Follows(i, options_.broker_id)) continue;
+          const bool in_sync = Contains(record.replicas[i].isr, options_.broker_id) &&
+                               !rebuilding_.contains({name, i});
+          const uint32_t leader = record.owners[i];
+          const bool leader_up =
+              std::any_of(brokers_.begin(), brokers_.end(),
+                          [leader](const BrokerRecord& b) { return b.id == leader; });
+          auto it = retry_at.find({name, i});
+          if (!in_sync && leader_up && connected_ && (it == retry_at.end() || it->second <= now)) {
+            due.emplace_back(name, i);
+          }
+        }
+      }
+      if (due.empty()) {
+        changed_.WaitFor(&mu_, std::chrono::milliseconds(kCatchUpPollMs));
+        continue;
+      }
+    }
+    for (const auto& [name, id] : due) {
+      {
+        MutexLock lock(&mu_);
+        if (stopping_) return;
+      }
+      Status caught_up = CatchUp(name, id);
+      if (caught_up.ok()) {
+        retry_at.erase({name, id});
+        continue;
+      }
+      NS_LOG(kWarning) << "catching up streamlet " << id << " of stream " << name
+                       << " failed (retrying): " << caught_up.ToString();
+      retry_at[{name, id}] = MonotonicNowMs() + kCatchUpRetryMs;
+    }
+  }
+}
+
+Status ZkCluster::LeaveIsr(const std::string& name, uint32_t id) {
+  while (true) {
+    ASSIGN_OR_RETURN(std::optional<StreamRecord> read, FetchStream(name, /*watch=*/false));
+    if (!read.has_value()) return Status::StreamNotFound("stream '" + name + "' was deleted");
+    StreamRecord record = std::move(*read);
+    if (id >= record.replicas.size()) return Status::StreamletNotFound("no such streamlet");
+    std::vector<uint32_t>& isr = record.replicas[id].isr;
+    if (record.owners[id] == options_.broker_id) {
+      return Status::InvalidArgument("broker " + std::to_string(options_.broker_id) + " leads it");
+    }
+    if (!Contains(isr, options_.broker_id)) return Status::Ok();
+    // Shrinking the set is always safe: the leader copies to at least the brokers ZooKeeper
+    // names, so every acknowledged chunk is on every member that stays.
+    isr.erase(std::remove(isr.begin(), isr.end(), options_.broker_id), isr.end());
+    bool stale = false;
+    RETURN_IF_ERROR(SetStreamNode(name, record, /*fenced=*/false, &stale));
+    if (stale) continue;
+    NS_LOG(kInfo) << "broker " << options_.broker_id << " left the in-sync set of streamlet " << id
+                  << " of stream " << name << " to copy it again";
+    record.version += 1;
+    MutexLock lock(&mu_);
+    auto it = streams_.find(name);
+    if (it == streams_.end() || it->second.version < record.version) streams_[name] = record;
+    return Status::Ok();
+  }
+}
+
+void ZkCluster::RemoveCopy(const std::string& dir) {
+  storage::Env* env = storage::Env::Default();
+  Result<std::vector<std::string>> files = env->ListDir(dir);
+  if (!files.ok()) return;  // no directory: nothing to remove
+  for (const std::string& file : *files) {
+    uint64_t group = 0, segment = 0;
+    if (!storage::Streamlet::ParseGroupSegmentName(file, &group, &segment)) continue;
+    std::string path = dir;
+    path.append("/").append(file);
+    Status removed = env->RemoveFile(path);
+    if (!removed.ok()) NS_LOG(kWarning) << "removing " << file << ": " << removed.ToString();
+  }
+}
+
+Status ZkCluster::CatchUp(const std::string& name, uint32_t id) {
+  RETURN_IF_ERROR(LeaveIsr(name, id));
+  {
+    MutexLock lock(&mu_);
+    rebuilding_.erase({name, id});  // out of the set: the leader sends nothing until the join
+  }
+  uint32_t leader = 0;
+  uint64_t epoch = 0;
+  std::string address;
+  {
+    MutexLock lock(&mu_);
+    auto it = streams_.find(name);
+    if (it == streams_.end() || id >= it->second.owners.size()) {
+      return Status::StreamNotFound("stream '" + name + "' does not exist");
+    }
+    leader = it->second.owners[id];
+    epoch = it->second.replicas[id].leader_epoch;
+    for (const BrokerRecord& b : brokers_) {
+      if (b.id == leader) address = b.address;
+    }
+  }
+  if (address.empty()) return Status::BrokerUnavailable("the leader is not registered");
+  std::shared_ptr<storage::Stream> stream = store_->Find(name);
+  storage::Streamlet* s = stream == nullptr ? nullptr : stream->streamlet(id);
+  if (s == nullptr) return Status::StreamNotFound("no local copy of stream '" + name + "'");
+  {
+    // The old copy goes; a ReplicaAppend cannot come in between (this broker is not in sync).
+    std::shared_ptr<FollowerCopy> copy;
+    {
+      MutexLock lock(&mu_);
+      std::shared_ptr<FollowerCopy>& c = copies_[{name, id}];
+      if (c == nullptr) c = std::make_shared<FollowerCopy>();
+      copy = c;
+    }
+    std::lock_guard<std::mutex> lock(copy->mu);
+    copy->file.reset();
+    (void)s->DropAll();
+    RemoveCopy(s->dir());
+  }
+  const std::string at = "broker " + std::to_string(leader) + " at " + address;
+  NS_LOG(kInfo) << "copying streamlet " << id << " of stream " << name << " from its leader, " << at
+                << " (epoch " << epoch << ")";
+  ASSIGN_OR_RETURN(net::Client client, net::Client::Connect(address));
+  storage::Position tail;
+  Status copied = CopyStreamlet(client, name, id, *s, &tail, /*load=*/false);
+  if (copied.ok()) {
+    Bytes body;
+    ByteWriter w(&body);
+    net::EncodeReplicaJoinRequest(w, {name, id, options_.broker_id, epoch, tail});
+    copied = client.Call(net::Opcode::kReplicaJoin, body).status();
+  }
+  if (!copied.ok()) {
+    // The leader's seal would lift itself; lift it now so its appends wait no longer.
+    Result<net::SealStreamletResponse> lifted = client.SealStreamlet({name, id, 0});
+    (void)lifted;
+    return Status(copied.code(), at + ": " + std::string(copied.message()));
+  }
+  // Learn of the join now rather than at the watch: the leader's next chunk is checked against
+  // this broker's view of the in-sync set.
+  (void)ReadStream(name);
+  NS_LOG(kInfo) << "broker " << options_.broker_id << " is in sync for streamlet " << id
+                << " of stream " << name << " again (tail " << tail.ToString() << ")";
+  return Status::Ok();
+}
+
+Status ZkCluster::JoinIsr(const net::ReplicaJoinRequest& m) {
+  const std::string what =
+      "streamlet " + std::to_string(m.streamlet) + " of stream '" + m.stream + "'";
+  std::shared_ptr<storage::Stream> stream = store_->Find(m.stream);
+  storage::Streamlet* s = stream == nullptr ? nullptr : stream->streamlet(m.streamlet);
+  if (s == nullptr) return Status::StreamNotFound("stream '" + m.stream + "' does not exist");
+  while (true) {
+    ASSIGN_OR_RETURN(std::optional<StreamRecord> read, FetchStream(m.stream, /*watch=*/false));
+    if (!read.has_value()) return Status::StreamNotFound("stream '" + m.stream + "' was deleted");
+    StreamRecord record = std::move(*read);
+    if (m.streamlet >= record.replicas.size()) return Status::StreamletNotFound(what);
+    if (record.owners[m.streamlet] != options_.broker_id ||
+        record.replicas[m.streamlet].leader_epoch != m.leader_epoch) {
+      return Status::NotOwner("broker " + std::to_string(options_.broker_id) + " does not lead " +
+                              what + " at epoch " + std::to_string(m.leader_epoch));
+    }
+    if (!record.Follows(m.streamlet, m.follower)) {
+      return Status::InvalidArgument("broker " + std::to_string(m.follower) +
+                                     " is not a replica of " + what);
+    }
+    // Sealed with that tail: no chunk was acknowledged after the copy's end, and none is until
+    // the seal lifts, after the follower is in the set.
+    if (!s->sealed() || !(s->tail() == m.tail)) {
+      return Status::PositionOutOfRange("the copy of " + what + " ends at " + m.tail.ToString() +
+                                        "; the leader's tail is " + s->tail().ToString() +
+                                        (s->sealed() ? "" : " and it is not sealed"));
+    }
+    std::vector<uint32_t>& isr = record.replicas[m.streamlet].isr;
+    if (!Contains(isr, m.follower)) {
+      isr.push_back(m.follower);
+      bool stale = false;
+      RETURN_IF_ERROR(SetStreamNode(m.stream, record, /*fenced=*/false, &stale));
+      if (stale) continue;
+      record.version += 1;
+    }
+    {
+      MutexLock lock(&mu_);
+      auto it = streams_.find(m.stream);
+      if (it == streams_.end() || it->second.version < record.version) streams_[m.stream] = record;
+    }
+    NS_LOG(kInfo) << "broker " << m.follower << " joined the in-sync set of " << what;
+    RETURN_IF_ERROR(Seal(*stream, m.streamlet, *s, 0).status());  // lifts it
+    return Status::Ok();
+  }
+}
+
+}  // namespace nearstream::cluster
