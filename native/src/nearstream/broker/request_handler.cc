@@ -517,6 +517,13 @@ void RequestHandler::ClusterMetadata(const Request& req, Bytes* out) {
   if (!m.ok()) return Error(req, m.status(), out);
   net::ClusterMetadataResponse r;
   if (cluster_ != nullptr) {
+    if (!cluster_->joined()) {
+      // Its view would be empty or stale: clients ask another broker of their list.
+      return Error(req,
+                   Status::ClusterUnavailable("broker " + std::to_string(cluster_->broker_id()) +
+                                              " is joining the cluster"),
+                   out);
+    }
     r = cluster_->Metadata(m->streams);
   } else {
     // Standalone: the only broker, owner of every streamlet.

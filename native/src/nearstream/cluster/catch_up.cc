@@ -102,6 +102,43 @@ Status ZkCluster::LeaveIsr(const std::string& name, uint32_t id) {
   }
 }
 
+Status ZkCluster::ClaimLeadersIsr() {
+  std::vector<std::pair<std::string, uint32_t>> led;
+  {
+    MutexLock lock(&mu_);
+    for (const auto& [name, record] : streams_) {
+      if (record.config.replication < 2) continue;
+      for (uint32_t i = 0; i < record.owners.size(); ++i) {
+        if (record.owners[i] == options_.broker_id && record.replicas[i].isr.size() > 1) {
+          led.emplace_back(name, i);
+        }
+      }
+    }
+  }
+  for (const auto& [name, id] : led) {
+    while (true) {
+      ASSIGN_OR_RETURN(std::optional<StreamRecord> read, FetchStream(name, /*watch=*/false));
+      if (!read.has_value()) break;
+      StreamRecord record = std::move(*read);
+      if (id >= record.owners.size() || record.owners[id] != options_.broker_id) break;
+      net::ReplicaSet& set = record.replicas[id];
+      if (set.isr.size() <= 1) break;
+      set.isr = {options_.broker_id};
+      bool stale = false;
+      RETURN_IF_ERROR(SetStreamNode(name, record, /*fenced=*/false, &stale));
+      if (stale) continue;
+      NS_LOG(kInfo) << "broker " << options_.broker_id << " leads streamlet " << id << " of stream "
+                    << name << " again after a restart; its followers copy it again";
+      record.version += 1;
+      MutexLock lock(&mu_);
+      auto it = streams_.find(name);
+      if (it == streams_.end() || it->second.version < record.version) streams_[name] = record;
+      break;
+    }
+  }
+  return Status::Ok();
+}
+
 void ZkCluster::RemoveCopy(const std::string& dir) {
   storage::Env* env = storage::Env::Default();
   Result<std::vector<std::string>> files = env->ListDir(dir);

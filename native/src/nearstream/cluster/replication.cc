@@ -254,11 +254,11 @@ void ZkCluster::ElectLeaders() {
                                    [&](uint32_t b) { return b != leader && registered(b); });
           if (next == set.isr.end()) continue;  // no copy that holds every acknowledged chunk
           const uint32_t chosen = *next;
-          // The lost leader leaves the set (it may hold chunks nobody acknowledged); the new
-          // one comes first, as every leader does.
-          set.isr.erase(std::remove(set.isr.begin(), set.isr.end(), leader), set.isr.end());
-          set.isr.erase(std::remove(set.isr.begin(), set.isr.end(), chosen), set.isr.end());
-          set.isr.insert(set.isr.begin(), chosen);
+          // The new leader is alone in the set. Its copy holds every acknowledged chunk, and
+          // perhaps some the lost leader sent it but not yet to the others before it died;
+          // loaded, those are published too, so the others copy again before they are back in
+          // the set (and electable). The lost leader may hold chunks nobody acknowledged.
+          set.isr = {chosen};
           ++set.leader_epoch;
           record.owners[i] = chosen;
           changes.push_back("streamlet " + std::to_string(i) + ": broker " +
@@ -286,6 +286,10 @@ void ZkCluster::ElectLeaders() {
 }
 
 Status ZkCluster::AcceptReplica(const net::ReplicaAppendRequest& m) {
+  if (!joined()) {
+    return Status::PositionOutOfRange("broker " + std::to_string(options_.broker_id) +
+                                      " is joining the cluster; its copies are not in sync");
+  }
   std::shared_ptr<storage::Stream> stream = store_->Find(m.stream);
   if (stream == nullptr) {
     ASSIGN_OR_RETURN(stream, Find(m.stream));

@@ -80,6 +80,8 @@ Status ZkCluster::Start(const std::string& address) {
   RETURN_IF_ERROR(ReadStreams());
   RETURN_IF_ERROR(Elect());
   CreateLocalStreams();
+  RETURN_IF_ERROR(ClaimLeadersIsr());
+  joined_.store(true, std::memory_order_release);
   refresher_ = std::thread([this] { RefreshLoop(); });
   NameThread(refresher_, "zk-refresh");
   catchup_ = std::thread([this] { CatchUpLoop(); });
@@ -768,6 +770,11 @@ Status ZkCluster::SwitchOwner(const std::string& name, uint32_t id, uint32_t fro
 }
 
 Status ZkCluster::CheckOwner(const std::string& stream, uint32_t streamlet) const {
+  if (!joined()) {
+    return Status::BrokerUnavailable(
+        "broker " + std::to_string(options_.broker_id) +
+        " is joining the cluster: it serves no streamlet before it has read where they live");
+  }
   MutexLock lock(&mu_);
   auto it = streams_.find(stream);
   if (it == streams_.end() || streamlet >= it->second.owners.size()) return Status::Ok();

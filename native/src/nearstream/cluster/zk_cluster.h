@@ -12,6 +12,7 @@
 // cache does not know yet.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -63,6 +64,10 @@ class ZkCluster {
   void Stop() NS_EXCLUDES(mu_, zk_mu_);
 
   uint32_t broker_id() const { return options_.broker_id; }
+  // False until Start() has read the cluster's brokers and placements. The server listens
+  // before (the registration needs the bound port), but serves no streamlet meanwhile: its
+  // local data may be a copy another broker has taken over while it was down.
+  bool joined() const { return joined_.load(std::memory_order_acquire); }
 
   // Runs after a stream deleted through another broker left `store` (the server wakes the
   // stream's parked fetches). Set before Start().
@@ -232,6 +237,11 @@ class ZkCluster {
   // Takes this broker out of the in-sync set of streamlet `id` (a copy that may miss chunks:
   // a restart); OK when it is not in it.
   Status LeaveIsr(const std::string& name, uint32_t id) NS_EXCLUDES(mu_, zk_mu_);
+  // At start, before serving: for every replicated streamlet this broker still leads with
+  // followers in its in-sync set, the set becomes this broker alone. Its files may end with a
+  // chunk it wrote but had not copied to them when it stopped, which loading publishes; they
+  // copy the streamlet again before they are in sync.
+  Status ClaimLeadersIsr() NS_EXCLUDES(mu_, zk_mu_);
   // Removes the segment files of a follower's copy in `dir`.
   static void RemoveCopy(const std::string& dir);
 
@@ -311,6 +321,7 @@ class ZkCluster {
   // Serializes Install: role changes happen one at a time, in record version order.
   Mutex install_mu_;
 
+  std::atomic<bool> joined_{false};
   std::thread refresher_;
   std::thread catchup_;
 };

@@ -288,11 +288,24 @@ Result<ReadOutcome> Streamlet::Read(const Position& from, uint32_t max_bytes,
     MutexLock lock(&mu_);
     out.tail = TailLocked();
     if (from.is_earliest()) {
-      if (groups_.empty() || groups_.front()->segments.empty()) {
+      // The first segment with a published chunk (see the successor step below: a position in
+      // a segment with nothing published may not exist on another replica); until there is
+      // one, the reader stays at "earliest".
+      std::shared_ptr<Segment> first;
+      uint64_t first_group = 0;
+      if (!groups_.empty() && !groups_.front()->segments.empty()) {
+        first = groups_.front()->segments.front();
+        first_group = groups_.front()->id;
+      }
+      while (first != nullptr && first->committed() == 0 && first->sealed()) {
+        const uint64_t empty_group = first_group;
+        first = SuccessorLocked(empty_group, first->id(), &first_group);
+      }
+      if (first == nullptr || first->committed() == 0) {
         out.next = from;
         return out;
       }
-      cur = Position{groups_.front()->id, groups_.front()->segments.front()->id(), 0};
+      cur = Position{first_group, first->id(), 0};
     }
     seg = FindSegmentLocked(cur);
     // A client-supplied offset must start a chunk (checked against the segment's chunk index),
@@ -342,7 +355,16 @@ Result<ReadOutcome> Streamlet::Read(const Position& from, uint32_t max_bytes,
     MutexLock lock(&mu_);
     uint64_t next_group = 0;
     std::shared_ptr<Segment> next = SuccessorLocked(cur.group, cur.segment, &next_group);
-    if (next == nullptr) break;
+    // Never into a segment with nothing published: the reader's next position would name a
+    // segment that exists only here (a replicated streamlet's follower, which becomes leader
+    // after a failover, has no file for a segment whose first chunk was never copied to it),
+    // while the end of this one is valid on every replica. Sealed empty ones (a first write
+    // undone) are passed over.
+    while (next != nullptr && next->committed() == 0 && next->sealed()) {
+      const uint64_t empty_group = next_group;
+      next = SuccessorLocked(empty_group, next->id(), &next_group);
+    }
+    if (next == nullptr || next->committed() == 0) break;
     seg = std::move(next);
     cur = Position{next_group, seg->id(), 0};
   }

@@ -342,26 +342,29 @@ class TestBroker {
     Stop();
     return Launch();
   }
+  // As Restart, on the port it had, so that clients' address lists stay valid (a broker that
+  // comes back as the same host:port); on a new port when that one is taken meanwhile.
+  Status RestartOnSamePort() {
+    const uint16_t port = port_;
+    Stop();
+    if (Launch(port).ok()) return Status::Ok();
+    return Launch();
+  }
 
  private:
   explicit TestBroker(Options options) : options_(std::move(options)) {}
 
   std::string log_path() const { return temp_.path() + "/broker.log"; }
 
-  Status Launch() {
+  Status Launch(uint16_t port = 0) {
     const std::string port_file = temp_.path() + "/port";
     std::error_code ec;
     std::filesystem::remove(port_file, ec);
     std::filesystem::create_directories(options_.data_dir, ec);
-    std::vector<std::string> argv = {options_.binary,
-                                     "--listen",
-                                     "127.0.0.1:0",
-                                     "--data-dir",
-                                     options_.data_dir,
-                                     "--workers",
-                                     std::to_string(options_.workers),
-                                     "--port-file",
-                                     port_file};
+    std::vector<std::string> argv = {
+        options_.binary,   "--listen",  "127.0.0.1:" + std::to_string(port), "--data-dir",
+        options_.data_dir, "--workers", std::to_string(options_.workers),    "--port-file",
+        port_file};
     argv.insert(argv.end(), options_.extra_args.begin(), options_.extra_args.end());
     ASSIGN_OR_RETURN(pid_, Spawn(std::move(argv), log_path()));
 
@@ -379,9 +382,9 @@ class TestBroker {
         text.pop_back();
       }
       char* end = nullptr;
-      long port = text.empty() ? 0 : std::strtol(text.c_str(), &end, 10);
-      if (port > 0 && port < 65536 && end != nullptr && *end == '\0') {
-        port_ = static_cast<uint16_t>(port);
+      long written = text.empty() ? 0 : std::strtol(text.c_str(), &end, 10);
+      if (written > 0 && written < 65536 && end != nullptr && *end == '\0') {
+        port_ = static_cast<uint16_t>(written);
         return Status::Ok();
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(10));

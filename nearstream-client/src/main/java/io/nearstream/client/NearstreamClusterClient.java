@@ -508,6 +508,16 @@ public final class NearstreamClusterClient implements NearstreamClient {
         }
 
         @Override
+        public AppendResult answeredBy(BrokerInfo broker, AppendResult failed) {
+            return new AppendResult(
+                    failed.streamlet(),
+                    failed.status(),
+                    broker.describe() + ": " + failed.message(),
+                    failed.position(),
+                    failed.duplicate());
+        }
+
+        @Override
         public boolean resendAfterIoError() {
             return false;
         }

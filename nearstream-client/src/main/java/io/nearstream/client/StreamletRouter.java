@@ -67,6 +67,16 @@ final class StreamletRouter {
          */
         boolean resendAfterIoError();
 
+        /**
+         * {@code failed}, a result with an error status that {@code broker} answered and that is
+         * not sent again, as the caller gets it: by default unchanged. Append and TxnAppend entries
+         * name the broker, so that an error of one entry of a request spread over the cluster says
+         * where it came from (a broker's own message does not name it).
+         */
+        default R answeredBy(BrokerInfo broker, R failed) {
+            return failed;
+        }
+
         /** The answers to {@code sent} in its order; checks that one broker answered them all. */
         default List<R> match(BrokerInfo broker, List<E> sent, List<R> answered) {
             if (answered.size() != sent.size()) {
@@ -273,6 +283,8 @@ final class StreamletRouter {
                                     indexes.get(k),
                                     status,
                                     b.describe() + ": " + job.call.message(r));
+                        } else if (status != StatusCode.OK) {
+                            job.settle(indexes.get(k), job.call.answeredBy(b, r));
                         } else {
                             job.settle(indexes.get(k), r);
                         }
