@@ -49,10 +49,10 @@ NEARSTREAM_CHAOS_FAULTS="$FAULTS" NEARSTREAM_CHAOS_REPORT="$lines" \
     echo "Every check passed: no acknowledged record lost, none stored twice, no producer's records"
     echo "out of order, nothing read during the faults that the final log does not hold in the same place."
   else
-    echo "The test FAILED (exit $status); its output's end:"
+    echo "The test FAILED (exit $status); its failures:"
     echo
     echo '```'
-    grep -v "ZOO_" "$lines.log" | tail -40
+    grep -A8 "Failure$" "$lines.log" | grep -v "ZOO_" | head -60
     echo '```'
   fi
 } >"$REPORT"

@@ -3,7 +3,8 @@
 of Marcu and Bouvry, "Colocating Real-time Storage and Processing: An Analysis of Pull-based versus
 Push-based Streaming" (Figs. 3-9), the Yahoo Streaming Benchmark as AIR (Venugopal et al.)
 runs it, the Flink sinks side by side (`sink`), a broker cluster of 1, 2 and 3 brokers
-(`cluster`), and the count job over a cluster, AUTO vs PULL (`cluster-count`).
+(`cluster`), the count job over a cluster, AUTO vs PULL (`cluster-count`), and producers with
+replication 1 vs 2 plus the failover time (`replication`).
 
   benchmarks/runner/run.py EXPERIMENT [--out DIR] [experiment flags]
   benchmarks/runner/run.py EXPERIMENT --help
@@ -22,7 +23,8 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from nsbench import (  # noqa: E402
-    exp_cluster, exp_cluster_count, exp_consume, exp_ingest, exp_kafka_count, exp_sink, exp_wordcount, exp_ysb)
+    exp_cluster, exp_cluster_count, exp_consume, exp_ingest, exp_kafka_count, exp_replication,
+    exp_sink, exp_wordcount, exp_ysb)
 
 
 class _Preset:
@@ -43,6 +45,7 @@ DRAWERS = {
     "cluster-count.csv": exp_cluster_count.draw,
     "fig3-ingest.csv": exp_ingest.draw,
     "kafka-count.csv": exp_kafka_count.draw,
+    "replication.csv": exp_replication.draw,
     "sink-throughput.csv": exp_sink.draw,
     "wordcount.csv": exp_wordcount.draw,
     "ysb.csv": exp_ysb.draw,
@@ -70,6 +73,7 @@ EXPERIMENTS = {
     "cluster-count": exp_cluster_count,
     "ingest": exp_ingest,
     "kafka-count": exp_kafka_count,
+    "replication": exp_replication,
     "sink": exp_sink,
     "wordcount": exp_wordcount,
     "ysb": exp_ysb,

@@ -503,8 +503,9 @@ Status Produce(BrokerConnections& brokers, const ProduceOptions& o) {
                                      o.stream + " has " + std::to_string(config.streamlets) +
                                      " streamlets");
   }
-  // The first chunk's broker, before any input is read: an unreachable one fails at once.
-  RETURN_IF_ERROR(brokers.ForStreamlet(o.stream, o.streamlet).status());
+  // The first chunk's broker, before any input is read: an unreachable one fails at once. Not
+  // with a bootstrap list: the streamlet may be changing leader, which the appends follow.
+  if (!brokers.routed()) RETURN_IF_ERROR(brokers.ForStreamlet(o.stream, o.streamlet).status());
   uint32_t max_chunk = kMaxChunkBytes;
   if (config.segment_bytes != 0 && config.segment_bytes < max_chunk) {
     max_chunk = config.segment_bytes;

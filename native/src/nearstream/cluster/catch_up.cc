@@ -95,9 +95,8 @@ Status ZkCluster::LeaveIsr(const std::string& name, uint32_t id) {
     NS_LOG(kInfo) << "broker " << options_.broker_id << " left the in-sync set of streamlet " << id
                   << " of stream " << name << " to copy it again";
     record.version += 1;
-    MutexLock lock(&mu_);
-    auto it = streams_.find(name);
-    if (it == streams_.end() || it->second.version < record.version) streams_[name] = record;
+    // Through Install: the node read may also carry another streamlet's new leader.
+    Install(name, std::move(record));
     return Status::Ok();
   }
 }
@@ -130,9 +129,7 @@ Status ZkCluster::ClaimLeadersIsr() {
       NS_LOG(kInfo) << "broker " << options_.broker_id << " leads streamlet " << id << " of stream "
                     << name << " again after a restart; its followers copy it again";
       record.version += 1;
-      MutexLock lock(&mu_);
-      auto it = streams_.find(name);
-      if (it == streams_.end() || it->second.version < record.version) streams_[name] = record;
+      Install(name, std::move(record));
       break;
     }
   }
@@ -253,11 +250,9 @@ Status ZkCluster::JoinIsr(const net::ReplicaJoinRequest& m) {
       if (stale) continue;
       record.version += 1;
     }
-    {
-      MutexLock lock(&mu_);
-      auto it = streams_.find(m.stream);
-      if (it == streams_.end() || it->second.version < record.version) streams_[m.stream] = record;
-    }
+    // Before the seal lifts: the next chunk goes to the follower too. Through Install: the node
+    // read may also carry another streamlet's new leader.
+    Install(m.stream, std::move(record));
     NS_LOG(kInfo) << "broker " << m.follower << " joined the in-sync set of " << what;
     RETURN_IF_ERROR(Seal(*stream, m.streamlet, *s, 0).status());  // lifts it
     return Status::Ok();

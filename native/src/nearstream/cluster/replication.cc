@@ -162,12 +162,20 @@ Status ZkCluster::ShrinkIsr(const std::string& name, uint32_t id, uint64_t epoch
     RETURN_IF_ERROR(SetStreamNode(name, record, /*fenced=*/false, &stale));
     if (stale) continue;
     NS_LOG(kWarning) << "the in-sync set of " << what << " is now " << FormatIds(isr);
-    // Only the in-sync set changed, and this thread holds the slot lock a demotion would wait
-    // for: into the cache directly, not through Install.
+    // This thread holds the slot lock a demotion would wait for, so not through Install: into
+    // the cache directly when no streamlet changed leader since the cache's record (then
+    // Install would change nothing else); otherwise the refresher installs the node, and until
+    // then the next chunk tries the failed followers again and finds them out of the set.
     record.version += 1;
     MutexLock lock(&mu_);
     auto it = streams_.find(name);
-    if (it == streams_.end() || it->second.version < record.version) streams_[name] = record;
+    if (it != streams_.end() && it->second.version < record.version &&
+        it->second.owners == record.owners) {
+      it->second = std::move(record);
+    } else {
+      changed_streams_.insert(name);
+      changed_.SignalAll();
+    }
     return Status::Ok();
   }
 }

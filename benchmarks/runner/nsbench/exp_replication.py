@@ -1,0 +1,143 @@
+"""Replication's cost to producers, the colocation paper's Fig. 3 with a backup: producers only,
+replication 1 vs 2 over chunk sizes, on two brokers kept in ZooKeeper (docs/cluster.md,
+"Replication"). With replication 2 every chunk is acknowledged only once the other broker holds
+it, so each append waits for one more round trip and the backup's write. Each point also reports
+the brokers' CPU seconds per million records. Then the failover time: the leader of a replicated
+streamlet killed with SIGKILL, to the first append the new leader acknowledges, as `nearstream
+produce` (which follows the failover) sees it, with the ZooKeeper session timeout used."""
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from contextlib import ExitStack
+
+from . import paths, perf, plots
+from .broker import Broker
+from .results import Results
+from .sizes import size_list
+from .zookeeper import ZooKeeper
+
+
+def add_arguments(p):
+    p.add_argument("--chunk-sizes", default="1K,4K,16K,64K")
+    p.add_argument("--record-size", type=int, default=100)
+    p.add_argument("--streamlets", type=int, default=2,
+                   help="streamlets of the stream: with 2, each broker leads one and backs up "
+                        "the other")
+    p.add_argument("--producers", type=int, default=2)
+    p.add_argument("--workers", type=int, default=1, help="broker --workers")
+    p.add_argument("--durability", default="async")
+    p.add_argument("--duration-s", type=int, default=10)
+    p.add_argument("--retention", default="256M", help="per streamlet, bounds broker memory")
+    p.add_argument("--session-ms", type=int, default=6000,
+                   help="ZooKeeper session timeout of the brokers (the failover waits for it)")
+    p.add_argument("--failovers", type=int, default=3, help="failover measurements")
+    p.add_argument("--repetitions", type=int, default=1)
+
+
+def _cluster(stack, workdir, args, count=2):
+    zk = stack.enter_context(ZooKeeper(workdir))
+    brokers = []
+    for i in range(count):
+        data = tempfile.mkdtemp(prefix="data-", dir=workdir)
+        brokers.append(stack.enter_context(Broker(
+            workdir, workers=args.workers,
+            extra=["--zookeeper", zk.connect, "--broker-id", str(i + 1), "--data-dir", data,
+                   "--zookeeper-session-ms", str(args.session_ms)])))
+    _await_brokers(brokers[0], count)
+    return brokers
+
+
+def _await_brokers(broker, count):
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        lines = broker.cli("cluster").splitlines()
+        if sum(1 for line in lines if line.startswith("  ") and "host" in line) >= count:
+            return
+        time.sleep(0.1)
+    raise RuntimeError(f"broker {broker.address} does not see {count} brokers")
+
+
+def _create(broker, args, replication, streamlets):
+    broker.cli("create", "repl", "--streamlets", str(streamlets), "--durability",
+               args.durability, "--replication", str(replication), "--retention-bytes",
+               args.retention)
+
+
+def _leader(broker, streamlet):
+    """The id of streamlet `streamlet`'s leader, from `nearstream cluster`."""
+    for line in broker.cli("cluster", "repl").splitlines():
+        parts = line.split()
+        if parts and parts[0] == "repl":
+            return int(parts[2].split(",")[streamlet])
+    raise RuntimeError("no placement for stream repl")
+
+
+def _failover_ms(workdir, args):
+    """Kills the leader of a one-streamlet replicated stream; the time until `nearstream
+    produce`, started right after the kill with every broker's address, has its record
+    acknowledged (by the new leader)."""
+    with ExitStack() as stack:
+        brokers = _cluster(stack, workdir, args)
+        _create(brokers[0], args, 2, 1)
+        bootstrap = ",".join(b.address for b in brokers)
+        subprocess.run([paths.binary("nearstream"), "--broker", bootstrap, "produce", "repl"],
+                       input="before\n", check=True, capture_output=True, text=True)
+        leader = _leader(brokers[0], 0)
+        killed = time.monotonic()
+        os.kill(brokers[leader - 1].process.pid, signal.SIGKILL)
+        after = subprocess.run(
+            [paths.binary("nearstream"), "--broker", bootstrap, "produce", "repl"],
+            input="after\n", capture_output=True, text=True)
+        if after.returncode != 0:
+            raise RuntimeError("produce after the kill failed: " + after.stderr)
+        return (time.monotonic() - killed) * 1000
+
+
+def run(args, out_dir, workdir):
+    res = Results(out_dir, "replication",
+                  ["chunk_size", "replication", "repetition", "producer_rps", "produced",
+                   "broker_cpu_s", "cpu_s_per_m"])
+    for repetition in range(args.repetitions):
+        for chunk in size_list(args.chunk_sizes):
+            for replication in (1, 2):
+                with ExitStack() as stack:
+                    brokers = _cluster(stack, workdir, args)
+                    _create(brokers[0], args, replication, args.streamlets)
+                    cpu0 = [b.cpu() for b in brokers]
+                    p = perf.start(_Bootstrap(brokers), workdir, "repl", args.producers, chunk,
+                                   args.record_size, args.duration_s, consumers=0)
+                    r = perf.result(p, args.duration_s + 60)
+                    cpu = sum(b.cpu() - c for b, c in zip(brokers, cpu0))
+                produced = r["produced"]
+                res.add(chunk_size=chunk, replication=replication, repetition=repetition,
+                        producer_rps=r["producer_rps"], produced=int(produced), broker_cpu_s=cpu,
+                        cpu_s_per_m=cpu / (produced / 1e6) if produced else 0.0)
+    failovers = [_failover_ms(workdir, args) for _ in range(args.failovers)]
+    res.markdown(
+        "Replication: producers with replication 1 vs 2, and the failover time", args.command,
+        [f"Two brokers (--workers {args.workers}) and ZooKeeper on one machine; a stream of "
+         f"{args.streamlets} streamlets, durability {args.durability}, {args.record_size}-byte "
+         f"records, {args.producers} nearstream-perf producers, no consumers, {args.duration_s} s "
+         "per point. producer_rps: median records/s of the run's seconds; cpu_s_per_m: both "
+         "brokers' CPU seconds (user + system, from /proc) per million records appended.",
+         f"Failover (replication 2, ZooKeeper session {args.session_ms} ms): SIGKILL of the "
+         "leader to the first append acknowledged by the new leader, "
+         f"{len(failovers)} runs: " + ", ".join(f"{ms:.0f} ms" for ms in failovers) + "."])
+    draw(res.csv_path, out_dir)
+    return res
+
+
+class _Bootstrap:
+    """The brokers as nearstream-perf's --broker: their bootstrap list."""
+
+    def __init__(self, brokers):
+        self.address = ",".join(b.address for b in brokers)
+
+
+def draw(csv_path, out_dir):
+    plots.line_plot(csv_path, f"{out_dir}/replication.png", "chunk_size", "producer_rps",
+                    "replication", "Producers with replication 1 vs 2 (two brokers)",
+                    xlabel="chunk size (bytes)", ylabel="records/s appended (millions)",
+                    logx=True, yscale=1e6, labels={"1": "replication 1", "2": "replication 2"})
