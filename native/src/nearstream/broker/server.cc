@@ -33,7 +33,7 @@ constexpr size_t kDirectRecvMin = 16 * 1024;
 Server::Server(ServerOptions options, storage::StreamStore* store)
     : options_(options),
       store_(store),
-      metrics_(options.workers + 1),
+      metrics_(options.workers + 2),
       waiters_([this](Request r) { Enqueue(std::move(r)); }),
       push_(std::make_unique<push::PushManager>(
           [&options] {
@@ -43,8 +43,8 @@ Server::Server(ServerOptions options, storage::StreamStore* store)
           }(),
           store)),
       handler_(options.handler, store, &waiters_, &metrics_, push_.get(), options.cluster) {
-  // One queue per worker, and the admin queue last (see Enqueue).
-  for (int i = 0; i <= options_.workers; ++i) queues_.push_back(std::make_unique<WorkQueue>());
+  // One queue per worker, then the admin queue and the replica queue (see Enqueue).
+  for (int i = 0; i < options_.workers + 2; ++i) queues_.push_back(std::make_unique<WorkQueue>());
   if (options_.cluster != nullptr) {
     options_.cluster->OnStreamDeleted(
         [this](const std::shared_ptr<storage::Stream>& stream) { waiters_.WakeAll(stream.get()); });
@@ -92,6 +92,8 @@ Status Server::Start() {
   }
   workers_.emplace_back([this] { WorkerLoop(options_.workers); });
   NameThread(workers_.back(), "ns-admin");
+  workers_.emplace_back([this] { WorkerLoop(options_.workers + 1); });
+  NameThread(workers_.back(), "ns-replica");
   maintenance_ = std::thread([this] { MaintenanceLoop(); });
   NameThread(maintenance_, "ns-maintenance");
   dispatcher_ = std::thread([this] { DispatchLoop(); });
@@ -126,9 +128,16 @@ void Server::Enqueue(Request r) {
   // streamlet and waiting for the transactions that write it; on a request worker it would hold
   // up every connection of that worker, commits of those very transactions included. It runs on
   // the admin thread instead (its answer is matched by request id, as every answer is).
-  const size_t workers = queues_.size() - 1;
-  const bool admin = r.frame.header.opcode == static_cast<uint16_t>(net::Opcode::kMoveStreamlet);
-  const size_t index = admin ? workers : r.conn->id() % workers;
+  // A leader's request worker waits for its followers' ReplicaAppend answers: on a follower's
+  // request workers, which may all be waiting the same way for this broker (each leads some
+  // streamlets and follows others), the two would wait for each other until the replica
+  // timeout. ReplicaAppend runs on a thread of its own, which never waits for another broker.
+  // ReplicaJoin (a ZooKeeper update on the leader) goes to the admin thread.
+  const size_t workers = queues_.size() - 2;
+  const auto opcode = static_cast<net::Opcode>(r.frame.header.opcode);
+  size_t index = r.conn->id() % workers;
+  if (opcode == net::Opcode::kMoveStreamlet || opcode == net::Opcode::kReplicaJoin) index = workers;
+  if (opcode == net::Opcode::kReplicaAppend) index = workers + 1;
   queues_[index]->Push(std::move(r));
 }
 
@@ -346,8 +355,9 @@ MetricValues Server::CollectMetrics() {
   }
   add("nearstream_thread_busy_ns_total{thread=\"dispatcher\"}", metrics_.dispatcher_busy_ns.Get());
   for (size_t i = 0; i < queues_.size(); ++i) {
-    std::string label = i + 1 == queues_.size() ? std::string("{thread=\"admin\"}")
-                                                : "{thread=\"worker-" + std::to_string(i) + "\"}";
+    std::string label = i + 2 == queues_.size()   ? std::string("{thread=\"admin\"}")
+                        : i + 1 == queues_.size() ? std::string("{thread=\"replica\"}")
+                                                  : "{thread=\"worker-" + std::to_string(i) + "\"}";
     add("nearstream_thread_busy_ns_total" + label, metrics_.worker_busy_ns[i].Get());
     add("nearstream_queue_depth" + label, queues_[i]->depth());
   }
