@@ -53,12 +53,6 @@ Status SendReplica(std::optional<net::Client>& client, const std::string& addres
 
 }  // namespace
 
-bool ZkCluster::Replicated(const std::string& name) const {
-  MutexLock lock(&mu_);
-  auto it = streams_.find(name);
-  return it != streams_.end() && it->second.config.replication > 1;
-}
-
 Status ZkCluster::Replicate(const std::string& name, uint32_t id, const storage::Position& at,
                             const uint8_t* chunk, uint32_t size) {
   uint64_t epoch = 0;

@@ -3,7 +3,9 @@
 // atomic create, and keeps a cache of brokers and placements (refreshed by watches) from which
 // the request handler decides, per streamlet, whether this broker serves it. One broker at a
 // time is elected controller (zk_controller.cc): it alone makes creates and deletes, which the
-// others forward to it, and it reports a lost broker's streamlets.
+// others forward to it, and it chooses new leaders for a lost broker's replicated streamlets.
+// Replicated streamlets (replication.cc, catch_up.cc) are copied by their leader to the
+// followers of their in-sync set before a chunk is published.
 //
 // Threading: ZooKeeper's watcher runs on the C client's completion thread, where a synchronous
 // call would deadlock; it only flags work for this class's refresher thread, which does every
@@ -105,8 +107,6 @@ class ZkCluster {
   // The leader's side of ReplicaJoin: the follower's copy ends at the sealed tail, so it joins
   // the in-sync set (compare-and-set) and the seal is lifted.
   Status JoinIsr(const net::ReplicaJoinRequest& m) NS_EXCLUDES(mu_, zk_mu_);
-  // True when `name` is placed with more than one copy per streamlet.
-  bool Replicated(const std::string& name) const NS_EXCLUDES(mu_);
 
   // OK when this broker stores `streamlet` of `stream`, or when the cluster does not place the
   // stream (a local stream from before the broker joined); NOT_OWNER / BROKER_UNAVAILABLE naming
@@ -244,9 +244,6 @@ class ZkCluster {
   Status ClaimLeadersIsr() NS_EXCLUDES(mu_, zk_mu_);
   // Removes the segment files of a follower's copy in `dir`.
   static void RemoveCopy(const std::string& dir);
-
-  // One follower write under the follower copy's lock.
-  Status WriteReplica(const net::ReplicaAppendRequest& m, storage::Streamlet& s) NS_EXCLUDES(mu_);
 
   // Forgets every chunk of `s` here and removes its segment files.
   static void DropLocalCopy(storage::Streamlet& s);
