@@ -204,12 +204,20 @@ Status ZkCluster::CatchUp(const std::string& name, uint32_t id) {
   if (!copied.ok()) {
     // The leader's seal would lift itself; lift it now so its appends wait no longer.
     Result<net::SealStreamletResponse> lifted = client.SealStreamlet({name, id, 0});
-    (void)lifted;
+    if (!lifted.ok()) {
+      NS_LOG(kWarning) << "lifting the seal of streamlet " << id << " of stream " << name << " on "
+                       << at << " failed; it lifts itself when it runs out: "
+                       << lifted.status().ToString();
+    }
     return Status(copied.code(), at + ": " + std::string(copied.message()));
   }
   // Learn of the join now rather than at the watch: the leader's next chunk is checked against
   // this broker's view of the in-sync set.
-  (void)ReadStream(name);
+  // (Failing that, the follower reads the node at the leader's next chunk.)
+  if (Result<bool> read = ReadStream(name); !read.ok()) {
+    NS_LOG(kWarning) << "reading stream " << name
+                     << " after the join: " << read.status().ToString();
+  }
   NS_LOG(kInfo) << "broker " << options_.broker_id << " is in sync for streamlet " << id
                 << " of stream " << name << " again (tail " << tail.ToString() << ")";
   return Status::Ok();

@@ -35,10 +35,10 @@ std::string FormatIds(const std::vector<uint32_t>& ids) {
   return text + "}";
 }
 
-// Sends one encoded ReplicaAppend over `link`, connecting first when needed; a connection that
+// Sends one ReplicaAppend over `client`, connecting first when needed; a connection that
 // failed is dropped so that the next chunk connects again.
 Status SendReplica(std::optional<net::Client>& client, const std::string& address,
-                   const Bytes& body) {
+                   const net::ReplicaAppendRequest& request) {
   if (!client.has_value() || !client->ok()) {
     client.reset();
     Result<net::Client> connected = net::Client::Connect(address, kReplicaTimeoutMs);
@@ -46,9 +46,9 @@ Status SendReplica(std::optional<net::Client>& client, const std::string& addres
     connected->set_io_timeout_ms(kReplicaTimeoutMs);
     client.emplace(std::move(*connected));
   }
-  Result<net::Response> answer = client->Call(net::Opcode::kReplicaAppend, body);
+  Status answer = client->ReplicaAppend(request);
   if (!client->ok()) client.reset();
-  return answer.status();
+  return answer;
 }
 
 }  // namespace
@@ -82,16 +82,14 @@ Status ZkCluster::Replicate(const std::string& name, uint32_t id, const storage:
     }
   }
   if (followers.empty()) return Status::Ok();
-  Bytes body;
-  ByteWriter w(&body);
-  net::EncodeReplicaAppendRequest(w, {name, id, options_.broker_id, epoch, at, chunk, size});
+  const net::ReplicaAppendRequest request{name, id, options_.broker_id, epoch, at, chunk, size};
   std::vector<uint32_t> failed;
   for (size_t k = 0; k < followers.size(); ++k) {
     Status sent =
         Status::BrokerUnavailable("broker " + std::to_string(followers[k]) + " is not registered");
     if (!addresses[k].empty()) {
       std::lock_guard<std::mutex> lock(links[k]->mu);
-      sent = SendReplica(links[k]->client, addresses[k], body);
+      sent = SendReplica(links[k]->client, addresses[k], request);
     }
     if (sent.ok()) continue;
     if (sent.IsNotOwner()) {

@@ -208,6 +208,40 @@ Result<uint64_t> Client::SendAppend(const AppendRequest& request) {
   return id;
 }
 
+Status Client::ReplicaAppend(const ReplicaAppendRequest& request, int timeout_ms) {
+  RETURN_IF_ERROR(broken_);
+  if (in_flight_ != 0) {
+    return Status::InvalidArgument("synchronous ReplicaAppend call while " +
+                                   std::to_string(in_flight_) +
+                                   " pipelined requests are in flight; use Send/Receive");
+  }
+  // The fields before the chunk go to scratch_ (as EncodeReplicaAppendRequest lays them out,
+  // the chunk's length last); the chunk is gathered from the leader's segment.
+  scratch_.clear();
+  ByteWriter w(&scratch_);
+  w.Skip(kRequestPrefixBytes);
+  w.Str(request.stream);
+  w.U32(request.streamlet);
+  w.U32(request.leader);
+  w.U64(request.leader_epoch);
+  EncodePosition(w, request.at);
+  w.U32(request.chunk_size);
+  const uint64_t total = scratch_.size() + uint64_t{request.chunk_size};
+  if (total - kFrameLengthPrefix > max_frame_bytes_) {
+    return Status::InvalidArgument("ReplicaAppend request of " + std::to_string(total) +
+                                   " bytes exceeds the broker's frame limit " +
+                                   std::to_string(max_frame_bytes_));
+  }
+  const uint64_t id = next_request_id_++;
+  PutRequestHeader(scratch_.data(), static_cast<uint32_t>(total - kFrameLengthPrefix),
+                   Opcode::kReplicaAppend, id, request_flags_);
+  iovec iov[2] = {{scratch_.data(), scratch_.size()},
+                  {const_cast<uint8_t*>(request.chunk), request.chunk_size}};
+  RETURN_IF_ERROR(WriteAll(iov, request.chunk_size > 0 ? 2 : 1));
+  ++in_flight_;
+  return AnswerTo(id, Opcode::kReplicaAppend, timeout_ms).status();
+}
+
 Status Client::Fill(size_t n, int64_t deadline_ms) {
   if (rend_ - rpos_ >= n) return Status::Ok();
   if (rbuf_.size() - rpos_ < n) {  // make room: move the unread bytes to the front, then grow
@@ -309,6 +343,10 @@ Result<Response> Client::Call(Opcode opcode, const Bytes& body, int timeout_ms) 
         std::to_string(in_flight_) + " pipelined requests are in flight; use Send/Receive");
   }
   ASSIGN_OR_RETURN(uint64_t id, Send(opcode, body));
+  return AnswerTo(id, opcode, timeout_ms);
+}
+
+Result<Response> Client::AnswerTo(uint64_t id, Opcode opcode, int timeout_ms) {
   Result<Response> r = Receive(timeout_ms);
   // A late answer would be mistaken for the next call's, so a timeout ends the connection.
   if (!r.ok()) return Fail(r.status());

@@ -113,6 +113,8 @@ class Client {
   // Sent to the broker that is to own the streamlet (docs/protocol.md, "Moving a streamlet").
   Status MoveStreamlet(const StreamletRef& streamlet);
   Result<SealStreamletResponse> SealStreamlet(const SealStreamletRequest& request);
+  // A leader's chunk for a follower, the chunk gathered from where it is (no copy into a frame).
+  Status ReplicaAppend(const ReplicaAppendRequest& request, int timeout_ms = -1);
   // `streamlets` empty = all streamlets of the stream.
   Result<MetadataResponse> Metadata(const std::string& stream,
                                     const std::vector<uint32_t>& streamlets = {});
@@ -147,6 +149,8 @@ class Client {
   // (a CLOCK_MONOTONIC time in ms). Consumes nothing.
   Status Fill(size_t n, int64_t deadline_ms);
   Status Fail(Status status);
+  // Call's second half: the answer to request `id`, the only one in flight.
+  Result<Response> AnswerTo(uint64_t id, Opcode opcode, int timeout_ms);
 
   int fd_ = -1;
   BrokerAddress address_;

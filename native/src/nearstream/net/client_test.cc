@@ -206,6 +206,38 @@ TEST(ClientTest, SendAppendWritesTheSameBytesAsTheCodec) {
   EXPECT_EQ(response->results[1].status, static_cast<uint16_t>(StatusCode::kOutOfOrderSequence));
 }
 
+// The leader's gathered ReplicaAppend is byte for byte the codec's (the golden vector's layout),
+// and a follower's refusal is the call's status.
+TEST(ClientTest, ReplicaAppendWritesTheSameBytesAsTheCodec) {
+  storage::ChunkBuilder builder;
+  builder.Add("copied");
+  Bytes chunk = builder.Finish(9, 4, 1);
+  ReplicaAppendRequest request{"s",
+                               2,
+                               7,
+                               0x0102030405060708ull,
+                               storage::Position{3, 4, 512},
+                               chunk.data(),
+                               static_cast<uint32_t>(chunk.size())};
+  Bytes expected = Encode(EncodeReplicaAppendRequest, request);
+
+  FakeBroker broker([&](FakeBroker& b) {
+    auto r = b.Read();
+    EXPECT_EQ(r.header.opcode, static_cast<uint16_t>(Opcode::kReplicaAppend));
+    EXPECT_EQ(r.body, expected);
+    b.Respond(r, Status::Ok(), {});
+    r = b.Read();
+    EXPECT_EQ(r.body, expected);
+    b.Respond(r, Status::NotOwner("epoch 8 leads"), {});
+  });
+  Client client = MustConnect(broker.address());
+  Status first = client.ReplicaAppend(request);
+  EXPECT_TRUE(first.ok()) << first.ToString();
+  Status second = client.ReplicaAppend(request);
+  EXPECT_EQ(second.code(), StatusCode::kNotOwner) << second.ToString();
+  EXPECT_TRUE(client.ok());
+}
+
 // ---- fetch -----------------------------------------------------------------------------------
 
 // Every transaction call sends its opcode and exactly the codec's body, and decodes the answer;

@@ -35,7 +35,9 @@ class RingSessionTest {
 
             @Override
             public ScheduledFuture<?> schedule(Runnable task, long initialDelayMs, long periodMs) {
-                throw new UnsupportedOperationException();
+                // These tests call heartbeat() themselves; a session that scheduled one would
+                // be testing the clock, not the ring.
+                throw new UnsupportedOperationException("RingSessionTest schedules nothing");
             }
 
             @Override
