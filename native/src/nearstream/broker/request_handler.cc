@@ -79,7 +79,7 @@ void RequestHandler::Error(const Request& req, const Status& status, Bytes* out)
   net::FinishFrame(out, start);
 }
 
-bool RequestHandler::Handle(Request& req, net::OutFrame* response) {
+bool RequestHandler::Handle(Request& req, net::OutFrame* response, AppendBatch* appends) {
   if (static_cast<Opcode>(req.frame.header.opcode) == Opcode::kFetch &&
       req.frame.header.version == net::kProtocolVersion && !req.frame.header.is_response()) {
     return Fetch(req, response);
@@ -105,7 +105,7 @@ bool RequestHandler::Handle(Request& req, net::OutFrame* response) {
     case Opcode::kDescribeStream: DescribeStream(req, out); return true;
     case Opcode::kListStreams: ListStreams(req, out); return true;
     case Opcode::kMetadata: Metadata(req, out); return true;
-    case Opcode::kAppend: Append(req, out); return true;
+    case Opcode::kAppend: return Append(req, out, appends);
     case Opcode::kFetch: break;  // handled above
     case Opcode::kStats: Stats(req, out); return true;
     case Opcode::kLookupTimestamp: LookupTimestamp(req, out); return true;
@@ -236,87 +236,6 @@ void RequestHandler::Metadata(const Request& req, Bytes* out) {
     r.streamlets.push_back(std::move(sm));
   }
   Respond(req, out, [&](ByteWriter& w) { net::EncodeMetadataResponse(w, r); });
-}
-
-void RequestHandler::Append(const Request& req, Bytes* out) {
-  metrics_->append_requests.Add(1);
-  // The whole request is decoded before anything is appended: a malformed request changes
-  // nothing.
-  auto m = net::DecodeAppendRequest(req.frame.body.data(), req.frame.body.size());
-  if (!m.ok()) return Error(req, m.status(), out);
-  auto found = FindStream(m->stream);
-  if (!found.ok()) return Error(req, found.status(), out);
-  const std::shared_ptr<storage::Stream>& stream = *found;
-  const int64_t now = WallNowMs();  // chunk timestamps are wall-clock times
-  const bool replicated = cluster_ != nullptr && stream->config().replication > 1;
-  net::AppendResponse r;
-  r.results.reserve(m->entries.size());
-  bool appended = false;
-  uint64_t chunks = 0, records = 0, bytes = 0, rejected = 0, duplicates = 0;
-  for (const auto& e : m->entries) {
-    net::AppendResult res;
-    res.streamlet = e.streamlet;
-    auto served = Served(*stream, e.streamlet);
-    storage::Streamlet* s = served.ok() ? *served : nullptr;
-    Result<storage::AppendOutcome> outcome =
-        s == nullptr ? Result<storage::AppendOutcome>(served.status()) : Status();
-    storage::ChunkHeader header;
-    if (s != nullptr) {
-      auto h = storage::ValidateChunk(e.chunk, e.chunk_size);
-      if (h.ok()) {
-        header = *h;
-        if (replicated) {
-          const uint32_t id = e.streamlet;
-          const storage::ReplicateFn replicate = [&](const Position& at, const uint8_t* chunk,
-                                                     uint32_t size) {
-            return cluster_->Replicate(m->stream, id, at, chunk, size);
-          };
-          outcome = s->Append(e.chunk, header, now, &replicate);
-        } else {
-          outcome = s->Append(e.chunk, header, now);
-        }
-      } else {
-        outcome = h.status();
-      }
-    }
-    if (outcome.ok()) {
-      res.position = outcome->position;
-      res.duplicate = outcome->duplicate;
-      if (outcome->duplicate) {
-        ++duplicates;
-      } else {
-        appended = true;
-        ++chunks;
-        records += header.record_count;
-        bytes += e.chunk_size;
-      }
-    } else {
-      ++rejected;
-      res.status = static_cast<uint16_t>(outcome.status().code());
-      res.message = outcome.status().message();
-    }
-    r.results.push_back(std::move(res));
-  }
-  if (appended) {
-    // Each streamlet appended to (a chunk stored, not a duplicate): bump its generation (and the
-    // stream's) before Wake, which re-queues only the fetches parked on those streamlets. A
-    // streamlet listed twice is harmless (the second lookup finds nobody); runs are merged.
-    std::vector<uint32_t> woken;
-    for (const auto& res : r.results) {
-      if (res.status != 0 || res.duplicate) continue;
-      if (!woken.empty() && woken.back() == res.streamlet) continue;
-      woken.push_back(res.streamlet);
-      stream->NoteAppended(res.streamlet);
-    }
-    waiters_->Wake(stream.get(), woken);
-    if (push_ != nullptr) push_->NotifyAppend(stream.get());
-  }
-  metrics_->append_chunks.Add(chunks);
-  metrics_->append_records.Add(records);
-  metrics_->append_bytes.Add(bytes);
-  metrics_->append_rejected.Add(rejected);
-  metrics_->append_duplicates.Add(duplicates);
-  Respond(req, out, [&](ByteWriter& w) { net::EncodeAppendResponse(w, r); });
 }
 
 bool RequestHandler::Fetch(Request& req, net::OutFrame* response) {

@@ -6,6 +6,7 @@
 #include <functional>
 #include <string>
 
+#include "nearstream/broker/append_batch.h"
 #include "nearstream/broker/fetch_waiters.h"
 #include "nearstream/broker/metrics.h"
 #include "nearstream/broker/request.h"
@@ -40,8 +41,13 @@ class RequestHandler {
                  cluster::ZkCluster* cluster = nullptr);
 
   // Runs `req`. Returns true with the response frame in `*response`, or false when the request
-  // (a long-poll fetch) was parked and will come back later through the waiters.
-  bool Handle(Request& req, net::OutFrame* response);
+  // was parked: a long-poll fetch comes back later through the waiters; an Append to a
+  // replicated stream waits in `appends` for FlushAppends. `appends` belongs to the calling
+  // worker.
+  bool Handle(Request& req, net::OutFrame* response, AppendBatch* appends);
+  // Replicates what `appends` holds, publishes it and answers its requests (append_requests.cc).
+  // A worker calls it after each batch of requests, before it waits for more.
+  void FlushAppends(AppendBatch* appends);
 
   // Where clients reach this broker, as a standalone broker's ClusterMetadata says; set before
   // the workers start.
@@ -54,7 +60,11 @@ class RequestHandler {
   void DescribeStream(const Request& req, Bytes* out);
   void ListStreams(const Request& req, Bytes* out);
   void Metadata(const Request& req, Bytes* out);
-  void Append(const Request& req, Bytes* out);
+  // True when answered in `out`; false when deferred into `appends` (append_requests.cc).
+  bool Append(Request& req, Bytes* out, AppendBatch* appends);
+  // The answer to an Append request, once every chunk of it is settled.
+  void FinishAppend(const Request& req, storage::Stream* stream, const net::AppendResponse& r,
+                    const AppendTally& tally, Bytes* out);
   bool Fetch(Request& req, net::OutFrame* response);
   void Stats(const Request& req, Bytes* out);
   void LookupTimestamp(const Request& req, Bytes* out);

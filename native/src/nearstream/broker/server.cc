@@ -11,6 +11,7 @@
 #include <chrono>
 
 #include "nearstream/broker/damage_metrics.h"
+#include "nearstream/broker/response_writer.h"
 #include "nearstream/cluster/zk_cluster.h"
 #include "nearstream/common/clock.h"
 #include "nearstream/common/log.h"
@@ -270,6 +271,8 @@ void Server::WorkerLoop(int index) {
   PaddedCounter& busy = metrics_.worker_busy_ns[index];
   std::deque<Request> batch;
   net::OutFrame response;
+  ResponseWriter writer;
+  AppendBatch appends;  // appends to replicated streams, answered by FlushAppends
   while (queue.PopAll(&batch)) {
     uint64_t start = MonotonicNowNs();
     for (auto& req : batch) {
@@ -279,12 +282,14 @@ void Server::WorkerLoop(int index) {
         continue;
       }
       response.Clear();
-      if (handler_.Handle(req, &response)) {
-        conn->Send(std::move(response));
+      if (handler_.Handle(req, &response, &appends)) {
+        writer.Add(conn, std::move(response));
         response = net::OutFrame();
-        conn->RequestDone();
       }
     }
+    writer.Flush();
+    // One round trip to the followers for every replicated chunk of the batch.
+    handler_.FlushAppends(&appends);
     batch.clear();
     busy.Add(MonotonicNowNs() - start);
   }

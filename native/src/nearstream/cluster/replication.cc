@@ -35,10 +35,11 @@ std::string FormatIds(const std::vector<uint32_t>& ids) {
   return text + "}";
 }
 
-// Sends one ReplicaAppend over `client`, connecting first when needed; a connection that
-// failed is dropped so that the next chunk connects again.
-Status SendReplica(std::optional<net::Client>& client, const std::string& address,
-                   const net::ReplicaAppendRequest& request) {
+// Sends `requests` over `client` in one gathered write, connecting first when needed; a
+// connection that failed is dropped so that the next batch connects again. Returns the first
+// request's id.
+Result<uint64_t> SendReplicas(std::optional<net::Client>& client, const std::string& address,
+                              const std::vector<net::ReplicaAppendRequest>& requests) {
   if (!client.has_value() || !client->ok()) {
     client.reset();
     Result<net::Client> connected = net::Client::Connect(address, kReplicaTimeoutMs);
@@ -46,15 +47,15 @@ Status SendReplica(std::optional<net::Client>& client, const std::string& addres
     connected->set_io_timeout_ms(kReplicaTimeoutMs);
     client.emplace(std::move(*connected));
   }
-  Status answer = client->ReplicaAppend(request);
+  Result<uint64_t> first = client->SendReplicaAppends(requests.data(), requests.size());
   if (!client->ok()) client.reset();
-  return answer;
+  return first;
 }
 
 }  // namespace
 
-Status ZkCluster::Replicate(const std::string& name, uint32_t id, const storage::Position& at,
-                            const uint8_t* chunk, uint32_t size) {
+Status ZkCluster::Replicate(const std::string& name, uint32_t id,
+                            const std::vector<storage::HeldAppends::Chunk>& chunks) {
   uint64_t epoch = 0;
   std::vector<uint32_t> followers;
   std::vector<std::string> addresses;  // empty: not registered now
@@ -81,18 +82,43 @@ Status ZkCluster::Replicate(const std::string& name, uint32_t id, const storage:
       addresses.push_back(b == brokers_.end() ? std::string() : b->address);
     }
   }
-  if (followers.empty()) return Status::Ok();
-  const net::ReplicaAppendRequest request{name, id, options_.broker_id, epoch, at, chunk, size};
+  if (followers.empty() || chunks.empty()) return Status::Ok();
+  std::vector<net::ReplicaAppendRequest> requests;
+  requests.reserve(chunks.size());
+  for (const storage::HeldAppends::Chunk& c : chunks) {
+    requests.push_back({name, id, options_.broker_id, epoch, c.at, c.data, c.size});
+  }
+  // Every follower gets the batch before any answer is awaited, so with two followers their
+  // writes overlap. The links are locked in the in-sync set's order, the same for every worker
+  // replicating this streamlet, and stay locked until their answers are in: a link carries
+  // one batch at a time.
+  std::vector<std::unique_lock<std::mutex>> held;
+  std::vector<Status> sent(followers.size());
+  std::vector<uint64_t> first_ids(followers.size(), 0);
+  for (size_t k = 0; k < followers.size(); ++k) {
+    held.emplace_back(links[k]->mu);
+    if (addresses[k].empty()) {
+      sent[k] = Status::BrokerUnavailable("broker " + std::to_string(followers[k]) +
+                                          " is not registered");
+      continue;
+    }
+    Result<uint64_t> first = SendReplicas(links[k]->client, addresses[k], requests);
+    if (first.ok()) {
+      first_ids[k] = *first;
+    } else {
+      sent[k] = first.status();
+    }
+  }
+  for (size_t k = 0; k < followers.size(); ++k) {
+    if (!sent[k].ok()) continue;
+    sent[k] = links[k]->client->AwaitReplicaAppends(first_ids[k], requests.size());
+    if (!links[k]->client->ok()) links[k]->client.reset();
+  }
+  held.clear();
   std::vector<uint32_t> failed;
   for (size_t k = 0; k < followers.size(); ++k) {
-    Status sent =
-        Status::BrokerUnavailable("broker " + std::to_string(followers[k]) + " is not registered");
-    if (!addresses[k].empty()) {
-      std::lock_guard<std::mutex> lock(links[k]->mu);
-      sent = SendReplica(links[k]->client, addresses[k], request);
-    }
-    if (sent.ok()) continue;
-    if (sent.IsNotOwner()) {
+    if (sent[k].ok()) continue;
+    if (sent[k].IsNotOwner()) {
       // The follower knows a newer leader epoch: another broker leads now. Nothing is published
       // here; the watch of the stream's node tells this broker soon, and a re-read now.
       MutexLock lock(&mu_);
@@ -100,10 +126,10 @@ Status ZkCluster::Replicate(const std::string& name, uint32_t id, const storage:
       changed_.SignalAll();
       return Status::NotOwner("broker " + std::to_string(options_.broker_id) + " no longer leads " +
                               StreamletName(name, id) + " (broker " + std::to_string(followers[k]) +
-                              ": " + std::string(sent.message()) + ")");
+                              ": " + std::string(sent[k].message()) + ")");
     }
     NS_LOG(kWarning) << "replicating " << StreamletName(name, id) << " to broker " << followers[k]
-                     << " failed: " << sent.ToString() << "; it leaves the in-sync set";
+                     << " failed: " << sent[k].ToString() << "; it leaves the in-sync set";
     failed.push_back(followers[k]);
   }
   if (failed.empty()) return Status::Ok();

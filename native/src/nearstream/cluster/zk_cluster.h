@@ -34,6 +34,7 @@
 #include "nearstream/common/thread_annotations.h"
 #include "nearstream/net/client.h"
 #include "nearstream/net/protocol.h"
+#include "nearstream/storage/held_appends.h"
 #include "nearstream/storage/stream_store.h"
 
 // ZooKeeper's C client handle, declared as zookeeper/zookeeper.h does (its name, not ours).
@@ -95,12 +96,13 @@ class ZkCluster {
   Status MoveIn(const std::string& name, uint32_t id) NS_EXCLUDES(mu_, zk_mu_);
 
   // ---- replication (replication.cc; docs/cluster.md, "Replication") ---------------------------
-  // The leader's step between an append's write and its publish: sends the chunk to every other
-  // in-sync replica of streamlet `id` of `name`. A follower that fails leaves the in-sync set in
-  // ZooKeeper first (compare-and-set); NOT_OWNER when this broker is no longer the leader,
-  // CLUSTER_UNAVAILABLE when the in-sync set cannot be changed.
-  Status Replicate(const std::string& name, uint32_t id, const storage::Position& at,
-                   const uint8_t* chunk, uint32_t size) NS_EXCLUDES(mu_, zk_mu_);
+  // The leader's step between appends' writes and their publish: sends `chunks` (held chunks of
+  // streamlet `id` of `name`, in write order) to every other in-sync replica, pipelined: to each
+  // follower in one gathered write, then every answer is awaited. A follower that fails leaves
+  // the in-sync set in ZooKeeper first (compare-and-set); NOT_OWNER when this broker is no
+  // longer the leader, CLUSTER_UNAVAILABLE when the in-sync set cannot be changed.
+  Status Replicate(const std::string& name, uint32_t id,
+                   const std::vector<storage::HeldAppends::Chunk>& chunks) NS_EXCLUDES(mu_, zk_mu_);
   // A follower's side of ReplicaAppend: checks the sender's leadership and epoch, then writes
   // the chunk at the same position of its copy.
   Status AcceptReplica(const net::ReplicaAppendRequest& m) NS_EXCLUDES(mu_, zk_mu_);

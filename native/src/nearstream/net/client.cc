@@ -215,31 +215,71 @@ Status Client::ReplicaAppend(const ReplicaAppendRequest& request, int timeout_ms
                                    std::to_string(in_flight_) +
                                    " pipelined requests are in flight; use Send/Receive");
   }
-  // The fields before the chunk go to scratch_ (as EncodeReplicaAppendRequest lays them out,
-  // the chunk's length last); the chunk is gathered from the leader's segment.
+  ASSIGN_OR_RETURN(uint64_t id, SendReplicaAppends(&request, 1));
+  return AwaitReplicaAppends(id, 1, timeout_ms);
+}
+
+Result<uint64_t> Client::SendReplicaAppends(const ReplicaAppendRequest* requests, size_t count) {
+  RETURN_IF_ERROR(broken_);
+  // Each request's fields before its chunk go to scratch_ (as EncodeReplicaAppendRequest lays
+  // them out, the chunk's length last); the chunks are gathered from the leader's segments. All
+  // headers are encoded before any iovec points into scratch_, which may grow meanwhile.
   scratch_.clear();
-  ByteWriter w(&scratch_);
-  w.Skip(kRequestPrefixBytes);
-  w.Str(request.stream);
-  w.U32(request.streamlet);
-  w.U32(request.leader);
-  w.U64(request.leader_epoch);
-  EncodePosition(w, request.at);
-  w.U32(request.chunk_size);
-  const uint64_t total = scratch_.size() + uint64_t{request.chunk_size};
-  if (total - kFrameLengthPrefix > max_frame_bytes_) {
-    return Status::InvalidArgument("ReplicaAppend request of " + std::to_string(total) +
-                                   " bytes exceeds the broker's frame limit " +
-                                   std::to_string(max_frame_bytes_));
+  std::vector<size_t> ends(count);
+  const uint64_t first_id = next_request_id_;
+  for (size_t k = 0; k < count; ++k) {
+    const ReplicaAppendRequest& request = requests[k];
+    const size_t start = scratch_.size();
+    ByteWriter w(&scratch_);
+    w.Skip(kRequestPrefixBytes);
+    w.Str(request.stream);
+    w.U32(request.streamlet);
+    w.U32(request.leader);
+    w.U64(request.leader_epoch);
+    EncodePosition(w, request.at);
+    w.U32(request.chunk_size);
+    const uint64_t total = scratch_.size() - start + uint64_t{request.chunk_size};
+    if (total - kFrameLengthPrefix > max_frame_bytes_) {
+      return Status::InvalidArgument("ReplicaAppend request of " + std::to_string(total) +
+                                     " bytes exceeds the broker's frame limit " +
+                                     std::to_string(max_frame_bytes_));
+    }
+    PutRequestHeader(scratch_.data() + start, static_cast<uint32_t>(total - kFrameLengthPrefix),
+                     Opcode::kReplicaAppend, first_id + k, request_flags_);
+    ends[k] = scratch_.size();
   }
-  const uint64_t id = next_request_id_++;
-  PutRequestHeader(scratch_.data(), static_cast<uint32_t>(total - kFrameLengthPrefix),
-                   Opcode::kReplicaAppend, id, request_flags_);
-  iovec iov[2] = {{scratch_.data(), scratch_.size()},
-                  {const_cast<uint8_t*>(request.chunk), request.chunk_size}};
-  RETURN_IF_ERROR(WriteAll(iov, request.chunk_size > 0 ? 2 : 1));
-  ++in_flight_;
-  return AnswerTo(id, Opcode::kReplicaAppend, timeout_ms).status();
+  std::vector<iovec> iov;
+  iov.reserve(2 * count);
+  size_t start = 0;
+  for (size_t k = 0; k < count; ++k) {
+    iov.push_back({scratch_.data() + start, ends[k] - start});
+    if (requests[k].chunk_size > 0) {
+      iov.push_back({const_cast<uint8_t*>(requests[k].chunk), requests[k].chunk_size});
+    }
+    start = ends[k];
+  }
+  next_request_id_ += count;
+  RETURN_IF_ERROR(WriteAll(iov.data(), iov.size()));
+  in_flight_ += count;
+  return first_id;
+}
+
+Status Client::AwaitReplicaAppends(uint64_t first_id, size_t count, int timeout_ms) {
+  // Every answer is read, a refusal included, so that the connection stays in step.
+  Status first_refusal;
+  for (size_t k = 0; k < count; ++k) {
+    Result<Response> r = Receive(timeout_ms);
+    if (!r.ok()) return Fail(r.status());  // a late answer would be taken for the next one's
+    if (r->header.request_id != first_id + k ||
+        r->header.opcode != static_cast<uint16_t>(Opcode::kReplicaAppend)) {
+      return Fail(Status::MalformedRequest("broker " + address_.ToString() + " answered request " +
+                                           std::to_string(r->header.request_id) + " (" +
+                                           OpcodeName(r->header.opcode) + ") where ReplicaAppend " +
+                                           std::to_string(first_id + k) + " was next"));
+    }
+    if (!r->status.ok() && first_refusal.ok()) first_refusal = r->status;
+  }
+  return first_refusal;
 }
 
 Status Client::Fill(size_t n, int64_t deadline_ms) {

@@ -115,6 +115,11 @@ class Client {
   Result<SealStreamletResponse> SealStreamlet(const SealStreamletRequest& request);
   // A leader's chunk for a follower, the chunk gathered from where it is (no copy into a frame).
   Status ReplicaAppend(const ReplicaAppendRequest& request, int timeout_ms = -1);
+  // Pipelined ReplicaAppends: writes `count` requests in one gathered write and returns the
+  // first one's id (the others follow it); AwaitReplicaAppends then reads their `count` answers
+  // in order and returns the first refusal, or the failure that ended the connection.
+  Result<uint64_t> SendReplicaAppends(const ReplicaAppendRequest* requests, size_t count);
+  Status AwaitReplicaAppends(uint64_t first_id, size_t count, int timeout_ms = -1);
   // `streamlets` empty = all streamlets of the stream.
   Result<MetadataResponse> Metadata(const std::string& stream,
                                     const std::vector<uint32_t>& streamlets = {});

@@ -28,6 +28,14 @@ struct OutFrame {
     for (const auto& s : splices) n += s.size;
     return n;
   }
+  // Appends `next` after this frame's bytes and payloads: two responses in one write.
+  void Append(OutFrame&& next) {
+    const size_t base = bytes.size();
+    bytes.insert(bytes.end(), next.bytes.begin(), next.bytes.end());
+    for (const Splice& s : next.splices) splices.push_back(Splice{base + s.at, s.data, s.size});
+    for (auto& k : next.keep) keep.push_back(std::move(k));
+    next.Clear();
+  }
   void Clear() {
     bytes.clear();
     splices.clear();

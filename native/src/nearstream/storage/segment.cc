@@ -84,13 +84,17 @@ void Segment::Discard(uint32_t offset) {
     if (cut.ok()) cut = file_->Sync();
     if (!cut.ok()) NS_LOG(kError) << "rollback of segment " << id_ << " failed: " << cut.ToString();
   }
+  written_ = offset;
   Seal();
 }
 
 Status Segment::WriteChunk(const uint8_t* chunk, uint32_t size, bool sync) {
-  const uint32_t offset = committed();
+  const uint32_t offset = write_end();
   std::memcpy(data_ + offset, chunk, size);
-  if (file_ == nullptr) return Status::Ok();
+  if (file_ == nullptr) {
+    written_ = offset + size;
+    return Status::Ok();
+  }
   Status s = file_->Append(chunk, size);
   if (s.ok() && sync) s = file_->Sync();
   if (!s.ok()) {
@@ -102,6 +106,7 @@ Status Segment::WriteChunk(const uint8_t* chunk, uint32_t size, bool sync) {
     return s;
   }
   if (!sync) dirty_.store(true);
+  written_ = offset + size;
   return Status::Ok();
 }
 

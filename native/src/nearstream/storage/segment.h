@@ -37,15 +37,19 @@ class Segment {
 
   // ---- appender side (slot lock held; Publish and last_append_ms with the streamlet lock) ----
   uint8_t* mutable_data() { return data_; }
-  // Copies `chunk` to committed() and, for a segment with a file, appends it there (fsync'd when
+  // Where the next WriteChunk writes: committed() plus the chunks written and not yet published
+  // (a replicated streamlet's leader holds chunks unpublished until its followers have them).
+  uint32_t write_end() const { return std::max(committed(), written_); }
+  // Copies `chunk` to write_end() and, for a segment with a file, appends it there (fsync'd when
   // `sync`; marked dirty for the async flusher otherwise). A failed write or fsync cuts the file
   // back and seals the segment: nothing was acknowledged, and after a failed fsync the kernel may
   // have dropped dirty pages, so the file is not trusted again. Publishes nothing (the caller
   // does).
   Status WriteChunk(const uint8_t* chunk, uint32_t size, bool sync);
   void Publish(uint32_t committed) { committed_.store(committed, std::memory_order_release); }
-  // Undoes a WriteChunk that is not to be published (its replication failed): cuts the file back
-  // to `offset` and seals the segment, whose file then holds exactly what was published.
+  // Undoes the WriteChunks from `offset` on, none of them published (their replication failed):
+  // cuts the file back to `offset` and seals the segment, whose file then holds exactly what was
+  // published.
   void Discard(uint32_t offset);
   void Seal() { sealed_.store(true, std::memory_order_release); }
   int64_t last_append_ms() const { return last_append_ms_; }
@@ -113,6 +117,7 @@ class Segment {
   const uint32_t capacity_;
   uint8_t* const data_;
   alignas(64) std::atomic<uint32_t> committed_{0};
+  uint32_t written_ = 0;  // the end of the last WriteChunk (slot lock); see write_end()
   std::atomic<bool> sealed_{false};
   std::atomic<bool> dirty_{false};
   int64_t last_append_ms_;

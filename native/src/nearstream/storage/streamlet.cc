@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "nearstream/common/log.h"
+#include "nearstream/storage/held_appends.h"
 
 namespace nearstream::storage {
 
@@ -195,67 +196,123 @@ Position Streamlet::TailLocked() const {
 }
 
 Result<AppendOutcome> Streamlet::Append(const uint8_t* chunk, const ChunkHeader& header,
-                                        int64_t now_ms, const ReplicateFn* replicate) {
+                                        int64_t now_ms) {
   const uint32_t size = header.total_size();
-  if (size > config_->segment_bytes) {
-    return Status::ChunkTooLarge("chunk of " + std::to_string(size) +
-                                 " bytes does not fit in a segment of " +
-                                 std::to_string(config_->segment_bytes));
-  }
+  if (size > config_->segment_bytes) return TooLarge(size);
   // A producer always maps to the same slot, so its sequence state lives there, under the
   // slot's lock, and producers of different slots append in parallel (see streamlet.h).
   Slot& slot = slots_[header.producer_id % slot_count_];
   std::lock_guard<std::mutex> slot_lock(slot.mu);
   // Under the slot lock: Seal() takes every slot lock after setting the flag, so once it returns
   // no append is past this check.
-  if (sealed()) {
-    return Status::StreamletMoving("streamlet " + std::to_string(id_) +
-                                   " is moving to another broker; retry after a back-off");
-  }
+  if (sealed()) return Moving();
   if (header.producer_id != 0) {
     auto it = slot.producers.find(header.producer_id);
     if (it != slot.producers.end()) {
       const ProducerState& p = it->second;
       if (header.sequence <= p.last_sequence) return AppendOutcome{p.Lookup(header.sequence), true};
-      if (header.sequence != p.last_sequence + 1) {
-        return Status::OutOfOrderSequence("producer " + std::to_string(header.producer_id) +
-                                          " sent sequence " + std::to_string(header.sequence) +
-                                          " after " + std::to_string(p.last_sequence));
-      }
+      RETURN_IF_ERROR(CheckNext(header, p));
     }
   }
 
   // Only this slot writes past its segment's committed() or seals it (Maintain holds the slot
   // lock to close an idle group), so what is checked here holds until the publish below.
   Segment* seg = slot.segment.get();
-  if (seg == nullptr || seg->sealed() || seg->committed() + size > seg->capacity()) {
+  if (seg == nullptr || seg->sealed() || seg->write_end() + size > seg->capacity()) {
     ASSIGN_OR_RETURN(seg, NextSegmentSlotLocked(slot, now_ms));
   }
   Group* g = slot.group;
-
-  const uint32_t offset = seg->committed();
+  const uint32_t offset = seg->write_end();
   RETURN_IF_ERROR(seg->WriteChunk(chunk, size, config_->durability == Durability::kSync));
-  if (replicate != nullptr) {
-    if (Status replicated = (*replicate)(Position{g->id, seg->id(), offset}, chunk, size);
-        !replicated.ok()) {
-      seg->Discard(offset);
-      return replicated;
-    }
-  }
-  {
-    // Publish: what readers, Maintain and LookupTimestamp look at under mu_, then committed().
-    MutexLock lock(&mu_);
-    seg->IndexChunk(offset);
-    seg->NoteTimestamp(header.first_timestamp_ms);
-    seg->Publish(offset + size);
-    seg->set_last_append_ms(now_ms);
-    g->last_append_ms = now_ms;
-    g->bytes += size;
-    bytes_ += size;
-  }
+  PublishChunk(g, seg, offset, size, header.first_timestamp_ms, now_ms);
   Position pos{g->id, seg->id(), offset};
   if (header.producer_id != 0) slot.producers[header.producer_id].Remember(header.sequence, pos);
   return AppendOutcome{pos, false};
+}
+
+Result<AppendOutcome> Streamlet::AppendHeld(const uint8_t* chunk, const ChunkHeader& header,
+                                            int64_t now_ms, HeldAppends* held, bool* must_flush) {
+  *must_flush = false;
+  const uint32_t size = header.total_size();
+  if (size > config_->segment_bytes) return TooLarge(size);
+  HeldAppends::HeldSlot* hs = held->Lock(this, header.producer_id % slot_count_);
+  if (hs == nullptr) {
+    *must_flush = true;
+    return AppendOutcome{};
+  }
+  Slot& slot = slots_[hs->index];
+  if (sealed()) return Moving();
+  if (header.producer_id != 0) {
+    auto it = slot.producers.find(header.producer_id);
+    if (it != slot.producers.end()) {
+      const ProducerState& p = it->second;
+      if (header.sequence <= p.last_sequence) {
+        const Position pos = p.Lookup(header.sequence);
+        // A retry of a chunk still held: answered once that chunk is published (or not).
+        if (hs->held_chunks > 0 && held->IsHeld(this, pos)) {
+          *must_flush = true;
+          return AppendOutcome{};
+        }
+        return AppendOutcome{pos, true};
+      }
+      RETURN_IF_ERROR(CheckNext(header, p));
+    }
+  }
+  Segment* seg = slot.segment.get();
+  if (seg == nullptr || seg->sealed() || seg->write_end() + size > seg->capacity()) {
+    // Sealing a segment tells readers its length is final, so its held chunks go first.
+    if (hs->held_chunks > 0) {
+      *must_flush = true;
+      return AppendOutcome{};
+    }
+    ASSIGN_OR_RETURN(seg, NextSegmentSlotLocked(slot, now_ms));
+  }
+  Group* g = slot.group;
+  const uint32_t offset = seg->write_end();
+  if (Status w = seg->WriteChunk(chunk, size, config_->durability == Durability::kSync); !w.ok()) {
+    if (hs->held_chunks > 0) held->failures_.emplace_back(this, w);
+    return w;
+  }
+  held->entries_.push_back(HeldAppends::Entry{this, hs, slot.segment, g, offset, size,
+                                              header.first_timestamp_ms, now_ms});
+  ++hs->held_chunks;
+  Position pos{g->id, seg->id(), offset};
+  if (header.producer_id != 0) {
+    hs->Save(header.producer_id, slot.producers);
+    slot.producers[header.producer_id].Remember(header.sequence, pos);
+  }
+  return AppendOutcome{pos, false};
+}
+
+void Streamlet::PublishChunk(Group* g, Segment* seg, uint32_t offset, uint32_t size,
+                             int64_t first_timestamp_ms, int64_t now_ms) {
+  // What readers, Maintain and LookupTimestamp look at under mu_, then committed().
+  MutexLock lock(&mu_);
+  seg->IndexChunk(offset);
+  seg->NoteTimestamp(first_timestamp_ms);
+  seg->Publish(offset + size);
+  seg->set_last_append_ms(now_ms);
+  g->last_append_ms = now_ms;
+  g->bytes += size;
+  bytes_ += size;
+}
+
+Status Streamlet::TooLarge(uint32_t size) const {
+  return Status::ChunkTooLarge("chunk of " + std::to_string(size) +
+                               " bytes does not fit in a segment of " +
+                               std::to_string(config_->segment_bytes));
+}
+
+Status Streamlet::Moving() const {
+  return Status::StreamletMoving("streamlet " + std::to_string(id_) +
+                                 " is moving to another broker; retry after a back-off");
+}
+
+Status Streamlet::CheckNext(const ChunkHeader& header, const ProducerState& p) {
+  if (header.sequence == p.last_sequence + 1) return Status::Ok();
+  return Status::OutOfOrderSequence("producer " + std::to_string(header.producer_id) +
+                                    " sent sequence " + std::to_string(header.sequence) +
+                                    " after " + std::to_string(p.last_sequence));
 }
 
 std::shared_ptr<Segment> Streamlet::SuccessorLocked(uint64_t group_id, uint64_t segment_id,

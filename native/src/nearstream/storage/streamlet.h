@@ -78,10 +78,7 @@ struct StreamletInfo {
   std::vector<GroupInfo> groups;
 };
 
-// A replicated streamlet's leader hands each chunk to its followers between the write and the
-// publish (docs/cluster.md, "Replication"): readers never see a chunk before every in-sync
-// replica holds it. A failure undoes the write and fails the append.
-using ReplicateFn = std::function<Status(const Position& at, const uint8_t* chunk, uint32_t size)>;
+class HeldAppends;
 
 // Receives whole chunks: `data` holds `size` bytes of consecutive chunks starting at `at`.
 using BlockSink = std::function<void(const Position& at, const uint8_t* data, uint32_t size)>;
@@ -106,11 +103,16 @@ class Streamlet {
   Status Recover(int64_t now_ms);
 
   // Appends one chunk already checked by ValidateChunk. Either the whole chunk is appended (and,
-  // under `sync`, fsync'd) or nothing is and an error is returned. `replicate`, when given, runs
-  // under the slot's lock after the write and before the publish; its error fails the append,
-  // and the written bytes are cut off again (their segment takes no more chunks).
-  Result<AppendOutcome> Append(const uint8_t* chunk, const ChunkHeader& header, int64_t now_ms,
-                               const ReplicateFn* replicate = nullptr);
+  // under `sync`, fsync'd) or nothing is and an error is returned.
+  Result<AppendOutcome> Append(const uint8_t* chunk, const ChunkHeader& header, int64_t now_ms);
+  // A replicated streamlet's leader (held_appends.h): writes the chunk as Append does but
+  // publishes nothing; the chunk joins `held`, its slot stays locked, until held->Publish or
+  // held->Discard. A duplicate is answered at once, as by Append. With *must_flush set nothing
+  // was done: the caller first finishes what `held` holds (the slot is locked elsewhere, the
+  // chunk needs a new segment while the current one has held chunks, or it retries a held
+  // chunk), then calls again.
+  Result<AppendOutcome> AppendHeld(const uint8_t* chunk, const ChunkHeader& header, int64_t now_ms,
+                                   HeldAppends* held, bool* must_flush);
 
   // Hands whole chunks from `from` on to `sink`, up to `max_bytes` (at least one chunk). Stops
   // before a damaged range; a read that starts at one fails with kDataLoss (see DamageAt).
@@ -223,6 +225,13 @@ class Streamlet {
     ProducerMap producers;
   };
 
+  friend class HeldAppends;
+  Status TooLarge(uint32_t size) const;
+  Status Moving() const;
+  static Status CheckNext(const ChunkHeader& header, const ProducerState& p);
+  // Makes the chunk written at `offset` of `seg` (of group `g`) visible to readers; takes mu_.
+  void PublishChunk(Group* g, Segment* seg, uint32_t offset, uint32_t size,
+                    int64_t first_timestamp_ms, int64_t now_ms);
   // Gives `slot` (its lock held, not mu_) a fresh segment: the next one of its group, or the
   // first of a new group when the group holds P segments or the slot has none.
   Result<Segment*> NextSegmentSlotLocked(Slot& slot, int64_t now_ms);

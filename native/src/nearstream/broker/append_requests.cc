@@ -1,0 +1,178 @@
+// Append requests (docs/protocol.md, "Append"). On a replicated stream the worker holds the
+// chunks unpublished and answers after FlushAppends has them on the followers
+// (append_batch.h); otherwise the chunk is published by the append itself.
+#include <utility>
+
+#include "nearstream/broker/request_handler.h"
+#include "nearstream/broker/response_writer.h"
+#include "nearstream/common/clock.h"
+#include "nearstream/net/protocol.h"
+
+namespace nearstream::broker {
+
+bool RequestHandler::Append(Request& req, Bytes* out, AppendBatch* appends) {
+  metrics_->append_requests.Add(1);
+  // The whole request is decoded before anything is appended: a malformed request changes
+  // nothing.
+  auto m = net::DecodeAppendRequest(req.frame.body.data(), req.frame.body.size());
+  if (!m.ok()) {
+    Error(req, m.status(), out);
+    return true;
+  }
+  auto found = FindStream(m->stream);
+  if (!found.ok()) {
+    Error(req, found.status(), out);
+    return true;
+  }
+  const std::shared_ptr<storage::Stream>& stream = *found;
+  const int64_t now = WallNowMs();  // chunk timestamps are wall-clock times
+  const bool replicated = cluster_ != nullptr && stream->config().replication > 1;
+  // Built in the batch from the start, so that a flush this request's own chunks force (see
+  // AppendHeld) settles the ones it held before. It is always the batch's last one (a flush
+  // answers the others and keeps it), addressed by index as the vector may move.
+  appends->deferred.push_back(DeferredAppend{});
+  size_t self = appends->deferred.size() - 1;
+  appends->deferred[self].response.results.reserve(m->entries.size());
+  for (const auto& e : m->entries) {
+    net::AppendResult res;
+    res.streamlet = e.streamlet;
+    auto served = Served(*stream, e.streamlet);
+    storage::Streamlet* s = served.ok() ? *served : nullptr;
+    Result<storage::AppendOutcome> outcome =
+        s == nullptr ? Result<storage::AppendOutcome>(served.status()) : Status();
+    storage::ChunkHeader header;
+    bool held = false;
+    if (s != nullptr) {
+      auto h = storage::ValidateChunk(e.chunk, e.chunk_size);
+      if (!h.ok()) {
+        outcome = h.status();
+      } else if (replicated) {
+        header = *h;
+        bool must_flush = false;
+        outcome = s->AppendHeld(e.chunk, header, now, &appends->held, &must_flush);
+        if (must_flush) {
+          FlushAppends(appends);  // nothing is held after it, so the retry cannot ask again
+          self = appends->deferred.size() - 1;
+          outcome = s->AppendHeld(e.chunk, header, now, &appends->held, &must_flush);
+        }
+        held = outcome.ok() && !outcome->duplicate;
+        if (held) appends->NoteName(s, m->stream, e.streamlet);
+      } else {
+        header = *h;
+        outcome = s->Append(e.chunk, header, now);
+      }
+    }
+    DeferredAppend& d = appends->deferred[self];
+    AppendTally& t = d.tally;
+    if (outcome.ok()) {
+      res.position = outcome->position;
+      res.duplicate = outcome->duplicate;
+      if (outcome->duplicate) {
+        ++t.duplicates;
+      } else {
+        ++t.chunks;
+        t.records += header.record_count;
+        t.bytes += e.chunk_size;
+      }
+    } else {
+      ++t.rejected;
+      res.status = static_cast<uint16_t>(outcome.status().code());
+      res.message = outcome.status().message();
+    }
+    d.response.results.push_back(std::move(res));
+    d.held.push_back(held ? s : nullptr);
+    d.records.push_back(header.record_count);
+    d.bytes.push_back(e.chunk_size);
+  }
+  DeferredAppend& d = appends->deferred[self];
+  d.building = false;
+  bool waits = false;
+  for (const storage::Streamlet* s : d.held) waits = waits || s != nullptr;
+  if (!waits) {
+    FinishAppend(req, stream.get(), d.response, d.tally, out);
+    appends->deferred.pop_back();
+    return true;
+  }
+  d.req = std::move(req);
+  d.stream = stream;
+  return false;
+}
+
+void RequestHandler::FlushAppends(AppendBatch* appends) {
+  // Each streamlet's held chunks go to its followers together; the outcome decides for all.
+  std::vector<std::pair<const storage::Streamlet*, Status>> settled;
+  for (storage::Streamlet* s : appends->held.streamlets()) {
+    Status status = appends->held.failure(s);
+    if (status.ok()) {
+      const AppendBatch::Name* name = nullptr;
+      for (const AppendBatch::Name& n : appends->names) {
+        if (n.streamlet == s) name = &n;
+      }
+      status = cluster_->Replicate(name->stream, name->id, appends->held.ChunksOf(s));
+    }
+    if (status.ok()) {
+      appends->held.Publish(s);
+    } else {
+      appends->held.Discard(s);
+    }
+    settled.emplace_back(s, std::move(status));
+  }
+  appends->held.Release();
+  appends->names.clear();
+
+  std::vector<DeferredAppend> kept;
+  ResponseWriter writer;
+  for (DeferredAppend& d : appends->deferred) {
+    for (size_t k = 0; k < d.held.size(); ++k) {
+      if (d.held[k] == nullptr) continue;
+      for (const auto& [s, status] : settled) {
+        if (s != d.held[k] || status.ok()) continue;
+        net::AppendResult& res = d.response.results[k];
+        res.status = static_cast<uint16_t>(status.code());
+        res.message = status.message();
+        res.position = storage::Position{};
+        --d.tally.chunks;
+        d.tally.records -= d.records[k];
+        d.tally.bytes -= d.bytes[k];
+        ++d.tally.rejected;
+      }
+      d.held[k] = nullptr;
+    }
+    if (d.building) {
+      kept.push_back(std::move(d));
+      continue;
+    }
+    net::OutFrame frame;
+    FinishAppend(d.req, d.stream.get(), d.response, d.tally, &frame.bytes);
+    writer.Add(d.req.conn, std::move(frame));  // a closed connection drops it
+  }
+  writer.Flush();
+  appends->deferred = std::move(kept);
+}
+
+void RequestHandler::FinishAppend(const Request& req, storage::Stream* stream,
+                                  const net::AppendResponse& r, const AppendTally& tally,
+                                  Bytes* out) {
+  if (tally.chunks > 0) {
+    // Each streamlet appended to (a chunk stored, not a duplicate): bump its generation (and the
+    // stream's) before Wake, which re-queues only the fetches parked on those streamlets. A
+    // streamlet listed twice is harmless (the second lookup finds nobody); runs are merged.
+    std::vector<uint32_t> woken;
+    for (const auto& res : r.results) {
+      if (res.status != 0 || res.duplicate) continue;
+      if (!woken.empty() && woken.back() == res.streamlet) continue;
+      woken.push_back(res.streamlet);
+      stream->NoteAppended(res.streamlet);
+    }
+    waiters_->Wake(stream, woken);
+    if (push_ != nullptr) push_->NotifyAppend(stream);
+  }
+  metrics_->append_chunks.Add(tally.chunks);
+  metrics_->append_records.Add(tally.records);
+  metrics_->append_bytes.Add(tally.bytes);
+  metrics_->append_rejected.Add(tally.rejected);
+  metrics_->append_duplicates.Add(tally.duplicates);
+  Respond(req, out, [&](ByteWriter& w) { net::EncodeAppendResponse(w, r); });
+}
+
+}  // namespace nearstream::broker
