@@ -5,9 +5,11 @@ source) or nearstream-perf's C++ pull consumers. Throughput figures are medians 
 samples taken while both ran; CPU seconds are read from /proc for broker, producers and job."""
 import statistics
 import time
+from contextlib import ExitStack
 
 from . import flinkjob, perf
 from .broker import Broker
+from .broker_cluster import BrokerCluster
 
 # How long a Flink job gets to start its MiniCluster before the producers start.
 JOB_START_TIMEOUT_S = 120
@@ -21,13 +23,23 @@ def _median_in_window(samples, start_ms, end_ms):
 def measure(workdir, consumer, workload, producers, chunk_size, streamlets, parallelism,
             fetch_bytes, workers, duration_s, record_size=100, retention="512M",
             push_slot_bytes=None, broker_cpus=None, client_cpus=None, consumer_cpus=None,
-            broker_extra=()):
+            broker_extra=(), replication=None, cluster_brokers=2):
     """consumer: 'cpp-pull', 'pull' or 'push'. broker_cpus / client_cpus: CPU numbers the broker /
     the producers and consumers are pinned to (None: not pinned); consumer_cpus: the Flink job's
     own CPUs instead of client_cpus (the C++ consumers share the producers' process, so they stay
-    on client_cpus); broker_extra: more nearstreamd flags. Returns a dict of figures."""
-    with Broker(workdir, workers=workers, cpus=broker_cpus, extra=broker_extra) as broker:
-        broker.create_stream("bench", streamlets, retention_bytes=retention)
+    on client_cpus); broker_extra: more nearstreamd flags. replication: None for one standalone
+    broker; otherwise a cluster of `cluster_brokers` brokers (each with `workers`) and a durable
+    (async) stream of that replication factor, its leaders spread over the brokers, whose CPU
+    seconds are added up. Returns a dict of figures."""
+    with ExitStack() as stack:
+        if replication is None:
+            broker = stack.enter_context(
+                Broker(workdir, workers=workers, cpus=broker_cpus, extra=broker_extra))
+            broker.create_stream("bench", streamlets, retention_bytes=retention)
+        else:
+            broker = stack.enter_context(BrokerCluster(
+                workdir, cluster_brokers, workers=workers, cpus=broker_cpus, extra=broker_extra))
+            broker.create_stream("bench", streamlets, retention, replication=replication)
         cpu0 = broker.cpu()
         if consumer == "cpp-pull":
             p = perf.start(broker, workdir, "bench", producers, chunk_size, record_size,

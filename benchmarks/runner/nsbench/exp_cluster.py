@@ -7,6 +7,7 @@ from contextlib import ExitStack
 
 from . import perf, plots
 from .broker import Broker
+from .broker_cluster import Bootstrap
 from .results import Results
 from .sizes import int_list, size_list
 from .zookeeper import ZooKeeper
@@ -40,7 +41,7 @@ def run(args, out_dir, workdir):
                 brokers[0].create_stream("cluster", args.streamlets,
                                          retention_bytes=args.retention)
                 cpu0 = [b.cpu() for b in brokers]
-                p = perf.start(_Bootstrap(brokers), workdir, "cluster", n, chunk,
+                p = perf.start(Bootstrap(brokers), workdir, "cluster", n, chunk,
                                args.record_size, args.duration_s, consumers=n)
                 r = perf.result(p, args.duration_s + 60)
                 cpu = sum(b.cpu() - c for b, c in zip(brokers, cpu0))
@@ -62,13 +63,6 @@ def run(args, out_dir, workdir):
                   "one broker."])
     draw(res.csv_path, out_dir)
     return res
-
-
-class _Bootstrap:
-    """The brokers as nearstream-perf's --broker: their bootstrap list."""
-
-    def __init__(self, brokers):
-        self.address = ",".join(b.address for b in brokers)
 
 
 def draw(csv_path, out_dir):

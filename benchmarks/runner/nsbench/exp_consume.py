@@ -58,6 +58,12 @@ def add_arguments_for(preset):
                             "e.g. 8-15 on a node where producers and consumers get their own "
                             "cores, as the paper's separate client nodes (C++ consumers share "
                             "the producers' process and stay on --client-cpus)")
+        p.add_argument("--replication", default="",
+                       help="replication factors R (values, e.g. 1,2): each point then runs on "
+                            "two brokers kept in ZooKeeper, each --workers W, with an async "
+                            "stream of factor R whose leaders alternate between them (R = 2: "
+                            "each broker leads half and backs up the other half); empty: one "
+                            "standalone broker, the paper's setting")
         p.add_argument("--push-nice", type=int, default=0,
                        help="broker --push-nice: 1-19 let appends go first on a busy broker")
     return add
@@ -73,13 +79,15 @@ def _fetch_bytes(spec, cs):
 
 def _settings(args):
     """Every combination of the swept values other than the chunk size, in a stable order."""
+    replication = int_list(args.replication) if args.replication else [None]
     return list(itertools.product(int_list(args.producers), int_list(args.parallelism),
                                   int_list(args.streamlets), int_list(args.workers),
-                                  int_list(args.record_sizes)))
+                                  int_list(args.record_sizes), replication))
 
 
-def _label(np_, nc, ns, workers, record_bytes):
-    return f"Np={np_} Nc={nc} Ns={ns} W={workers} RS={record_bytes}"
+def _label(np_, nc, ns, workers, record_bytes, replication):
+    label = f"Np={np_} Nc={nc} Ns={ns} W={workers} RS={record_bytes}"
+    return label if replication is None else f"{label} R={replication}"
 
 
 def run_preset(preset, args, out_dir, workdir):
@@ -92,7 +100,7 @@ def run_preset(preset, args, out_dir, workdir):
                                   "producer_cpu_s_per_m"])
     broker_cpus, client_cpus = cpu_list(args.broker_cpus), cpu_list(args.client_cpus)
     consumer_cpus = cpu_list(args.consumer_cpus)
-    for np_, nc, ns, workers, record_bytes in settings:
+    for np_, nc, ns, workers, record_bytes, replication in settings:
         for cs in size_list(args.chunk_sizes):
             for rep in range(args.repeat):
                 for consumer in args.consumers.split(","):
@@ -101,9 +109,11 @@ def run_preset(preset, args, out_dir, workdir):
                                            args.duration_s, record_size=record_bytes,
                                            broker_cpus=broker_cpus, client_cpus=client_cpus,
                                            consumer_cpus=consumer_cpus,
-                                           broker_extra=["--push-nice", str(args.push_nice)])
+                                           broker_extra=["--push-nice", str(args.push_nice)],
+                                           replication=replication)
                     m = max(r["consumed"], 1) / 1e6
-                    res.add(setting=_label(np_, nc, ns, workers, record_bytes), producers=np_,
+                    res.add(setting=_label(np_, nc, ns, workers, record_bytes, replication),
+                            producers=np_,
                             parallelism=nc, streamlets=ns, workers=workers,
                             record_bytes=record_bytes, chunk_kib=cs >> 10, consumer=consumer,
                             rep=rep, producer_rps=r["producer_rps"],
@@ -115,7 +125,10 @@ def run_preset(preset, args, out_dir, workdir):
              f"time, Ns streamlets, broker --workers W, records of RS bytes (values swept: Np "
              f"{args.producers}, Nc {args.parallelism}, Ns {args.streamlets}, W {args.workers}, "
              f"RS {args.record_sizes}), consumer chunk {args.fetch}, {args.workload}, "
-             f"{args.duration_s} s per point; medians of per-second samples.",
+             f"{args.duration_s} s per point; medians of per-second samples."
+             + (f" Replication R {args.replication}: two brokers kept in ZooKeeper, an async "
+                "stream whose leaders alternate between them; broker CPU is both brokers'."
+                if args.replication else ""),
              "CPU seconds per million records consumed: broker (all its threads, appends "
              "included) and consumer (the Flink job's JVM, or 0 for the C++ consumers that share "
              "the producers' process); producers' CPU seconds per million records produced (the "

@@ -8,15 +8,13 @@ produce` (which follows the failover) sees it, with the ZooKeeper session timeou
 import os
 import signal
 import subprocess
-import tempfile
 import time
 from contextlib import ExitStack
 
 from . import paths, perf, plots
-from .broker import Broker
+from .broker_cluster import Bootstrap, BrokerCluster
 from .results import Results
 from .sizes import size_list
-from .zookeeper import ZooKeeper
 
 
 def add_arguments(p):
@@ -37,26 +35,8 @@ def add_arguments(p):
 
 
 def _cluster(stack, workdir, args, count=2):
-    zk = stack.enter_context(ZooKeeper(workdir))
-    brokers = []
-    for i in range(count):
-        data = tempfile.mkdtemp(prefix="data-", dir=workdir)
-        brokers.append(stack.enter_context(Broker(
-            workdir, workers=args.workers,
-            extra=["--zookeeper", zk.connect, "--broker-id", str(i + 1), "--data-dir", data,
-                   "--zookeeper-session-ms", str(args.session_ms)])))
-    _await_brokers(brokers[0], count)
-    return brokers
-
-
-def _await_brokers(broker, count):
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        lines = broker.cli("cluster").splitlines()
-        if sum(1 for line in lines if line.startswith("  ") and "host" in line) >= count:
-            return
-        time.sleep(0.1)
-    raise RuntimeError(f"broker {broker.address} does not see {count} brokers")
+    return stack.enter_context(BrokerCluster(workdir, count, workers=args.workers,
+                                             session_ms=args.session_ms)).brokers
 
 
 def _create(broker, args, replication, streamlets):
@@ -106,7 +86,7 @@ def run(args, out_dir, workdir):
                     brokers = _cluster(stack, workdir, args)
                     _create(brokers[0], args, replication, args.streamlets)
                     cpu0 = [b.cpu() for b in brokers]
-                    p = perf.start(_Bootstrap(brokers), workdir, "repl", args.producers, chunk,
+                    p = perf.start(Bootstrap(brokers), workdir, "repl", args.producers, chunk,
                                    args.record_size, args.duration_s, consumers=0)
                     r = perf.result(p, args.duration_s + 60)
                     cpu = sum(b.cpu() - c for b, c in zip(brokers, cpu0))
@@ -127,13 +107,6 @@ def run(args, out_dir, workdir):
          f"{len(failovers)} runs: " + ", ".join(f"{ms:.0f} ms" for ms in failovers) + "."])
     draw(res.csv_path, out_dir)
     return res
-
-
-class _Bootstrap:
-    """The brokers as nearstream-perf's --broker: their bootstrap list."""
-
-    def __init__(self, brokers):
-        self.address = ",".join(b.address for b in brokers)
 
 
 def draw(csv_path, out_dir):
