@@ -300,5 +300,56 @@ TEST_F(ReplicationTest, APausedLeaderThatWasReplacedAcknowledgesNothing) {
   EXPECT_EQ(Lines(r.out), Lines(Numbered(0, 60)));
 }
 
+// The segment files of a streamlet's copy on broker `id`, by name.
+std::vector<std::string> SegmentFiles(const std::string& data_dir, const std::string& stream,
+                                      uint32_t streamlet) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  const std::string dir = data_dir + "/streams/" + stream + "/" + std::to_string(streamlet);
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() > 4 && name.substr(name.size() - 4) == ".seg") names.push_back(name);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+TEST_F(ReplicationTest, AFollowerDropsTheSegmentsItsLeadersRetentionDropped) {
+  // 4 KiB segments, 16 KiB retained: the leader keeps a handful of segment files, and so must
+  // its follower, whose files no retention pass of its own sees.
+  ProcessResult r =
+      Cli(List(), {"create", "trimmed", "--streamlets", "1", "--durability", "async",
+                   "--replication", "2", "--segment-bytes", "4096", "--retention-bytes", "16384"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  const net::StreamPlacement p = Placement(1, "trimmed");
+  ASSERT_EQ(p.replicas.size(), 1u);
+  const uint32_t leader = p.owners[0];
+  const uint32_t follower = p.replicas[0].replicas[1];
+  // Several produce runs: each is at least one chunk, and 600 records of ~20 bytes are ~12 KiB.
+  for (int run = 0; run < 8; ++run) {
+    r = Cli(List(), {"produce", "trimmed"}, Numbered(run * 600, run * 600 + 600));
+    ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  }
+  std::vector<std::string> on_leader, on_follower;
+  const int64_t deadline = MonotonicNowMs() + 20000;
+  while (MonotonicNowMs() < deadline) {
+    on_leader = SegmentFiles(Broker(leader).data_dir(), "trimmed", 0);
+    on_follower = SegmentFiles(Broker(follower).data_dir(), "trimmed", 0);
+    if (on_leader.size() < 10 && on_follower == on_leader) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_LT(on_leader.size(), 10u) << "the leader's retention kept everything";
+  EXPECT_EQ(on_follower, on_leader) << "the follower kept what its leader dropped";
+  // What is left is whole: after a failover the follower serves from the leader's head.
+  Broker(leader).Kill();
+  AwaitNewLeader(follower, "trimmed", 0, leader);
+  r = Cli(Broker(follower).address(), {"consume", "trimmed", "--timeout-ms", "1000"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  const std::vector<std::string> read = Lines(r.out);
+  ASSERT_FALSE(read.empty());
+  EXPECT_EQ(read.back(), "record 4799");
+  EXPECT_LT(read.size(), 4800u) << "retention dropped nothing";
+}
+
 }  // namespace
 }  // namespace nearstream::testing

@@ -22,6 +22,8 @@ namespace {
 // failed catch-up before that streamlet is tried again.
 constexpr int64_t kCatchUpPollMs = 500;
 constexpr int64_t kCatchUpRetryMs = 2000;
+// How often followers drop what their leaders' retention dropped (TrimFollowerCopies).
+constexpr int64_t kTrimIntervalMs = 1000;
 
 bool Contains(const std::vector<uint32_t>& ids, uint32_t id) {
   return std::find(ids.begin(), ids.end(), id) != ids.end();
@@ -31,7 +33,12 @@ bool Contains(const std::vector<uint32_t>& ids, uint32_t id) {
 
 void ZkCluster::CatchUpLoop() {
   std::map<std::pair<std::string, uint32_t>, int64_t> retry_at;
+  int64_t trim_at = MonotonicNowMs() + kTrimIntervalMs;
   while (true) {
+    if (MonotonicNowMs() >= trim_at) {
+      TrimFollowerCopies();
+      trim_at = MonotonicNowMs() + kTrimIntervalMs;
+    }
     std::vector<std::pair<std::string, uint32_t>> due;
     {
       MutexLock lock(&mu_);

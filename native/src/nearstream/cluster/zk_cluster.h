@@ -235,6 +235,11 @@ class ZkCluster {
   // The ns-catchup thread: copies again, one at a time, every streamlet this broker follows and
   // is not in sync for, from its registered leader, and joins its in-sync set.
   void CatchUpLoop() NS_EXCLUDES(mu_, zk_mu_);
+  // Retention on followers (follower_retention.cc): removes the segment files of followed
+  // in-sync streamlets that their leader no longer retains. Runs on the catch-up thread.
+  void TrimFollowerCopies() NS_EXCLUDES(mu_, zk_mu_);
+  bool FollowsInSyncLocked(const StreamRecord& record, const std::string& name, uint32_t id) const
+      NS_REQUIRES(mu_);
   Status CatchUp(const std::string& name, uint32_t id) NS_EXCLUDES(mu_, zk_mu_);
   // Takes this broker out of the in-sync set of streamlet `id` (a copy that may miss chunks:
   // a restart); OK when it is not in it.

@@ -60,8 +60,8 @@ class HeldAppendsTest : public ::testing::Test {
     std::filesystem::remove_all(dir_, ec);
   }
   std::unique_ptr<Streamlet> Open(uint32_t id = 0) {
-    auto s = std::make_unique<Streamlet>(id, &config_, Env::Default(), dir_ + "/" +
-                                                                             std::to_string(id));
+    auto s =
+        std::make_unique<Streamlet>(id, &config_, Env::Default(), dir_ + "/" + std::to_string(id));
     Status st = s->Recover(0);
     EXPECT_TRUE(st.ok()) << st.ToString();
     return s;
