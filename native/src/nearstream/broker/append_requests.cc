@@ -99,23 +99,33 @@ bool RequestHandler::Append(Request& req, Bytes* out, AppendBatch* appends) {
 }
 
 void RequestHandler::FlushAppends(AppendBatch* appends) {
-  // Each streamlet's held chunks go to its followers together; the outcome decides for all.
-  std::vector<std::pair<const storage::Streamlet*, Status>> settled;
-  for (storage::Streamlet* s : appends->held.streamlets()) {
-    Status status = appends->held.failure(s);
-    if (status.ok()) {
-      const AppendBatch::Name* name = nullptr;
-      for (const AppendBatch::Name& n : appends->names) {
-        if (n.streamlet == s) name = &n;
-      }
-      status = cluster_->Replicate(name->stream, name->id, appends->held.ChunksOf(s));
+  // Each streamlet's held chunks go to its followers together, all streamlets at once; the
+  // outcome decides for all of one streamlet's chunks.
+  std::vector<storage::Streamlet*> held = appends->held.streamlets();
+  std::vector<std::pair<storage::Streamlet*, Status>> settled;
+  std::vector<cluster::ZkCluster::ReplicaBatch> batches;
+  std::vector<storage::Streamlet*> sent;
+  for (storage::Streamlet* s : held) {
+    Status failed = appends->held.failure(s);
+    if (!failed.ok()) {
+      settled.emplace_back(s, std::move(failed));
+      continue;
     }
+    for (const AppendBatch::Name& n : appends->names) {
+      if (n.streamlet == s) batches.push_back({n.stream, n.id, appends->held.ChunksOf(s)});
+    }
+    sent.push_back(s);
+  }
+  if (!batches.empty()) {
+    std::vector<Status> replicated = cluster_->Replicate(batches);
+    for (size_t k = 0; k < sent.size(); ++k) settled.emplace_back(sent[k], replicated[k]);
+  }
+  for (const auto& [s, status] : settled) {
     if (status.ok()) {
       appends->held.Publish(s);
     } else {
       appends->held.Discard(s);
     }
-    settled.emplace_back(s, std::move(status));
   }
   appends->held.Release();
   appends->names.clear();

@@ -54,86 +54,116 @@ Result<uint64_t> SendReplicas(std::optional<net::Client>& client, const std::str
 
 }  // namespace
 
-Status ZkCluster::Replicate(const std::string& name, uint32_t id,
-                            const std::vector<storage::HeldAppends::Chunk>& chunks) {
-  uint64_t epoch = 0;
-  std::vector<uint32_t> followers;
-  std::vector<std::string> addresses;  // empty: not registered now
-  std::vector<std::shared_ptr<ReplicaLink>> links;
+std::vector<Status> ZkCluster::Replicate(const std::vector<ReplicaBatch>& batches) {
+  // One send per (batch, follower); every send is written before any answer is awaited, so the
+  // followers of all the batches' streamlets write at the same time.
+  struct Send {
+    size_t batch;
+    uint32_t follower;
+    std::string address;  // empty: not registered now
+    std::shared_ptr<ReplicaLink> link;
+    std::tuple<std::string, uint32_t, uint32_t> key;
+    Status status;
+    uint64_t first_id = 0;
+  };
+  std::vector<Status> out(batches.size());
+  std::vector<uint64_t> epochs(batches.size(), 0);
+  std::vector<Send> sends;
   {
     MutexLock lock(&mu_);
-    auto it = streams_.find(name);
-    if (it == streams_.end() || id >= it->second.replicas.size()) {
-      return Status::StreamNotFound("stream '" + name + "' does not exist");
-    }
-    const StreamRecord& record = it->second;
-    if (record.owners[id] != options_.broker_id) {
-      return NotHere(name, id, record.owners[id], brokers_);
-    }
-    epoch = record.replicas[id].leader_epoch;
-    for (uint32_t f : record.replicas[id].isr) {
-      if (f == options_.broker_id) continue;
-      std::shared_ptr<ReplicaLink>& link = links_[{name, id, f}];
-      if (link == nullptr) link = std::make_shared<ReplicaLink>();
-      links.push_back(link);
-      followers.push_back(f);
-      auto b = std::find_if(brokers_.begin(), brokers_.end(),
-                            [f](const BrokerRecord& r) { return r.id == f; });
-      addresses.push_back(b == brokers_.end() ? std::string() : b->address);
+    for (size_t n = 0; n < batches.size(); ++n) {
+      const ReplicaBatch& batch = batches[n];
+      auto it = streams_.find(batch.name);
+      if (it == streams_.end() || batch.id >= it->second.replicas.size()) {
+        out[n] = Status::StreamNotFound("stream '" + batch.name + "' does not exist");
+        continue;
+      }
+      const StreamRecord& record = it->second;
+      if (record.owners[batch.id] != options_.broker_id) {
+        out[n] = NotHere(batch.name, batch.id, record.owners[batch.id], brokers_);
+        continue;
+      }
+      if (batch.chunks.empty()) continue;
+      epochs[n] = record.replicas[batch.id].leader_epoch;
+      for (uint32_t f : record.replicas[batch.id].isr) {
+        if (f == options_.broker_id) continue;
+        std::shared_ptr<ReplicaLink>& link = links_[{batch.name, batch.id, f}];
+        if (link == nullptr) link = std::make_shared<ReplicaLink>();
+        auto b = std::find_if(brokers_.begin(), brokers_.end(),
+                              [f](const BrokerRecord& r) { return r.id == f; });
+        sends.push_back(Send{n, f, b == brokers_.end() ? std::string() : b->address, link,
+                             {batch.name, batch.id, f}, Status::Ok(), 0});
+      }
     }
   }
-  if (followers.empty() || chunks.empty()) return Status::Ok();
-  std::vector<net::ReplicaAppendRequest> requests;
-  requests.reserve(chunks.size());
-  for (const storage::HeldAppends::Chunk& c : chunks) {
-    requests.push_back({name, id, options_.broker_id, epoch, c.at, c.data, c.size});
+  if (sends.empty()) return out;
+  std::vector<std::vector<net::ReplicaAppendRequest>> requests(batches.size());
+  for (size_t n = 0; n < batches.size(); ++n) {
+    if (!out[n].ok()) continue;
+    for (const storage::HeldAppends::Chunk& c : batches[n].chunks) {
+      requests[n].push_back(
+          {batches[n].name, batches[n].id, options_.broker_id, epochs[n], c.at, c.data, c.size});
+    }
   }
-  // Every follower gets the batch before any answer is awaited, so with two followers their
-  // writes overlap. The links are locked in the in-sync set's order, the same for every worker
-  // replicating this streamlet, and stay locked until their answers are in: a link carries
-  // one batch at a time.
+  // A link carries one batch at a time: locked until its answers are in, in the order of the
+  // links' keys, the same for every worker, so two workers replicating the same streamlets
+  // never wait for each other in a cycle.
+  std::vector<size_t> order(sends.size());
+  for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+  std::sort(order.begin(), order.end(),
+            [&sends](size_t x, size_t y) { return sends[x].key < sends[y].key; });
   std::vector<std::unique_lock<std::mutex>> held;
-  std::vector<Status> sent(followers.size());
-  std::vector<uint64_t> first_ids(followers.size(), 0);
-  for (size_t k = 0; k < followers.size(); ++k) {
-    held.emplace_back(links[k]->mu);
-    if (addresses[k].empty()) {
-      sent[k] = Status::BrokerUnavailable("broker " + std::to_string(followers[k]) +
-                                          " is not registered");
+  held.reserve(order.size());
+  for (size_t k : order) held.emplace_back(sends[k].link->mu);
+  for (Send& send : sends) {
+    if (send.address.empty()) {
+      send.status = Status::BrokerUnavailable("broker " + std::to_string(send.follower) +
+                                              " is not registered");
       continue;
     }
-    Result<uint64_t> first = SendReplicas(links[k]->client, addresses[k], requests);
+    Result<uint64_t> first = SendReplicas(send.link->client, send.address, requests[send.batch]);
     if (first.ok()) {
-      first_ids[k] = *first;
+      send.first_id = *first;
     } else {
-      sent[k] = first.status();
+      send.status = first.status();
     }
   }
-  for (size_t k = 0; k < followers.size(); ++k) {
-    if (!sent[k].ok()) continue;
-    sent[k] = links[k]->client->AwaitReplicaAppends(first_ids[k], requests.size());
-    if (!links[k]->client->ok()) links[k]->client.reset();
+  for (Send& send : sends) {
+    if (!send.status.ok()) continue;
+    send.status = send.link->client->AwaitReplicaAppends(send.first_id, requests[send.batch].size());
+    if (!send.link->client->ok()) send.link->client.reset();
   }
   held.clear();
-  std::vector<uint32_t> failed;
-  for (size_t k = 0; k < followers.size(); ++k) {
-    if (sent[k].ok()) continue;
-    if (sent[k].IsNotOwner()) {
+
+  std::vector<std::vector<uint32_t>> failed(batches.size());
+  for (const Send& send : sends) {
+    const ReplicaBatch& batch = batches[send.batch];
+    if (send.status.ok() || !out[send.batch].ok()) continue;
+    if (send.status.IsNotOwner()) {
       // The follower knows a newer leader epoch: another broker leads now. Nothing is published
       // here; the watch of the stream's node tells this broker soon, and a re-read now.
-      MutexLock lock(&mu_);
-      changed_streams_.insert(name);
-      changed_.SignalAll();
-      return Status::NotOwner("broker " + std::to_string(options_.broker_id) + " no longer leads " +
-                              StreamletName(name, id) + " (broker " + std::to_string(followers[k]) +
-                              ": " + std::string(sent[k].message()) + ")");
+      {
+        MutexLock lock(&mu_);
+        changed_streams_.insert(batch.name);
+        changed_.SignalAll();
+      }
+      out[send.batch] = Status::NotOwner(
+          "broker " + std::to_string(options_.broker_id) + " no longer leads " +
+          StreamletName(batch.name, batch.id) + " (broker " + std::to_string(send.follower) +
+          ": " + std::string(send.status.message()) + ")");
+      continue;
     }
-    NS_LOG(kWarning) << "replicating " << StreamletName(name, id) << " to broker " << followers[k]
-                     << " failed: " << sent[k].ToString() << "; it leaves the in-sync set";
-    failed.push_back(followers[k]);
+    NS_LOG(kWarning) << "replicating " << StreamletName(batch.name, batch.id) << " to broker "
+                     << send.follower << " failed: " << send.status.ToString()
+                     << "; it leaves the in-sync set";
+    failed[send.batch].push_back(send.follower);
   }
-  if (failed.empty()) return Status::Ok();
-  return ShrinkIsr(name, id, epoch, failed);
+  for (size_t n = 0; n < batches.size(); ++n) {
+    if (out[n].ok() && !failed[n].empty()) {
+      out[n] = ShrinkIsr(batches[n].name, batches[n].id, epochs[n], failed[n]);
+    }
+  }
+  return out;
 }
 
 Status ZkCluster::ShrinkIsr(const std::string& name, uint32_t id, uint64_t epoch,

@@ -96,13 +96,19 @@ class ZkCluster {
   Status MoveIn(const std::string& name, uint32_t id) NS_EXCLUDES(mu_, zk_mu_);
 
   // ---- replication (replication.cc; docs/cluster.md, "Replication") ---------------------------
-  // The leader's step between appends' writes and their publish: sends `chunks` (held chunks of
-  // streamlet `id` of `name`, in write order) to every other in-sync replica, pipelined: to each
-  // follower in one gathered write, then every answer is awaited. A follower that fails leaves
-  // the in-sync set in ZooKeeper first (compare-and-set); NOT_OWNER when this broker is no
-  // longer the leader, CLUSTER_UNAVAILABLE when the in-sync set cannot be changed.
-  Status Replicate(const std::string& name, uint32_t id,
-                   const std::vector<storage::HeldAppends::Chunk>& chunks) NS_EXCLUDES(mu_, zk_mu_);
+  // The leader's step between appends' writes and their publish: sends each batch's chunks (held
+  // chunks of one streamlet it leads, in write order) to every other in-sync replica of that
+  // streamlet, pipelined: every batch to every follower in one gathered write each, then every
+  // answer is awaited. Returns one status per batch. A follower that fails leaves the in-sync
+  // set in ZooKeeper first (compare-and-set); NOT_OWNER when this broker is no longer the
+  // leader, CLUSTER_UNAVAILABLE when the in-sync set cannot be changed.
+  struct ReplicaBatch {
+    std::string name;
+    uint32_t id;
+    std::vector<storage::HeldAppends::Chunk> chunks;
+  };
+  std::vector<Status> Replicate(const std::vector<ReplicaBatch>& batches)
+      NS_EXCLUDES(mu_, zk_mu_);
   // A follower's side of ReplicaAppend: checks the sender's leadership and epoch, then writes
   // the chunk at the same position of its copy.
   Status AcceptReplica(const net::ReplicaAppendRequest& m) NS_EXCLUDES(mu_, zk_mu_);
