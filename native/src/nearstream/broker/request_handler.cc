@@ -84,6 +84,12 @@ bool RequestHandler::Handle(Request& req, net::OutFrame* response, AppendBatch* 
       req.frame.header.version == net::kProtocolVersion && !req.frame.header.is_response()) {
     return Fetch(req, response);
   }
+  // Held appends keep their slots locked until the flush; a request that may take a slot lock
+  // itself (a seal, a delete, a commit) would wait on this very thread, so they go first. Fetch
+  // (above) takes none, and appends join the batch.
+  if (static_cast<Opcode>(req.frame.header.opcode) != Opcode::kAppend && !appends->held.empty()) {
+    FlushAppends(appends);
+  }
   Bytes* out = &response->bytes;
   const net::FrameHeader& h = req.frame.header;
   if (!req.wait_over && req.deadline_ms == 0) metrics_->requests.Add(1);
