@@ -91,8 +91,13 @@ std::vector<Status> ZkCluster::Replicate(const std::vector<ReplicaBatch>& batche
         if (link == nullptr) link = std::make_shared<ReplicaLink>();
         auto b = std::find_if(brokers_.begin(), brokers_.end(),
                               [f](const BrokerRecord& r) { return r.id == f; });
-        sends.push_back(Send{n, f, b == brokers_.end() ? std::string() : b->address, link,
-                             {batch.name, batch.id, f}, Status::Ok(), 0});
+        sends.push_back(Send{n,
+                             f,
+                             b == brokers_.end() ? std::string() : b->address,
+                             link,
+                             {batch.name, batch.id, f},
+                             Status::Ok(),
+                             0});
       }
     }
   }
@@ -130,7 +135,8 @@ std::vector<Status> ZkCluster::Replicate(const std::vector<ReplicaBatch>& batche
   }
   for (Send& send : sends) {
     if (!send.status.ok()) continue;
-    send.status = send.link->client->AwaitReplicaAppends(send.first_id, requests[send.batch].size());
+    send.status =
+        send.link->client->AwaitReplicaAppends(send.first_id, requests[send.batch].size());
     if (!send.link->client->ok()) send.link->client.reset();
   }
   held.clear();
@@ -147,10 +153,10 @@ std::vector<Status> ZkCluster::Replicate(const std::vector<ReplicaBatch>& batche
         changed_streams_.insert(batch.name);
         changed_.SignalAll();
       }
-      out[send.batch] = Status::NotOwner(
-          "broker " + std::to_string(options_.broker_id) + " no longer leads " +
-          StreamletName(batch.name, batch.id) + " (broker " + std::to_string(send.follower) +
-          ": " + std::string(send.status.message()) + ")");
+      out[send.batch] = Status::NotOwner("broker " + std::to_string(options_.broker_id) +
+                                         " no longer leads " + StreamletName(batch.name, batch.id) +
+                                         " (broker " + std::to_string(send.follower) + ": " +
+                                         std::string(send.status.message()) + ")");
       continue;
     }
     NS_LOG(kWarning) << "replicating " << StreamletName(batch.name, batch.id) << " to broker "

@@ -107,8 +107,7 @@ class ZkCluster {
     uint32_t id;
     std::vector<storage::HeldAppends::Chunk> chunks;
   };
-  std::vector<Status> Replicate(const std::vector<ReplicaBatch>& batches)
-      NS_EXCLUDES(mu_, zk_mu_);
+  std::vector<Status> Replicate(const std::vector<ReplicaBatch>& batches) NS_EXCLUDES(mu_, zk_mu_);
   // A follower's side of ReplicaAppend: checks the sender's leadership and epoch, then writes
   // the chunk at the same position of its copy.
   Status AcceptReplica(const net::ReplicaAppendRequest& m) NS_EXCLUDES(mu_, zk_mu_);
