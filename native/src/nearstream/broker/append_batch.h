@@ -5,8 +5,6 @@
 #pragma once
 
 #include <memory>
-#include <string>
-#include <utility>
 #include <vector>
 
 #include "nearstream/broker/request.h"
@@ -42,19 +40,6 @@ struct DeferredAppend {
 struct AppendBatch {
   storage::HeldAppends held;
   std::vector<DeferredAppend> deferred;
-  // The stream name and streamlet id of each streamlet with held chunks.
-  struct Name {
-    const storage::Streamlet* streamlet;
-    std::string stream;
-    uint32_t id;
-  };
-  std::vector<Name> names;
-  void NoteName(const storage::Streamlet* streamlet, const std::string& stream, uint32_t id) {
-    for (const Name& n : names) {
-      if (n.streamlet == streamlet) return;
-    }
-    names.push_back(Name{streamlet, stream, id});
-  }
 };
 
 }  // namespace nearstream::broker

@@ -56,7 +56,6 @@ bool RequestHandler::Append(Request& req, Bytes* out, AppendBatch* appends) {
           outcome = s->AppendHeld(e.chunk, header, now, &appends->held, &must_flush);
         }
         held = outcome.ok() && !outcome->duplicate;
-        if (held) appends->NoteName(s, m->stream, e.streamlet);
       } else {
         header = *h;
         outcome = s->Append(e.chunk, header, now);
@@ -99,6 +98,7 @@ bool RequestHandler::Append(Request& req, Bytes* out, AppendBatch* appends) {
 }
 
 void RequestHandler::FlushAppends(AppendBatch* appends) {
+  if (appends->held.empty() && appends->deferred.empty()) return;  // after every worker batch
   // Each streamlet's held chunks go to its followers together, all streamlets at once; the
   // outcome decides for all of one streamlet's chunks.
   std::vector<storage::Streamlet*> held = appends->held.streamlets();
@@ -111,9 +111,7 @@ void RequestHandler::FlushAppends(AppendBatch* appends) {
       settled.emplace_back(s, std::move(failed));
       continue;
     }
-    for (const AppendBatch::Name& n : appends->names) {
-      if (n.streamlet == s) batches.push_back({n.stream, n.id, appends->held.ChunksOf(s)});
-    }
+    batches.push_back({s->config().name, s->id(), appends->held.ChunksOf(s)});
     sent.push_back(s);
   }
   if (!batches.empty()) {
@@ -128,7 +126,6 @@ void RequestHandler::FlushAppends(AppendBatch* appends) {
     }
   }
   appends->held.Release();
-  appends->names.clear();
 
   std::vector<DeferredAppend> kept;
   ResponseWriter writer;

@@ -59,10 +59,20 @@ void ZkCluster::TrimFollowerCopies() {
     storage::Streamlet* s = stream == nullptr ? nullptr : stream->streamlet(f.id);
     if (s == nullptr) continue;
     Result<net::Client> client = net::Client::Connect(f.leader_address, kMetadataTimeoutMs);
-    if (!client.ok()) continue;  // tried again at the next pass
-    client->set_io_timeout_ms(kMetadataTimeoutMs);
-    Result<net::MetadataResponse> meta = client->Metadata(f.stream, {f.id});
-    if (!meta.ok() || meta->streamlets.size() != 1) continue;
+    Result<net::MetadataResponse> meta = client.status();
+    if (client.ok()) {
+      client->set_io_timeout_ms(kMetadataTimeoutMs);
+      meta = client->Metadata(f.stream, {f.id});
+    }
+    if (!meta.ok() || meta->streamlets.size() != 1) {
+      // Tried again at the next pass; until then the copy keeps what it has.
+      NS_LOG(kWarning) << "retention on a follower: what the leader of streamlet " << f.id
+                       << " of stream " << f.stream << " retains is unknown ("
+                       << (meta.ok() ? std::string("no such streamlet in its answer")
+                                     : meta.status().ToString())
+                       << "); its files stay for now";
+      continue;
+    }
     const net::StreamletMetadata& leader = meta->streamlets[0];
     // Under the copy's lock, which a promotion takes before it loads the files, and with the
     // role checked again: a leader's files are never trimmed here.

@@ -208,17 +208,6 @@ Result<uint64_t> Client::SendAppend(const AppendRequest& request) {
   return id;
 }
 
-Status Client::ReplicaAppend(const ReplicaAppendRequest& request, int timeout_ms) {
-  RETURN_IF_ERROR(broken_);
-  if (in_flight_ != 0) {
-    return Status::InvalidArgument("synchronous ReplicaAppend call while " +
-                                   std::to_string(in_flight_) +
-                                   " pipelined requests are in flight; use Send/Receive");
-  }
-  ASSIGN_OR_RETURN(uint64_t id, SendReplicaAppends(&request, 1));
-  return AwaitReplicaAppends(id, 1, timeout_ms);
-}
-
 Result<uint64_t> Client::SendReplicaAppends(const ReplicaAppendRequest* requests, size_t count) {
   RETURN_IF_ERROR(broken_);
   // Each request's fields before its chunk go to scratch_ (as EncodeReplicaAppendRequest lays

@@ -113,9 +113,8 @@ class Client {
   // Sent to the broker that is to own the streamlet (docs/protocol.md, "Moving a streamlet").
   Status MoveStreamlet(const StreamletRef& streamlet);
   Result<SealStreamletResponse> SealStreamlet(const SealStreamletRequest& request);
-  // A leader's chunk for a follower, the chunk gathered from where it is (no copy into a frame).
-  Status ReplicaAppend(const ReplicaAppendRequest& request, int timeout_ms = -1);
-  // Pipelined ReplicaAppends: writes `count` requests in one gathered write and returns the
+  // A leader's chunks for a follower, pipelined: writes `count` ReplicaAppend requests in one
+  // gathered write, each chunk taken from where it is (no copy into a frame), and returns the
   // first one's id (the others follow it); AwaitReplicaAppends then reads their `count` answers
   // in order and returns the first refusal, or the failure that ended the connection.
   Result<uint64_t> SendReplicaAppends(const ReplicaAppendRequest* requests, size_t count);

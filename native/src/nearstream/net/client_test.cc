@@ -206,9 +206,10 @@ TEST(ClientTest, SendAppendWritesTheSameBytesAsTheCodec) {
   EXPECT_EQ(response->results[1].status, static_cast<uint16_t>(StatusCode::kOutOfOrderSequence));
 }
 
-// The leader's gathered ReplicaAppend is byte for byte the codec's (the golden vector's layout),
-// and a follower's refusal is the call's status.
-TEST(ClientTest, ReplicaAppendWritesTheSameBytesAsTheCodec) {
+// The leader's gathered ReplicaAppends are byte for byte the codec's (the golden vector's
+// layout), sent in one write with consecutive ids; a follower's refusal is the batch's status,
+// and every answer is read, so the connection stays in step.
+TEST(ClientTest, ReplicaAppendsWriteTheSameBytesAsTheCodec) {
   storage::ChunkBuilder builder;
   builder.Add("copied");
   Bytes chunk = builder.Finish(9, 4, 1);
@@ -222,19 +223,31 @@ TEST(ClientTest, ReplicaAppendWritesTheSameBytesAsTheCodec) {
   Bytes expected = Encode(EncodeReplicaAppendRequest, request);
 
   FakeBroker broker([&](FakeBroker& b) {
+    // A batch of one, then a batch of two whose first is refused.
     auto r = b.Read();
     EXPECT_EQ(r.header.opcode, static_cast<uint16_t>(Opcode::kReplicaAppend));
     EXPECT_EQ(r.body, expected);
     b.Respond(r, Status::Ok(), {});
-    r = b.Read();
-    EXPECT_EQ(r.body, expected);
-    b.Respond(r, Status::NotOwner("epoch 8 leads"), {});
+    auto first = b.Read();
+    auto second = b.Read();
+    EXPECT_EQ(first.body, expected);
+    EXPECT_EQ(second.body, expected);
+    EXPECT_EQ(second.header.request_id, first.header.request_id + 1);
+    b.Respond(first, Status::NotOwner("epoch 8 leads"), {});
+    b.Respond(second, Status::Ok(), {});
   });
   Client client = MustConnect(broker.address());
-  Status first = client.ReplicaAppend(request);
-  EXPECT_TRUE(first.ok()) << first.ToString();
-  Status second = client.ReplicaAppend(request);
-  EXPECT_EQ(second.code(), StatusCode::kNotOwner) << second.ToString();
+  Result<uint64_t> id = client.SendReplicaAppends(&request, 1);
+  ASSERT_TRUE(id.ok()) << id.status().ToString();
+  Status one = client.AwaitReplicaAppends(*id, 1);
+  EXPECT_TRUE(one.ok()) << one.ToString();
+  const ReplicaAppendRequest pair[2] = {request, request};
+  id = client.SendReplicaAppends(pair, 2);
+  ASSERT_TRUE(id.ok()) << id.status().ToString();
+  EXPECT_EQ(client.in_flight(), 2u);
+  Status two = client.AwaitReplicaAppends(*id, 2);
+  EXPECT_EQ(two.code(), StatusCode::kNotOwner) << two.ToString();
+  EXPECT_EQ(client.in_flight(), 0u) << "an answer was left unread";
   EXPECT_TRUE(client.ok());
 }
 

@@ -69,7 +69,6 @@ class HeldAppends {
   };
   struct Entry {
     Streamlet* streamlet;
-    HeldSlot* slot;
     std::shared_ptr<Segment> segment;
     Streamlet::Group* group;
     uint32_t offset;

@@ -273,8 +273,8 @@ Result<AppendOutcome> Streamlet::AppendHeld(const uint8_t* chunk, const ChunkHea
     if (hs->held_chunks > 0) held->failures_.emplace_back(this, w);
     return w;
   }
-  held->entries_.push_back(HeldAppends::Entry{this, hs, slot.segment, g, offset, size,
-                                              header.first_timestamp_ms, now_ms});
+  held->entries_.push_back(
+      HeldAppends::Entry{this, slot.segment, g, offset, size, header.first_timestamp_ms, now_ms});
   ++hs->held_chunks;
   Position pos{g->id, seg->id(), offset};
   if (header.producer_id != 0) {

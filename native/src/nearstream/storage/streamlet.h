@@ -93,6 +93,7 @@ class Streamlet {
   Streamlet& operator=(const Streamlet&) = delete;
 
   uint32_t id() const { return id_; }
+  const StreamConfig& config() const { return *config_; }  // its stream's
 
   // Loads segment files from dir, verifying every chunk. A torn tail (bytes that do not parse at
   // the end of a group's last segment: an append that never completed) is cut off the file.
