@@ -451,7 +451,22 @@ def enc_push_subscribe_request(m):
     w.u32(m["slot_bytes"])
     w.u32(m["consumer_timeout_ms"])
     enc_push_rings(w, m["rings"])
+    enc_record_filter(w, m["filter"])
     return w.bytes()
+
+
+FILTER_KIND = {"none": 0, "json_field_in": 1, "bytes_contain": 2}
+
+
+def enc_record_filter(w, f):
+    w.u8(FILTER_KIND[f["kind"]])
+    if f["kind"] == "json_field_in":
+        w.str(f["field"])
+        w.u32(len(f["values"]))
+        for v in f["values"]:
+            w.str(v)
+    elif f["kind"] == "bytes_contain":
+        w.blob(bytes.fromhex(f["needle"]))
 
 
 def enc_push_subscribe_response(m):
@@ -751,8 +766,25 @@ def build():
             {"subtask_index": 0x01020304, "splits": [
                 {"streamlet": 7, "start": pos(1, 2, 64)},
             ]},
-        ]}
+        ], "filter": {"kind": "none"}}
     req("push_subscribe_request.bin", "PushSubscribe", rid, m, enc_push_subscribe_request(m))
+    # The same subscription with each kind of record filter (one ring, to keep them short).
+    rid = 0xB9BABBBCBDBEBFB0
+    m = {"stream": STREAM, "slots_per_ring": 4, "slot_bytes": 1 << 16,
+         "consumer_timeout_ms": 0, "rings": [
+            {"subtask_index": 2, "splits": [{"streamlet": 3, "start": EARLIEST}]},
+        ], "filter": {"kind": "json_field_in", "field": "event_type",
+                      "values": ["view", "cl\u00efck", ""]}}
+    req("push_subscribe_request_json_filter.bin", "PushSubscribe", rid, m,
+        enc_push_subscribe_request(m))
+    rid = 0xBABBBCBDBEBFB0B1
+    m = {"stream": STREAM, "slots_per_ring": 2, "slot_bytes": 1 << 16,
+         "consumer_timeout_ms": 0, "rings": [
+            {"subtask_index": 0, "splits": []},
+        ], "filter": {"kind": "bytes_contain", "needle": "00ff22"}}
+    req("push_subscribe_request_bytes_filter.bin", "PushSubscribe", rid, m,
+        enc_push_subscribe_request(m))
+    rid = 0xB1B2B3B4B5B6B7B8
     m = {"subscription_id": 0x0102030405060708, "broker_epoch": 0x0A0B0C0D0E0F1011,
          "region_path": "/dev/shm/nearstream-push-4242-1",
          "region_bytes": 4096 + 3 * 8392704}

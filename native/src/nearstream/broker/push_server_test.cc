@@ -296,6 +296,39 @@ TEST_F(PushServerTest, PushesEveryRecordInOrderWithFetchPositions) {
   EXPECT_GT(StatValue(c, "nearstream_push_thread_busy_ns_total{thread=\"push-0\"}"), 0u);
 }
 
+TEST_F(PushServerTest, AFilteredSubscriptionPushesWhatPassesAndEveryChunkInItsPlace) {
+  Client c = Connect();
+  CreateStream(c, "s", 1);
+  // Records "s0-c<chunk>-r<record>-xx..": the needle passes the chunks whose number ends in 1
+  // (c1, c11, c21, c31); the 28 others are pushed as chunk map entries without rows.
+  const std::vector<std::string> all = Append(c, "s", 0, 32);
+  std::vector<std::string> want;
+  for (const std::string& r : all) {
+    if (r.find("1-r") != std::string::npos) want.push_back(r);
+  }
+  ASSERT_EQ(want.size(), 4u * 5);
+
+  auto req = Subscribe("s", {{0}});
+  req.filter.kind = net::RecordFilterKind::kBytesContain;
+  req.filter.needle = "1-r";
+  auto sub = c.PushSubscribe(req);
+  ASSERT_TRUE(sub.ok()) << sub.status().ToString();
+  auto region = push::ShmRegion::Open(sub->region_path);
+  ASSERT_TRUE(region.ok()) << region.status().ToString();
+  TestConsumer r(region->get(), 0);
+  r.ReadUntil(want.size());
+  EXPECT_EQ(r.Records(0), want);
+  EXPECT_EQ(r.ChunkPositions(0), FetchChunkPositions(c, "s", 0));
+  EXPECT_EQ(StatValue(c, "nearstream_push_records_filtered_total"), all.size() - want.size());
+
+  // Filters outside docs/protocol.md's bounds are refused whole.
+  req.filter.needle.clear();
+  EXPECT_EQ(c.PushSubscribe(req).status().code(), StatusCode::kInvalidArgument);
+  req.filter.kind = net::RecordFilterKind::kJsonFieldIn;
+  req.filter.field = "event_type";
+  EXPECT_EQ(c.PushSubscribe(req).status().code(), StatusCode::kInvalidArgument);  // no values
+}
+
 TEST_F(PushServerTest, AFullRingDoesNotBlockTheOtherRing) {
   Client c = Connect();
   CreateStream(c, "s", 2, 64 * 1024);

@@ -386,13 +386,24 @@ std::vector<push::RingSpec> ToRingSpecs(const std::vector<net::PushRing>& rings)
   return out;
 }
 
-push::SubscriptionSpec ToSubscriptionSpec(const net::PushSubscribeRequest& m) {
+Result<push::RecordFilter> ToRecordFilter(const net::RecordFilterWire& f) {
+  switch (f.kind) {
+    case net::RecordFilterKind::kNone: return push::RecordFilter();
+    case net::RecordFilterKind::kJsonFieldIn:
+      return push::RecordFilter::JsonFieldIn(f.field, f.values);
+    case net::RecordFilterKind::kBytesContain: return push::RecordFilter::BytesContain(f.needle);
+  }
+  return Status::InvalidArgument("unknown record filter kind");
+}
+
+Result<push::SubscriptionSpec> ToSubscriptionSpec(const net::PushSubscribeRequest& m) {
   push::SubscriptionSpec spec;
   spec.stream = m.stream;
   spec.slots_per_ring = m.slots_per_ring;
   spec.slot_bytes = m.slot_bytes;
   spec.consumer_timeout_ms = m.consumer_timeout_ms;
   spec.rings = ToRingSpecs(m.rings);
+  ASSIGN_OR_RETURN(spec.filter, ToRecordFilter(m.filter));
   return spec;
 }
 
@@ -412,7 +423,9 @@ void RequestHandler::PushSubscribe(const Request& req, Bytes* out) {
   if (!m.ok()) return Error(req, m.status(), out);
   if (push_ == nullptr) return Error(req, NoPush(), out);
   if (Status s = ServesRings(m->stream, m->rings); !s.ok()) return Error(req, s, out);
-  auto r = push_->Subscribe(req.conn->id(), ToSubscriptionSpec(*m));
+  auto spec = ToSubscriptionSpec(*m);
+  if (!spec.ok()) return Error(req, spec.status(), out);
+  auto r = push_->Subscribe(req.conn->id(), *spec);
   if (!r.ok()) return Error(req, r.status(), out);
   // The connection may have closed while the region was made: its subscriptions end with it.
   if (req.conn->closed()) push_->ConnectionClosed(req.conn->id());

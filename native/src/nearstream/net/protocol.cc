@@ -630,6 +630,46 @@ std::vector<PushRing> DecodePushRings(ByteReader& r) {
   return rings;
 }
 
+void EncodeRecordFilter(ByteWriter& w, const RecordFilterWire& f) {
+  w.U8(static_cast<uint8_t>(f.kind));
+  switch (f.kind) {
+    case RecordFilterKind::kNone: break;
+    case RecordFilterKind::kJsonFieldIn:
+      w.Str(f.field);
+      w.U32(static_cast<uint32_t>(f.values.size()));
+      for (const std::string& v : f.values) w.Str(v);
+      break;
+    case RecordFilterKind::kBytesContain:
+      w.Blob(reinterpret_cast<const uint8_t*>(f.needle.data()), f.needle.size());
+      break;
+  }
+}
+
+RecordFilterWire DecodeRecordFilter(ByteReader& r) {
+  RecordFilterWire f;
+  const uint8_t kind = r.U8();
+  switch (kind) {
+    case static_cast<uint8_t>(RecordFilterKind::kNone): break;
+    case static_cast<uint8_t>(RecordFilterKind::kJsonFieldIn): {
+      f.kind = RecordFilterKind::kJsonFieldIn;
+      f.field = r.Str();
+      const uint32_t count = r.Count(2);
+      f.values.reserve(count);
+      for (uint32_t i = 0; i < count && r.ok(); ++i) f.values.push_back(r.Str());
+      break;
+    }
+    case static_cast<uint8_t>(RecordFilterKind::kBytesContain): {
+      f.kind = RecordFilterKind::kBytesContain;
+      const uint32_t n = r.U32();
+      const uint8_t* p = r.Take(n);
+      if (p != nullptr) f.needle.assign(reinterpret_cast<const char*>(p), n);
+      break;
+    }
+    default: r.Fail();  // an unknown kind: the body is malformed (docs/protocol.md)
+  }
+  return f;
+}
+
 }  // namespace
 
 void EncodePushSubscribeRequest(ByteWriter& w, const PushSubscribeRequest& m) {
@@ -638,6 +678,7 @@ void EncodePushSubscribeRequest(ByteWriter& w, const PushSubscribeRequest& m) {
   w.U32(m.slot_bytes);
   w.U32(m.consumer_timeout_ms);
   EncodePushRings(w, m.rings);
+  EncodeRecordFilter(w, m.filter);
 }
 
 Result<PushSubscribeRequest> DecodePushSubscribeRequest(const uint8_t* p, size_t n) {
@@ -648,6 +689,7 @@ Result<PushSubscribeRequest> DecodePushSubscribeRequest(const uint8_t* p, size_t
   m.slot_bytes = r.U32();
   m.consumer_timeout_ms = r.U32();
   m.rings = DecodePushRings(r);
+  m.filter = DecodeRecordFilter(r);
   return Finish(r, std::move(m), "PushSubscribe request");
 }
 

@@ -210,12 +210,22 @@ struct PushRing {
   uint32_t subtask_index = 0;
   std::vector<PushSplit> splits;
 };
+// RecordFilter of PushSubscribe (docs/protocol.md "Record filters"): which fields are used
+// depends on `kind`; bounds are the request handler's to check (INVALID_ARGUMENT).
+enum class RecordFilterKind : uint8_t { kNone = 0, kJsonFieldIn = 1, kBytesContain = 2 };
+struct RecordFilterWire {
+  RecordFilterKind kind = RecordFilterKind::kNone;
+  std::string field;                // kJsonFieldIn
+  std::vector<std::string> values;  // kJsonFieldIn
+  std::string needle;               // kBytesContain (bytes)
+};
 struct PushSubscribeRequest {
   std::string stream;
   uint32_t slots_per_ring = 0;
   uint32_t slot_bytes = 0;
   uint32_t consumer_timeout_ms = 0;
   std::vector<PushRing> rings;  // ring i of the region is rings[i]
+  RecordFilterWire filter;
 };
 struct PushSubscribeResponse {
   uint64_t subscription_id = 0;

@@ -221,6 +221,8 @@ constexpr uint64_t kStatsId = 0x8182838485868788ull;
 constexpr uint64_t kLookupId = 0xA1A2A3A4A5A6A7A8ull;
 constexpr uint64_t kErrorId = 0x9192939495969798ull;
 constexpr uint64_t kPushSubscribeId = 0xB1B2B3B4B5B6B7B8ull;
+constexpr uint64_t kPushSubscribeJsonFilterId = 0xB9BABBBCBDBEBFB0ull;
+constexpr uint64_t kPushSubscribeBytesFilterId = 0xBABBBCBDBEBFB0B1ull;
 constexpr uint64_t kPushUpdateId = 0xC1C2C3C4C5C6C7C8ull;
 constexpr uint64_t kPushCloseId = 0xD1D2D3D4D5D6D7D8ull;
 constexpr uint64_t kSubscriptionId = 0x0102030405060708ull;
@@ -283,6 +285,8 @@ const std::set<std::string> kGoldenFiles = {
     "replica_join_response.bin",
     "append_response_moving.bin",
     "push_subscribe_request.bin",
+    "push_subscribe_request_json_filter.bin",
+    "push_subscribe_request_bytes_filter.bin",
     "push_subscribe_response.bin",
     "push_update_request.bin",
     "push_update_response.bin",
@@ -910,9 +914,58 @@ TEST(ProtocolGoldenTest, PushSubscribeRequest) {
   ASSERT_EQ(m->rings[2].splits.size(), 1u);
   EXPECT_EQ(m->rings[2].splits[0].streamlet, 7u);
   EXPECT_EQ(m->rings[2].splits[0].start, (Position{1, 2, 64}));
+  EXPECT_EQ(m->filter.kind, RecordFilterKind::kNone);
   Bytes again = EncodeRequest(Opcode::kPushSubscribe, kPushSubscribeId,
                               [&](ByteWriter& w) { EncodePushSubscribeRequest(w, *m); });
   ExpectSameBytes(again, f.bytes, "push_subscribe_request.bin");
+}
+
+TEST(ProtocolGoldenTest, PushSubscribeRequestWithAJsonFilter) {
+  GoldenFrame f;
+  ASSERT_NO_FATAL_FAILURE(LoadFrame("push_subscribe_request_json_filter.bin", &f));
+  ExpectHeader(f, Opcode::kPushSubscribe, kPushSubscribeJsonFilterId, /*response=*/false);
+  auto m = DecodePushSubscribeRequest(f.body(), f.body_size());
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->stream, kStream);
+  EXPECT_EQ(m->slots_per_ring, 4u);
+  EXPECT_EQ(m->slot_bytes, 1u << 16);
+  EXPECT_EQ(m->consumer_timeout_ms, 0u);
+  ASSERT_EQ(m->rings.size(), 1u);
+  EXPECT_EQ(m->rings[0].subtask_index, 2u);
+  ASSERT_EQ(m->rings[0].splits.size(), 1u);
+  EXPECT_EQ(m->rings[0].splits[0].streamlet, 3u);
+  EXPECT_EQ(m->filter.kind, RecordFilterKind::kJsonFieldIn);
+  EXPECT_EQ(m->filter.field, "event_type");
+  EXPECT_EQ(m->filter.values, (std::vector<std::string>{"view",
+                                                        "cl\xc3\xaf"
+                                                        "ck",
+                                                        ""}));
+  Bytes again = EncodeRequest(Opcode::kPushSubscribe, kPushSubscribeJsonFilterId,
+                              [&](ByteWriter& w) { EncodePushSubscribeRequest(w, *m); });
+  ExpectSameBytes(again, f.bytes, "push_subscribe_request_json_filter.bin");
+}
+
+TEST(ProtocolGoldenTest, PushSubscribeRequestWithABytesFilter) {
+  GoldenFrame f;
+  ASSERT_NO_FATAL_FAILURE(LoadFrame("push_subscribe_request_bytes_filter.bin", &f));
+  ExpectHeader(f, Opcode::kPushSubscribe, kPushSubscribeBytesFilterId, /*response=*/false);
+  auto m = DecodePushSubscribeRequest(f.body(), f.body_size());
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->slots_per_ring, 2u);
+  ASSERT_EQ(m->rings.size(), 1u);
+  EXPECT_EQ(m->rings[0].subtask_index, 0u);
+  EXPECT_TRUE(m->rings[0].splits.empty());
+  EXPECT_EQ(m->filter.kind, RecordFilterKind::kBytesContain);
+  EXPECT_EQ(m->filter.needle, std::string("\x00\xff\x22", 3));
+  Bytes again = EncodeRequest(Opcode::kPushSubscribe, kPushSubscribeBytesFilterId,
+                              [&](ByteWriter& w) { EncodePushSubscribeRequest(w, *m); });
+  ExpectSameBytes(again, f.bytes, "push_subscribe_request_bytes_filter.bin");
+
+  // An unknown filter kind makes the body malformed.
+  Bytes body(f.body(), f.body() + f.body_size());
+  body[body.size() - 3 - 4 - 1] = 3;
+  EXPECT_EQ(DecodePushSubscribeRequest(body.data(), body.size()).status().code(),
+            StatusCode::kMalformedRequest);
 }
 
 TEST(ProtocolGoldenTest, PushSubscribeResponse) {
@@ -1263,6 +1316,8 @@ std::vector<DecoderCase> AllDecoders() {
       {"replica_append_request.bin", d(DecodeReplicaAppendRequest)},
       {"replica_join_request.bin", d(DecodeReplicaJoinRequest)},
       {"push_subscribe_request.bin", d(DecodePushSubscribeRequest)},
+      {"push_subscribe_request_json_filter.bin", d(DecodePushSubscribeRequest)},
+      {"push_subscribe_request_bytes_filter.bin", d(DecodePushSubscribeRequest)},
       {"push_subscribe_response.bin", d(DecodePushSubscribeResponse)},
       {"push_update_request.bin", d(DecodePushUpdateRequest)},
       {"push_close_request.bin", d(DecodePushCloseRequest)},

@@ -33,6 +33,44 @@ Status Corrupt(const SlotChunk& c, const std::string& why) {
                               c.position.ToString() + ": " + why);
 }
 
+// What one chunk puts into a slot: its rows and their bytes.
+struct ChunkRows {
+  uint64_t rows = 0;
+  uint64_t data_bytes = 0;
+};
+
+// Without a filter every record is a row, and the header says how many bytes they hold.
+Result<ChunkRows> AllRows(const SlotChunk& c) {
+  const uint64_t prefixes = uint64_t{storage::kRecordLengthPrefix} * c.header.record_count;
+  if (c.header.payload_length < prefixes) return Corrupt(c, "record count exceeds payload");
+  return ChunkRows{c.header.record_count, c.header.payload_length - prefixes};
+}
+
+// With a filter, the records that pass it; one verdict per record is appended to `passes`.
+Result<ChunkRows> PassingRows(const SlotChunk& c, const RecordFilter& filter,
+                              std::vector<uint8_t>* passes) {
+  ChunkRows r;
+  storage::RecordIterator it(c.payload, c.header.payload_length);
+  std::string_view record;
+  uint32_t count = 0;
+  while (it.Next(&record)) {
+    if (count++ == c.header.record_count) {
+      return Corrupt(c, "more record bytes than the header announces");
+    }
+    const bool pass = filter.Matches(record);
+    passes->push_back(pass ? 1 : 0);
+    if (pass) {
+      ++r.rows;
+      r.data_bytes += record.size();
+    }
+  }
+  if (count != c.header.record_count) {
+    return Corrupt(c, "holds " + std::to_string(count) + " records, header says " +
+                          std::to_string(c.header.record_count));
+  }
+  return r;
+}
+
 }  // namespace
 
 SlotLayout ComputeArrowSlotLayout(uint32_t rows, uint64_t data_bytes, uint32_t chunks) {
@@ -53,18 +91,23 @@ SlotLayout ComputeArrowSlotLayout(uint32_t rows, uint64_t data_bytes, uint32_t c
 }
 
 Result<SlotFill> WriteArrowSlot(std::span<const SlotChunk> chunks, uint8_t* payload,
-                                uint32_t slot_bytes) {
+                                uint32_t slot_bytes, const RecordFilter& filter,
+                                std::vector<uint8_t>* passes) {
   if (chunks.empty()) return Status::InvalidArgument("no chunks to write");
+  const bool filtered = !filter.passes_all();
+  if (filtered) passes->clear();
 
   // 1. The longest prefix that fits.
   uint64_t rows = 0;
   uint64_t data_bytes = 0;
   size_t n = 0;
+  std::vector<uint32_t> chunk_rows;  // rows of each chunk written (its map entry's record_count)
+  chunk_rows.reserve(chunks.size());
   for (const SlotChunk& c : chunks) {
-    const uint64_t prefixes = uint64_t{storage::kRecordLengthPrefix} * c.header.record_count;
-    if (c.header.payload_length < prefixes) return Corrupt(c, "record count exceeds payload");
-    const uint64_t r = rows + c.header.record_count;
-    const uint64_t d = data_bytes + (c.header.payload_length - prefixes);
+    Result<ChunkRows> cr = filtered ? PassingRows(c, filter, passes) : AllRows(c);
+    if (!cr.ok()) return cr.status();
+    const uint64_t r = rows + cr->rows;
+    const uint64_t d = data_bytes + cr->data_bytes;
     if (Measure(r, d, n + 1).total > slot_bytes) {
       if (n == 0) {
         return Status::ChunkTooLarge("chunk of " + std::to_string(c.header.total_size()) +
@@ -76,6 +119,7 @@ Result<SlotFill> WriteArrowSlot(std::span<const SlotChunk> chunks, uint8_t* payl
     }
     rows = r;
     data_bytes = d;
+    chunk_rows.push_back(static_cast<uint32_t>(cr->rows));
     ++n;
   }
   const SlotLayout l =
@@ -87,12 +131,14 @@ Result<SlotFill> WriteArrowSlot(std::span<const SlotChunk> chunks, uint8_t* payl
   std::memset(validity, 0xFF, rows / 8);
   if (rows % 8 != 0) validity[rows / 8] = static_cast<uint8_t>((1u << (rows % 8)) - 1);
 
-  // 3. Offsets and data, record by record; the framing is re-checked against the header.
+  // 3. Offsets and data, record by record (those that passed the filter); the framing is
+  // re-checked against the header.
   uint8_t* offsets = payload + l.offsets_offset;
   uint8_t* data = payload + l.data_offset;
   const uint8_t* data_end = data + l.data_length;
   uint8_t* out = data;
   uint32_t row = 0;
+  size_t verdict = 0;  // index into *passes
   StoreLe32(offsets, 0);
   for (size_t i = 0; i < n; ++i) {
     const SlotChunk& c = chunks[i];
@@ -100,7 +146,14 @@ Result<SlotFill> WriteArrowSlot(std::span<const SlotChunk> chunks, uint8_t* payl
     std::string_view record;
     uint32_t count = 0;
     while (it.Next(&record)) {
-      if (count == c.header.record_count || record.size() > size_t(data_end - out)) {
+      if (count == c.header.record_count) {
+        return Corrupt(c, "more record bytes than the header announces");
+      }
+      if (filtered && (*passes)[verdict++] == 0) {
+        ++count;
+        continue;
+      }
+      if (record.size() > size_t(data_end - out)) {
         return Corrupt(c, "more record bytes than the header announces");
       }
       std::memcpy(out, record.data(), record.size());
@@ -126,7 +179,7 @@ Result<SlotFill> WriteArrowSlot(std::span<const SlotChunk> chunks, uint8_t* payl
     ns_shm_chunk_map_entry e;
     std::memset(&e, 0, sizeof e);
     e.streamlet = c.streamlet;
-    e.record_count = c.header.record_count;
+    e.record_count = chunk_rows[i];
     e.group = c.position.group;
     e.segment = c.position.segment;
     e.byte_position = c.position.offset;

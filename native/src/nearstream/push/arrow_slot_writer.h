@@ -6,15 +6,18 @@
 //            round64(..)       data: the record bytes, back to back
 //            round64(..)       chunk map: chunk_count x ns_shm_chunk_map_entry (40 B)
 //
-// Rows are the records of the chunks in chunk-map order, so row r belongs to the chunk whose
-// cumulative record_count first exceeds r: that is how a reader turns rows into positions.
+// Rows are the records of the chunks in chunk-map order (those that pass the subscription's
+// filter, when it has one), so row r belongs to the chunk whose cumulative record_count first
+// exceeds r: that is how a reader turns rows into positions.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "nearstream/common/status.h"
+#include "nearstream/push/record_filter.h"
 #include "nearstream/push/slot_ring.h"
 #include "nearstream/storage/chunk.h"
 #include "nearstream/storage/position.h"
@@ -38,11 +41,15 @@ struct SlotFill {
   SlotLayout layout;  // what Publish() puts in the descriptor
 };
 
-// Writes the longest prefix of `chunks` that fits `slot_bytes` into `payload` (64-byte aligned).
-// kInvalidArgument for no chunks, kChunkTooLarge when the first chunk alone does not fit an empty
-// slot, kCorruptChunk when a chunk's record framing disagrees with its header.
+// Writes the longest prefix of `chunks` that fits `slot_bytes` into `payload` (64-byte aligned),
+// with only the records that pass `filter` as rows; a chunk's map entry counts its rows (0 when
+// none passed: the entry still moves its split on). `passes` is scratch space the caller keeps
+// between calls (one verdict per record tested). kInvalidArgument for no chunks, kChunkTooLarge
+// when the first chunk's rows alone do not fit an empty slot, kCorruptChunk when a chunk's record
+// framing disagrees with its header.
 Result<SlotFill> WriteArrowSlot(std::span<const SlotChunk> chunks, uint8_t* payload,
-                                uint32_t slot_bytes);
+                                uint32_t slot_bytes, const RecordFilter& filter = RecordFilter(),
+                                std::vector<uint8_t>* passes = nullptr);
 
 // Writes a marker slot (docs/shm-layout.md, "Slot descriptor"): no rows, the one chunk map entry
 // `entry`, `flags` one of NS_SHM_SLOT_FETCH_CHUNK or NS_SHM_SLOT_DAMAGED. Fits any slot.

@@ -74,7 +74,7 @@ void ExpectSlotHolds(const uint8_t* payload, const SlotLayout& l,
   }
   EXPECT_EQ(l.chunk_count, n);
   uint32_t rows = 0;
-  for (size_t i = 0; i < n; ++i) rows += chunks[i].ref.header.record_count;
+  for (size_t i = 0; i < n; ++i) rows += static_cast<uint32_t>(chunks[i].records.size());
   ASSERT_EQ(l.row_count, rows);
   EXPECT_EQ(l.validity_length, (rows + 7) / 8);
   EXPECT_EQ(l.offsets_length, 4 * (rows + 1));
@@ -99,7 +99,7 @@ void ExpectSlotHolds(const uint8_t* payload, const SlotLayout& l,
     std::memcpy(&e, payload + l.chunk_map_offset + sizeof e * c, sizeof e);
     const SlotChunk& ref = chunks[c].ref;
     EXPECT_EQ(e.streamlet, ref.streamlet);
-    EXPECT_EQ(e.record_count, ref.header.record_count);
+    EXPECT_EQ(e.record_count, chunks[c].records.size());
     EXPECT_EQ(e.group, ref.position.group);
     EXPECT_EQ(e.segment, ref.position.segment);
     EXPECT_EQ(e.byte_position, ref.position.offset);
@@ -114,6 +114,51 @@ void ExpectSlotHolds(const uint8_t* payload, const SlotLayout& l,
     }
   }
   EXPECT_EQ(row, rows);
+}
+
+// With a filter, `records` of each expected chunk keeps only those that pass.
+std::vector<StoredChunk> Passing(std::vector<StoredChunk> chunks, const RecordFilter& filter) {
+  for (StoredChunk& c : chunks) {
+    std::erase_if(c.records, [&](const std::string& r) { return !filter.Matches(r); });
+  }
+  return chunks;
+}
+
+TEST(ArrowSlotWriterTest, WritesOnlyTheRecordsThatPassTheFilter) {
+  const RecordFilter filter = RecordFilter::JsonFieldIn("event_type", {"view"}).value();
+  const std::string view = R"({"ad_id":"a1","event_type":"view"})";
+  const std::string click = R"({"ad_id":"a2","event_type":"click"})";
+  std::vector<StoredChunk> chunks;
+  chunks.push_back(MakeChunk({view, click, view, "not json"}, 0, 1, 1, 0));
+  chunks.push_back(MakeChunk({click, click}, 0, 1, 1, 200));  // nothing passes: 0 rows
+  chunks.push_back(MakeChunk({click, view}, 2, 3, 4, 4096));
+  std::vector<uint8_t> passes;
+
+  Slot slot(64 * 1024);
+  auto fill = WriteArrowSlot(Refs(chunks), slot.data, slot.size, filter, &passes);
+  ASSERT_TRUE(fill.ok()) << fill.status().ToString();
+  EXPECT_EQ(fill->chunks, 3u);
+  EXPECT_EQ(fill->layout.row_count, 3u);
+  EXPECT_EQ(fill->layout.data_length, 3 * view.size());
+  ExpectSlotHolds(slot.data, fill->layout, Passing(chunks, filter), 3);
+}
+
+TEST(ArrowSlotWriterTest, AChunkFitsBySizeOfTheRecordsThatPass) {
+  // 64 records of 2 KiB need two 64 KiB slots; the 8 that pass fit one.
+  const RecordFilter filter = RecordFilter::BytesContain("KEEP").value();
+  std::vector<std::string> records;
+  for (int i = 0; i < 64; ++i)
+    records.push_back((i % 8 == 0 ? "KEEP" : "drop") + Record(2044, 'a'));
+  std::vector<StoredChunk> chunks;
+  chunks.push_back(MakeChunk(records, 1, 1, 1, 0));
+  Slot slot(64 * 1024);
+  EXPECT_EQ(WriteArrowSlot(Refs(chunks), slot.data, slot.size).status().code(),
+            StatusCode::kChunkTooLarge);
+  std::vector<uint8_t> passes;
+  auto fill = WriteArrowSlot(Refs(chunks), slot.data, slot.size, filter, &passes);
+  ASSERT_TRUE(fill.ok()) << fill.status().ToString();
+  ExpectSlotHolds(slot.data, fill->layout, Passing(chunks, filter), 1);
+  EXPECT_EQ(fill->layout.row_count, 8u);
 }
 
 TEST(ArrowSlotWriterTest, WritesChunksOfVariousSizes) {

@@ -57,6 +57,7 @@ struct PushManager::Subscription {
   std::shared_ptr<storage::Stream> stream;
   std::unique_ptr<ShmRegion> region;  // destroyed after the rings' producers
   uint64_t timeout_ns = 0;
+  RecordFilter filter;  // fixed for the subscription's life
   std::atomic<bool> ended{false};
 
   // The push thread's alone.
@@ -90,6 +91,7 @@ struct PushManager::Thread {
   std::vector<SlotChunk> chunks;
   std::vector<size_t> chunk_split;
   std::vector<std::shared_ptr<const storage::Segment>> pins;
+  std::vector<uint8_t> passes;  // the filter's verdicts (WriteArrowSlot)
   struct ReadEnd {
     bool read = false;
     Position next;       // where the split's read stopped
@@ -233,6 +235,7 @@ Result<Subscribed> PushManager::Subscribe(uint64_t conn_id, const SubscriptionSp
   }
   sub->conn_id = conn_id;
   sub->stream = stream;
+  sub->filter = spec.filter;
   sub->timeout_ns = uint64_t{spec.consumer_timeout_ms == 0 ? options_.default_consumer_timeout_ms
                                                            : spec.consumer_timeout_ms} *
                     1'000'000;
@@ -570,7 +573,7 @@ bool PushManager::FillRing(Thread* t, Subscription* sub, Ring* ring, bool* small
   ring->next = (ring->next + 1) % n;
   if (t->chunks.empty()) return false;
 
-  Result<SlotFill> fill = WriteArrowSlot(t->chunks, payload, slot_bytes);
+  Result<SlotFill> fill = WriteArrowSlot(t->chunks, payload, slot_bytes, sub->filter, &t->passes);
   if (!fill.ok() && fill.status().IsChunkTooLarge()) {
     // The first chunk alone does not fit an empty slot: the reader fetches it by its position
     // (a marker slot in its place keeps the split's order); the rest waits for the next pass.
@@ -593,10 +596,12 @@ bool PushManager::FillRing(Thread* t, Subscription* sub, Ring* ring, bool* small
   }
   // Advance every split past its chunks that were written.
   uint64_t chunk_bytes = 0;
+  uint64_t chunk_records = 0;
   for (size_t c = 0; c < fill->chunks; ++c) {
     const size_t i = t->chunk_split[c];
     ++ends[i].written;
     chunk_bytes += t->chunks[c].header.total_size();
+    chunk_records += t->chunks[c].header.record_count;
     const Position& at = t->chunks[c].position;
     ring->splits[i].pos =
         Position{at.group, at.segment, at.offset + t->chunks[c].header.total_size()};
@@ -609,6 +614,7 @@ bool PushManager::FillRing(Thread* t, Subscription* sub, Ring* ring, bool* small
   // of the slot follows these writes).
   slots_published_.fetch_add(1, std::memory_order_relaxed);
   records_.fetch_add(fill->layout.row_count, std::memory_order_relaxed);
+  records_filtered_.fetch_add(chunk_records - fill->layout.row_count, std::memory_order_relaxed);
   bytes_.fetch_add(chunk_bytes, std::memory_order_relaxed);
   Status s = ring->producer->Publish(fill->layout);
   if (!s.ok()) NS_LOG(kWarning) << "push subscription " << sub->id << ": " << s.ToString();
@@ -695,6 +701,7 @@ void PushManager::CollectMetrics(std::vector<std::pair<std::string, uint64_t>>* 
       subscribe_requests_.load(std::memory_order_relaxed));
   add("nearstream_push_slots_published_total", slots_published_.load(std::memory_order_relaxed));
   add("nearstream_push_records_total", records_.load(std::memory_order_relaxed));
+  add("nearstream_push_records_filtered_total", records_filtered_.load(std::memory_order_relaxed));
   add("nearstream_push_bytes_total", bytes_.load(std::memory_order_relaxed));
   add("nearstream_push_rings_reclaimed_total", rings_reclaimed_.load(std::memory_order_relaxed));
   add("nearstream_push_chunks_by_fetch_total", chunks_by_fetch_.load(std::memory_order_relaxed));

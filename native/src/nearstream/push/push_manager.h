@@ -140,7 +140,8 @@ class PushManager {
 
   std::atomic<uint64_t> subscribe_requests_{0};
   std::atomic<uint64_t> slots_published_{0};
-  std::atomic<uint64_t> records_{0};
+  std::atomic<uint64_t> records_{0};           // rows pushed
+  std::atomic<uint64_t> records_filtered_{0};  // records a subscription's filter kept out
   std::atomic<uint64_t> bytes_{0};
   std::atomic<uint64_t> rings_reclaimed_{0};
   std::atomic<uint64_t> chunks_by_fetch_{0};  // FETCH_CHUNK markers published

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "nearstream/push/record_filter.h"
 #include "nearstream/storage/position.h"
 
 namespace nearstream::push {
@@ -30,6 +31,7 @@ struct SubscriptionSpec {
   uint32_t slot_bytes = 0;
   uint32_t consumer_timeout_ms = 0;  // 0 = PushOptions::default_consumer_timeout_ms
   std::vector<RingSpec> rings;       // ring i of the region is rings[i]
+  RecordFilter filter;               // records that fail it are not pushed
 };
 
 // A subscription made: its id (for Update/Close) and the region to map.
