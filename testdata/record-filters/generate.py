@@ -2,7 +2,7 @@
 """Writes cases.tsv: records and whether each passes a record filter (docs/protocol.md, "Record
 filters"), decided by an implementation independent of the broker's (C++) and the client's
 (Java): Python's own `json` module, told to refuse what RFC 8259 refuses (NaN, Infinity) and to
-keep the last of repeated names. The broker's and the client's tests read every line and must
+pass a record when any of a repeated name's values does. The broker's and the client's tests read every line and must
 agree with it, so the push thread and a Flink job filtering fetched records keep the same records.
 
 Usage: python3 testdata/record-filters/generate.py [output.tsv]   (seeded: the output is stable)
@@ -23,12 +23,13 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-class _Object(dict):
-    """A decoded JSON object (so a top-level object is told from other values)."""
+class _Object(list):
+    """A decoded JSON object as its (name, value) pairs, repeated names included (so a top-level
+    object is told from other values)."""
 
 
 def _pairs(pairs):
-    return _Object(pairs)  # a repeated name keeps its last value
+    return _Object(pairs)
 
 
 def _reject_constant(name):
@@ -45,11 +46,12 @@ def json_field_in(field, values, record):
         doc = json.loads(text, object_pairs_hook=_pairs, parse_constant=_reject_constant)
     except (ValueError, RecursionError):
         return False
-    if not isinstance(doc, _Object) or field not in doc:
+    if not isinstance(doc, _Object):
         return False
-    value = doc[field]
-    # A decoded unpaired surrogate escape equals no value (values are well-formed UTF-8).
-    return isinstance(value, str) and not _has_surrogate(value) and value in values
+    # Any member of that name may pass the record. A decoded unpaired surrogate escape equals no
+    # value (values are well-formed UTF-8).
+    return any(name == field and isinstance(value, str) and not _has_surrogate(value)
+               and value in values for name, value in doc)
 
 
 def bytes_contain(needle, record):
@@ -137,7 +139,7 @@ def rand_object(rng, depth, target):
             value = rand_string(rng, value_key)
         at = rng.randint(0, len(members))
         members.insert(at, (rand_string(rng, field), value))
-        if rng.random() < 0.2:  # a repeated name: the last one decides
+        if rng.random() < 0.2:  # a repeated name: any of its values may pass the record
             members.insert(rng.randint(0, len(members)),
                            (rand_string(rng, field), rand_string(rng, rng.choice(values))))
     body = ("," + rand_ws(rng)).join(k + rand_ws(rng) + ":" + rand_ws(rng) + v for k, v in members)

@@ -305,7 +305,7 @@ bool RecordFilter::IsValue(std::string_view decoded) const {
 bool RecordFilter::MatchesJson(std::string_view record) const {
   JsonCursor c(record);
   if (!c.Take('{')) return false;
-  bool passes = false;  // decided by the last member named field_
+  bool passes = false;  // whether any member named field_ holds one of values_
   std::string scratch;  // decoded names and values; used only when they hold escapes
   if (!c.Take('}')) {
     for (;;) {
@@ -322,13 +322,12 @@ bool RecordFilter::MatchesJson(std::string_view record) const {
         std::string_view value;
         if (!c.String(&value, &escaped)) return false;
         if (!escaped) {
-          passes = IsValue(value);
+          passes = passes || IsValue(value);
         } else {
-          passes = Unescape(value, &scratch) && IsValue(scratch);
+          passes = passes || (Unescape(value, &scratch) && IsValue(scratch));
         }
-      } else {
-        if (!c.SkipValue(1)) return false;
-        if (is_field) passes = false;  // not a string
+      } else if (!c.SkipValue(1)) {
+        return false;
       }
       if (c.Take(',')) continue;
       if (c.Take('}')) break;

@@ -76,8 +76,11 @@ TEST(RecordFilterTest, FindsTheTopLevelMemberOnly) {
   EXPECT_TRUE(f.Matches(R"({"ad_id":"1","event_type":"view","n":[1,{"event_type":"x"}]})"));
   EXPECT_TRUE(f.Matches(R"({"event_type":"cl\u0069ck"})"));
   EXPECT_FALSE(f.Matches(R"({"a":{"event_type":"view"}})"));
-  EXPECT_FALSE(f.Matches(R"({"event_type":"view","event_type":"purchase"})"));
+  // A repeated name passes when any of its values does.
+  EXPECT_TRUE(f.Matches(R"({"event_type":"view","event_type":"purchase"})"));
   EXPECT_TRUE(f.Matches(R"({"event_type":"purchase","event_type":"view"})"));
+  EXPECT_FALSE(f.Matches(R"({"event_type":"purchase","event_type":"buy"})"));
+  EXPECT_TRUE(f.Matches(R"({"event_type":5,"event_type":"view"})"));
   EXPECT_FALSE(f.Matches(R"({"event_type":"view",})"));
   EXPECT_FALSE(f.Matches(R"({"event_type":"view"} x)"));
   EXPECT_FALSE(f.Matches(R"({"event_type":"view","n":01})"));

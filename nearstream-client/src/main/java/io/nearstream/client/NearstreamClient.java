@@ -124,6 +124,26 @@ public interface NearstreamClient extends AutoCloseable {
             List<PushRingSpec> rings);
 
     /**
+     * {@link #pushSubscribe(String, int, int, int, List)} whose push thread writes only the records
+     * that pass {@code filter} into the slots (docs/protocol.md, "Record filters"). A client that
+     * cannot send filters takes only {@link RecordFilter#none()}.
+     */
+    default CompletableFuture<PushSubscription> pushSubscribe(
+            String stream,
+            int slotsPerRing,
+            int slotBytes,
+            int consumerTimeoutMs,
+            List<PushRingSpec> rings,
+            RecordFilter filter) {
+        if (!filter.passesAll()) {
+            return CompletableFuture.failedFuture(
+                    new UnsupportedOperationException(
+                            getClass().getSimpleName() + " does not send record filters"));
+        }
+        return pushSubscribe(stream, slotsPerRing, slotBytes, consumerTimeoutMs, rings);
+    }
+
+    /**
      * Replaces the rings of a subscription (same ring count): a split that stays keeps its push
      * position, a new one starts at its start.
      */

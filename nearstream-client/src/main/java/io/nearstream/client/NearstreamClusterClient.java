@@ -787,12 +787,30 @@ public final class NearstreamClusterClient implements NearstreamClient {
             int slotBytes,
             int consumerTimeoutMs,
             List<PushRingSpec> rings) {
+        return pushSubscribe(
+                stream, slotsPerRing, slotBytes, consumerTimeoutMs, rings, RecordFilter.none());
+    }
+
+    @Override
+    public CompletableFuture<PushSubscription> pushSubscribe(
+            String stream,
+            int slotsPerRing,
+            int slotBytes,
+            int consumerTimeoutMs,
+            List<PushRingSpec> rings,
+            RecordFilter filter) {
         return onOwner(
                 stream,
                 ringStreamlets(rings),
                 owners -> pushOverBrokers(stream, owners),
                 (b, c) ->
-                        c.pushSubscribe(stream, slotsPerRing, slotBytes, consumerTimeoutMs, rings)
+                        c.pushSubscribe(
+                                        stream,
+                                        slotsPerRing,
+                                        slotBytes,
+                                        consumerTimeoutMs,
+                                        rings,
+                                        filter)
                                 .thenApply(sub -> remember(sub, b, stream, c)),
                 0);
     }

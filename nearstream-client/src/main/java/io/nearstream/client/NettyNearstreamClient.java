@@ -422,8 +422,21 @@ public final class NettyNearstreamClient implements NearstreamClient {
             int slotBytes,
             int consumerTimeoutMs,
             List<PushRingSpec> rings) {
+        return pushSubscribe(
+                stream, slotsPerRing, slotBytes, consumerTimeoutMs, rings, RecordFilter.none());
+    }
+
+    @Override
+    public CompletableFuture<PushSubscription> pushSubscribe(
+            String stream,
+            int slotsPerRing,
+            int slotBytes,
+            int consumerTimeoutMs,
+            List<PushRingSpec> rings,
+            RecordFilter filter) {
         return call(
-                new PushSubscribeRequest(stream, slotsPerRing, slotBytes, consumerTimeoutMs, rings),
+                new PushSubscribeRequest(
+                        stream, slotsPerRing, slotBytes, consumerTimeoutMs, rings, filter),
                 defaultTimeoutMs(),
                 (body, frame) -> ProtocolCodec.decodePushSubscribeResponse(body));
     }

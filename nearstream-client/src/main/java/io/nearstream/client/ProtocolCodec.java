@@ -289,14 +289,28 @@ final class ProtocolCodec {
         }
     }
 
-    /** PushSubscribe (20): slot geometry, consumer timeout and one ring per local reader. */
+    /**
+     * PushSubscribe (20): slot geometry, consumer timeout, one ring per local reader, and the
+     * record filter the push thread applies.
+     */
     record PushSubscribeRequest(
             String stream,
             int slotsPerRing,
             int slotBytes,
             int consumerTimeoutMs,
-            List<PushRingSpec> rings)
+            List<PushRingSpec> rings,
+            RecordFilter filter)
             implements Request {
+        /** Without a filter. */
+        PushSubscribeRequest(
+                String stream,
+                int slotsPerRing,
+                int slotBytes,
+                int consumerTimeoutMs,
+                List<PushRingSpec> rings) {
+            this(stream, slotsPerRing, slotBytes, consumerTimeoutMs, rings, RecordFilter.none());
+        }
+
         @Override
         public Opcode opcode() {
             return Opcode.PUSH_SUBSCRIBE;
@@ -447,6 +461,7 @@ final class ProtocolCodec {
             out.writeIntLE(r.slotBytes());
             out.writeIntLE(r.consumerTimeoutMs());
             writePushRings(out, r.rings());
+            writeRecordFilter(out, r.filter());
         } else if (request instanceof PushUpdateRequest r) {
             out.writeLongLE(r.subscriptionId());
             writePushRings(out, r.rings());
@@ -939,6 +954,26 @@ final class ProtocolCodec {
         out.writeLongLE(c.retentionBytes());
         out.writeLongLE(c.retentionMs());
         out.writeByte(c.replication());
+    }
+
+    /** PushSubscribe's RecordFilter: a kind byte, then the kind's fields. */
+    static void writeRecordFilter(ByteBuf out, RecordFilter f) {
+        out.writeByte(f.kind().code);
+        switch (f.kind()) {
+            case JSON_FIELD_IN -> {
+                writeStr(out, f.field());
+                out.writeIntLE(f.values().size());
+                for (String v : f.values()) {
+                    writeStr(out, v);
+                }
+            }
+            case BYTES_CONTAIN -> {
+                byte[] needle = f.needle();
+                out.writeIntLE(needle.length);
+                out.writeBytes(needle);
+            }
+            case NONE -> {}
+        }
     }
 
     static void writeStr(ByteBuf out, String s) {

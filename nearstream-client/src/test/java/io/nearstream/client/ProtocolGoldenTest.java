@@ -459,7 +459,8 @@ class ProtocolGoldenTest {
                     "slots_per_ring", u32(r.slotsPerRing()),
                     "slot_bytes", u32(r.slotBytes()),
                     "consumer_timeout_ms", u32(r.consumerTimeoutMs()),
-                    "rings", pushRingsJson(r.rings()));
+                    "rings", pushRingsJson(r.rings()),
+                    "filter", recordFilterJson(r.filter()));
         } else if (request instanceof PushUpdateRequest r) {
             return obj(
                     "subscription_id", u64(r.subscriptionId()),
@@ -507,6 +508,23 @@ class ProtocolGoldenTest {
      * Rings as vectors.json writes them (field names follow the protocol's: ring_count and
      * split_count are implied by the lists).
      */
+    private static Object recordFilterJson(RecordFilter f) {
+        switch (f.kind()) {
+            case JSON_FIELD_IN:
+                return obj(
+                        "kind",
+                        "json_field_in",
+                        "field",
+                        f.field(),
+                        "values",
+                        new ArrayList<Object>(f.values()));
+            case BYTES_CONTAIN:
+                return obj("kind", "bytes_contain", "needle", HexFormat.of().formatHex(f.needle()));
+            default:
+                return obj("kind", "none");
+        }
+    }
+
     private static List<Object> pushRingsJson(List<PushRingSpec> rings) {
         return list(
                 rings,

@@ -205,7 +205,8 @@ final class ProtocolTestCodec {
                                 in.u32("slots_per_ring"),
                                 in.u32("slot_bytes"),
                                 in.u32("consumer_timeout_ms"),
-                                readPushRings(in));
+                                readPushRings(in),
+                                readRecordFilter(in));
                 break;
             case PUSH_UPDATE:
                 request = new PushUpdateRequest(in.u64("subscription_id"), readPushRings(in));
@@ -260,6 +261,33 @@ final class ProtocolTestCodec {
                 in.str("transactional_id"),
                 Integer.toUnsignedLong(in.u32("epoch")),
                 in.u64("serial"));
+    }
+
+    static RecordFilter readRecordFilter(WireReader in) {
+        int kind = in.u8("filter kind");
+        switch (kind) {
+            case 0:
+                return RecordFilter.none();
+            case 1:
+                {
+                    String field = in.str("field");
+                    int n = in.count("value count", 2);
+                    List<String> values = new ArrayList<>(n);
+                    for (int i = 0; i < n; i++) {
+                        values.add(in.str("value"));
+                    }
+                    return RecordFilter.jsonFieldIn(field, values);
+                }
+            case 2:
+                {
+                    int index = in.blob("needle");
+                    byte[] needle = new byte[in.lastLength()];
+                    in.buffer().getBytes(index, needle);
+                    return RecordFilter.bytesContain(needle);
+                }
+            default:
+                throw NearstreamProtocolException.malformed("unknown record filter kind " + kind);
+        }
     }
 
     static List<PushRingSpec> readPushRings(WireReader in) {

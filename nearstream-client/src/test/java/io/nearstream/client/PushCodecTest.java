@@ -13,6 +13,7 @@ import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
 import io.netty.buffer.Unpooled;
 import io.netty.buffer.UnpooledByteBufAllocator;
+import java.util.Arrays;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
@@ -45,8 +46,29 @@ class PushCodecTest {
         expected.writeIntLE(0).writeLongLE(0).writeLongLE(0).writeIntLE(0);
         expected.writeIntLE(2).writeLongLE(1).writeLongLE(3).writeIntLE(128);
         expected.writeIntLE(5).writeIntLE(0);
+        expected.writeByte(0); // no record filter
         expected.setIntLE(0, expected.readableBytes() - 4);
         assertThat(bytes).isEqualTo(ByteBufUtil.getBytes(expected));
+    }
+
+    @Test
+    void pushSubscribeRequestCarriesItsFilter() {
+        RecordFilter json = RecordFilter.jsonFieldIn("t", "a", "");
+        byte[] bytes = encode(new PushSubscribeRequest("s", 8, 1 << 20, 5000, RINGS, json), 1);
+        ByteBuf tail = Unpooled.buffer();
+        tail.writeByte(1).writeShortLE(1).writeByte('t').writeIntLE(2);
+        tail.writeShortLE(1).writeByte('a').writeShortLE(0);
+        assertThat(Arrays.copyOfRange(bytes, bytes.length - tail.readableBytes(), bytes.length))
+                .isEqualTo(ByteBufUtil.getBytes(tail));
+
+        byte[] needle = {0, (byte) 0xFF};
+        bytes =
+                encode(
+                        new PushSubscribeRequest(
+                                "s", 8, 1 << 20, 5000, RINGS, RecordFilter.bytesContain(needle)),
+                        1);
+        assertThat(Arrays.copyOfRange(bytes, bytes.length - 7, bytes.length))
+                .containsExactly(2, 2, 0, 0, 0, 0, 0xFF);
     }
 
     @Test
@@ -54,6 +76,13 @@ class PushCodecTest {
         for (Request r :
                 List.<Request>of(
                         new PushSubscribeRequest("stream", 8, 1 << 20, 5000, RINGS),
+                        new PushSubscribeRequest(
+                                "stream",
+                                8,
+                                1 << 20,
+                                5000,
+                                RINGS,
+                                RecordFilter.jsonFieldIn("event_type", "view", "click")),
                         new PushUpdateRequest(-2L, RINGS),
                         new PushUpdateRequest(3, List.of()),
                         new PushCloseRequest(42))) {

@@ -96,6 +96,8 @@ public enum SourceMode {
                         .setReadMode(readMode)
                         .setFetchMaxBytesPerStreamlet(options.fetchBytesPerStreamlet())
                         .setPushSlots(options.pushSlotsPerRing(), options.pushSlotBytes())
+                        .setRecordFilter(
+                                SourceFilterFlag.parse(options.param(SourceFilterFlag.NAME, "")))
                         .setDeserializer(NearstreamRecordDeserializationSchema.bytes());
         if (!options.unbounded()) {
             builder.setBounded(NearstreamStoppingPositions.latest());

@@ -23,7 +23,8 @@ public interface Workload {
                             Stream.of(
                                     WordCountWorkload.OUTPUT_DIR,
                                     YsbWorkload.CAMPAIGNS,
-                                    YsbWorkload.OUT_OF_ORDERNESS_MS),
+                                    YsbWorkload.OUT_OF_ORDERNESS_MS,
+                                    SourceFilterFlag.NAME),
                             StreamOutput.PARAMS.stream())
                     .toList();
 

@@ -4,6 +4,7 @@ import static org.apache.flink.util.Preconditions.checkArgument;
 import static org.apache.flink.util.Preconditions.checkNotNull;
 import static org.apache.flink.util.Preconditions.checkState;
 
+import io.nearstream.client.RecordFilter;
 import io.nearstream.flink.common.ConnectorChecks;
 import io.nearstream.flink.source.reader.deserializer.NearstreamRecordDeserializationSchema;
 import io.nearstream.jni.ShmLayout;
@@ -159,6 +160,21 @@ public class NearstreamSourceBuilder<T> {
         return this;
     }
 
+    /**
+     * Records that fail {@code filter} are never emitted (default: {@link RecordFilter#none()}). In
+     * push mode the subscription carries it and the broker's push thread copies only the records
+     * that pass into the slots, so the others never cross into the JVM; in pull mode the reader
+     * applies the same function to each fetched chunk before deserializing. A record's index inside
+     * its chunk (what checkpoints keep, and {@code NearstreamRecord}'s index) counts only the
+     * chunk's records that pass, in both modes: a job restored with another filter resumes a
+     * half-read chunk at another record.
+     */
+    public NearstreamSourceBuilder<T> setRecordFilter(RecordFilter filter) {
+        checkNotNull(filter, "filter");
+        config.set(NearstreamSourceOptions.RECORD_FILTER, filter.toSpec());
+        return this;
+    }
+
     public NearstreamSourceBuilder<T> setStreamletDiscoveryIntervalMs(long ms) {
         config.set(NearstreamSourceOptions.STREAMLET_DISCOVERY_INTERVAL, Duration.ofMillis(ms));
         return this;
@@ -209,6 +225,8 @@ public class NearstreamSourceBuilder<T> {
                 ShmLayout.MIN_SLOT_BYTES >> 10,
                 ShmLayout.MAX_PUSH_SLOT_BYTES >> 20,
                 slotBytes);
+        // A filter given as a property is read here first, so a wrong one fails the build.
+        RecordFilter.parseSpec(option(NearstreamSourceOptions.RECORD_FILTER));
         long consumerTimeoutMs = option(NearstreamSourceOptions.PUSH_CONSUMER_TIMEOUT).toMillis();
         checkArgument(
                 consumerTimeoutMs >= 100 && consumerTimeoutMs <= Integer.MAX_VALUE,

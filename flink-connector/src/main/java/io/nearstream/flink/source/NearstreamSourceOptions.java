@@ -121,6 +121,17 @@ public final class NearstreamSourceOptions {
                                     + " 0 turns it off. Pull mode takes the tails from its fetch"
                                     + " responses instead.");
 
+    public static final ConfigOption<String> RECORD_FILTER =
+            key("nearstream.source.record-filter")
+                    .stringType()
+                    .defaultValue("none")
+                    .withDescription(
+                            "Records that fail this filter are never emitted: in push mode the"
+                                    + " broker's push thread drops them, in pull mode the reader."
+                                    + " Set it with NearstreamSourceBuilder#setRecordFilter; the"
+                                    + " value is RecordFilter#toSpec's form (none,"
+                                    + " bytes_contain:HEX, json_field_in:HEX:HEX,...).");
+
     public static final ConfigOption<Boolean> SKIP_DAMAGED_DATA =
             key("nearstream.source.skip-damaged-data")
                     .booleanType()

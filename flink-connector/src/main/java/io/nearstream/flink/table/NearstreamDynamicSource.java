@@ -30,11 +30,14 @@ import org.apache.flink.table.connector.format.ProjectableDecodingFormat;
 import org.apache.flink.table.connector.source.DataStreamScanProvider;
 import org.apache.flink.table.connector.source.DynamicTableSource;
 import org.apache.flink.table.connector.source.ScanTableSource;
+import org.apache.flink.table.connector.source.abilities.SupportsFilterPushDown;
 import org.apache.flink.table.connector.source.abilities.SupportsProjectionPushDown;
 import org.apache.flink.table.connector.source.abilities.SupportsReadingMetadata;
 import org.apache.flink.table.connector.source.abilities.SupportsWatermarkPushDown;
 import org.apache.flink.table.data.RowData;
+import org.apache.flink.table.expressions.ResolvedExpression;
 import org.apache.flink.table.types.DataType;
+import org.apache.flink.table.types.logical.LogicalTypeRoot;
 import org.apache.flink.table.types.utils.DataTypeUtils;
 
 /**
@@ -48,7 +51,8 @@ final class NearstreamDynamicSource
         implements ScanTableSource,
                 SupportsReadingMetadata,
                 SupportsWatermarkPushDown,
-                SupportsProjectionPushDown {
+                SupportsProjectionPushDown,
+                SupportsFilterPushDown {
 
     /**
      * Formats trusted to decode only the projected columns. Flink 2.2's avro format is projectable
@@ -82,6 +86,9 @@ final class NearstreamDynamicSource
 
     private List<String> metadataKeys = List.of();
     @Nullable private WatermarkStrategy<RowData> watermarkStrategy;
+
+    /** A WHERE predicate the source applies as a record filter (JSON tables only), if any. */
+    @Nullable private JsonFilterPushDown.Pushed pushedFilter;
 
     NearstreamDynamicSource(
             DataType physicalDataType,
@@ -162,6 +169,9 @@ final class NearstreamDynamicSource
                         .setReadMode(settings.readMode())
                         .setStartingPositions(settings.startingPositions())
                         .setDeserializer(deserializer);
+        if (pushedFilter != null) {
+            builder.setRecordFilter(pushedFilter.filter());
+        }
         if (settings.stoppingPositions() != null) {
             builder.setBounded(settings.stoppingPositions());
         }
@@ -213,6 +223,29 @@ final class NearstreamDynamicSource
         this.projection = Projection.of(projectedFields).toTopLevelIndexes();
     }
 
+    /**
+     * Hands one equality predicate on a string column of a {@code json} table to the source ({@link
+     * JsonFilterPushDown}); every predicate also stays with Flink, so the source only narrows what
+     * reaches them.
+     */
+    @Override
+    public Result applyFilters(List<ResolvedExpression> filters) {
+        pushedFilter = null;
+        if ("json".equals(settings.formatName())) {
+            List<String> names = DataType.getFieldNames(physicalDataType);
+            List<DataType> types = DataType.getFieldDataTypes(physicalDataType);
+            List<String> stringColumns = new ArrayList<>();
+            for (int i = 0; i < names.size(); i++) {
+                if (types.get(i).getLogicalType().getTypeRoot() == LogicalTypeRoot.VARCHAR) {
+                    stringColumns.add(names.get(i));
+                }
+            }
+            pushedFilter = JsonFilterPushDown.firstPushable(filters, stringColumns).orElse(null);
+        }
+        return Result.of(
+                pushedFilter == null ? List.of() : List.of(pushedFilter.expression()), filters);
+    }
+
     @Override
     public DynamicTableSource copy() {
         NearstreamDynamicSource copy =
@@ -220,12 +253,18 @@ final class NearstreamDynamicSource
         copy.projection = projection.clone();
         copy.metadataKeys = metadataKeys;
         copy.watermarkStrategy = watermarkStrategy;
+        copy.pushedFilter = pushedFilter;
         return copy;
     }
 
     @Override
     public String asSummaryString() {
-        return "Nearstream(" + settings.stream() + ", " + settings.readMode() + ")";
+        return "Nearstream("
+                + settings.stream()
+                + ", "
+                + settings.readMode()
+                + (pushedFilter == null ? "" : ", filter " + pushedFilter.filter())
+                + ")";
     }
 
     @Override
@@ -238,11 +277,17 @@ final class NearstreamDynamicSource
                 && settings.equals(that.settings)
                 && Arrays.equals(projection, that.projection)
                 && metadataKeys.equals(that.metadataKeys)
-                && Objects.equals(watermarkStrategy, that.watermarkStrategy);
+                && Objects.equals(watermarkStrategy, that.watermarkStrategy)
+                && Objects.equals(pushedFilter, that.pushedFilter);
     }
 
     @Override
     public int hashCode() {
-        return Objects.hash(physicalDataType, settings, Arrays.hashCode(projection), metadataKeys);
+        return Objects.hash(
+                physicalDataType,
+                settings,
+                Arrays.hashCode(projection),
+                metadataKeys,
+                pushedFilter);
     }
 }

@@ -7,6 +7,7 @@ import io.nearstream.client.FetchResponse;
 import io.nearstream.client.NearstreamClient;
 import io.nearstream.client.NearstreamClientException;
 import io.nearstream.client.Position;
+import io.nearstream.client.RecordFilter;
 import io.nearstream.client.StatusCode;
 import io.nearstream.client.StreamletFetch;
 import io.nearstream.flink.source.BrokerErrors;
@@ -75,6 +76,7 @@ public class PullSplitReader implements SplitReader<RecordRun, NearstreamSplit> 
     private final Map<Integer, PullCursor> streamlets = new LinkedHashMap<>();
 
     private final ChunkCursor cursor = new ChunkCursor();
+    private final RecordFilter filter; // records that fail it are not emitted
     private final DamagedData damagedData;
     private final WakeUpSignal wakeUp = new WakeUpSignal();
     private int consecutiveFailures;
@@ -96,6 +98,7 @@ public class PullSplitReader implements SplitReader<RecordRun, NearstreamSplit> 
         this.maxRetries = config.get(NearstreamSourceOptions.FETCH_RETRIES);
         this.retryBackoffMs = config.get(NearstreamSourceOptions.FETCH_RETRY_BACKOFF).toMillis();
         this.damagedData = new DamagedData(stream, config, metrics);
+        this.filter = RecordFilter.parseSpec(config.get(NearstreamSourceOptions.RECORD_FILTER));
     }
 
     @Override
@@ -194,7 +197,8 @@ public class PullSplitReader implements SplitReader<RecordRun, NearstreamSplit> 
                         int size = cursor.header().totalSize();
                         long timestamp = cursor.header().firstTimestampMs();
                         RecordRun run =
-                                RecordRun.copyChunk(cursor, s.streamlet, s.takeRecordsToSkip(at));
+                                RecordRun.copyChunk(
+                                        cursor, s.streamlet, s.takeRecordsToSkip(at), filter);
                         if (run != null) {
                             out.add(run);
                             count += run.size();

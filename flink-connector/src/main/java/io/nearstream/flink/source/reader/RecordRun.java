@@ -3,6 +3,9 @@ package io.nearstream.flink.source.reader;
 import io.nearstream.client.ChunkCursor;
 import io.nearstream.client.NearstreamRecord;
 import io.nearstream.client.Position;
+import io.nearstream.client.RecordFilter;
+import java.util.ArrayList;
+import java.util.List;
 import javax.annotation.Nullable;
 import org.apache.flink.annotation.Internal;
 
@@ -94,6 +97,36 @@ public abstract class RecordRun {
             values[n++] = cursor.copyRecord();
         }
         return n > 0 ? new OnHeap(streamlet, at, timestamp, skipped, values) : null;
+    }
+
+    /**
+     * {@link #copyChunk(ChunkCursor, int, int)} keeping only the records that pass {@code filter};
+     * {@code skip} and the run's indexes count the chunk's passing records, as a push slot's rows
+     * do.
+     */
+    public static RecordRun copyChunk(
+            ChunkCursor cursor, int streamlet, int skip, RecordFilter filter) {
+        if (filter.passesAll()) {
+            return copyChunk(cursor, streamlet, skip);
+        }
+        Position at = cursor.position();
+        long timestamp = cursor.header().firstTimestampMs();
+        List<byte[]> values = new ArrayList<>();
+        int passed = 0;
+        while (cursor.nextRecord()) {
+            byte[] value = cursor.copyRecord();
+            if (filter.matches(value) && passed++ >= skip) {
+                values.add(value);
+            }
+        }
+        return values.isEmpty()
+                ? null
+                : new OnHeap(
+                        streamlet,
+                        at,
+                        timestamp,
+                        passed - values.size(),
+                        values.toArray(byte[][]::new));
     }
 
     static final class OnHeap extends RecordRun {

@@ -7,6 +7,7 @@ import io.nearstream.client.FetchResponse;
 import io.nearstream.client.NearstreamClient;
 import io.nearstream.client.NearstreamClientException;
 import io.nearstream.client.Position;
+import io.nearstream.client.RecordFilter;
 import io.nearstream.client.StreamletFetch;
 import io.nearstream.flink.source.BrokerErrors;
 import io.nearstream.flink.source.reader.RecordRun;
@@ -30,11 +31,15 @@ final class OversizeChunkFetcher {
     private final String stream;
     private final long timeoutMs;
     private final ChunkCursor cursor = new ChunkCursor();
+    // The subscription's filter: the broker did not apply it to a chunk it left to a fetch.
+    private final RecordFilter filter;
 
-    OversizeChunkFetcher(NearstreamClient client, String stream, long timeoutMs) {
+    OversizeChunkFetcher(
+            NearstreamClient client, String stream, long timeoutMs, RecordFilter filter) {
         this.client = client;
         this.stream = stream;
         this.timeoutMs = timeoutMs;
+        this.filter = filter;
     }
 
     /**
@@ -81,7 +86,8 @@ final class OversizeChunkFetcher {
                                         + cursor.position());
                     }
                     RecordRun run =
-                            RecordRun.copyChunk(cursor, streamlet, split.takeRecordsToSkip(at));
+                            RecordRun.copyChunk(
+                                    cursor, streamlet, split.takeRecordsToSkip(at), filter);
                     return run != null ? List.of(run) : List.of();
                 }
             }

@@ -3,6 +3,7 @@ package io.nearstream.flink.source.reader.push;
 import io.nearstream.client.NearstreamClient;
 import io.nearstream.client.Position;
 import io.nearstream.client.PushSplitStart;
+import io.nearstream.client.RecordFilter;
 import io.nearstream.flink.source.NearstreamSourceOptions;
 import io.nearstream.flink.source.metrics.NearstreamSourceReaderMetrics;
 import io.nearstream.flink.source.reader.DamagedData;
@@ -149,7 +150,8 @@ public class PushSplitReader implements SplitReader<RecordRun, NearstreamSplit> 
         long rpcTimeoutMs = config.get(NearstreamSourceOptions.REQUEST_TIMEOUT).toMillis();
         this.pending = new PushPending(client, stream, metrics);
         this.damagedData = new DamagedData(stream, config, metrics);
-        this.oversizeChunks = new OversizeChunkFetcher(client, stream, rpcTimeoutMs);
+        this.oversizeChunks =
+                new OversizeChunkFetcher(client, stream, rpcTimeoutMs, geometry.filter());
         metrics.registerPushGauges(
                 () -> slotsConsumed,
                 () -> bytesConsumed,
@@ -164,7 +166,8 @@ public class PushSplitReader implements SplitReader<RecordRun, NearstreamSplit> 
                 config.get(NearstreamSourceOptions.PUSH_SLOTS_PER_RING),
                 config.get(NearstreamSourceOptions.PUSH_SLOT_BYTES),
                 (int) config.get(NearstreamSourceOptions.PUSH_CONSUMER_TIMEOUT).toMillis(),
-                config.get(NearstreamSourceOptions.REQUEST_TIMEOUT).toMillis());
+                config.get(NearstreamSourceOptions.REQUEST_TIMEOUT).toMillis(),
+                RecordFilter.parseSpec(config.get(NearstreamSourceOptions.RECORD_FILTER)));
     }
 
     private long ringStat(ToLongFunction<SlotRing> stat) {

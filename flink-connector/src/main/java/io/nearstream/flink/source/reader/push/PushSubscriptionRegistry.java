@@ -4,6 +4,7 @@ import io.nearstream.client.NearstreamClient;
 import io.nearstream.client.PushRingSpec;
 import io.nearstream.client.PushSplitStart;
 import io.nearstream.client.PushSubscription;
+import io.nearstream.client.RecordFilter;
 import io.nearstream.jni.ShmLayout;
 import io.nearstream.jni.ShmRegion;
 import io.nearstream.jni.SlotRing;
@@ -75,9 +76,21 @@ public final class PushSubscriptionRegistry {
     /** Identifies one source of one job towards one broker. */
     public record Key(String broker, String stream, String sourceId) {}
 
-    /** Ring geometry and consumer timeout of a subscription. */
+    /**
+     * Ring geometry, consumer timeout and record filter of a subscription (one source's readers
+     * share one subscription, so they share these).
+     */
     public record Geometry(
-            int slotsPerRing, int slotBytes, int consumerTimeoutMs, long rpcTimeoutMs) {}
+            int slotsPerRing,
+            int slotBytes,
+            int consumerTimeoutMs,
+            long rpcTimeoutMs,
+            RecordFilter filter) {
+        /** Without a record filter. */
+        public Geometry(int slotsPerRing, int slotBytes, int consumerTimeoutMs, long rpcTimeoutMs) {
+            this(slotsPerRing, slotBytes, consumerTimeoutMs, rpcTimeoutMs, RecordFilter.none());
+        }
+    }
 
     /**
      * Where a member reads: ring {@code ringIndex} of the region of subscription {@code
@@ -804,7 +817,8 @@ public final class PushSubscriptionRegistry {
                                         geometry.slotsPerRing(),
                                         geometry.slotBytes(),
                                         geometry.consumerTimeoutMs(),
-                                        rings)
+                                        rings,
+                                        geometry.filter())
                                 .get(geometry.rpcTimeoutMs(), TimeUnit.MILLISECONDS);
             } catch (Throwable e) { // an Error too: the group's own connection must not leak
                 if (newLeader.subtaskIndex < 0) {
