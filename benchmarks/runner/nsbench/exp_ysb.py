@@ -32,7 +32,8 @@ def add_arguments(p):
     p.add_argument("--modes", default="pull,push,kafka",
                    help="source modes, in run order; a Nearstream mode with '+filter' (e.g. "
                         "push+filter) has the source drop every event but views (the job's own "
-                        "filter), in the broker's push thread for push")
+                        "filter; in the broker's push thread for push) with a JSON field filter, "
+                        "'+contains' with a byte-substring filter")
     p.add_argument("--rates", default="100k,200k,400k,800k", help="producer events/s sweep")
     p.add_argument("--duration-s", type=int, default=40, help="producer run time per point")
     p.add_argument("--parallelism", type=int, default=2, help="job parallelism")
@@ -82,17 +83,19 @@ def grew(first, last):
     return first is None or last > first + max(1000, first / 2)
 
 
-# What `+filter` modes pass as --source-filter: the YSB query's own filter (its event_type test
-# stays in the job, where it now drops nothing).
-SOURCE_FILTER = "event_type=view"
+# What `+filter` and `+contains` modes pass as --source-filter: the YSB query's own filter (its
+# event_type test stays in the job, where it now drops nothing), as a JSON field filter and as the
+# byte substring the producer writes for a view (exact for these events, not for JSON in general).
+SOURCE_FILTERS = {"filter": "event_type=view", "contains": 'contains:"event_type":"view"'}
 
 
 def measure(args, workdir, mode, rate):
     point = f"{mode}-{rate}"
     source_mode, _, option = mode.partition("+")
-    if option not in ("", "filter") or (option and source_mode == "kafka"):
-        raise SystemExit(f"unknown mode '{mode}': only pull and push take '+filter'")
-    filtered = option == "filter"
+    if (option and option not in SOURCE_FILTERS) or (option and source_mode == "kafka"):
+        raise SystemExit(f"unknown mode '{mode}': only pull and push take '+filter' or "
+                         "'+contains'")
+    filtered = bool(option)
     results_dir = os.path.join(workdir, f"windows-{point}")
     table = os.path.join(workdir, "campaigns.csv")
     views_file = os.path.join(workdir, f"views-{point}.csv")
@@ -111,7 +114,7 @@ def measure(args, workdir, mode, rate):
             duration_s=args.duration_s + args.drain_s + JOB_START_TIMEOUT_S,
             extra=["--output-dir", results_dir, "--ysb-campaigns", table,
                    "--out-of-orderness-ms", str(args.out_of_orderness_ms)]
-                  + (["--source-filter", SOURCE_FILTER] if filtered else []),
+                  + (["--source-filter", SOURCE_FILTERS[option]] if filtered else []),
             name=f"job-ysb-{point}")
         try:
             _wait_for_line(job, "SOURCE RUNNING", JOB_START_TIMEOUT_S)

@@ -101,8 +101,10 @@ Result<SlotFill> WriteArrowSlot(std::span<const SlotChunk> chunks, uint8_t* payl
   uint64_t rows = 0;
   uint64_t data_bytes = 0;
   size_t n = 0;
-  std::vector<uint32_t> chunk_rows;  // rows of each chunk written (its map entry's record_count)
-  chunk_rows.reserve(chunks.size());
+  // With a filter, the rows of each chunk written (its map entry's record_count); without one,
+  // the header's count (no allocation on the path every unfiltered slot takes).
+  std::vector<uint32_t> chunk_rows;
+  if (filtered) chunk_rows.reserve(chunks.size());
   for (const SlotChunk& c : chunks) {
     Result<ChunkRows> cr = filtered ? PassingRows(c, filter, passes) : AllRows(c);
     if (!cr.ok()) return cr.status();
@@ -119,7 +121,7 @@ Result<SlotFill> WriteArrowSlot(std::span<const SlotChunk> chunks, uint8_t* payl
     }
     rows = r;
     data_bytes = d;
-    chunk_rows.push_back(static_cast<uint32_t>(cr->rows));
+    if (filtered) chunk_rows.push_back(static_cast<uint32_t>(cr->rows));
     ++n;
   }
   const SlotLayout l =
@@ -179,7 +181,7 @@ Result<SlotFill> WriteArrowSlot(std::span<const SlotChunk> chunks, uint8_t* payl
     ns_shm_chunk_map_entry e;
     std::memset(&e, 0, sizeof e);
     e.streamlet = c.streamlet;
-    e.record_count = chunk_rows[i];
+    e.record_count = filtered ? chunk_rows[i] : c.header.record_count;
     e.group = c.position.group;
     e.segment = c.position.segment;
     e.byte_position = c.position.offset;
