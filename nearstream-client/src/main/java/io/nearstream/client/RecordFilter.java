@@ -24,8 +24,9 @@ import java.util.Objects;
  *   <li>{@link #none}: every record passes.
  * </ul>
  *
- * <p>Immutable and serializable (a Flink source ships it with its configuration); {@link #matches}
- * allocates nothing unless a compared name or value holds escapes.
+ * <p>Immutable, thread-safe and serializable (a Flink source ships it with its configuration);
+ * {@link #matches} allocates nothing (unless a JSON record nests deeper than 64 levels), so it can
+ * run once per record at millions of records a second.
  */
 public final class RecordFilter implements Serializable {
 
@@ -61,14 +62,36 @@ public final class RecordFilter implements Serializable {
     private final List<String> values; // as given (the wire carries them so)
     private final byte[] needle;
 
-    /** The JSON filter's field and values as UTF-8, made once per instance (and copy). */
-    private transient JsonFieldMatcher json;
+    /**
+     * The JSON filter's field and values as UTF-8, made with the filter (a deserialized copy makes
+     * its own in {@link #readResolve}); null for other kinds.
+     */
+    private final transient JsonFieldMatcher json;
 
     private RecordFilter(Kind kind, String field, List<String> values, byte[] needle) {
         this.kind = kind;
         this.field = field;
         this.values = values;
         this.needle = needle;
+        this.json = kind == Kind.JSON_FIELD_IN ? new JsonFieldMatcher(field, values) : null;
+    }
+
+    /**
+     * A deserialized filter is made again by its factory: that checks the bounds again and makes
+     * the matcher, which is not serialized.
+     */
+    private Object readResolve() {
+        if (kind == null) {
+            throw new IllegalArgumentException("a serialized record filter without a kind");
+        }
+        switch (kind) {
+            case JSON_FIELD_IN:
+                return jsonFieldIn(field, values);
+            case BYTES_CONTAIN:
+                return bytesContain(needle);
+            default:
+                return NONE;
+        }
     }
 
     /** Every record passes. */
@@ -81,28 +104,71 @@ public final class RecordFilter implements Serializable {
      * values}.
      *
      * @throws IllegalArgumentException outside the bounds docs/protocol.md gives (field 1–65 535
-     *     UTF-8 bytes, 1–4096 values of at most 65 535 bytes)
+     *     UTF-8 bytes, 1–4096 values of at most 65 535 bytes), or for a field or value with an
+     *     unpaired surrogate (it has no UTF-8 form)
      */
     public static RecordFilter jsonFieldIn(String field, Collection<String> values) {
         Objects.requireNonNull(field, "field");
         Objects.requireNonNull(values, "values");
-        int fieldBytes = field.getBytes(StandardCharsets.UTF_8).length;
-        if (fieldBytes == 0 || fieldBytes > MAX_FIELD_BYTES) {
-            throw new IllegalArgumentException(
-                    "a JSON filter's field must have 1 to " + MAX_FIELD_BYTES + " UTF-8 bytes");
-        }
         for (String v : values) {
             Objects.requireNonNull(v, "a JSON filter's value is null");
-            if (v.getBytes(StandardCharsets.UTF_8).length > MAX_VALUE_BYTES) {
+        }
+        List<String> copy = List.copyOf(values); // checked as kept, whatever the caller does next
+        int fieldBytes = utf8Length("field", field);
+        if (fieldBytes == 0 || fieldBytes > MAX_FIELD_BYTES) {
+            throw new IllegalArgumentException(
+                    "a JSON filter's field must have 1 to "
+                            + MAX_FIELD_BYTES
+                            + " UTF-8 bytes, got "
+                            + fieldBytes);
+        }
+        if (copy.isEmpty() || copy.size() > MAX_VALUES) {
+            throw new IllegalArgumentException(
+                    "a JSON filter needs 1 to " + MAX_VALUES + " values, got " + copy.size());
+        }
+        for (int i = 0; i < copy.size(); i++) {
+            int valueBytes = utf8Length("value " + i, copy.get(i));
+            if (valueBytes > MAX_VALUE_BYTES) {
                 throw new IllegalArgumentException(
-                        "a JSON filter's value has more than " + MAX_VALUE_BYTES + " UTF-8 bytes");
+                        "a JSON filter's value "
+                                + i
+                                + " has "
+                                + valueBytes
+                                + " UTF-8 bytes, more than "
+                                + MAX_VALUE_BYTES);
             }
         }
-        if (values.isEmpty() || values.size() > MAX_VALUES) {
-            throw new IllegalArgumentException(
-                    "a JSON filter needs 1 to " + MAX_VALUES + " values, got " + values.size());
+        return new RecordFilter(Kind.JSON_FIELD_IN, field, copy, null);
+    }
+
+    /**
+     * The length of {@code s} in UTF-8. A string with an unpaired surrogate has none (encoding it
+     * would replace the surrogate, and the filter would compare something else), so it is refused.
+     */
+    private static int utf8Length(String what, String s) {
+        int n = 0;
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            if (c < 0x80) {
+                n += 1;
+            } else if (c < 0x800) {
+                n += 2;
+            } else if (!Character.isSurrogate(c)) {
+                n += 3;
+            } else if (Character.isHighSurrogate(c)
+                    && i + 1 < s.length()
+                    && Character.isLowSurrogate(s.charAt(i + 1))) {
+                n += 4;
+                i++;
+            } else {
+                throw new IllegalArgumentException(
+                        "a JSON filter's "
+                                + what
+                                + " is not well-formed UTF-16: an unpaired surrogate at index "
+                                + i);
+            }
         }
-        return new RecordFilter(Kind.JSON_FIELD_IN, field, List.copyOf(values), null);
+        return n;
     }
 
     /** {@link #jsonFieldIn(String, Collection)} with the values as arguments. */
@@ -155,20 +221,14 @@ public final class RecordFilter implements Serializable {
 
     /** Whether the record in {@code buf[off, off + len)} passes. */
     public boolean matches(byte[] buf, int off, int len) {
+        Objects.checkFromIndexSize(off, len, buf.length);
         switch (kind) {
             case NONE:
                 return true;
             case BYTES_CONTAIN:
                 return indexOf(buf, off, len, needle) >= 0;
             default:
-                JsonFieldMatcher m = json;
-                if (m == null) {
-                    // Racy but safe: the matcher's fields are final, so any thread that sees it
-                    // sees it whole, and two threads making one each is harmless.
-                    m = new JsonFieldMatcher(field, values);
-                    json = m;
-                }
-                return m.matches(buf, off, off + len);
+                return json.matches(buf, off, off + len);
         }
     }
 

@@ -161,13 +161,20 @@ public class NearstreamSourceBuilder<T> {
     }
 
     /**
-     * Records that fail {@code filter} are never emitted (default: {@link RecordFilter#none()}). In
-     * push mode the subscription carries it and the broker's push thread copies only the records
-     * that pass into the slots, so the others never cross into the JVM; in pull mode the reader
-     * applies the same function to each fetched chunk before deserializing. A record's index inside
-     * its chunk (what checkpoints keep, and {@code NearstreamRecord}'s index) counts only the
-     * chunk's records that pass, in both modes: a job restored with another filter resumes a
-     * half-read chunk at another record.
+     * Records that fail {@code filter} are never emitted (default: {@link RecordFilter#none()};
+     * docs/protocol.md, "Record filters", says what each kind passes). In push mode the
+     * subscription carries it and the broker's push thread copies only the records that pass into
+     * the slots, so the others never cross into the JVM (a chunk too large for a slot, which the
+     * reader fetches itself, is filtered by the reader); in pull mode the reader applies the same
+     * function to each fetched chunk's records before deserializing them. Both modes emit the same
+     * records.
+     *
+     * <p>A record's index within its chunk (what checkpoints keep, {@code NearstreamRecord}'s
+     * index) counts only the chunk's records that pass. So changing the filter between a savepoint
+     * and a restore shifts the resume point inside a chunk the job had half read: the restored job
+     * skips as many of that chunk's records passing the new filter as had passed the old one, and
+     * may emit again or never emit some of that chunk's records. Chunks before and after it are not
+     * affected.
      */
     public NearstreamSourceBuilder<T> setRecordFilter(RecordFilter filter) {
         checkNotNull(filter, "filter");

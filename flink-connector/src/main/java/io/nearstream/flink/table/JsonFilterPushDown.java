@@ -49,7 +49,8 @@ final class JsonFilterPushDown {
                             new Pushed(
                                     filter, RecordFilter.jsonFieldIn(column, List.copyOf(values))));
                 } catch (IllegalArgumentException beyondTheWireBounds) {
-                    // more values, or longer ones, than a PushSubscribe carries: Flink filters
+                    // More values, or longer ones, than a PushSubscribe carries, or a string
+                    // with no UTF-8 form (an unpaired surrogate): Flink filters.
                 }
             }
         }

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.nearstream.client.Position;
+import io.nearstream.client.RecordFilter;
 import io.nearstream.flink.source.reader.deserializer.NearstreamRecordDeserializationSchema;
 import java.time.Duration;
 import java.util.Map;
@@ -214,6 +215,31 @@ class NearstreamSourceBuilderTest {
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("nearstream.source.read-mode")
                 .hasMessageContaining("SIDEWAYS");
+    }
+
+    @Test
+    void theRecordFilterTravelsInTheConfigurationToBothReaders() throws Exception {
+        assertThat(valid().build().configuration().get(NearstreamSourceOptions.RECORD_FILTER))
+                .isEqualTo("none");
+        RecordFilter views = RecordFilter.jsonFieldIn("event_type", "view", "cl\u00efck");
+        NearstreamSource<String> source = valid().setRecordFilter(views).build();
+        NearstreamSource<String> copy =
+                InstantiationUtil.clone(source, getClass().getClassLoader());
+        assertThat(
+                        RecordFilter.parseSpec(
+                                copy.configuration().get(NearstreamSourceOptions.RECORD_FILTER)))
+                .isEqualTo(views);
+        // A filter given as a property is checked when the source is built, not in a reader.
+        assertThatThrownBy(
+                        () ->
+                                valid().setProperty(
+                                                "nearstream.source.record-filter",
+                                                "json_field_in:zz")
+                                        .build())
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("json_field_in:zz");
+        assertThatThrownBy(() -> valid().setRecordFilter(null))
+                .isInstanceOf(NullPointerException.class);
     }
 
     @Test

@@ -5,6 +5,7 @@ import io.nearstream.client.NearstreamRecord;
 import io.nearstream.client.Position;
 import io.nearstream.client.RecordFilter;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import javax.annotation.Nullable;
 import org.apache.flink.annotation.Internal;
@@ -81,7 +82,6 @@ public abstract class RecordRun {
         return new NearstreamRecord(streamlet, chunk, firstIndex + i, chunkTimestampMs, value(i));
     }
 
-    /** A run whose values are already on the heap (pull mode copies them on the fetcher thread). */
     /**
      * Copies the records of {@code cursor}'s current chunk, after the first {@code skip}, into a
      * run of their own; null when none are left. Leaves the cursor at the chunk's end.
@@ -102,8 +102,9 @@ public abstract class RecordRun {
     /**
      * {@link #copyChunk(ChunkCursor, int, int)} keeping only the records that pass {@code filter};
      * {@code skip} and the run's indexes count the chunk's passing records, as a push slot's rows
-     * do.
+     * do. Null when none are left, a chunk none of whose records pass included.
      */
+    @Nullable
     public static RecordRun copyChunk(
             ChunkCursor cursor, int streamlet, int skip, RecordFilter filter) {
         if (filter.passesAll()) {
@@ -112,11 +113,18 @@ public abstract class RecordRun {
         Position at = cursor.position();
         long timestamp = cursor.header().firstTimestampMs();
         List<byte[]> values = new ArrayList<>();
+        // Each record is matched in one buffer and copied out only when it is kept: a selective
+        // filter leaves no garbage behind for the records it drops.
+        byte[] scratch = new byte[0];
         int passed = 0;
         while (cursor.nextRecord()) {
-            byte[] value = cursor.copyRecord();
-            if (filter.matches(value) && passed++ >= skip) {
-                values.add(value);
+            int length = cursor.recordLength();
+            if (scratch.length < length) {
+                scratch = new byte[Math.max(length, 2 * scratch.length)];
+            }
+            cursor.copyRecord(scratch, 0);
+            if (filter.matches(scratch, 0, length) && passed++ >= skip) {
+                values.add(Arrays.copyOf(scratch, length));
             }
         }
         return values.isEmpty()
@@ -129,6 +137,7 @@ public abstract class RecordRun {
                         values.toArray(byte[][]::new));
     }
 
+    /** A run whose values are already on the heap (pull mode copies them on the fetcher thread). */
     static final class OnHeap extends RecordRun {
         private final byte[][] values;
 

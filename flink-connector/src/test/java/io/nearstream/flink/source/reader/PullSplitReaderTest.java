@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import io.nearstream.client.FetchEntry;
 import io.nearstream.client.NearstreamRecord;
 import io.nearstream.client.Position;
+import io.nearstream.client.RecordFilter;
 import io.nearstream.client.StatusCode;
 import io.nearstream.flink.source.NearstreamException;
 import io.nearstream.flink.source.NearstreamSourceOptions;
@@ -207,6 +208,77 @@ class PullSplitReaderTest {
 
         // Chunk 2 holds records 8..11; 8, 9 and 10 were emitted before the checkpoint.
         assertThat(read).isEqualTo(expected(0, 11, 24));
+    }
+
+    /** A reader whose source has {@code filter}. */
+    private void filterWith(RecordFilter filter) {
+        reader.close();
+        Configuration config = config(50);
+        config.set(NearstreamSourceOptions.RECORD_FILTER, filter.toSpec());
+        reader = newReader(config);
+    }
+
+    @Test
+    void aRecordFilterKeepsThePassingRecordsIndexedAmongThemselves() throws IOException {
+        filterWith(RecordFilter.jsonFieldIn("t", "view"));
+        Position c0 = client.appendRecords(STREAM, 0, 0, "{\"t\":\"view\",\"n\":0}", "{}");
+        client.appendRecords(STREAM, 0, 1000, "{\"t\":\"view\",\"n\":2}", "{\"t\":\"buy\"}");
+        client.appendRecords(STREAM, 0, 2000, "{\"t\":\"buy\"}", "not json"); // none passes
+        Position c3 =
+                client.appendRecords(
+                        STREAM,
+                        0,
+                        3000,
+                        "{\"t\":\"click\"}",
+                        "{\"t\":\"view\",\"n\":6}",
+                        "{\"t\":\"view\",\"n\":7}");
+        add(split(0, c0, 0, null));
+
+        List<NearstreamRecord> records = new ArrayList<>();
+        for (int i = 0; i < 100 && records.size() < 4; i++) {
+            records.addAll(fetch().records.getOrDefault("s-0", List.of()));
+        }
+
+        assertThat(records)
+                .extracting(r -> new String(r.value(), StandardCharsets.UTF_8))
+                .containsExactly(
+                        "{\"t\":\"view\",\"n\":0}",
+                        "{\"t\":\"view\",\"n\":2}",
+                        "{\"t\":\"view\",\"n\":6}",
+                        "{\"t\":\"view\",\"n\":7}");
+        // Indexes count the chunk's passing records: n=7 is the second of chunk 3's.
+        assertThat(records.get(3).chunk()).isEqualTo(c3);
+        assertThat(records.get(3).index()).isEqualTo(1);
+        assertThat(records.get(2).index()).isZero();
+        assertThat(records.get(3).chunkTimestampMs()).isEqualTo(3000L);
+    }
+
+    @Test
+    void underARecordFilterAResumeSkipsPassingRecords() throws IOException {
+        filterWith(RecordFilter.bytesContain("view".getBytes(StandardCharsets.UTF_8)));
+        Position c0 = client.appendRecords(STREAM, 0, 0, "view-0", "buy-1", "view-2", "view-3");
+        client.appendRecords(STREAM, 0, 1000, "click-4");
+        client.appendRecords(STREAM, 0, 2000, "view-5");
+        // Two of chunk 0's passing records were emitted before the checkpoint.
+        add(split(0, c0, 2, null));
+
+        assertThat(readSplit("s-0", 2, new HashSet<>())).containsExactly("view-3", "view-5");
+    }
+
+    @Test
+    void underARecordFilterABoundedSplitFinishesPastChunksWithoutPassingRecords()
+            throws IOException {
+        filterWith(RecordFilter.bytesContain("view".getBytes(StandardCharsets.UTF_8)));
+        Position c0 = client.appendRecords(STREAM, 0, 0, "view-0");
+        client.appendRecords(STREAM, 0, 1000, "click-1");
+        client.appendRecords(STREAM, 0, 2000, "click-2");
+        Position stop = client.appendRecords(STREAM, 0, 3000, "view-3");
+        add(split(0, c0, 0, stop));
+
+        Set<String> finished = new HashSet<>();
+        assertThat(readSplit("s-0", 100, finished)).containsExactly("view-0");
+        assertThat(finished).containsExactly("s-0");
+        assertThat(reader.positions()).isEmpty();
     }
 
     @Test

@@ -73,6 +73,23 @@ class RecordRunFilterTest {
     }
 
     @Test
+    void keptRecordsAreCopiedWholeWhateverTheirLengths() {
+        RecordFilter views = RecordFilter.bytesContain("view".getBytes(StandardCharsets.UTF_8));
+        String longView = "view" + "x".repeat(5000);
+        ChunkBuilder b = new ChunkBuilder();
+        for (String r : List.of("", "view", "click" + "y".repeat(3000), longView, "", "view!")) {
+            b.add(r.getBytes(StandardCharsets.UTF_8));
+        }
+        ChunkCursor cursor = new ChunkCursor();
+        cursor.reset(AT, ByteBuffer.wrap(b.build(0, 0, 1000)));
+        assertThat(cursor.nextChunk()).isTrue();
+
+        RecordRun run = RecordRun.copyChunk(cursor, 3, 0, views);
+        assertThat(values(run)).containsExactly("view", longView, "view!");
+        assertThat(cursor.nextRecord()).isFalse(); // the cursor is left at the chunk's end
+    }
+
+    @Test
     void withoutAFilterEveryRecordIsKept() {
         RecordRun run =
                 RecordRun.copyChunk(chunk("view", "click", "buy"), 3, 1, RecordFilter.none());

@@ -13,6 +13,7 @@ import io.nearstream.client.NearstreamClientException;
 import io.nearstream.client.Position;
 import io.nearstream.client.PushRingSpec;
 import io.nearstream.client.PushSubscription;
+import io.nearstream.client.RecordFilter;
 import io.nearstream.client.StatusCode;
 import io.nearstream.client.StreamConfig;
 import io.nearstream.client.StreamPlacement;
@@ -350,12 +351,30 @@ public final class FakeNearstreamClient implements NearstreamClient {
             int slotBytes,
             int consumerTimeoutMs,
             List<PushRingSpec> rings) {
+        return pushSubscribe(
+                stream, slotsPerRing, slotBytes, consumerTimeoutMs, rings, RecordFilter.none());
+    }
+
+    /** As the broker does, except that nothing is pushed: the test publishes the slots. */
+    @Override
+    public CompletableFuture<PushSubscription> pushSubscribe(
+            String stream,
+            int slotsPerRing,
+            int slotBytes,
+            int consumerTimeoutMs,
+            List<PushRingSpec> rings,
+            RecordFilter filter) {
         if (closed) {
             return failed(StatusCode.IO_ERROR, "client closed");
         }
         long id = SUBSCRIPTION_IDS.incrementAndGet();
         subscriptions.put(id, List.copyOf(rings));
-        pushCalls.add("subscribe " + id + " " + rings);
+        pushCalls.add(
+                "subscribe "
+                        + id
+                        + " "
+                        + rings
+                        + (filter.passesAll() ? "" : " filter " + filter.toSpec()));
         String path = pushRegionPath != null ? pushRegionPath : "/dev/shm/fake-push-" + id;
         return CompletableFuture.completedFuture(
                 new PushSubscription(id, pushBrokerEpoch, path, 4096));

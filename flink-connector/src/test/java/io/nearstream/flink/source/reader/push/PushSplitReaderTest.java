@@ -7,6 +7,7 @@ import io.nearstream.client.NearstreamRecord;
 import io.nearstream.client.Position;
 import io.nearstream.client.PushRingSpec;
 import io.nearstream.client.PushSplitStart;
+import io.nearstream.client.RecordFilter;
 import io.nearstream.flink.source.NearstreamSourceOptions;
 import io.nearstream.flink.source.metrics.NearstreamSourceReaderMetrics;
 import io.nearstream.flink.source.reader.RecordRun;
@@ -64,6 +65,10 @@ class PushSplitReaderTest {
     }
 
     private PushSplitReader newReader(int subtask) {
+        return newReader(subtask, RecordFilter.none());
+    }
+
+    private PushSplitReader newReader(int subtask, RecordFilter filter) {
         FakeNearstreamClient client =
                 new FakeNearstreamClient().setPushRegion(regionPath.toString(), EPOCH);
         Configuration config = new Configuration();
@@ -71,6 +76,7 @@ class PushSplitReaderTest {
         config.set(NearstreamSourceOptions.PUSH_SLOT_BYTES, SLOT_BYTES);
         config.set(NearstreamSourceOptions.PUSH_CONSUMER_TIMEOUT, Duration.ofSeconds(2));
         config.set(NearstreamSourceOptions.PUSH_PENDING_REFRESH_INTERVAL, Duration.ofMillis(20));
+        config.set(NearstreamSourceOptions.RECORD_FILTER, filter.toSpec());
         clients.put(subtask, client);
         NearstreamSourceReaderMetrics m =
                 new NearstreamSourceReaderMetrics(
@@ -179,6 +185,78 @@ class PushSplitReaderTest {
                 .containsEntry(s0.splitId(), pos(1, 1, 200))
                 .containsEntry(s2.splitId(), pos(1, 1, 100));
         assertThat(reader.slotsConsumed()).isEqualTo(1);
+    }
+
+    @Test
+    void theSubscriptionCarriesTheSourcesRecordFilter() throws IOException {
+        region = PushTestRegion.create(regionPath, EPOCH, SLOTS, SLOT_BYTES, 0);
+        RecordFilter views = RecordFilter.jsonFieldIn("t", "view");
+        PushSplitReader reader = newReader(0, views);
+        NearstreamSplit s = split(0, Position.EARLIEST, 0, null);
+        reader.handleSplitsChanges(new SplitsAddition<>(List.of(s)));
+        // What the broker's push thread let through (this test's region pushes what it is told).
+        region.publish(0, chunk(0, pos(1, 1, 0), "{\"t\":\"view\"}"));
+        assertThat(fetchSome(reader).values(s.splitId())).containsExactly("{\"t\":\"view\"}");
+        assertThat(clientOf(0).pushCalls())
+                .singleElement()
+                .asString()
+                .startsWith("subscribe ")
+                .endsWith(" filter " + views.toSpec());
+    }
+
+    @Test
+    void aChunkNoneOfWhoseRecordsPassedStillMovesItsSplitOn() throws IOException {
+        // Under a record filter a chunk's map entry counts the rows that passed, 0 when none did.
+        region = PushTestRegion.create(regionPath, EPOCH, SLOTS, SLOT_BYTES, 0);
+        PushSplitReader reader = newReader(0);
+        NearstreamSplit s0 = split(0, Position.EARLIEST, 0, null);
+        NearstreamSplit s2 = split(2, Position.EARLIEST, 0, null);
+        reader.handleSplitsChanges(new SplitsAddition<>(List.of(s0, s2)));
+
+        region.publish(
+                0,
+                chunk(0, pos(1, 1, 0)),
+                chunk(2, pos(1, 1, 0)),
+                chunk(0, pos(1, 1, 100), "a", "b"),
+                chunk(0, pos(1, 1, 200)));
+        Fetched f = fetchSome(reader);
+
+        assertThat(f.values(s0.splitId())).containsExactly("a", "b");
+        assertThat(f.values(s2.splitId())).isEmpty();
+        NearstreamRecord b = f.records.get(s0.splitId()).get(1);
+        assertThat(b.chunk()).isEqualTo(pos(1, 1, 100));
+        assertThat(b.index()).isEqualTo(1);
+        assertThat(reader.positions())
+                .containsEntry(s0.splitId(), pos(1, 1, 300))
+                .containsEntry(s2.splitId(), pos(1, 1, 100));
+        assertThat(region.released(0)).isEqualTo(1);
+    }
+
+    @Test
+    void aSlotWithoutRowsMovesItsSplitsOnAndGoesBackAtOnce() throws IOException {
+        region = PushTestRegion.create(regionPath, EPOCH, SLOTS, SLOT_BYTES, 0);
+        PushSplitReader reader = newReader(0);
+        // Restored in the middle of chunk 1:1:0 (two of its passing records were emitted), whose
+        // records, under the filter the job now has, all fail.
+        NearstreamSplit s = split(0, pos(1, 1, 0), 2, null);
+        reader.handleSplitsChanges(new SplitsAddition<>(List.of(s)));
+        region.publish(0, chunk(0, pos(1, 1, 0)), chunk(0, pos(1, 1, 100)));
+        for (int i = 0; i < 100 && reader.slotsConsumed() == 0; i++) {
+            RecordsWithSplitIds<RecordRun> batch = reader.fetch();
+            assertThat(batch).isNotInstanceOf(PushSlotRecords.class);
+            assertThat(batch.nextSplit()).isNull();
+            batch.recycle();
+        }
+        assertThat(reader.slotsConsumed()).isEqualTo(1);
+        assertThat(region.released(0)).isEqualTo(1);
+        assertThat(reader.positions()).containsEntry(s.splitId(), pos(1, 1, 200));
+
+        // The records to skip belonged to that chunk: the next one is read from its first row.
+        region.heartbeat();
+        region.publish(0, chunk(0, pos(1, 1, 200), "n0", "n1"));
+        Fetched f = fetchSome(reader);
+        assertThat(f.values(s.splitId())).containsExactly("n0", "n1");
+        assertThat(f.records.get(s.splitId()).get(0).index()).isZero();
     }
 
     @Test
