@@ -116,32 +116,27 @@ public interface NearstreamClient extends AutoCloseable {
      * this connection (or until {@link #pushClose}); a ring whose consumer heartbeat is older than
      * {@code consumerTimeoutMs} is reclaimed.
      */
-    CompletableFuture<PushSubscription> pushSubscribe(
-            String stream,
-            int slotsPerRing,
-            int slotBytes,
-            int consumerTimeoutMs,
-            List<PushRingSpec> rings);
-
-    /**
-     * {@link #pushSubscribe(String, int, int, int, List)} whose push thread writes only the records
-     * that pass {@code filter} into the slots (docs/protocol.md, "Record filters"). A client that
-     * cannot send filters takes only {@link RecordFilter#none()}.
-     */
     default CompletableFuture<PushSubscription> pushSubscribe(
             String stream,
             int slotsPerRing,
             int slotBytes,
             int consumerTimeoutMs,
-            List<PushRingSpec> rings,
-            RecordFilter filter) {
-        if (!filter.passesAll()) {
-            return CompletableFuture.failedFuture(
-                    new UnsupportedOperationException(
-                            getClass().getSimpleName() + " does not send record filters"));
-        }
-        return pushSubscribe(stream, slotsPerRing, slotBytes, consumerTimeoutMs, rings);
+            List<PushRingSpec> rings) {
+        return pushSubscribe(
+                stream, slotsPerRing, slotBytes, consumerTimeoutMs, rings, RecordFilter.none());
     }
+
+    /**
+     * {@link #pushSubscribe(String, int, int, int, List)} whose push thread writes only the records
+     * that pass {@code filter} into the slots (docs/protocol.md, "Record filters").
+     */
+    CompletableFuture<PushSubscription> pushSubscribe(
+            String stream,
+            int slotsPerRing,
+            int slotBytes,
+            int consumerTimeoutMs,
+            List<PushRingSpec> rings,
+            RecordFilter filter);
 
     /**
      * Replaces the rings of a subscription (same ring count): a split that stays keeps its push

@@ -786,17 +786,6 @@ public final class NearstreamClusterClient implements NearstreamClient {
             int slotsPerRing,
             int slotBytes,
             int consumerTimeoutMs,
-            List<PushRingSpec> rings) {
-        return pushSubscribe(
-                stream, slotsPerRing, slotBytes, consumerTimeoutMs, rings, RecordFilter.none());
-    }
-
-    @Override
-    public CompletableFuture<PushSubscription> pushSubscribe(
-            String stream,
-            int slotsPerRing,
-            int slotBytes,
-            int consumerTimeoutMs,
             List<PushRingSpec> rings,
             RecordFilter filter) {
         return onOwner(

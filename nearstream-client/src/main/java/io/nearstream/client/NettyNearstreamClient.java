@@ -421,17 +421,6 @@ public final class NettyNearstreamClient implements NearstreamClient {
             int slotsPerRing,
             int slotBytes,
             int consumerTimeoutMs,
-            List<PushRingSpec> rings) {
-        return pushSubscribe(
-                stream, slotsPerRing, slotBytes, consumerTimeoutMs, rings, RecordFilter.none());
-    }
-
-    @Override
-    public CompletableFuture<PushSubscription> pushSubscribe(
-            String stream,
-            int slotsPerRing,
-            int slotBytes,
-            int consumerTimeoutMs,
             List<PushRingSpec> rings,
             RecordFilter filter) {
         return call(

@@ -426,7 +426,8 @@ final class FakeCluster implements AutoCloseable {
                 int slotsPerRing,
                 int slotBytes,
                 int consumerTimeoutMs,
-                List<PushRingSpec> rings) {
+                List<PushRingSpec> rings,
+                RecordFilter filter) {
             List<Integer> streamlets = new ArrayList<>();
             rings.forEach(r -> r.splits().forEach(s -> streamlets.add(s.streamlet())));
             CompletableFuture<PushSubscription> f =

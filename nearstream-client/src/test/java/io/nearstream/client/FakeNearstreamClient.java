@@ -175,7 +175,8 @@ final class FakeNearstreamClient implements NearstreamClient {
             int slotsPerRing,
             int slotBytes,
             int consumerTimeoutMs,
-            List<PushRingSpec> rings) {
+            List<PushRingSpec> rings,
+            RecordFilter filter) {
         return unsupported();
     }
 

@@ -344,17 +344,6 @@ public final class FakeNearstreamClient implements NearstreamClient {
         return CompletableFuture.completedFuture(Map.of());
     }
 
-    @Override
-    public CompletableFuture<PushSubscription> pushSubscribe(
-            String stream,
-            int slotsPerRing,
-            int slotBytes,
-            int consumerTimeoutMs,
-            List<PushRingSpec> rings) {
-        return pushSubscribe(
-                stream, slotsPerRing, slotBytes, consumerTimeoutMs, rings, RecordFilter.none());
-    }
-
     /** As the broker does, except that nothing is pushed: the test publishes the slots. */
     @Override
     public CompletableFuture<PushSubscription> pushSubscribe(
