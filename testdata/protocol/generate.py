@@ -452,7 +452,11 @@ def enc_push_subscribe_request(m):
     w.u32(m["consumer_timeout_ms"])
     enc_push_rings(w, m["rings"])
     enc_record_filter(w, m["filter"])
+    w.u8(SLOT_FORMAT[m["slot_format"]])
     return w.bytes()
+
+
+SLOT_FORMAT = {"binary": 0, "binary_view": 1}
 
 
 FILTER_KIND = {"none": 0, "json_field_in": 1, "bytes_contain": 2}
@@ -766,7 +770,7 @@ def build():
             {"subtask_index": 0x01020304, "splits": [
                 {"streamlet": 7, "start": pos(1, 2, 64)},
             ]},
-        ], "filter": {"kind": "none"}}
+        ], "filter": {"kind": "none"}, "slot_format": "binary"}
     req("push_subscribe_request.bin", "PushSubscribe", rid, m, enc_push_subscribe_request(m))
     # The same subscription with each kind of record filter (one ring, to keep them short).
     rid = 0xB9BABBBCBDBEBFB0
@@ -774,14 +778,16 @@ def build():
          "consumer_timeout_ms": 0, "rings": [
             {"subtask_index": 2, "splits": [{"streamlet": 3, "start": EARLIEST}]},
         ], "filter": {"kind": "json_field_in", "field": "event_type",
-                      "values": ["view", "cl\u00efck", ""]}}
+                      "values": ["view", "cl\u00efck", ""]},
+         "slot_format": "binary_view"}
     req("push_subscribe_request_json_filter.bin", "PushSubscribe", rid, m,
         enc_push_subscribe_request(m))
     rid = 0xBABBBCBDBEBFB0B1
     m = {"stream": STREAM, "slots_per_ring": 2, "slot_bytes": 1 << 16,
          "consumer_timeout_ms": 0, "rings": [
             {"subtask_index": 0, "splits": []},
-        ], "filter": {"kind": "bytes_contain", "needle": "00ff22"}}
+        ], "filter": {"kind": "bytes_contain", "needle": "00ff22"},
+         "slot_format": "binary"}
     req("push_subscribe_request_bytes_filter.bin", "PushSubscribe", rid, m,
         enc_push_subscribe_request(m))
     rid = 0xB1B2B3B4B5B6B7B8

@@ -34,7 +34,7 @@
  *   region header (4096 B; each hot word alone on its 64-byte cache line)
  *   offset size  field                 writer
  *   0      8     magic                 broker, last, release store ("NSPUSH01")
- *   8      4     layout_version        broker (2)
+ *   8      4     layout_version        broker (3)
  *   12     4     header_bytes          broker (4096)
  *   16     4     ring_count            broker
  *   20     4     slots_per_ring        broker (N)
@@ -50,6 +50,8 @@
  *   128    4     release_doorbell      consumers (futex word, +1 after releasing; the broker
  *                                      also bumps it to wake its push thread), own line
  *   192    4     broker_waiting        broker (1 while it sleeps on release_doorbell), own line
+ *   256    4     slot_format           broker (0 binary: records copied; 1 binary_view: views)
+ *   320    64    segment_file_prefix   broker (binary_view: ASCII name prefix of segment files)
  *
  *   ring header (256 B)
  *   0      4     ring_id               broker (= the ring's index)
@@ -74,6 +76,15 @@
  *   40     4+4   chunk_map_offset/length (chunk_count * 40 bytes)
  *   48     4     flags                 0 = an Arrow batch; else a marker slot (below)
  *   52     4     payload_length        bytes of the payload in use
+ *   56     4+4   buffers_offset/length binary_view only: the buffer table (16 B per entry)
+ *
+ *   binary_view slots: offsets_offset/length locate the 16-byte views (Arrow BinaryView) instead
+ *   of int32 offsets; data is variadic buffer 0 (records copied into the slot); buffer table entry
+ *   k is variadic buffer k + 1, a segment file the consumer maps read-only.
+ *
+ *   buffer table entry (16 B)
+ *   0      8     segment_file          its number: file = <dir>/<segment_file_prefix><number>
+ *   8      4     file_bytes            bytes to map (the file's size)
  *
  *   chunk map entry (40 B)
  *   0      4     streamlet
@@ -102,11 +113,16 @@ extern "C" {
 /* "NSPUSH01" read as a little-endian u64. */
 #define NS_SHM_MAGIC UINT64_C(0x313048535550534E)
 /* 2: descriptor flags mark slots that carry a chunk map entry but no rows. */
-#define NS_SHM_LAYOUT_VERSION 2u
+#define NS_SHM_LAYOUT_VERSION 3u
 #define NS_SHM_HEADER_BYTES 4096u
 #define NS_SHM_RING_HEADER_BYTES 256u
 #define NS_SHM_DESCRIPTOR_BYTES 128u
 #define NS_SHM_CHUNK_MAP_ENTRY_BYTES 40u
+#define NS_SHM_VIEW_BYTES 16u
+#define NS_SHM_BUFFER_TABLE_ENTRY_BYTES 16u
+/* A BinaryView holds a record of at most this many bytes inline. */
+#define NS_SHM_VIEW_INLINE_BYTES 12u
+#define NS_SHM_SEGMENT_FILE_PREFIX_BYTES 64u
 #define NS_SHM_CACHE_LINE 64u
 #define NS_SHM_PAGE 4096u
 /* Alignment of every Arrow buffer and of the chunk map inside a slot payload. */
@@ -143,6 +159,10 @@ extern "C" {
 #define NS_SHM_SLOT_FETCH_CHUNK 1u
 #define NS_SHM_SLOT_DAMAGED 2u
 
+/* Region slot formats (region header slot_format). */
+#define NS_SHM_SLOT_FORMAT_BINARY 0u
+#define NS_SHM_SLOT_FORMAT_BINARY_VIEW 1u
+
 typedef struct ns_shm_region_header {
   /* cache line 0: written once by the broker before magic is published */
   uint64_t magic;
@@ -167,7 +187,11 @@ typedef struct ns_shm_region_header {
   /* cache line 3: set by the broker while it sleeps on release_doorbell */
   uint32_t broker_waiting;
   uint8_t pad3[60];
-  uint8_t reserved[NS_SHM_HEADER_BYTES - 256];
+  /* cache line 4 on: written once by the broker before magic is published */
+  uint32_t slot_format;
+  uint8_t pad4[60];
+  char segment_file_prefix[NS_SHM_SEGMENT_FILE_PREFIX_BYTES];
+  uint8_t reserved[NS_SHM_HEADER_BYTES - 384];
 } ns_shm_region_header;
 
 typedef struct ns_shm_ring_header {
@@ -206,8 +230,16 @@ typedef struct ns_shm_slot_descriptor {
   uint32_t chunk_map_length;
   uint32_t flags;
   uint32_t payload_length;
-  uint8_t reserved[NS_SHM_DESCRIPTOR_BYTES - 56];
+  uint32_t buffers_offset;
+  uint32_t buffers_length;
+  uint8_t reserved[NS_SHM_DESCRIPTOR_BYTES - 64];
 } ns_shm_slot_descriptor;
+
+typedef struct ns_shm_buffer_table_entry {
+  uint64_t segment_file;
+  uint32_t file_bytes;
+  uint32_t reserved;
+} ns_shm_buffer_table_entry;
 
 typedef struct ns_shm_chunk_map_entry {
   uint32_t streamlet;
@@ -225,6 +257,8 @@ NS_SHM_STATIC_ASSERT(sizeof(ns_shm_ring_header) == NS_SHM_RING_HEADER_BYTES, "ri
 NS_SHM_STATIC_ASSERT(sizeof(ns_shm_slot_descriptor) == NS_SHM_DESCRIPTOR_BYTES, "descriptor size");
 NS_SHM_STATIC_ASSERT(sizeof(ns_shm_chunk_map_entry) == NS_SHM_CHUNK_MAP_ENTRY_BYTES,
                      "chunk map entry size");
+NS_SHM_STATIC_ASSERT(sizeof(ns_shm_buffer_table_entry) == NS_SHM_BUFFER_TABLE_ENTRY_BYTES,
+                     "buffer table entry size");
 
 /* ---- push geometry bounds ---- */
 NS_SHM_STATIC_ASSERT(NS_SHM_MAX_PUSH_SLOT_BYTES <= NS_SHM_MAX_SLOT_BYTES, "push slot bound");
@@ -249,6 +283,9 @@ NS_SHM_STATIC_ASSERT(offsetof(ns_shm_region_header, broker_heartbeat_ns) == 64,
 NS_SHM_STATIC_ASSERT(offsetof(ns_shm_region_header, region_state) == 72, "region_state");
 NS_SHM_STATIC_ASSERT(offsetof(ns_shm_region_header, release_doorbell) == 128, "release_doorbell");
 NS_SHM_STATIC_ASSERT(offsetof(ns_shm_region_header, broker_waiting) == 192, "broker_waiting");
+NS_SHM_STATIC_ASSERT(offsetof(ns_shm_region_header, slot_format) == 256, "slot_format");
+NS_SHM_STATIC_ASSERT(offsetof(ns_shm_region_header, segment_file_prefix) == 320,
+                     "segment_file_prefix");
 
 /* ---- ring header offsets ---- */
 NS_SHM_STATIC_ASSERT(offsetof(ns_shm_ring_header, ring_id) == 0, "ring_id");
@@ -277,6 +314,12 @@ NS_SHM_STATIC_ASSERT(offsetof(ns_shm_slot_descriptor, chunk_map_offset) == 40, "
 NS_SHM_STATIC_ASSERT(offsetof(ns_shm_slot_descriptor, chunk_map_length) == 44, "chunk_map_length");
 NS_SHM_STATIC_ASSERT(offsetof(ns_shm_slot_descriptor, flags) == 48, "flags");
 NS_SHM_STATIC_ASSERT(offsetof(ns_shm_slot_descriptor, payload_length) == 52, "payload_length");
+NS_SHM_STATIC_ASSERT(offsetof(ns_shm_slot_descriptor, buffers_offset) == 56, "buffers_offset");
+NS_SHM_STATIC_ASSERT(offsetof(ns_shm_slot_descriptor, buffers_length) == 60, "buffers_length");
+
+/* ---- buffer table entry offsets ---- */
+NS_SHM_STATIC_ASSERT(offsetof(ns_shm_buffer_table_entry, segment_file) == 0, "segment_file");
+NS_SHM_STATIC_ASSERT(offsetof(ns_shm_buffer_table_entry, file_bytes) == 8, "file_bytes");
 
 /* ---- chunk map entry offsets ---- */
 NS_SHM_STATIC_ASSERT(offsetof(ns_shm_chunk_map_entry, streamlet) == 0, "streamlet");

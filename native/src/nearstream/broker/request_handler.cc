@@ -404,6 +404,7 @@ Result<push::SubscriptionSpec> ToSubscriptionSpec(const net::PushSubscribeReques
   spec.consumer_timeout_ms = m.consumer_timeout_ms;
   spec.rings = ToRingSpecs(m.rings);
   ASSIGN_OR_RETURN(spec.filter, ToRecordFilter(m.filter));
+  spec.slot_format = m.slot_format;
   return spec;
 }
 

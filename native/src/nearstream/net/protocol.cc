@@ -679,6 +679,7 @@ void EncodePushSubscribeRequest(ByteWriter& w, const PushSubscribeRequest& m) {
   w.U32(m.consumer_timeout_ms);
   EncodePushRings(w, m.rings);
   EncodeRecordFilter(w, m.filter);
+  w.U8(m.slot_format);
 }
 
 Result<PushSubscribeRequest> DecodePushSubscribeRequest(const uint8_t* p, size_t n) {
@@ -690,6 +691,8 @@ Result<PushSubscribeRequest> DecodePushSubscribeRequest(const uint8_t* p, size_t
   m.consumer_timeout_ms = r.U32();
   m.rings = DecodePushRings(r);
   m.filter = DecodeRecordFilter(r);
+  m.slot_format = r.U8();
+  if (m.slot_format > 1) r.Fail();  // an unknown slot format: malformed (docs/protocol.md)
   return Finish(r, std::move(m), "PushSubscribe request");
 }
 

@@ -226,6 +226,7 @@ struct PushSubscribeRequest {
   uint32_t consumer_timeout_ms = 0;
   std::vector<PushRing> rings;  // ring i of the region is rings[i]
   RecordFilterWire filter;
+  uint8_t slot_format = 0;  // 0 binary, 1 binary_view; anything else is malformed
 };
 struct PushSubscribeResponse {
   uint64_t subscription_id = 0;

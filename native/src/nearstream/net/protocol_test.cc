@@ -915,6 +915,7 @@ TEST(ProtocolGoldenTest, PushSubscribeRequest) {
   EXPECT_EQ(m->rings[2].splits[0].streamlet, 7u);
   EXPECT_EQ(m->rings[2].splits[0].start, (Position{1, 2, 64}));
   EXPECT_EQ(m->filter.kind, RecordFilterKind::kNone);
+  EXPECT_EQ(m->slot_format, 0);
   Bytes again = EncodeRequest(Opcode::kPushSubscribe, kPushSubscribeId,
                               [&](ByteWriter& w) { EncodePushSubscribeRequest(w, *m); });
   ExpectSameBytes(again, f.bytes, "push_subscribe_request.bin");
@@ -940,6 +941,7 @@ TEST(ProtocolGoldenTest, PushSubscribeRequestWithAJsonFilter) {
                                                         "cl\xc3\xaf"
                                                         "ck",
                                                         ""}));
+  EXPECT_EQ(m->slot_format, 1);
   Bytes again = EncodeRequest(Opcode::kPushSubscribe, kPushSubscribeJsonFilterId,
                               [&](ByteWriter& w) { EncodePushSubscribeRequest(w, *m); });
   ExpectSameBytes(again, f.bytes, "push_subscribe_request_json_filter.bin");
@@ -957,14 +959,20 @@ TEST(ProtocolGoldenTest, PushSubscribeRequestWithABytesFilter) {
   EXPECT_TRUE(m->rings[0].splits.empty());
   EXPECT_EQ(m->filter.kind, RecordFilterKind::kBytesContain);
   EXPECT_EQ(m->filter.needle, std::string("\x00\xff\x22", 3));
+  EXPECT_EQ(m->slot_format, 0);
   Bytes again = EncodeRequest(Opcode::kPushSubscribe, kPushSubscribeBytesFilterId,
                               [&](ByteWriter& w) { EncodePushSubscribeRequest(w, *m); });
   ExpectSameBytes(again, f.bytes, "push_subscribe_request_bytes_filter.bin");
 
   // An unknown filter kind makes the body malformed.
   Bytes body(f.body(), f.body() + f.body_size());
-  body[body.size() - 3 - 4 - 1] = 3;
+  body[body.size() - 1 - 3 - 4 - 1] = 3;
   EXPECT_EQ(DecodePushSubscribeRequest(body.data(), body.size()).status().code(),
+            StatusCode::kMalformedRequest);
+  // So does an unknown slot format.
+  Bytes format(f.body(), f.body() + f.body_size());
+  format.back() = 2;
+  EXPECT_EQ(DecodePushSubscribeRequest(format.data(), format.size()).status().code(),
             StatusCode::kMalformedRequest);
 }
 

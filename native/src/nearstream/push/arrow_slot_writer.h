@@ -31,6 +31,11 @@ struct SlotChunk {
   const uint8_t* payload = nullptr;
   uint32_t streamlet = 0;
   storage::Position position;  // group, segment, byte offset of the chunk in the segment
+  // The segment file holding the chunk (0: private memory), its size, and where its byte 0 is
+  // mapped here: a view slot (view_slot_writer.h) points into it instead of copying.
+  uint64_t segment_file = 0;
+  uint32_t segment_file_bytes = 0;
+  const uint8_t* segment_base = nullptr;
 };
 
 // Where the buffers go for `rows` records of `data_bytes` bytes in `chunks` chunks.

@@ -19,6 +19,7 @@
 #include "nearstream/push/slot_ring.h"
 #include "nearstream/push/stale_regions.h"
 #include "nearstream/push/update_fold.h"
+#include "nearstream/push/view_slot_writer.h"
 #include "nearstream/shm_layout.h"
 #include "nearstream/storage/chunk.h"
 
@@ -33,6 +34,41 @@ constexpr auto kSleepTimeout = std::chrono::milliseconds(50);
 // When rings of several regions are full the thread can sleep on one doorbell only.
 constexpr auto kShortSleepTimeout = std::chrono::milliseconds(5);
 
+// Tells the chunks [first, end) of one split's read which segment file holds them (segment ids
+// are unique within a streamlet, and a read's segments are the ones its chunks point into).
+void NoteSegmentFiles(const storage::ReadOutcome& read, size_t first,
+                      std::vector<SlotChunk>* chunks) {
+  const storage::Segment* seg = nullptr;
+  for (size_t i = first; i < chunks->size(); ++i) {
+    SlotChunk& c = (*chunks)[i];
+    if (seg == nullptr || seg->id() != c.position.segment) {
+      seg = nullptr;
+      for (const auto& s : read.segments) {
+        if (s->id() == c.position.segment) seg = s.get();
+      }
+    }
+    if (seg == nullptr || seg->file_number() == 0) continue;
+    c.segment_file = seg->file_number();
+    c.segment_file_bytes = seg->capacity();
+    c.segment_base = seg->data();
+  }
+}
+
+// Moves into `slot_pins` the segments of `pins` whose files the written chunks point into.
+void PinSegmentFiles(std::vector<std::shared_ptr<const storage::Segment>>& pins,
+                     std::span<const SlotChunk> written,
+                     std::vector<std::shared_ptr<const storage::Segment>>* slot_pins) {
+  for (auto& seg : pins) {
+    if (seg == nullptr || seg->file_number() == 0) continue;
+    for (const SlotChunk& c : written) {
+      if (c.segment_file == seg->file_number()) {
+        slot_pins->push_back(std::move(seg));
+        break;
+      }
+    }
+  }
+}
+
 }  // namespace
 
 struct PushManager::Split {
@@ -45,6 +81,10 @@ struct PushManager::Split {
 
 struct PushManager::Ring {
   std::unique_ptr<RingProducer> producer;
+  // Per slot, the segments whose files the views of its last publication point into: held
+  // until the consumer releases the slot (the broker finds it free again), the ring is
+  // reclaimed or the subscription ends, so retention cannot hand such a file to a new segment.
+  std::vector<std::vector<std::shared_ptr<const storage::Segment>>> slot_pins;
   uint32_t subtask = 0;
   std::vector<Split> splits;
   size_t next = 0;    // round-robin start among the splits
@@ -58,6 +98,7 @@ struct PushManager::Subscription {
   std::unique_ptr<ShmRegion> region;  // destroyed after the rings' producers
   uint64_t timeout_ns = 0;
   RecordFilter filter;  // fixed for the subscription's life
+  uint32_t slot_format = NS_SHM_SLOT_FORMAT_BINARY;
   std::atomic<bool> ended{false};
 
   // The push thread's alone.
@@ -126,6 +167,8 @@ Status PushManager::Start() {
   started_ = true;
   // A broker killed before it could unlink its regions left them here; nobody else removes them.
   RemoveRegionsOfDeadBrokers(options_.dir);
+  segment_files_ =
+      std::make_shared<storage::SegmentFiles>(options_.dir, SegmentFilePrefix(::getpid()));
   for (auto& t : threads_) {
     Thread* raw = t.get();
     t->thread = std::thread([this, raw] { ThreadLoop(raw); });
@@ -147,6 +190,8 @@ void PushManager::Stop() {
     subs_.clear();
   }
   for (auto& sub : all) EndSubscription(sub);
+  // Segments outlive the push manager (their streams do); their memory stays, their names go.
+  if (segment_files_ != nullptr) segment_files_->UnlinkAll();
 }
 
 PushManager::Thread* PushManager::ThreadOf(uint64_t subscription_id) const {
@@ -221,12 +266,23 @@ Result<Subscribed> PushManager::Subscribe(uint64_t conn_id, const SubscriptionSp
                                    " bytes, more than " +
                                    std::to_string(NS_SHM_MAX_REGION_BYTES >> 30) + " GiB");
   }
+  if (spec.slot_format != NS_SHM_SLOT_FORMAT_BINARY &&
+      spec.slot_format != NS_SHM_SLOT_FORMAT_BINARY_VIEW) {
+    return Status::InvalidArgument("unknown slot format " + std::to_string(spec.slot_format));
+  }
+  const bool views = spec.slot_format == NS_SHM_SLOT_FORMAT_BINARY_VIEW;
+  if (views && segment_files_ == nullptr) {
+    return Status::ShuttingDown("push is not started");
+  }
   std::shared_ptr<storage::Stream> stream = store_->Find(spec.stream);
   if (stream == nullptr || stream->deleted()) {
     return Status::StreamNotFound("stream '" + spec.stream + "' does not exist");
   }
   std::vector<std::vector<Split>> splits;
   RETURN_IF_ERROR(ResolveRings(stream.get(), spec.rings, &splits));
+  // From here on the stream's new segments are files the consumers can map; older segments'
+  // records reach the views as copies.
+  if (views) stream->UseSegmentFiles(segment_files_);
 
   auto sub = std::make_shared<Subscription>();
   {
@@ -236,6 +292,7 @@ Result<Subscribed> PushManager::Subscribe(uint64_t conn_id, const SubscriptionSp
   sub->conn_id = conn_id;
   sub->stream = stream;
   sub->filter = spec.filter;
+  sub->slot_format = spec.slot_format;
   sub->timeout_ns = uint64_t{spec.consumer_timeout_ms == 0 ? options_.default_consumer_timeout_ms
                                                            : spec.consumer_timeout_ms} *
                     1'000'000;
@@ -244,6 +301,8 @@ Result<Subscribed> PushManager::Subscribe(uint64_t conn_id, const SubscriptionSp
   co.name = RegionName(::getpid(), sub->id);
   co.geometry = g;
   co.broker_epoch = options_.broker_epoch;
+  co.slot_format = spec.slot_format;
+  if (views) co.segment_file_prefix = segment_files_->prefix();
   Result<std::unique_ptr<ShmRegion>> region = ShmRegion::Create(co);
   if (!region.ok()) {
     return Status::StorageError("cannot create push region: " + region.status().message());
@@ -255,6 +314,7 @@ Result<Subscribed> PushManager::Subscribe(uint64_t conn_id, const SubscriptionSp
   for (uint32_t i = 0; i < g.ring_count; ++i) {
     Ring& ring = sub->rings[i];
     ring.producer = std::make_unique<RingProducer>(sub->region.get(), i);
+    ring.slot_pins.resize(g.slots_per_ring);
     ring.subtask = spec.rings[i].subtask_index;
     ring.splits = std::move(splits[i]);
     ring.producer->Activate(ring.subtask, now);
@@ -480,6 +540,8 @@ bool PushManager::ServeOnce(Thread* t, std::vector<std::shared_ptr<Subscription>
       if (ring.producer->ConsumerStale(now_ns, sub->timeout_ns) &&
           ring.producer->ConsumerSeenSinceActivation()) {
         ring.producer->Reclaim();
+        // The dead consumer's slots are taken back, and with them its views' pins.
+        for (auto& pins : ring.slot_pins) pins.clear();
         ring.producer->Activate(ring.subtask, now_ns);
         ring.full = false;
         rings_reclaimed_.fetch_add(1, std::memory_order_relaxed);
@@ -501,8 +563,17 @@ bool PushManager::ServeOnce(Thread* t, std::vector<std::shared_ptr<Subscription>
 bool PushManager::FillRing(Thread* t, Subscription* sub, Ring* ring, bool* small) {
   uint8_t* payload = ring->producer->TryClaim();
   ring->full = payload == nullptr;
-  if (payload == nullptr || ring->splits.empty()) return false;
+  if (payload == nullptr) return false;
+  // The slot is free again: its consumer released it, and with it the views of its last lap.
+  const size_t slot = ring->producer->position() % ring->slot_pins.size();
+  ring->slot_pins[slot].clear();
+  if (ring->splits.empty()) return false;
   const uint32_t slot_bytes = ring->producer->slot_bytes();
+  const bool views = sub->slot_format == NS_SHM_SLOT_FORMAT_BINARY_VIEW;
+  // A view slot takes 16 bytes per record, however large: read ahead enough chunks to fill it
+  // with records of any size (the chunks that do not fit are read again next time).
+  const uint64_t budget =
+      views ? std::min<uint64_t>(uint64_t{slot_bytes} * 64, 1u << 30) : slot_bytes;
   t->chunks.clear();
   t->chunk_split.clear();
   t->pins.clear();
@@ -510,13 +581,14 @@ bool PushManager::FillRing(Thread* t, Subscription* sub, Ring* ring, bool* small
   ends.assign(ring->splits.size(), Thread::ReadEnd{});
   uint64_t gathered = 0;
   const size_t n = ring->splits.size();
-  for (size_t k = 0; k < n && gathered < slot_bytes; ++k) {
+  for (size_t k = 0; k < n && gathered < budget; ++k) {
     const size_t i = (ring->next + k) % n;
     Split& split = ring->splits[i];
     if (split.failed) continue;
     bool corrupt = false;
+    const size_t first_chunk = t->chunks.size();
     Result<storage::ReadOutcome> read = split.s->Read(
-        split.pos, static_cast<uint32_t>(slot_bytes - gathered),
+        split.pos, static_cast<uint32_t>(budget - gathered),
         [&](const Position& at, const uint8_t* data, uint32_t size) {
           uint32_t off = 0;
           while (off < size && !corrupt) {
@@ -568,12 +640,15 @@ bool PushManager::FillRing(Thread* t, Subscription* sub, Ring* ring, bool* small
     ends[i].next = read->next;
     ends[i].chunks = read->chunks;
     gathered += read->bytes;
+    if (views) NoteSegmentFiles(*read, first_chunk, &t->chunks);
     for (auto& seg : read->segments) t->pins.push_back(std::move(seg));
   }
   ring->next = (ring->next + 1) % n;
   if (t->chunks.empty()) return false;
 
-  Result<SlotFill> fill = WriteArrowSlot(t->chunks, payload, slot_bytes, sub->filter, &t->passes);
+  Result<SlotFill> fill =
+      views ? WriteViewSlot(t->chunks, payload, slot_bytes, sub->filter, &t->passes)
+            : WriteArrowSlot(t->chunks, payload, slot_bytes, sub->filter, &t->passes);
   if (!fill.ok() && fill.status().IsChunkTooLarge()) {
     // The first chunk alone does not fit an empty slot: the reader fetches it by its position
     // (a marker slot in its place keeps the split's order); the rest waits for the next pass.
@@ -616,6 +691,11 @@ bool PushManager::FillRing(Thread* t, Subscription* sub, Ring* ring, bool* small
   records_.fetch_add(fill->layout.row_count, std::memory_order_relaxed);
   records_filtered_.fetch_add(chunk_records - fill->layout.row_count, std::memory_order_relaxed);
   bytes_.fetch_add(chunk_bytes, std::memory_order_relaxed);
+  if (views) {
+    view_slots_.fetch_add(1, std::memory_order_relaxed);
+    PinSegmentFiles(t->pins, std::span<const SlotChunk>(t->chunks.data(), fill->chunks),
+                    &ring->slot_pins[slot]);
+  }
   Status s = ring->producer->Publish(fill->layout);
   if (!s.ok()) NS_LOG(kWarning) << "push subscription " << sub->id << ": " << s.ToString();
   t->pins.clear();
@@ -706,6 +786,11 @@ void PushManager::CollectMetrics(std::vector<std::pair<std::string, uint64_t>>* 
   add("nearstream_push_rings_reclaimed_total", rings_reclaimed_.load(std::memory_order_relaxed));
   add("nearstream_push_chunks_by_fetch_total", chunks_by_fetch_.load(std::memory_order_relaxed));
   add("nearstream_push_damaged_ranges_total", damaged_ranges_.load(std::memory_order_relaxed));
+  add("nearstream_push_view_slots_total", view_slots_.load(std::memory_order_relaxed));
+  add("nearstream_push_segment_files_created_total",
+      segment_files_ != nullptr ? segment_files_->files_created() : 0);
+  add("nearstream_push_segment_file_failures_total",
+      segment_files_ != nullptr ? segment_files_->create_failures() : 0);
   for (const auto& t : threads_) {
     add("nearstream_push_thread_busy_ns_total{thread=\"push-" + std::to_string(t->index) + "\"}",
         t->busy_ns.load(std::memory_order_relaxed));

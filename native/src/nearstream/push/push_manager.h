@@ -35,6 +35,7 @@
 #include "nearstream/common/status.h"
 #include "nearstream/push/shm_region.h"
 #include "nearstream/push/subscription_spec.h"
+#include "nearstream/storage/segment_files.h"
 #include "nearstream/storage/stream_store.h"
 
 namespace nearstream::push {
@@ -131,6 +132,9 @@ class PushManager {
   std::vector<std::unique_ptr<Thread>> threads_;
   std::atomic<bool> stopping_{false};
   bool started_ = false;
+  // Where the segments of streams with view subscriptions live (docs/shm-layout.md, "Segment
+  // files"); made by Start.
+  std::shared_ptr<storage::SegmentFiles> segment_files_;
 
   mutable Mutex mu_;
   std::unordered_map<uint64_t, std::shared_ptr<Subscription>> subs_ NS_GUARDED_BY(mu_);
@@ -146,6 +150,7 @@ class PushManager {
   std::atomic<uint64_t> rings_reclaimed_{0};
   std::atomic<uint64_t> chunks_by_fetch_{0};  // FETCH_CHUNK markers published
   std::atomic<uint64_t> damaged_ranges_{0};   // DAMAGED markers published
+  std::atomic<uint64_t> view_slots_{0};       // binary_view slots published
   std::atomic<uint64_t> sleeps_{0};
   std::atomic<uint64_t> lingers_{0};
 };

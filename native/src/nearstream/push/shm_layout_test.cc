@@ -44,6 +44,8 @@ std::vector<Row> LayoutRows() {
       NS_ROW(ns_shm_region_header, region_state),
       NS_ROW(ns_shm_region_header, release_doorbell),
       NS_ROW(ns_shm_region_header, broker_waiting),
+      NS_ROW(ns_shm_region_header, slot_format),
+      NS_ROW(ns_shm_region_header, segment_file_prefix),
       NS_ROW(ns_shm_ring_header, ring_id),
       NS_ROW(ns_shm_ring_header, subtask_index),
       NS_ROW(ns_shm_ring_header, state),
@@ -67,6 +69,10 @@ std::vector<Row> LayoutRows() {
       NS_ROW(ns_shm_slot_descriptor, chunk_map_length),
       NS_ROW(ns_shm_slot_descriptor, flags),
       NS_ROW(ns_shm_slot_descriptor, payload_length),
+      NS_ROW(ns_shm_slot_descriptor, buffers_offset),
+      NS_ROW(ns_shm_slot_descriptor, buffers_length),
+      NS_ROW(ns_shm_buffer_table_entry, segment_file),
+      NS_ROW(ns_shm_buffer_table_entry, file_bytes),
       NS_ROW(ns_shm_chunk_map_entry, streamlet),
       NS_ROW(ns_shm_chunk_map_entry, record_count),
       NS_ROW(ns_shm_chunk_map_entry, group),
@@ -96,6 +102,8 @@ const std::vector<Row>& Golden() {
       {"ns_shm_region_header.region_state", 72, 4},
       {"ns_shm_region_header.release_doorbell", 128, 4},
       {"ns_shm_region_header.broker_waiting", 192, 4},
+      {"ns_shm_region_header.slot_format", 256, 4},
+      {"ns_shm_region_header.segment_file_prefix", 320, 64},
       {"ns_shm_ring_header.ring_id", 0, 4},
       {"ns_shm_ring_header.subtask_index", 4, 4},
       {"ns_shm_ring_header.state", 8, 4},
@@ -119,6 +127,10 @@ const std::vector<Row>& Golden() {
       {"ns_shm_slot_descriptor.chunk_map_length", 44, 4},
       {"ns_shm_slot_descriptor.flags", 48, 4},
       {"ns_shm_slot_descriptor.payload_length", 52, 4},
+      {"ns_shm_slot_descriptor.buffers_offset", 56, 4},
+      {"ns_shm_slot_descriptor.buffers_length", 60, 4},
+      {"ns_shm_buffer_table_entry.segment_file", 0, 8},
+      {"ns_shm_buffer_table_entry.file_bytes", 8, 4},
       {"ns_shm_chunk_map_entry.streamlet", 0, 4},
       {"ns_shm_chunk_map_entry.record_count", 4, 4},
       {"ns_shm_chunk_map_entry.group", 8, 8},
@@ -186,10 +198,15 @@ TEST(ShmLayoutTest, StructSizesAndConstants) {
   EXPECT_EQ(sizeof(ns_shm_ring_header), 256u);
   EXPECT_EQ(sizeof(ns_shm_slot_descriptor), 128u);
   EXPECT_EQ(sizeof(ns_shm_chunk_map_entry), 40u);
+  EXPECT_EQ(sizeof(ns_shm_buffer_table_entry), 16u);
+  EXPECT_EQ(NS_SHM_VIEW_BYTES, 16u);
+  EXPECT_EQ(NS_SHM_VIEW_INLINE_BYTES, 12u);
+  EXPECT_EQ(NS_SHM_SLOT_FORMAT_BINARY, 0u);
+  EXPECT_EQ(NS_SHM_SLOT_FORMAT_BINARY_VIEW, 1u);
   // "NSPUSH01" in memory order.
   uint64_t magic = NS_SHM_MAGIC;
   EXPECT_EQ(std::string(reinterpret_cast<const char*>(&magic), 8), "NSPUSH01");
-  EXPECT_EQ(NS_SHM_LAYOUT_VERSION, 2u);
+  EXPECT_EQ(NS_SHM_LAYOUT_VERSION, 3u);
   EXPECT_EQ(NS_SHM_SLOT_FETCH_CHUNK, 1u);
   EXPECT_EQ(NS_SHM_SLOT_DAMAGED, 2u);
 }

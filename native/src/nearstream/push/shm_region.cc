@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstring>
 #include <ctime>
 
 namespace nearstream::push {
@@ -96,6 +97,14 @@ Result<std::unique_ptr<ShmRegion>> ShmRegion::Create(const CreateOptions& option
   if (options.name.empty() || options.name.find('/') != std::string::npos) {
     return Status::InvalidArgument("shm region: bad file name '" + options.name + "'");
   }
+  if (options.slot_format != NS_SHM_SLOT_FORMAT_BINARY &&
+      options.slot_format != NS_SHM_SLOT_FORMAT_BINARY_VIEW) {
+    return Status::InvalidArgument("shm region: unknown slot format " +
+                                   std::to_string(options.slot_format));
+  }
+  if (options.segment_file_prefix.size() >= NS_SHM_SEGMENT_FILE_PREFIX_BYTES) {
+    return Status::InvalidArgument("shm region: segment file prefix too long");
+  }
   const std::string path = options.dir + "/" + options.name;
   const RegionGeometry& g = options.geometry;
   const uint64_t size = g.region_bytes();
@@ -120,6 +129,10 @@ Result<std::unique_ptr<ShmRegion>> ShmRegion::Create(const CreateOptions& option
   if (p == MAP_FAILED) return fail("mmap", errno);
   auto* base = static_cast<uint8_t*>(p);
   InitializeRegion(base, g, options.broker_epoch);
+  auto* header = reinterpret_cast<ns_shm_region_header*>(base);
+  header->slot_format = options.slot_format;
+  std::memcpy(header->segment_file_prefix, options.segment_file_prefix.data(),
+              options.segment_file_prefix.size());
   // Last, with release order: a mapper that acquires the magic sees a complete header.
   Word(reinterpret_cast<ns_shm_region_header*>(base)->magic)
       .store(NS_SHM_MAGIC, std::memory_order_release);

@@ -48,6 +48,10 @@ class ShmRegion {
     std::string name;                  // file name inside dir, e.g. "nearstream-push-<id>"
     RegionGeometry geometry;
     uint64_t broker_epoch = 0;
+    uint32_t slot_format = NS_SHM_SLOT_FORMAT_BINARY;
+    // binary_view regions: the name prefix of the segment files their views point into
+    // (docs/shm-layout.md, "Segment files"); at most NS_SHM_SEGMENT_FILE_PREFIX_BYTES - 1 bytes.
+    std::string segment_file_prefix;
   };
 
   // Broker side. Fails with kIoError (errno text) if the file exists or space cannot be

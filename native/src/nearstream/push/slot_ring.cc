@@ -82,6 +82,8 @@ Status RingProducer::Publish(const SlotLayout& l) {
   d->chunk_map_length = l.chunk_map_length;
   d->flags = l.flags;
   d->payload_length = l.payload_length;
+  d->buffers_offset = l.buffers_offset;
+  d->buffers_length = l.buffers_length;
   Word(d->sequence).store(position_ + 1, std::memory_order_release);
   ++position_;
   claimed_ = false;
@@ -147,6 +149,8 @@ std::optional<RingConsumer::Slot> RingConsumer::TryNext() {
   out.layout.chunk_map_offset = d->chunk_map_offset;
   out.layout.chunk_map_length = d->chunk_map_length;
   out.layout.payload_length = d->payload_length;
+  out.layout.buffers_offset = d->buffers_offset;
+  out.layout.buffers_length = d->buffers_length;
   out.layout.flags = d->flags;
   out.payload = region_->payload(ring_, slot);
   ++position_;

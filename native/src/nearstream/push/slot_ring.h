@@ -40,6 +40,8 @@ struct SlotLayout {
   uint32_t chunk_map_length = 0;
   uint32_t payload_length = 0;  // bytes of the payload in use
   uint32_t flags = 0;           // NS_SHM_SLOT_*: 0 for a batch, else a marker slot
+  uint32_t buffers_offset = 0;  // binary_view slots: the buffer table
+  uint32_t buffers_length = 0;
 
   bool operator==(const SlotLayout&) const = default;
 };

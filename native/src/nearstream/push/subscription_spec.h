@@ -32,6 +32,9 @@ struct SubscriptionSpec {
   uint32_t consumer_timeout_ms = 0;  // 0 = PushOptions::default_consumer_timeout_ms
   std::vector<RingSpec> rings;       // ring i of the region is rings[i]
   RecordFilter filter;               // records that fail it are not pushed
+  // NS_SHM_SLOT_FORMAT_BINARY (records copied into slots) or _BINARY_VIEW (views into segment
+  // files); docs/shm-layout.md, "View slots".
+  uint32_t slot_format = 0;
 };
 
 // A subscription made: its id (for Update/Close) and the region to map.

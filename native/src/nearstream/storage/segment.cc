@@ -61,7 +61,17 @@ MappingPool& Pool() {
 
 }  // namespace
 
-Result<std::shared_ptr<Segment>> Segment::Create(uint64_t id, uint32_t capacity, int64_t now_ms) {
+Result<std::shared_ptr<Segment>> Segment::Create(uint64_t id, uint32_t capacity, int64_t now_ms,
+                                                 std::shared_ptr<SegmentFiles> files) {
+  if (files != nullptr) {
+    Result<SegmentFiles::File> f = files->Take(capacity);
+    if (f.ok()) {
+      return std::shared_ptr<Segment>(
+          new Segment(id, capacity, f->data, now_ms, std::move(files), f->number));
+    }
+    // Appends go on; push consumers get this segment's records as copies.
+    NS_LOG(kWarning) << "segment " << id << " uses private memory: " << f.status().message();
+  }
   void* p = Pool().Take(capacity);
   if (p == nullptr) {
     p = ::mmap(nullptr, capacity, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -71,11 +81,16 @@ Result<std::shared_ptr<Segment>> Segment::Create(uint64_t id, uint32_t capacity,
                                errno);
     }
   }
-  return std::shared_ptr<Segment>(new Segment(id, capacity, static_cast<uint8_t*>(p), now_ms));
+  return std::shared_ptr<Segment>(
+      new Segment(id, capacity, static_cast<uint8_t*>(p), now_ms, nullptr, 0));
 }
 
 Segment::~Segment() {
-  if (!Pool().Give(data_, capacity_)) ::munmap(data_, capacity_);
+  if (files_ != nullptr) {
+    files_->Give(SegmentFiles::File{file_number_, data_, capacity_});
+  } else if (!Pool().Give(data_, capacity_)) {
+    ::munmap(data_, capacity_);
+  }
 }
 
 void Segment::Discard(uint32_t offset) {

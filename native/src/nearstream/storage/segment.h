@@ -16,6 +16,7 @@
 
 #include "nearstream/common/byte_io.h"
 #include "nearstream/storage/env.h"
+#include "nearstream/storage/segment_files.h"
 
 namespace nearstream::storage {
 
@@ -23,13 +24,19 @@ class Segment {
  public:
   // Segment memory is its own anonymous mapping: pages are committed as appends touch them and
   // returned to the OS the moment retention or a delete drops the segment (a malloc'd 8 MiB
-  // block may stay in the allocator's heap).
-  static Result<std::shared_ptr<Segment>> Create(uint64_t id, uint32_t capacity, int64_t now_ms);
+  // block may stay in the allocator's heap). With `files`, the memory is one of its files, which
+  // push consumers can map (view slots); when no file can be made the segment falls back to an
+  // anonymous mapping (logged) and file_number() is 0.
+  static Result<std::shared_ptr<Segment>> Create(uint64_t id, uint32_t capacity, int64_t now_ms,
+                                                 std::shared_ptr<SegmentFiles> files = nullptr);
   ~Segment();
   Segment(const Segment&) = delete;
   Segment& operator=(const Segment&) = delete;
 
   uint64_t id() const { return id_; }
+  // The segment file holding this segment's bytes (docs/shm-layout.md, "Segment files"); 0 when
+  // they are in private memory.
+  uint64_t file_number() const { return file_number_; }
   uint32_t capacity() const { return capacity_; }
   const uint8_t* data() const { return data_; }
   uint32_t committed() const { return committed_.load(std::memory_order_acquire); }
@@ -110,12 +117,20 @@ class Segment {
   std::atomic<bool>& dirty() { return dirty_; }
 
  private:
-  Segment(uint64_t id, uint32_t capacity, uint8_t* data, int64_t now_ms)
-      : id_(id), capacity_(capacity), data_(data), last_append_ms_(now_ms) {}
+  Segment(uint64_t id, uint32_t capacity, uint8_t* data, int64_t now_ms,
+          std::shared_ptr<SegmentFiles> files, uint64_t file_number)
+      : id_(id),
+        capacity_(capacity),
+        data_(data),
+        files_(std::move(files)),
+        file_number_(file_number),
+        last_append_ms_(now_ms) {}
 
   const uint64_t id_;
   const uint32_t capacity_;
   uint8_t* const data_;
+  const std::shared_ptr<SegmentFiles> files_;  // null: data_ is an anonymous mapping
+  const uint64_t file_number_;
   alignas(64) std::atomic<uint32_t> committed_{0};
   uint32_t written_ = 0;  // the end of the last WriteChunk (slot lock); see write_end()
   std::atomic<bool> sealed_{false};

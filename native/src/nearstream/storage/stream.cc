@@ -15,6 +15,10 @@ Stream::Stream(StreamConfig config, Env* env, const std::string& dir, TxnSetting
   }
 }
 
+void Stream::UseSegmentFiles(const std::shared_ptr<SegmentFiles>& files) {
+  for (auto& s : streamlets_) s->UseSegmentFiles(files);
+}
+
 void Stream::NoteAppended() {
   for (uint32_t i = 0; i < streamlet_count(); ++i) {
     streamlet_generations_[i].fetch_add(1, std::memory_order_seq_cst);

@@ -49,6 +49,10 @@ class Stream {
   // groups): bumps every streamlet's generation and the stream-wide one.
   void NoteAppended();
 
+  // New segments of every streamlet live in `files` from now on (a view push subscription asked
+  // for it; segment_files.h).
+  void UseSegmentFiles(const std::shared_ptr<SegmentFiles>& files);
+
   StreamTransactions& transactions() { return *transactions_; }
   const StreamTransactions& transactions() const { return *transactions_; }
 

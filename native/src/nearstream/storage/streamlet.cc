@@ -115,10 +115,20 @@ Streamlet::Group* Streamlet::NewGroupFromRecovery(uint64_t id, int64_t now_ms) {
   return groups_.back().get();
 }
 
+void Streamlet::UseSegmentFiles(std::shared_ptr<SegmentFiles> files) {
+  MutexLock lock(&mu_);
+  segment_files_ = std::move(files);
+}
+
 Result<std::shared_ptr<Segment>> Streamlet::CreateSegment(uint64_t group, uint64_t segment,
                                                           int64_t now_ms) {
+  std::shared_ptr<SegmentFiles> files;
+  {
+    MutexLock lock(&mu_);
+    files = segment_files_;
+  }
   ASSIGN_OR_RETURN(std::shared_ptr<Segment> seg,
-                   Segment::Create(segment, config_->segment_bytes, now_ms));
+                   Segment::Create(segment, config_->segment_bytes, now_ms, std::move(files)));
   if (!dir_.empty()) {
     ASSIGN_OR_RETURN(auto file, env_->OpenAppendable(SegmentPath(group, segment)));
     // A new file's directory entry must be durable before a sync append is acknowledged.

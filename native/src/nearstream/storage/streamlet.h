@@ -128,6 +128,10 @@ class Streamlet {
   // tail when there is none (what a consumer starting "from time T" should read from).
   Position LookupTimestamp(int64_t timestamp_ms) const;
 
+  // From now on new segments live in `files` (push view slots; segment_files.h). Segments made
+  // before stay where they are.
+  void UseSegmentFiles(std::shared_ptr<SegmentFiles> files) NS_EXCLUDES(mu_);
+
   StreamletInfo Describe() const;
   uint64_t bytes() const;
 
@@ -268,6 +272,7 @@ class Streamlet {
   std::atomic<bool> dir_dirty_{false};   // an async segment file was created since the last sync
   std::atomic<bool> sealed_{false};      // moving away: appends are refused
   std::atomic<uint64_t> parts_mark_{0};  // about to move: no parts of transactions from here
+  std::shared_ptr<SegmentFiles> segment_files_ NS_GUARDED_BY(mu_);  // null: private memory
 };
 
 }  // namespace nearstream::storage
