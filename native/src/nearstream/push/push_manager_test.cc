@@ -4,8 +4,11 @@
 // NoteAppended and NotifyAppend as the broker's append path does.
 #include "nearstream/push/push_manager.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -24,6 +27,7 @@
 #include "nearstream/storage/chunk.h"
 #include "nearstream/storage/stream_store.h"
 #include "nearstream/testing/test_broker_process.h"
+#include "nearstream/testing/view_slot_reader.h"
 
 namespace nearstream::push {
 namespace {
@@ -95,15 +99,62 @@ struct SlotSeen {
   uint32_t row_count = 0;
   std::vector<ns_shm_chunk_map_entry> entries;
   std::vector<ChunkSeen> chunks;
+  size_t buffer_files = 0;    // binary_view: segment files in the buffer table
+  uint32_t copied_bytes = 0;  // binary_view: bytes in buffer 0
 };
 
-SlotSeen DecodeSlot(const RingConsumer::Slot& slot) {
+// The segment files a binary_view region's views point into, mapped read-only as a consumer maps
+// them: by the name the region header gives, in the region's directory.
+class SegmentFileMaps {
+ public:
+  explicit SegmentFileMaps(const ShmRegion* region)
+      : dir_(std::filesystem::path(region->path()).parent_path().string()),
+        prefix_(region->header()->segment_file_prefix) {}
+  ~SegmentFileMaps() {
+    for (auto& [n, m] : maps_) ::munmap(const_cast<uint8_t*>(m.data), m.size);
+  }
+  SegmentFileMaps(const SegmentFileMaps&) = delete;
+  SegmentFileMaps& operator=(const SegmentFileMaps&) = delete;
+
+  testing::MappedFile Map(uint64_t number) {
+    auto it = maps_.find(number);
+    if (it != maps_.end()) return it->second;
+    const std::string path = dir_ + "/" + prefix_ + std::to_string(number);
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return {};
+    struct stat st;
+    void* p = MAP_FAILED;
+    if (::fstat(fd, &st) == 0 && st.st_size > 0) {
+      p = ::mmap(nullptr, st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+    }
+    ::close(fd);
+    if (p == MAP_FAILED) return {};
+    testing::MappedFile m{static_cast<const uint8_t*>(p), uint64_t(st.st_size)};
+    maps_.emplace(number, m);
+    return m;
+  }
+
+ private:
+  std::string dir_;
+  std::string prefix_;
+  std::map<uint64_t, testing::MappedFile> maps_;
+};
+
+// `files`: the segment file mappings of a binary_view region; null for a binary one.
+SlotSeen DecodeSlot(const RingConsumer::Slot& slot, SegmentFileMaps* files = nullptr) {
   SlotSeen out;
   const SlotLayout& l = slot.layout;
   out.flags = l.flags;
   out.row_count = l.row_count;
   const uint8_t* offsets = slot.payload + l.offsets_offset;
   const uint8_t* data = slot.payload + l.data_offset;
+  std::vector<std::string> view_rows;
+  if (files != nullptr && l.flags == 0) {
+    view_rows =
+        testing::ReadViewRows(slot.payload, l, [&](uint64_t number) { return files->Map(number); });
+    out.buffer_files = testing::BufferTable(slot.payload, l).size();
+    out.copied_bytes = l.data_length;
+  }
   uint32_t row = 0;
   for (uint32_t c = 0; c < l.chunk_count; ++c) {
     ns_shm_chunk_map_entry e;
@@ -114,6 +165,10 @@ SlotSeen DecodeSlot(const RingConsumer::Slot& slot) {
     cs.streamlet = e.streamlet;
     cs.at = Position{e.group, e.segment, e.byte_position};
     for (uint32_t r = 0; r < e.record_count; ++r, ++row) {
+      if (files != nullptr) {
+        if (row < view_rows.size()) cs.records.push_back(view_rows[row]);
+        continue;
+      }
       const uint32_t begin = LoadLe32(offsets + 4 * row);
       const uint32_t end = LoadLe32(offsets + 4 * (row + 1));
       cs.records.emplace_back(reinterpret_cast<const char*>(data + begin), end - begin);
@@ -132,7 +187,11 @@ class Reader {
     auto c = RingConsumer::Attach(region, ring, MonotonicNowNs());
     EXPECT_TRUE(c.ok()) << c.status().ToString();
     if (c.ok()) consumer_.emplace(std::move(*c));
+    if (region->header()->slot_format == NS_SHM_SLOT_FORMAT_BINARY_VIEW) {
+      files_ = std::make_unique<SegmentFileMaps>(region);
+    }
   }
+  SegmentFileMaps* files() { return files_.get(); }
   bool attached() const { return consumer_.has_value(); }
 
   // Reads until `records` records in all were read or `timeout` passed.
@@ -176,13 +235,14 @@ class Reader {
         (void)consumer_->Wait(20ms);
         continue;
       }
-      slots_.push_back(DecodeSlot(*slot));
+      slots_.push_back(DecodeSlot(*slot, files_.get()));
       records_ += slots_.back().row_count;
       ASSERT_TRUE(consumer_->Release(slot->position).ok());
     }
   }
 
   std::optional<RingConsumer> consumer_;
+  std::unique_ptr<SegmentFileMaps> files_;
   std::vector<SlotSeen> slots_;
   size_t records_ = 0;
 };
@@ -665,6 +725,110 @@ TEST_F(PushManagerTest, StopLeavesNoFileInThePushDir) {
   EXPECT_EQ(manager_->Subscribe(kConn, Spec("s", {{0}})).status().code(),
             StatusCode::kShuttingDown);
   EXPECT_TRUE(FilesIn(push_dir_.path()).empty());
+}
+
+// A view subscription: new segments live in segment files named by the region header, views
+// point into them (records of at most 12 bytes inline), and the records of segments made before
+// the subscription arrive as copies in buffer 0. Every record arrives once, at its position.
+TEST_F(PushManagerTest, AViewSubscriptionPointsIntoSegmentFilesAndCopiesOlderSegmentsRecords) {
+  StartManager();
+  for (auto durability : {storage::Durability::kNone, storage::Durability::kSync}) {
+    const std::string name = std::string("v-") + storage::DurabilityName(durability);
+    SCOPED_TRACE(name);
+    auto stream = CreateStream(name, 2, 4096, durability);
+    ASSERT_NE(stream, nullptr);
+    Append(stream.get(), 0, 6);  // before the subscription: private memory
+
+    SubscriptionSpec spec = Spec(name, {{0, 1}});
+    spec.slot_format = NS_SHM_SLOT_FORMAT_BINARY_VIEW;
+    Sub sub = SubscribeAndMap(spec);
+    ASSERT_NE(sub.region, nullptr);
+    EXPECT_EQ(sub.region->header()->slot_format, NS_SHM_SLOT_FORMAT_BINARY_VIEW);
+    EXPECT_EQ(std::string(sub.region->header()->segment_file_prefix),
+              "nearstream-seg-" + std::to_string(::getpid()) + "-");
+    Reader r(sub.region.get(), 0);
+    ASSERT_TRUE(r.attached());
+
+    Append(stream.get(), 0, 20, 5, 300);
+    for (int i = 0; i < 30; ++i) {
+      AppendChunk(stream.get(), 1,
+                  {"", "a", "twelve bytes", "thirteen byte", std::string(200, 'z')});
+    }
+    const size_t total = 26 * 5 + 30 * 5;
+    r.ReadRecords(total);
+    for (uint32_t s = 0; s < 2; ++s) {
+      SCOPED_TRACE("streamlet " + std::to_string(s));
+      const std::vector<ChunkSeen> want = ReadStreamlet(stream->streamlet(s), s);
+      EXPECT_GE(want.back().at.group, 2u);  // across segments and groups
+      EXPECT_EQ(r.Chunks(s), want);
+    }
+    EXPECT_EQ(r.records(), total);
+    bool pointed = false, copied = false;
+    for (const SlotSeen& slot : r.slots()) {
+      pointed |= slot.buffer_files > 0;
+      copied |= slot.copied_bytes > 0;
+    }
+    EXPECT_TRUE(pointed) << "no view pointed into a segment file";
+    EXPECT_TRUE(copied) << "the older segments' records were not copied";
+  }
+  EXPECT_GT(Metric("nearstream_push_view_slots_total"), 0u);
+  EXPECT_GT(Metric("nearstream_push_segment_files_created_total"), 0u);
+  EXPECT_EQ(Metric("nearstream_push_segment_file_failures_total"), 0u);
+  // The segments are still alive (their streams are), but their names go with the broker.
+  manager_->Stop();
+  EXPECT_TRUE(FilesIn(push_dir_.path()).empty());
+}
+
+// A slot the consumer has not released keeps the segment files its views point into: retention
+// drops the segment from the stream, new segments of the same size are made, and the held slot
+// still reads its own records. Without the pin the dropped segment's file would be reused at once.
+TEST_F(PushManagerTest, ASegmentFileNamedByAnUnreleasedSlotOutlivesRetention) {
+  StartManager();
+  storage::StreamConfig config;
+  config.name = "r";
+  config.streamlets = 1;
+  config.segment_bytes = 4096;
+  config.segments_per_group = 2;
+  config.active_groups = 1;
+  config.retention_bytes = 8192;
+  ASSERT_TRUE(store_->Create(config).ok());
+  auto stream = store_->Find("r");
+  SubscriptionSpec spec = Spec("r", {{0}}, 60000, 64 * 1024, /*slots_per_ring=*/2);
+  spec.slot_format = NS_SHM_SLOT_FORMAT_BINARY_VIEW;
+  Sub sub = SubscribeAndMap(spec);
+  ASSERT_NE(sub.region, nullptr);
+  Reader r(sub.region.get(), 0);
+  ASSERT_TRUE(r.attached());
+
+  std::vector<std::string> first(10);
+  for (size_t i = 0; i < first.size(); ++i) first[i] = "first-" + std::string(100, char('a' + i));
+  const Position at = AppendChunk(stream.get(), 0, first);
+  std::optional<RingConsumer::Slot> held;
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (!held && std::chrono::steady_clock::now() < deadline) {
+    r.consumer().Heartbeat(MonotonicNowNs());
+    held = r.consumer().TryNext();
+    if (!held) (void)r.consumer().Wait(20ms);
+  }
+  ASSERT_TRUE(held.has_value());
+  SlotSeen before = DecodeSlot(*held, r.files());
+  ASSERT_EQ(before.chunks.size(), 1u);
+  ASSERT_EQ(before.chunks[0].records, first);
+  ASSERT_EQ(before.buffer_files, 1u);
+
+  // Five times the retention limit, with retention applied as the broker's maintenance does.
+  for (int i = 0; i < 40; ++i) {
+    Append(stream.get(), 0, 1, 10, 100);
+    store_->Maintain(0);
+  }
+  const std::vector<ChunkSeen> kept = ReadStreamlet(stream->streamlet(0), 0);
+  ASSERT_FALSE(kept.empty());
+  EXPECT_NE(kept.front().at, at) << "retention did not drop the first segment";
+
+  SlotSeen after = DecodeSlot(*held, r.files());
+  ASSERT_EQ(after.chunks.size(), 1u);
+  EXPECT_EQ(after.chunks[0].records, first);
+  ASSERT_TRUE(r.consumer().Release(held->position).ok());
 }
 
 }  // namespace

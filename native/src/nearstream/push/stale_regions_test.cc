@@ -49,5 +49,25 @@ TEST(StaleRegionsTest, RemovesOnlyRegionsOfDeadBrokers) {
   fs::remove_all(dir);
 }
 
+TEST(StaleRegionsTest, RemovesTheSegmentFilesOfDeadBrokersToo) {
+  char tmpl[] = "/tmp/ns-stale-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const fs::path dir = tmpl;
+  const long dead = DeadPid();
+  const std::string of_dead = SegmentFilePrefix(dead) + "17";
+  const std::string of_self = SegmentFilePrefix(::getpid()) + "1";
+  EXPECT_EQ(of_self, "nearstream-seg-" + std::to_string(::getpid()) + "-1");
+  for (const std::string& n : {of_dead, of_self, std::string("nearstream-seg--5")}) {
+    Touch(dir / n);
+  }
+
+  std::vector<std::string> removed = RemoveRegionsOfDeadBrokers(dir.string());
+
+  EXPECT_EQ(removed, std::vector<std::string>{of_dead});
+  EXPECT_TRUE(fs::exists(dir / of_self));
+  EXPECT_TRUE(fs::exists(dir / "nearstream-seg--5"));
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace nearstream::push

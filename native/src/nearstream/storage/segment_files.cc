@@ -10,8 +10,8 @@
 
 namespace nearstream::storage {
 
-SegmentFiles::SegmentFiles(std::string dir, std::string prefix)
-    : dir_(std::move(dir)), prefix_(std::move(prefix)) {}
+SegmentFiles::SegmentFiles(std::string dir, std::string prefix, uint64_t max_idle_bytes)
+    : dir_(std::move(dir)), prefix_(std::move(prefix)), max_idle_bytes_(max_idle_bytes) {}
 
 SegmentFiles::~SegmentFiles() {
   MutexLock lock(&mu_);
@@ -73,7 +73,7 @@ Result<SegmentFiles::File> SegmentFiles::Take(uint32_t capacity) {
 void SegmentFiles::Give(const File& file) {
   {
     MutexLock lock(&mu_);
-    if (!unlinked_all_ && idle_bytes_ + file.capacity <= kMaxIdleBytes) {
+    if (!unlinked_all_ && idle_bytes_ + file.capacity <= max_idle_bytes_) {
       idle_.push_back(file);
       idle_bytes_ += file.capacity;
       return;

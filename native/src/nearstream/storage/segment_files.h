@@ -6,9 +6,9 @@
 // object, created O_CREAT|O_EXCL with mode 0600, their space reserved (a full tmpfs fails the
 // Take instead of raising SIGBUS at the first touch), mapped MAP_SHARED read-write. A file
 // given back is kept, under its name, for the next Take of the same size (appends then touch
-// pages that are already there), up to kMaxIdleBytes; beyond that it is unmapped and unlinked.
-// Whoever gives a file back promises that no reader still needs its contents (the push thread
-// pins a segment while a slot names it).
+// pages that are already there), up to kMaxIdleBytes (by default); beyond that it is unmapped and
+// unlinked. Whoever gives a file back promises that no reader still needs its contents (the push
+// thread pins a segment while a slot names it).
 //
 // Thread-safe. Shared (shared_ptr) by every segment that lives in one of its files, so it
 // outlives them; its destructor unlinks the idle files, and UnlinkAll removes every name at
@@ -35,7 +35,7 @@ class SegmentFiles {
     uint32_t capacity = 0;
   };
 
-  SegmentFiles(std::string dir, std::string prefix);
+  SegmentFiles(std::string dir, std::string prefix, uint64_t max_idle_bytes = kMaxIdleBytes);
   ~SegmentFiles();
   SegmentFiles(const SegmentFiles&) = delete;
   SegmentFiles& operator=(const SegmentFiles&) = delete;
@@ -57,6 +57,7 @@ class SegmentFiles {
  private:
   const std::string dir_;
   const std::string prefix_;
+  const uint64_t max_idle_bytes_;
   mutable Mutex mu_;
   uint64_t next_number_ NS_GUARDED_BY(mu_) = 1;
   std::vector<File> idle_ NS_GUARDED_BY(mu_);
