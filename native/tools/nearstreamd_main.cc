@@ -46,6 +46,10 @@ over a binary TCP protocol (docs/protocol.md).
                               (default 1000, 0 = publish every append at once, at most 1000000)
   --push-nice N               nice value of the push threads (default 0, up to 19): on a broker
                               short of CPU, appends go first and delivery takes what is left
+  --push-segment-files WHEN   when stream segments live in files of --push-dir that view
+                              subscriptions point into: on-view (default: a stream's new
+                              segments, from its first binary_view subscription on) or always
+                              (every segment; segment memory then counts against that tmpfs)
   --version                   print the version and exit
 
 Cluster (docs/cluster.md; without --zookeeper the broker is standalone and owns every stream):
@@ -98,6 +102,7 @@ Status Run(int argc, char** argv) {
                                                                   {"push-dir"},
                                                                   {"push-linger-us"},
                                                                   {"push-nice"},
+                                                                  {"push-segment-files"},
                                                                   {"zookeeper"},
                                                                   {"broker-id"},
                                                                   {"advertised-address"},
@@ -145,6 +150,12 @@ Status Run(int argc, char** argv) {
   ASSIGN_OR_RETURN(uint64_t push_nice, flags.Unsigned("push-nice", 0, 0, push::kMaxPushNice));
   options.push.nice = static_cast<int>(push_nice);
   options.push.dir = flags.String("push-dir", push::kDefaultShmDir);
+  const std::string segment_files = flags.String("push-segment-files", "on-view");
+  if (segment_files != "on-view" && segment_files != "always") {
+    return Status::InvalidArgument("--push-segment-files must be on-view or always, not '" +
+                                   segment_files + "'");
+  }
+  options.push.segment_files_always = segment_files == "always";
   options.handler.broker_epoch =
       static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
   ASSIGN_OR_RETURN(uint64_t broker_id, flags.Unsigned("broker-id", 0, 0, INT32_MAX));

@@ -169,6 +169,7 @@ Status PushManager::Start() {
   RemoveRegionsOfDeadBrokers(options_.dir);
   segment_files_ =
       std::make_shared<storage::SegmentFiles>(options_.dir, SegmentFilePrefix(::getpid()));
+  if (options_.segment_files_always) store_->UseSegmentFilesForAll(segment_files_);
   for (auto& t : threads_) {
     Thread* raw = t.get();
     t->thread = std::thread([this, raw] { ThreadLoop(raw); });

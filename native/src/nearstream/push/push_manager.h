@@ -56,6 +56,12 @@ struct PushOptions {
   // broker whose cores are all busy, a positive value lets appends go first and push threads take
   // the CPU the workers leave. Pull has no such knob: its fetches run on the append workers.
   int nice = 0;
+  // Where stream segments live (docs/shm-layout.md, "Segment files"). false: a stream's new
+  // segments become files consumers can map from its first binary_view subscription on (older
+  // segments' records reach view slots as copies). true: every stream's segments are files from
+  // the start, so views never copy - at the price of segment memory living in the push
+  // directory (a tmpfs whose size limit it then counts against).
+  bool segment_files_always = false;
 };
 
 inline constexpr uint32_t kMaxPushLingerUs = 1'000'000;

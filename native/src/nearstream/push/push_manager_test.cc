@@ -261,8 +261,9 @@ class PushManagerTest : public ::testing::Test {
     if (manager_) manager_->Stop();
   }
 
-  void StartManager(uint32_t linger_us = 1000, int threads = 1) {
+  void StartManager(uint32_t linger_us = 1000, int threads = 1, bool segment_files_always = false) {
     PushOptions o;
+    o.segment_files_always = segment_files_always;
     o.dir = push_dir_.path();
     o.threads = threads;
     o.broker_epoch = 42;
@@ -777,6 +778,25 @@ TEST_F(PushManagerTest, AViewSubscriptionPointsIntoSegmentFilesAndCopiesOlderSeg
   // The segments are still alive (their streams are), but their names go with the broker.
   manager_->Stop();
   EXPECT_TRUE(FilesIn(push_dir_.path()).empty());
+}
+
+// With segment files always on, segments made before any subscription are files too: a view
+// subscription then copies nothing.
+TEST_F(PushManagerTest, WithSegmentFilesAlwaysAViewSubscriptionCopiesNothing) {
+  StartManager(1000, 1, /*segment_files_always=*/true);
+  auto stream = CreateStream("always", 1);
+  Append(stream.get(), 0, 12, 5, 100);
+  SubscriptionSpec spec = Spec("always", {{0}});
+  spec.slot_format = NS_SHM_SLOT_FORMAT_BINARY_VIEW;
+  Sub sub = SubscribeAndMap(spec);
+  ASSERT_NE(sub.region, nullptr);
+  Reader r(sub.region.get(), 0);
+  r.ReadRecords(60);
+  EXPECT_EQ(r.Chunks(0), ReadStreamlet(stream->streamlet(0), 0));
+  for (const SlotSeen& slot : r.slots()) {
+    EXPECT_EQ(slot.copied_bytes, 0u);
+    EXPECT_GT(slot.buffer_files, 0u);
+  }
 }
 
 // A slot the consumer has not released keeps the segment files its views point into: retention

@@ -130,6 +130,7 @@ Status StreamStore::Recover(const std::string& name, int64_t now_ms) {
   NS_LOG(kInfo) << "recovered stream " << name << " (" << config->streamlets << " streamlets, "
                 << DurabilityName(config->durability) << ")";
   MutexLock lock(&mu_);
+  if (all_segment_files_ != nullptr) stream->UseSegmentFiles(all_segment_files_);
   streams_[name] = std::move(stream);
   return Status::Ok();
 }
@@ -164,9 +165,16 @@ Status StreamStore::Create(const StreamConfig& config) {
       return s;
     }
   }
-  streams_[config.name] =
-      std::make_shared<Stream>(config, options_.env, dir, options_.txn, &txn_totals_);
+  auto stream = std::make_shared<Stream>(config, options_.env, dir, options_.txn, &txn_totals_);
+  if (all_segment_files_ != nullptr) stream->UseSegmentFiles(all_segment_files_);
+  streams_[config.name] = std::move(stream);
   return Status::Ok();
+}
+
+void StreamStore::UseSegmentFilesForAll(std::shared_ptr<SegmentFiles> files) {
+  MutexLock lock(&mu_);
+  all_segment_files_ = std::move(files);
+  for (auto& [name, stream] : streams_) stream->UseSegmentFiles(all_segment_files_);
 }
 
 Status StreamStore::Delete(const std::string& name) {

@@ -38,6 +38,10 @@ class StreamStore {
   std::shared_ptr<Stream> Find(const std::string& name) const NS_EXCLUDES(mu_);
   std::vector<std::string> List() const NS_EXCLUDES(mu_);
 
+  // New segments of every stream, present and future, live in `files` from now on (the broker's
+  // --push-segment-files always; segment_files.h).
+  void UseSegmentFilesForAll(std::shared_ptr<SegmentFiles> files) NS_EXCLUDES(mu_);
+
   // Retention and idle-group closing for every stream; deletes the dropped segment files.
   void Maintain(int64_t now_ms) NS_EXCLUDES(mu_);
   // fsyncs what async streams appended since the last call. Returns the number of failures.
@@ -58,6 +62,7 @@ class StreamStore {
   mutable Mutex mu_;
   std::map<std::string, std::shared_ptr<Stream>> streams_ NS_GUARDED_BY(mu_);
   uint64_t deletions_ NS_GUARDED_BY(mu_) = 0;
+  std::shared_ptr<SegmentFiles> all_segment_files_ NS_GUARDED_BY(mu_);
   TxnTotals txn_totals_;
 };
 
