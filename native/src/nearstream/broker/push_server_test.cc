@@ -15,6 +15,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -26,6 +27,7 @@
 #include "nearstream/testing/test_broker_process.h"
 #include "nearstream/testing/test_records.h"
 #include "nearstream/testing/test_threads.h"
+#include "nearstream/testing/view_slot_reader.h"
 
 namespace nearstream::broker {
 namespace {
@@ -745,6 +747,88 @@ TEST(PushBrokerProcessTest, FlagsAndSigtermUnlink) {
   EXPECT_EQ((*broker)->Stop(SIGTERM), 0) << (*broker)->log();
   EXPECT_FALSE(FileExists(sub->region_path));
   EXPECT_EQ((*region)->region_state(), NS_SHM_REGION_CLOSED);
+}
+
+// A broker killed with SIGKILL cannot unlink its segment files. A consumer holding a view slot
+// keeps reading it through its own mappings; the next broker on the push directory removes the
+// dead broker's files (and region), and the held slot still reads the same records.
+TEST(PushBrokerProcessTest, AKilledBrokersSegmentFilesServeHeldSlotsAndGoAtTheNextStart) {
+  testing::TempDir push_dir("nearstream-push-dir");
+  ASSERT_TRUE(push_dir.ok());
+  testing::TestBroker::Options options;
+  options.extra_args = {"--push-dir", push_dir.path(), "--push-segment-files", "always"};
+  auto broker = testing::TestBroker::Start(options);
+  ASSERT_TRUE(broker.ok()) << broker.status().ToString();
+  const std::string dead_prefix = "nearstream-seg-" + std::to_string((*broker)->pid()) + "-";
+  auto c = Client::Connect((*broker)->address());
+  ASSERT_TRUE(c.ok());
+  storage::StreamConfig config;
+  config.name = "s";
+  config.streamlets = 1;
+  ASSERT_TRUE(c->CreateStream(config).ok());
+  storage::ChunkBuilder b;
+  std::vector<std::string> records;
+  for (int i = 0; i < 20; ++i) {
+    records.push_back("record " + std::to_string(i) + " " + std::string(100, char('a' + i)));
+    b.Add(records.back());
+  }
+  Bytes chunk = b.Finish(0, 0, 1000);
+  net::AppendRequest append;
+  append.stream = "s";
+  append.entries.push_back({0, chunk.data(), static_cast<uint32_t>(chunk.size())});
+  ASSERT_TRUE(c->Append(append).ok());
+  net::PushSubscribeRequest req;
+  req.stream = "s";
+  req.slots_per_ring = 2;
+  req.slot_bytes = 64 * 1024;
+  req.consumer_timeout_ms = 10000;
+  req.rings.push_back({0, {{0, Position{}}}});
+  req.slot_format = NS_SHM_SLOT_FORMAT_BINARY_VIEW;
+  auto sub = c->PushSubscribe(req);
+  ASSERT_TRUE(sub.ok()) << sub.status().ToString();
+  auto region = push::ShmRegion::Open(sub->region_path);
+  ASSERT_TRUE(region.ok()) << region.status().ToString();
+  ASSERT_EQ(std::string((*region)->header()->segment_file_prefix), dead_prefix);
+  auto consumer = push::RingConsumer::Attach(region->get(), 0, push::MonotonicNowNs());
+  ASSERT_TRUE(consumer.ok());
+  std::optional<push::RingConsumer::Slot> held;
+  for (int i = 0; i < 500 && !held; ++i) {
+    held = consumer->TryNext();
+    if (!held) (void)consumer->Wait(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(held.has_value());
+  // Map the slot's segment files as a consumer does, then lose the broker.
+  std::map<uint64_t, testing::MappedFile> maps;
+  for (const ns_shm_buffer_table_entry& e : testing::BufferTable(held->payload, held->layout)) {
+    const std::string path = push_dir.path() + "/" + dead_prefix + std::to_string(e.segment_file);
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(fd, 0) << path;
+    void* p = ::mmap(nullptr, e.file_bytes, PROT_READ, MAP_SHARED, fd, 0);
+    ::close(fd);
+    ASSERT_NE(p, MAP_FAILED);
+    maps[e.segment_file] = testing::MappedFile{static_cast<const uint8_t*>(p), e.file_bytes};
+  }
+  ASSERT_EQ(maps.size(), 1u);
+  auto map = [&](uint64_t n) { return maps.contains(n) ? maps[n] : testing::MappedFile{}; };
+  ASSERT_EQ(testing::ReadViewRows(held->payload, held->layout, map), records);
+  (*broker)->Stop(SIGKILL);
+  auto segment_files = [&] {
+    size_t n = 0;
+    for (const auto& e : std::filesystem::directory_iterator(push_dir.path())) {
+      n += e.path().filename().string().rfind(dead_prefix, 0) == 0 ? 1 : 0;
+    }
+    return n;
+  };
+  EXPECT_GE(segment_files(), 1u);  // nobody unlinked them
+  EXPECT_EQ(testing::ReadViewRows(held->payload, held->layout, map), records);
+
+  auto next = testing::TestBroker::Start(options);
+  ASSERT_TRUE(next.ok()) << next.status().ToString();
+  EXPECT_EQ(segment_files(), 0u);
+  EXPECT_FALSE(FileExists(sub->region_path));
+  // The mappings outlive the names: the held slot still reads its records.
+  EXPECT_EQ(testing::ReadViewRows(held->payload, held->layout, map), records);
+  for (auto& [n, m] : maps) ::munmap(const_cast<uint8_t*>(m.data), m.size);
 }
 
 }  // namespace
