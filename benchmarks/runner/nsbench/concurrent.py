@@ -24,7 +24,8 @@ def measure(workdir, consumer, workload, producers, chunk_size, streamlets, para
             fetch_bytes, workers, duration_s, record_size=100, retention="512M",
             push_slot_bytes=None, broker_cpus=None, client_cpus=None, consumer_cpus=None,
             broker_extra=(), replication=None, cluster_brokers=2):
-    """consumer: 'cpp-pull', 'pull' or 'push'. broker_cpus / client_cpus: CPU numbers the broker /
+    """consumer: 'cpp-pull', 'pull', 'push' or 'push-view' (push with binary_view slots, records
+    described in the broker's segment files instead of copied; docs/shm-layout.md). broker_cpus / client_cpus: CPU numbers the broker /
     the producers and consumers are pinned to (None: not pinned); consumer_cpus: the Flink job's
     own CPUs instead of client_cpus (the C++ consumers share the producers' process, so they stay
     on client_cpus); broker_extra: more nearstreamd flags. replication: None for one standalone
@@ -52,7 +53,10 @@ def measure(workdir, consumer, workload, producers, chunk_size, streamlets, para
         extra = ["--fetch-bytes", str(fetch_bytes)]
         if push_slot_bytes:
             extra += ["--push-slot-bytes", str(push_slot_bytes)]
-        job = flinkjob.start(workdir, workload, consumer, "bench", parallelism, broker=broker,
+        mode = consumer
+        if consumer == "push-view":
+            mode, extra = "push", extra + ["--push-slot-format", "binary-view"]
+        job = flinkjob.start(workdir, workload, mode, "bench", parallelism, broker=broker,
                              duration_s=duration_s + JOB_START_TIMEOUT_S, extra=extra,
                              name=f"job-{workload}-{consumer}",
                              cpus=consumer_cpus if consumer_cpus else client_cpus)

@@ -1,6 +1,7 @@
-// libnearstream_jni: what Java cannot do itself on the push path. Map a region file, wrap an
-// address as a direct ByteBuffer, shared futex wait and wake, and report the C layout of
-// nearstream/shm_layout.h for the cross-language test. libc only; no Java fields are touched.
+// libnearstream_jni: what Java cannot do itself on the push path. Map a region file (and,
+// read-only, a view slot's segment file), wrap an address as a direct ByteBuffer, shared futex
+// wait and wake, and report the C layout of nearstream/shm_layout.h for the cross-language test.
+// libc only; no Java fields are touched.
 // Every entry point turns a failure into io.nearstream.jni.NativeException(op, errno, text) and
 // returns at once.
 
@@ -71,20 +72,25 @@ NS_EXPORT JNIEXPORT void JNICALL JNI_OnUnload(JavaVM* vm, void* reserved) {
   g_native_exception = NULL;
 }
 
-JNIEXPORT jlong JNICALL Java_io_nearstream_jni_Natives_mapRegion(JNIEnv* env, jclass cls,
-                                                                 jstring path, jlong length) {
-  (void)cls;
+// Maps the first `length` bytes of `path` MAP_SHARED: read-write (a region, whose control words
+// the consumer writes) or read-only (a segment file: the broker's; the consumer only reads records
+// through it). `what` names the call in errors. Returns 0 with a NativeException pending on
+// failure.
+static jlong map_file(JNIEnv* env, jstring path, jlong length, int writable, const char* what) {
   if (path == NULL || length <= 0) {
-    throw_errno(env, "mapRegion(null path or length <= 0)", EINVAL);
+    char op[64];
+    snprintf(op, sizeof op, "%s(null path or length <= 0)", what);
+    throw_errno(env, op, EINVAL);
     return 0;
   }
   const char* cpath = (*env)->GetStringUTFChars(env, path, NULL);
   if (cpath == NULL) return 0;  // OutOfMemoryError pending
   char op[320];
-  int fd = open(cpath, O_RDWR | O_CLOEXEC);
+  const char* mode = writable ? "O_RDWR" : "O_RDONLY";
+  int fd = open(cpath, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
   if (fd < 0) {
     int err = errno;
-    snprintf(op, sizeof op, "open(%s, O_RDWR)", cpath);
+    snprintf(op, sizeof op, "open(%s, %s)", cpath, mode);
     (*env)->ReleaseStringUTFChars(env, path, cpath);
     throw_errno(env, op, err);
     return 0;
@@ -100,24 +106,38 @@ JNIEXPORT jlong JNICALL Java_io_nearstream_jni_Natives_mapRegion(JNIEnv* env, jc
   }
   if (st.st_size < length) {
     // Touching a mapping past the end of the file raises SIGBUS and would kill the JVM.
-    snprintf(op, sizeof op, "mapRegion(%s): file has %lld bytes, %lld requested", cpath,
+    snprintf(op, sizeof op, "%s(%s): file has %lld bytes, %lld requested", what, cpath,
              (long long)st.st_size, (long long)length);
     close(fd);
     (*env)->ReleaseStringUTFChars(env, path, cpath);
     throw_errno(env, op, EINVAL);
     return 0;
   }
-  void* addr = mmap(NULL, (size_t)length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  const int prot = writable ? PROT_READ | PROT_WRITE : PROT_READ;
+  void* addr = mmap(NULL, (size_t)length, prot, MAP_SHARED, fd, 0);
   int err = errno;
-  close(fd);  // the mapping keeps the file alive
+  close(fd);  // the mapping keeps the file alive, also once the broker unlinks it
   if (addr == MAP_FAILED) {
-    snprintf(op, sizeof op, "mmap(%s, %lld, MAP_SHARED)", cpath, (long long)length);
+    snprintf(op, sizeof op, "mmap(%s, %lld, %s, MAP_SHARED)", cpath, (long long)length,
+             writable ? "PROT_READ|PROT_WRITE" : "PROT_READ");
     (*env)->ReleaseStringUTFChars(env, path, cpath);
     throw_errno(env, op, err);
     return 0;
   }
   (*env)->ReleaseStringUTFChars(env, path, cpath);
   return (jlong)(uintptr_t)addr;
+}
+
+JNIEXPORT jlong JNICALL Java_io_nearstream_jni_Natives_mapRegion(JNIEnv* env, jclass cls,
+                                                                 jstring path, jlong length) {
+  (void)cls;
+  return map_file(env, path, length, 1, "mapRegion");
+}
+
+JNIEXPORT jlong JNICALL Java_io_nearstream_jni_Natives_mapReadOnly(JNIEnv* env, jclass cls,
+                                                                   jstring path, jlong length) {
+  (void)cls;
+  return map_file(env, path, length, 0, "mapReadOnly");
 }
 
 JNIEXPORT void JNICALL Java_io_nearstream_jni_Natives_unmapRegion(JNIEnv* env, jclass cls,
@@ -279,6 +299,21 @@ static const jlong kLayout[] = {
     NS_SHM_MAX_PUSH_SLOT_BYTES,
     NS_SHM_MAX_RINGS,
     (jlong)NS_SHM_MAX_REGION_BYTES,
+    // view slots (layout version 3)
+    NS_SHM_VIEW_BYTES,
+    NS_SHM_BUFFER_TABLE_ENTRY_BYTES,
+    NS_SHM_VIEW_INLINE_BYTES,
+    NS_SHM_SEGMENT_FILE_PREFIX_BYTES,
+    NS_SHM_SLOT_FORMAT_BINARY,
+    NS_SHM_SLOT_FORMAT_BINARY_VIEW,
+    sizeof(ns_shm_buffer_table_entry),
+    NS_OFF(ns_shm_region_header, slot_format),
+    NS_OFF(ns_shm_region_header, segment_file_prefix),
+    sizeof(((ns_shm_region_header*)0)->segment_file_prefix),
+    NS_OFF(ns_shm_slot_descriptor, buffers_offset),
+    NS_OFF(ns_shm_slot_descriptor, buffers_length),
+    NS_OFF(ns_shm_buffer_table_entry, segment_file),
+    NS_OFF(ns_shm_buffer_table_entry, file_bytes),
 };
 #undef NS_OFF
 

@@ -37,7 +37,20 @@ final class Natives {
      */
     static native long mapRegion(String path, long length) throws NativeException;
 
-    /** {@code munmap(address, length)} of a mapping made by {@link #mapRegion}. */
+    /**
+     * Opens {@code path} {@code O_RDONLY}, maps its first {@code length} bytes {@code MAP_SHARED}
+     * with {@code PROT_READ} only and closes the descriptor: a segment file of a view slot, which
+     * the broker writes and the consumer only reads. Fails (instead of risking {@code SIGBUS}
+     * later) when the file is shorter than {@code length}.
+     *
+     * @return the address of the mapping, page-aligned; {@link #unmapRegion} unmaps it
+     */
+    static native long mapReadOnly(String path, long length) throws NativeException;
+
+    /**
+     * {@code munmap(address, length)} of a mapping made by {@link #mapRegion} or {@link
+     * #mapReadOnly}.
+     */
     static native void unmapRegion(long address, long length) throws NativeException;
 
     /**

@@ -32,7 +32,7 @@ package io.nearstream.jni;
  *   region header                       ring header
  *   off  size field                     off  size field
  *   0    8    magic "NSPUSH01" (last)   0    4    ring_id
- *   8    4    layout_version (1)        4    4    subtask_index
+ *   8    4    layout_version (3)        4    4    subtask_index
  *   12   4    header_bytes (4096)       8    4    state (0 free, 1 active, 2 reclaimed)
  *   16   4    ring_count                12   4    generation
  *   20   4    slots_per_ring (N)        16   8    base_position
@@ -52,10 +52,14 @@ package io.nearstream.jni;
  *   0    4    streamlet                 40   4+4  chunk_map offset/length (count * 40)
  *   4    4    record_count              48   4    flags (SLOT_*)
  *   8    8    group                     52   4    payload_length
- *   16   8    segment
+ *   16   8    segment                   56   4+4  buffers offset/length (binary_view)
  *   24   4    byte_position
- *   28   4    chunk_bytes
- *   32   8    first_timestamp_ms
+ *   28   4    chunk_bytes               region header, view slots
+ *   32   8    first_timestamp_ms        256  4    slot_format (0 binary, 1 binary_view)
+ *                                       320  64   segment_file_prefix (ASCII, NUL-padded)
+ *   buffer table entry (16 B)
+ *   0    8    segment_file              binary_view: offsets offset/length locate the 16-byte
+ *   8    4    file_bytes                views; data is variadic buffer 0, entry k buffer k + 1
  * </pre>
  *
  * Unsigned C fields are read as Java {@code int}/{@code long}; widen 32-bit lengths with {@code
@@ -69,7 +73,8 @@ public final class ShmLayout {
     /** "NSPUSH01" read as a little-endian u64. */
     public static final long MAGIC = 0x313048535550534EL;
 
-    public static final int LAYOUT_VERSION = 2;
+    /** 3: view slots (region {@code slot_format}, descriptor buffer table). */
+    public static final int LAYOUT_VERSION = 3;
 
     /**
      * Descriptor flags: 0 = an Arrow batch of whole chunks. A marker slot has no rows and one chunk
@@ -105,6 +110,23 @@ public final class ShmLayout {
     public static final int REGION_OPEN = 1;
     public static final int REGION_CLOSED = 2;
 
+    /**
+     * Region slot formats ({@code slot_format}): {@code binary} slots carry the records' bytes,
+     * {@code binary_view} slots 16-byte Arrow BinaryViews into the slot's data or segment files.
+     */
+    public static final int SLOT_FORMAT_BINARY = 0;
+
+    public static final int SLOT_FORMAT_BINARY_VIEW = 1;
+
+    /** A BinaryView: int32 length, then inline bytes or (prefix, buffer index, offset). */
+    public static final int VIEW_BYTES = 16;
+
+    /** A view holds a record of at most this many bytes inline. */
+    public static final int VIEW_INLINE_BYTES = 12;
+
+    public static final int BUFFER_TABLE_ENTRY_BYTES = 16;
+    public static final int SEGMENT_FILE_PREFIX_BYTES = 64;
+
     public static final int RING_FREE = 0;
     public static final int RING_ACTIVE = 1;
     public static final int RING_RECLAIMED = 2;
@@ -126,6 +148,8 @@ public final class ShmLayout {
     public static final int REGION_STATE = 72;
     public static final int REGION_RELEASE_DOORBELL = 128;
     public static final int REGION_BROKER_WAITING = 192;
+    public static final int REGION_SLOT_FORMAT = 256;
+    public static final int REGION_SEGMENT_FILE_PREFIX = 320;
 
     // ---- ring header (ns_shm_ring_header), from the ring's start ----
     public static final int RING_ID = 0;
@@ -153,6 +177,12 @@ public final class ShmLayout {
     public static final int DESC_CHUNK_MAP_LENGTH = 44;
     public static final int DESC_FLAGS = 48;
     public static final int DESC_PAYLOAD_LENGTH = 52;
+    public static final int DESC_BUFFERS_OFFSET = 56;
+    public static final int DESC_BUFFERS_LENGTH = 60;
+
+    // ---- buffer table entry (ns_shm_buffer_table_entry), from the entry's start ----
+    public static final int BUFFER_SEGMENT_FILE = 0;
+    public static final int BUFFER_FILE_BYTES = 8;
 
     // ---- chunk map entry (ns_shm_chunk_map_entry), from the entry's start ----
     public static final int CHUNK_STREAMLET = 0;

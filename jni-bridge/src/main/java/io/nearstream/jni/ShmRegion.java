@@ -38,6 +38,9 @@ public final class ShmRegion implements AutoCloseable {
     private final int payloadOffset;
     private final long ringStride;
     private final long brokerEpoch;
+    private final int slotFormat;
+    private final String segmentFilePrefix;
+    private final SegmentFileMappings segmentFiles;
     private final SlotRing[] rings;
 
     private final AtomicBoolean closed = new AtomicBoolean();
@@ -88,6 +91,17 @@ public final class ShmRegion implements AutoCloseable {
             throw invalid("region_bytes " + regionBytes + " but only " + length + " mapped");
         }
         brokerEpoch = header.getLong(REGION_BROKER_EPOCH);
+        slotFormat = header.getInt(REGION_SLOT_FORMAT);
+        if (slotFormat != SLOT_FORMAT_BINARY && slotFormat != SLOT_FORMAT_BINARY_VIEW) {
+            throw invalid("slot_format " + slotFormat + " (0 binary or 1 binary_view)");
+        }
+        segmentFilePrefix = readSegmentFilePrefix();
+        if (slotFormat == SLOT_FORMAT_BINARY_VIEW && segmentFilePrefix.isEmpty()) {
+            throw invalid("a binary_view region without a segment_file_prefix");
+        }
+        segmentFiles =
+                new SegmentFileMappings(
+                        this::segmentFilePath, SegmentFileMappings.DEFAULT_MAX_IDLE);
         rings = new SlotRing[ringCount];
         for (int i = 0; i < ringCount; i++) {
             long ringAddress = address + HEADER_BYTES + i * ringStride;
@@ -119,6 +133,39 @@ public final class ShmRegion implements AutoCloseable {
             }
             throw e;
         }
+    }
+
+    /**
+     * The NUL-terminated ASCII prefix; only {@code [A-Za-z0-9._-]}, so that a name made of it can
+     * never leave the region's directory.
+     */
+    private String readSegmentFilePrefix() throws IOException {
+        StringBuilder prefix = new StringBuilder();
+        for (int i = 0; i < SEGMENT_FILE_PREFIX_BYTES; i++) {
+            int c = header.get(REGION_SEGMENT_FILE_PREFIX + i) & 0xFF;
+            if (c == 0) {
+                return prefix.toString();
+            }
+            boolean allowed =
+                    (c >= 'A' && c <= 'Z')
+                            || (c >= 'a' && c <= 'z')
+                            || (c >= '0' && c <= '9')
+                            || c == '.'
+                            || c == '_'
+                            || c == '-';
+            if (!allowed) {
+                throw invalid(
+                        String.format(
+                                "segment_file_prefix has byte 0x%02x at %d (allowed:"
+                                        + " [A-Za-z0-9._-])",
+                                c, i));
+            }
+            prefix.append((char) c);
+        }
+        throw invalid(
+                "segment_file_prefix is not NUL-terminated within "
+                        + SEGMENT_FILE_PREFIX_BYTES
+                        + " bytes");
     }
 
     private IOException invalid(String what) {
@@ -169,6 +216,26 @@ public final class ShmRegion implements AutoCloseable {
     /** Address of ring {@code index}'s first byte. */
     public long ringAddress(int index) {
         return rings[index].address();
+    }
+
+    /** {@link ShmLayout#SLOT_FORMAT_BINARY} or {@link ShmLayout#SLOT_FORMAT_BINARY_VIEW}. */
+    public int slotFormat() {
+        return slotFormat;
+    }
+
+    /** The name prefix of the region's segment files; empty for a binary region. */
+    public String segmentFilePrefix() {
+        return segmentFilePrefix;
+    }
+
+    /** Segment file {@code number}: the prefix and the number in decimal, next to the region. */
+    public Path segmentFilePath(long number) {
+        return path.resolveSibling(segmentFilePrefix + Long.toUnsignedString(number));
+    }
+
+    /** The segment files the region's view slots map; closed with the region. */
+    public SegmentFileMappings segmentFiles() {
+        return segmentFiles;
     }
 
     /** The broker epoch read at {@link #map} time. */
@@ -250,11 +317,18 @@ public final class ShmRegion implements AutoCloseable {
         return closed.get();
     }
 
-    /** Drops the owner's reference; idempotent. */
+    /**
+     * Drops the owner's reference; idempotent. Segment files no held slot reads are unmapped now,
+     * the others when their last slot is released.
+     */
     @Override
     public void close() {
         if (closed.compareAndSet(false, true)) {
-            releaseRef();
+            try {
+                segmentFiles.close();
+            } finally {
+                releaseRef();
+            }
         }
     }
 }

@@ -97,6 +97,20 @@ class ShmLayoutTest {
         m.put("NS_SHM_MAX_PUSH_SLOT_BYTES", (long) MAX_PUSH_SLOT_BYTES);
         m.put("NS_SHM_MAX_RINGS", (long) MAX_RINGS);
         m.put("NS_SHM_MAX_REGION_BYTES", MAX_REGION_BYTES);
+        m.put("NS_SHM_VIEW_BYTES", (long) VIEW_BYTES);
+        m.put("NS_SHM_BUFFER_TABLE_ENTRY_BYTES", (long) BUFFER_TABLE_ENTRY_BYTES);
+        m.put("NS_SHM_VIEW_INLINE_BYTES", (long) VIEW_INLINE_BYTES);
+        m.put("NS_SHM_SEGMENT_FILE_PREFIX_BYTES", (long) SEGMENT_FILE_PREFIX_BYTES);
+        m.put("NS_SHM_SLOT_FORMAT_BINARY", (long) SLOT_FORMAT_BINARY);
+        m.put("NS_SHM_SLOT_FORMAT_BINARY_VIEW", (long) SLOT_FORMAT_BINARY_VIEW);
+        m.put("sizeof(ns_shm_buffer_table_entry)", (long) BUFFER_TABLE_ENTRY_BYTES);
+        m.put("region.slot_format", (long) REGION_SLOT_FORMAT);
+        m.put("region.segment_file_prefix", (long) REGION_SEGMENT_FILE_PREFIX);
+        m.put("sizeof(region.segment_file_prefix)", (long) SEGMENT_FILE_PREFIX_BYTES);
+        m.put("desc.buffers_offset", (long) DESC_BUFFERS_OFFSET);
+        m.put("desc.buffers_length", (long) DESC_BUFFERS_LENGTH);
+        m.put("buffer.segment_file", (long) BUFFER_SEGMENT_FILE);
+        m.put("buffer.file_bytes", (long) BUFFER_FILE_BYTES);
 
         // Geometry samples: {slots_per_ring, slot_bytes, ring_count}, as kGeometry in C.
         int[][] samples = {{8, 1 << 20, 1}, {8, 1 << 20, 2}, {1, 64, 3}, {100, 4160, 7}};
@@ -121,6 +135,117 @@ class ShmLayoutTest {
         for (Map.Entry<String, Long> e : java.entrySet()) {
             soft.assertThat(e.getValue()).as(e.getKey()).isEqualTo(c[i++]);
         }
+        soft.assertAll();
+    }
+
+    /** A row of docs/shm-layout.md, "Golden offsets": the Java constant and the table's values. */
+    private record Golden(String field, int javaOffset, int offset, int size) {}
+
+    private static final int[] STRUCT_BYTES = {
+        HEADER_BYTES,
+        RING_HEADER_BYTES,
+        DESCRIPTOR_BYTES,
+        BUFFER_TABLE_ENTRY_BYTES,
+        CHUNK_MAP_ENTRY_BYTES
+    };
+
+    /**
+     * The golden table of docs/shm-layout.md, literally, grouped by struct (STRUCT_BYTES order).
+     */
+    private static final Golden[][] GOLDEN = {
+        {
+            new Golden("ns_shm_region_header.magic", REGION_MAGIC, 0, 8),
+            new Golden("ns_shm_region_header.layout_version", REGION_LAYOUT_VERSION, 8, 4),
+            new Golden("ns_shm_region_header.header_bytes", REGION_HEADER_BYTES, 12, 4),
+            new Golden("ns_shm_region_header.ring_count", REGION_RING_COUNT, 16, 4),
+            new Golden("ns_shm_region_header.slots_per_ring", REGION_SLOTS_PER_RING, 20, 4),
+            new Golden("ns_shm_region_header.slot_bytes", REGION_SLOT_BYTES, 24, 4),
+            new Golden("ns_shm_region_header.descriptor_bytes", REGION_DESCRIPTOR_BYTES, 28, 4),
+            new Golden("ns_shm_region_header.ring_header_bytes", REGION_RING_HEADER_BYTES, 32, 4),
+            new Golden("ns_shm_region_header.payload_offset", REGION_PAYLOAD_OFFSET, 36, 4),
+            new Golden("ns_shm_region_header.ring_stride", REGION_RING_STRIDE, 40, 8),
+            new Golden("ns_shm_region_header.region_bytes", REGION_REGION_BYTES, 48, 8),
+            new Golden("ns_shm_region_header.broker_epoch", REGION_BROKER_EPOCH, 56, 8),
+            new Golden(
+                    "ns_shm_region_header.broker_heartbeat_ns", REGION_BROKER_HEARTBEAT_NS, 64, 8),
+            new Golden("ns_shm_region_header.region_state", REGION_STATE, 72, 4),
+            new Golden("ns_shm_region_header.release_doorbell", REGION_RELEASE_DOORBELL, 128, 4),
+            new Golden("ns_shm_region_header.broker_waiting", REGION_BROKER_WAITING, 192, 4),
+            new Golden("ns_shm_region_header.slot_format", REGION_SLOT_FORMAT, 256, 4),
+            new Golden(
+                    "ns_shm_region_header.segment_file_prefix",
+                    REGION_SEGMENT_FILE_PREFIX,
+                    320,
+                    SEGMENT_FILE_PREFIX_BYTES),
+        },
+        {
+            new Golden("ns_shm_ring_header.ring_id", RING_ID, 0, 4),
+            new Golden("ns_shm_ring_header.subtask_index", RING_SUBTASK_INDEX, 4, 4),
+            new Golden("ns_shm_ring_header.state", RING_STATE, 8, 4),
+            new Golden("ns_shm_ring_header.generation", RING_GENERATION, 12, 4),
+            new Golden("ns_shm_ring_header.base_position", RING_BASE_POSITION, 16, 8),
+            new Golden("ns_shm_ring_header.data_doorbell", RING_DATA_DOORBELL, 64, 4),
+            new Golden("ns_shm_ring_header.published", RING_PUBLISHED, 72, 8),
+            new Golden("ns_shm_ring_header.consumer_waiting", RING_CONSUMER_WAITING, 128, 4),
+            new Golden("ns_shm_ring_header.released", RING_RELEASED, 192, 8),
+            new Golden(
+                    "ns_shm_ring_header.consumer_heartbeat_ns", RING_CONSUMER_HEARTBEAT_NS, 200, 8),
+        },
+        {
+            new Golden("ns_shm_slot_descriptor.sequence", DESC_SEQUENCE, 0, 8),
+            new Golden("ns_shm_slot_descriptor.row_count", DESC_ROW_COUNT, 8, 4),
+            new Golden("ns_shm_slot_descriptor.chunk_count", DESC_CHUNK_COUNT, 12, 4),
+            new Golden("ns_shm_slot_descriptor.validity_offset", DESC_VALIDITY_OFFSET, 16, 4),
+            new Golden("ns_shm_slot_descriptor.validity_length", DESC_VALIDITY_LENGTH, 20, 4),
+            new Golden("ns_shm_slot_descriptor.offsets_offset", DESC_OFFSETS_OFFSET, 24, 4),
+            new Golden("ns_shm_slot_descriptor.offsets_length", DESC_OFFSETS_LENGTH, 28, 4),
+            new Golden("ns_shm_slot_descriptor.data_offset", DESC_DATA_OFFSET, 32, 4),
+            new Golden("ns_shm_slot_descriptor.data_length", DESC_DATA_LENGTH, 36, 4),
+            new Golden("ns_shm_slot_descriptor.chunk_map_offset", DESC_CHUNK_MAP_OFFSET, 40, 4),
+            new Golden("ns_shm_slot_descriptor.chunk_map_length", DESC_CHUNK_MAP_LENGTH, 44, 4),
+            new Golden("ns_shm_slot_descriptor.flags", DESC_FLAGS, 48, 4),
+            new Golden("ns_shm_slot_descriptor.payload_length", DESC_PAYLOAD_LENGTH, 52, 4),
+            new Golden("ns_shm_slot_descriptor.buffers_offset", DESC_BUFFERS_OFFSET, 56, 4),
+            new Golden("ns_shm_slot_descriptor.buffers_length", DESC_BUFFERS_LENGTH, 60, 4),
+        },
+        {
+            new Golden("ns_shm_buffer_table_entry.segment_file", BUFFER_SEGMENT_FILE, 0, 8),
+            new Golden("ns_shm_buffer_table_entry.file_bytes", BUFFER_FILE_BYTES, 8, 4),
+        },
+        {
+            new Golden("ns_shm_chunk_map_entry.streamlet", CHUNK_STREAMLET, 0, 4),
+            new Golden("ns_shm_chunk_map_entry.record_count", CHUNK_RECORD_COUNT, 4, 4),
+            new Golden("ns_shm_chunk_map_entry.group", CHUNK_GROUP, 8, 8),
+            new Golden("ns_shm_chunk_map_entry.segment", CHUNK_SEGMENT, 16, 8),
+            new Golden("ns_shm_chunk_map_entry.byte_position", CHUNK_BYTE_POSITION, 24, 4),
+            new Golden("ns_shm_chunk_map_entry.chunk_bytes", CHUNK_CHUNK_BYTES, 28, 4),
+            new Golden(
+                    "ns_shm_chunk_map_entry.first_timestamp_ms", CHUNK_FIRST_TIMESTAMP_MS, 32, 8),
+        },
+    };
+
+    @Test
+    void javaOffsetsAreTheDocumentedGoldenTable() {
+        SoftAssertions soft = new SoftAssertions();
+        for (int s = 0; s < GOLDEN.length; s++) {
+            int end = 0;
+            for (Golden g : GOLDEN[s]) {
+                soft.assertThat(g.javaOffset()).as(g.field()).isEqualTo(g.offset());
+                // Rows in offset order, none overlapping the one before, all inside the struct.
+                soft.assertThat(g.offset())
+                        .as(g.field() + " after the previous field")
+                        .isGreaterThanOrEqualTo(end);
+                end = g.offset() + g.size();
+                soft.assertThat(end)
+                        .as(g.field() + " inside its struct")
+                        .isLessThanOrEqualTo(STRUCT_BYTES[s]);
+            }
+        }
+        soft.assertThat(VIEW_BYTES).as("view").isEqualTo(16);
+        soft.assertThat(BUFFER_TABLE_ENTRY_BYTES).as("buffer table entry").isEqualTo(16);
+        soft.assertThat(MAGIC).as("NS_SHM_MAGIC").isEqualTo(0x313048535550534EL);
+        soft.assertThat(SLOT_FETCH_CHUNK).as("NS_SHM_SLOT_FETCH_CHUNK").isEqualTo(1);
+        soft.assertThat(SLOT_DAMAGED).as("NS_SHM_SLOT_DAMAGED").isEqualTo(2);
         soft.assertAll();
     }
 

@@ -27,6 +27,8 @@ final class TestRegion implements AutoCloseable {
     final long address;
     final ByteBuffer buf;
     long producerSleeps;
+    int slotFormat = SLOT_FORMAT_BINARY;
+    String segmentFilePrefix = "";
 
     private TestRegion(Path path, int rings, int slots, int slotBytes) throws Exception {
         this.path = path;
@@ -55,6 +57,24 @@ final class TestRegion implements AutoCloseable {
         return r;
     }
 
+    /**
+     * As {@link #create}, for a {@code binary_view} region whose segment files are named {@code
+     * prefix + n} next to the region file.
+     */
+    static TestRegion createView(
+            Path path, int rings, int slots, int slotBytes, long base, String prefix)
+            throws Exception {
+        TestRegion r = new TestRegion(path, rings, slots, slotBytes);
+        r.slotFormat = SLOT_FORMAT_BINARY_VIEW;
+        r.segmentFilePrefix = prefix;
+        r.writeHeader();
+        for (int i = 0; i < rings; i++) {
+            r.activate(i, base);
+        }
+        r.publishMagic();
+        return r;
+    }
+
     void writeHeader() {
         buf.putInt(REGION_LAYOUT_VERSION, LAYOUT_VERSION);
         buf.putInt(REGION_HEADER_BYTES, HEADER_BYTES);
@@ -69,6 +89,11 @@ final class TestRegion implements AutoCloseable {
         buf.putLong(REGION_BROKER_EPOCH, 42);
         buf.putLong(REGION_BROKER_HEARTBEAT_NS, System.nanoTime());
         buf.putInt(REGION_STATE, REGION_OPEN);
+        buf.putInt(REGION_SLOT_FORMAT, slotFormat);
+        byte[] prefix = segmentFilePrefix.getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+        for (int i = 0; i < SEGMENT_FILE_PREFIX_BYTES; i++) {
+            buf.put(REGION_SEGMENT_FILE_PREFIX + i, i < prefix.length ? prefix[i] : 0);
+        }
     }
 
     void publishMagic() {
@@ -182,6 +207,123 @@ final class TestRegion implements AutoCloseable {
         buf.putInt(d + DESC_PAYLOAD_LENGTH, chunkMapOffset + CHUNK_MAP_ENTRY_BYTES);
         LONG.setRelease(buf, d + DESC_SEQUENCE, pos + 1);
 
+        int r = ring(ring);
+        LONG.getAndAdd(buf, r + RING_PUBLISHED, 1L);
+        INT.getAndAdd(buf, r + RING_DATA_DOORBELL, 1);
+        if ((int) INT.getVolatile(buf, r + RING_CONSUMER_WAITING) != 0) {
+            Natives.futexWake(address + r + RING_DATA_DOORBELL, 1);
+        }
+    }
+
+    /**
+     * A row of a view slot: {@code value} (null = a null row) inline when it has at most 12 bytes,
+     * else in {@code buffer} at {@code offset}; buffer 0 with offset -1 = copy it into the slot's
+     * data area. {@code length} is what the view says (the value's length unless a test lies).
+     */
+    record ViewRow(byte[] value, int length, int buffer, int offset) {
+        static ViewRow copied(byte[] value) {
+            return new ViewRow(value, value == null ? 0 : value.length, 0, -1);
+        }
+
+        static ViewRow inSegment(byte[] value, int buffer, int offset) {
+            return new ViewRow(value, value.length, buffer, offset);
+        }
+    }
+
+    /**
+     * Writes {@code rows} as a binary_view batch into the slot of {@code pos} (validity, views,
+     * data, a buffer table of {@code files} = {segment file number, file bytes} pairs, one chunk
+     * map entry) and publishes it. The segment files' contents are the test's business.
+     */
+    void publishViews(int ring, long base, long pos, ViewRow[] rows, long[][] files)
+            throws Exception {
+        int p = payload(ring, base, pos);
+        int n = rows.length;
+        int validityLength = align((n + 7) / 8);
+        int viewsOffset = validityLength;
+        int viewsLength = n * VIEW_BYTES;
+        int dataOffset = viewsOffset + align(viewsLength);
+        for (int i = 0; i < validityLength; i++) {
+            buf.put(p + i, (byte) 0);
+        }
+        int cursor = 0;
+        for (int i = 0; i < n; i++) {
+            ViewRow row = rows[i];
+            int v = p + viewsOffset + i * VIEW_BYTES;
+            for (int b = 0; b < VIEW_BYTES; b++) {
+                buf.put(v + b, (byte) 0);
+            }
+            if (row.value() == null) {
+                continue;
+            }
+            buf.put(p + i / 8, (byte) (buf.get(p + i / 8) | (1 << (i % 8))));
+            byte[] value = row.value();
+            buf.putInt(v, row.length());
+            if (row.length() <= VIEW_INLINE_BYTES) {
+                for (int b = 0; b < value.length; b++) {
+                    buf.put(v + 4 + b, value[b]);
+                }
+                continue;
+            }
+            for (int b = 0; b < 4; b++) {
+                buf.put(v + 4 + b, value[b]);
+            }
+            int offset = row.offset();
+            if (row.buffer() == 0 && offset < 0) {
+                offset = cursor;
+                for (byte b : value) {
+                    buf.put(p + dataOffset + cursor++, b);
+                }
+            }
+            buf.putInt(v + 8, row.buffer());
+            buf.putInt(v + 12, offset);
+        }
+        int dataLength = cursor;
+        int buffersOffset = dataOffset + align(dataLength);
+        int buffersLength = files.length * BUFFER_TABLE_ENTRY_BYTES;
+        for (int k = 0; k < files.length; k++) {
+            int e = p + buffersOffset + k * BUFFER_TABLE_ENTRY_BYTES;
+            buf.putLong(e + BUFFER_SEGMENT_FILE, files[k][0]);
+            buf.putInt(e + BUFFER_FILE_BYTES, (int) files[k][1]);
+            buf.putInt(e + 12, 0);
+        }
+        int chunkMapOffset = buffersOffset + align(buffersLength);
+        if (chunkMapOffset + CHUNK_MAP_ENTRY_BYTES > slotBytes) {
+            throw new IllegalArgumentException("batch does not fit a slot");
+        }
+        int c = p + chunkMapOffset;
+        buf.putInt(c + CHUNK_STREAMLET, 7);
+        buf.putInt(c + CHUNK_RECORD_COUNT, n);
+        buf.putLong(c + CHUNK_GROUP, pos);
+        buf.putLong(c + CHUNK_SEGMENT, pos * 3);
+        buf.putInt(c + CHUNK_BYTE_POSITION, 4096);
+        buf.putInt(c + CHUNK_CHUNK_BYTES, 64 + 20 * n);
+
+        int d = descriptor(ring, base, pos);
+        buf.putInt(d + DESC_ROW_COUNT, n);
+        buf.putInt(d + DESC_CHUNK_COUNT, 1);
+        buf.putInt(d + DESC_VALIDITY_OFFSET, 0);
+        buf.putInt(d + DESC_VALIDITY_LENGTH, validityLength);
+        buf.putInt(d + DESC_OFFSETS_OFFSET, viewsOffset);
+        buf.putInt(d + DESC_OFFSETS_LENGTH, viewsLength);
+        buf.putInt(d + DESC_DATA_OFFSET, dataOffset);
+        buf.putInt(d + DESC_DATA_LENGTH, dataLength);
+        buf.putInt(d + DESC_BUFFERS_OFFSET, buffersOffset);
+        buf.putInt(d + DESC_BUFFERS_LENGTH, buffersLength);
+        buf.putInt(d + DESC_CHUNK_MAP_OFFSET, chunkMapOffset);
+        buf.putInt(d + DESC_CHUNK_MAP_LENGTH, CHUNK_MAP_ENTRY_BYTES);
+        buf.putInt(d + DESC_FLAGS, 0);
+        buf.putInt(d + DESC_PAYLOAD_LENGTH, chunkMapOffset + CHUNK_MAP_ENTRY_BYTES);
+        publishSequence(ring, base, pos);
+    }
+
+    /** Overwrites a 32-bit descriptor field of the slot of {@code pos} (a test corrupting it). */
+    void putDescriptorInt(int ring, long base, long pos, int field, int value) {
+        buf.putInt(descriptor(ring, base, pos) + field, value);
+    }
+
+    private void publishSequence(int ring, long base, long pos) throws Exception {
+        LONG.setRelease(buf, descriptor(ring, base, pos) + DESC_SEQUENCE, pos + 1);
         int r = ring(ring);
         LONG.getAndAdd(buf, r + RING_PUBLISHED, 1L);
         INT.getAndAdd(buf, r + RING_DATA_DOORBELL, 1);

@@ -128,7 +128,30 @@ public interface NearstreamClient extends AutoCloseable {
 
     /**
      * {@link #pushSubscribe(String, int, int, int, List)} whose push thread writes only the records
-     * that pass {@code filter} into the slots (docs/protocol.md, "Record filters").
+     * that pass {@code filter} into the slots (docs/protocol.md, "Record filters"), as {@link
+     * SlotFormat#BINARY} slots.
+     */
+    default CompletableFuture<PushSubscription> pushSubscribe(
+            String stream,
+            int slotsPerRing,
+            int slotBytes,
+            int consumerTimeoutMs,
+            List<PushRingSpec> rings,
+            RecordFilter filter) {
+        return pushSubscribe(
+                stream,
+                slotsPerRing,
+                slotBytes,
+                consumerTimeoutMs,
+                rings,
+                filter,
+                SlotFormat.BINARY);
+    }
+
+    /**
+     * {@link #pushSubscribe(String, int, int, int, List, RecordFilter)} whose slots have {@code
+     * slotFormat} (docs/shm-layout.md, "View slots"); the region header says the same, and every
+     * batch slot of the subscription has that format.
      */
     CompletableFuture<PushSubscription> pushSubscribe(
             String stream,
@@ -136,7 +159,8 @@ public interface NearstreamClient extends AutoCloseable {
             int slotBytes,
             int consumerTimeoutMs,
             List<PushRingSpec> rings,
-            RecordFilter filter);
+            RecordFilter filter,
+            SlotFormat slotFormat);
 
     /**
      * Replaces the rings of a subscription (same ring count): a split that stays keeps its push

@@ -787,7 +787,8 @@ public final class NearstreamClusterClient implements NearstreamClient {
             int slotBytes,
             int consumerTimeoutMs,
             List<PushRingSpec> rings,
-            RecordFilter filter) {
+            RecordFilter filter,
+            SlotFormat slotFormat) {
         return onOwner(
                 stream,
                 ringStreamlets(rings),
@@ -799,7 +800,8 @@ public final class NearstreamClusterClient implements NearstreamClient {
                                         slotBytes,
                                         consumerTimeoutMs,
                                         rings,
-                                        filter)
+                                        filter,
+                                        slotFormat)
                                 .thenApply(sub -> remember(sub, b, stream, c)),
                 0);
     }

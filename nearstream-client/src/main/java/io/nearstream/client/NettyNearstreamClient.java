@@ -422,10 +422,17 @@ public final class NettyNearstreamClient implements NearstreamClient {
             int slotBytes,
             int consumerTimeoutMs,
             List<PushRingSpec> rings,
-            RecordFilter filter) {
+            RecordFilter filter,
+            SlotFormat slotFormat) {
         return call(
                 new PushSubscribeRequest(
-                        stream, slotsPerRing, slotBytes, consumerTimeoutMs, rings, filter),
+                        stream,
+                        slotsPerRing,
+                        slotBytes,
+                        consumerTimeoutMs,
+                        rings,
+                        filter,
+                        slotFormat),
                 defaultTimeoutMs(),
                 (body, frame) -> ProtocolCodec.decodePushSubscribeResponse(body));
     }

@@ -290,8 +290,8 @@ final class ProtocolCodec {
     }
 
     /**
-     * PushSubscribe (20): slot geometry, consumer timeout, one ring per local reader, and the
-     * record filter the push thread applies.
+     * PushSubscribe (20): slot geometry, consumer timeout, one ring per local reader, the record
+     * filter the push thread applies and the slot format it writes.
      */
     record PushSubscribeRequest(
             String stream,
@@ -299,9 +299,10 @@ final class ProtocolCodec {
             int slotBytes,
             int consumerTimeoutMs,
             List<PushRingSpec> rings,
-            RecordFilter filter)
+            RecordFilter filter,
+            SlotFormat slotFormat)
             implements Request {
-        /** Without a filter. */
+        /** Without a filter, binary slots. */
         PushSubscribeRequest(
                 String stream,
                 int slotsPerRing,
@@ -309,6 +310,24 @@ final class ProtocolCodec {
                 int consumerTimeoutMs,
                 List<PushRingSpec> rings) {
             this(stream, slotsPerRing, slotBytes, consumerTimeoutMs, rings, RecordFilter.none());
+        }
+
+        /** Binary slots. */
+        PushSubscribeRequest(
+                String stream,
+                int slotsPerRing,
+                int slotBytes,
+                int consumerTimeoutMs,
+                List<PushRingSpec> rings,
+                RecordFilter filter) {
+            this(
+                    stream,
+                    slotsPerRing,
+                    slotBytes,
+                    consumerTimeoutMs,
+                    rings,
+                    filter,
+                    SlotFormat.BINARY);
         }
 
         @Override
@@ -462,6 +481,7 @@ final class ProtocolCodec {
             out.writeIntLE(r.consumerTimeoutMs());
             writePushRings(out, r.rings());
             writeRecordFilter(out, r.filter());
+            out.writeByte(r.slotFormat().code);
         } else if (request instanceof PushUpdateRequest r) {
             out.writeLongLE(r.subscriptionId());
             writePushRings(out, r.rings());

@@ -427,7 +427,8 @@ final class FakeCluster implements AutoCloseable {
                 int slotBytes,
                 int consumerTimeoutMs,
                 List<PushRingSpec> rings,
-                RecordFilter filter) {
+                RecordFilter filter,
+                SlotFormat slotFormat) {
             List<Integer> streamlets = new ArrayList<>();
             rings.forEach(r -> r.splits().forEach(s -> streamlets.add(s.streamlet())));
             CompletableFuture<PushSubscription> f =

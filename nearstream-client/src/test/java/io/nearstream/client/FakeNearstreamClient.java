@@ -176,7 +176,8 @@ final class FakeNearstreamClient implements NearstreamClient {
             int slotBytes,
             int consumerTimeoutMs,
             List<PushRingSpec> rings,
-            RecordFilter filter) {
+            RecordFilter filter,
+            SlotFormat slotFormat) {
         return unsupported();
     }
 

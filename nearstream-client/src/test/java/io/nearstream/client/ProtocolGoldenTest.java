@@ -460,7 +460,8 @@ class ProtocolGoldenTest {
                     "slot_bytes", u32(r.slotBytes()),
                     "consumer_timeout_ms", u32(r.consumerTimeoutMs()),
                     "rings", pushRingsJson(r.rings()),
-                    "filter", recordFilterJson(r.filter()));
+                    "filter", recordFilterJson(r.filter()),
+                    "slot_format", r.slotFormat() == SlotFormat.BINARY ? "binary" : "binary_view");
         } else if (request instanceof PushUpdateRequest r) {
             return obj(
                     "subscription_id", u64(r.subscriptionId()),

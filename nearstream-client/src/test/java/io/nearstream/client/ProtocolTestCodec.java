@@ -206,7 +206,8 @@ final class ProtocolTestCodec {
                                 in.u32("slot_bytes"),
                                 in.u32("consumer_timeout_ms"),
                                 readPushRings(in),
-                                readRecordFilter(in));
+                                readRecordFilter(in),
+                                readSlotFormat(in));
                 break;
             case PUSH_UPDATE:
                 request = new PushUpdateRequest(in.u64("subscription_id"), readPushRings(in));
@@ -263,7 +264,16 @@ final class ProtocolTestCodec {
                 in.u64("serial"));
     }
 
+    /** A filter whose fields break its bounds is a malformed body here, as for any field. */
     static RecordFilter readRecordFilter(WireReader in) {
+        try {
+            return readRecordFilterFields(in);
+        } catch (IllegalArgumentException e) {
+            throw NearstreamProtocolException.malformed(e.getMessage());
+        }
+    }
+
+    private static RecordFilter readRecordFilterFields(WireReader in) {
         int kind = in.u8("filter kind");
         switch (kind) {
             case 0:
@@ -287,6 +297,15 @@ final class ProtocolTestCodec {
                 }
             default:
                 throw NearstreamProtocolException.malformed("unknown record filter kind " + kind);
+        }
+    }
+
+    static SlotFormat readSlotFormat(WireReader in) {
+        int code = in.u8("slot_format");
+        try {
+            return SlotFormat.fromCode(code);
+        } catch (IllegalArgumentException e) {
+            throw NearstreamProtocolException.malformed("unknown slot format " + code);
         }
     }
 

@@ -47,6 +47,7 @@ class PushCodecTest {
         expected.writeIntLE(2).writeLongLE(1).writeLongLE(3).writeIntLE(128);
         expected.writeIntLE(5).writeIntLE(0);
         expected.writeByte(0); // no record filter
+        expected.writeByte(0); // binary slots
         expected.setIntLE(0, expected.readableBytes() - 4);
         assertThat(bytes).isEqualTo(ByteBufUtil.getBytes(expected));
     }
@@ -58,6 +59,7 @@ class PushCodecTest {
         ByteBuf tail = Unpooled.buffer();
         tail.writeByte(1).writeShortLE(1).writeByte('t').writeIntLE(2);
         tail.writeShortLE(1).writeByte('a').writeShortLE(0);
+        tail.writeByte(0); // binary slots
         assertThat(Arrays.copyOfRange(bytes, bytes.length - tail.readableBytes(), bytes.length))
                 .isEqualTo(ByteBufUtil.getBytes(tail));
 
@@ -67,8 +69,40 @@ class PushCodecTest {
                         new PushSubscribeRequest(
                                 "s", 8, 1 << 20, 5000, RINGS, RecordFilter.bytesContain(needle)),
                         1);
-        assertThat(Arrays.copyOfRange(bytes, bytes.length - 7, bytes.length))
-                .containsExactly(2, 2, 0, 0, 0, 0, 0xFF);
+        assertThat(Arrays.copyOfRange(bytes, bytes.length - 8, bytes.length))
+                .containsExactly(2, 2, 0, 0, 0, 0, 0xFF, 0);
+    }
+
+    @Test
+    void pushSubscribeRequestEndsWithItsSlotFormat() {
+        RecordFilter needle = RecordFilter.bytesContain(new byte[] {7});
+        byte[] binary = encode(new PushSubscribeRequest("s", 8, 1 << 20, 5000, RINGS, needle), 1);
+        byte[] view =
+                encode(
+                        new PushSubscribeRequest(
+                                "s", 8, 1 << 20, 5000, RINGS, needle, SlotFormat.BINARY_VIEW),
+                        1);
+        assertThat(view).hasSameSizeAs(binary);
+        assertThat(binary[binary.length - 1]).isEqualTo((byte) 0);
+        assertThat(view[view.length - 1]).isEqualTo((byte) 1);
+        assertThat(Arrays.copyOf(view, view.length - 1))
+                .isEqualTo(Arrays.copyOf(binary, binary.length - 1));
+    }
+
+    @Test
+    void slotFormatsParseFromConfigurationText() {
+        assertThat(SlotFormat.parse("binary")).isEqualTo(SlotFormat.BINARY);
+        assertThat(SlotFormat.parse(" Binary-View ")).isEqualTo(SlotFormat.BINARY_VIEW);
+        assertThat(SlotFormat.fromCode(1)).isEqualTo(SlotFormat.BINARY_VIEW);
+        for (SlotFormat f : SlotFormat.values()) {
+            assertThat(SlotFormat.parse(f.configText())).isEqualTo(f);
+            assertThat(SlotFormat.fromCode(f.code)).isEqualTo(f);
+        }
+        assertThatThrownBy(() -> SlotFormat.parse("binary_view"))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("binary-view");
+        assertThatThrownBy(() -> SlotFormat.fromCode(2))
+                .isInstanceOf(IllegalArgumentException.class);
     }
 
     @Test
@@ -83,6 +117,14 @@ class PushCodecTest {
                                 5000,
                                 RINGS,
                                 RecordFilter.jsonFieldIn("event_type", "view", "click")),
+                        new PushSubscribeRequest(
+                                "stream",
+                                8,
+                                1 << 20,
+                                5000,
+                                RINGS,
+                                RecordFilter.none(),
+                                SlotFormat.BINARY_VIEW),
                         new PushUpdateRequest(-2L, RINGS),
                         new PushUpdateRequest(3, List.of()),
                         new PushCloseRequest(42))) {

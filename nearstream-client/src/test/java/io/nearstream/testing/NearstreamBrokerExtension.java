@@ -18,7 +18,7 @@ import org.junit.jupiter.api.extension.ExtensionContext;
 
 /**
  * Starts the real {@code nearstreamd} on 127.0.0.1 with a free port and a temporary data directory,
- * and kills it afterwards.
+ * and stops it afterwards.
  *
  * <pre>{@code
  * class MyITCase {
@@ -203,7 +203,10 @@ public final class NearstreamBrokerExtension
         }
     }
 
-    /** Kills the broker and removes its files; idempotent. */
+    /**
+     * Stops the broker (SIGTERM, so it unlinks its push regions and segment files from /dev/shm;
+     * SIGKILL if it does not exit within 5 s) and removes its files; idempotent.
+     */
     public synchronized void close() {
         try {
             if (client != null) {
@@ -211,7 +214,9 @@ public final class NearstreamBrokerExtension
                 client = null;
             }
         } finally {
-            kill();
+            if (process != null) {
+                process.close();
+            }
             process = null;
             BrokerProcess.deleteRecursively(tempDir);
             tempDir = null;

@@ -48,7 +48,8 @@ import org.apache.flink.streaming.api.graph.StreamGraph;
  * --checkpoint-interval-ms} ({@link StreamOutput}), {@code --ysb-campaigns FILE} (ysb: the
  * producer's ad -> campaign table), {@code --out-of-orderness-ms} (ysb: the watermark bound,
  * default 1000), {@code --source-filter} (a record filter the Nearstream source applies: {@link
- * SourceFilterFlag}).
+ * SourceFilterFlag}), {@code --push-slot-format binary|binary-view} (push: records copied into the
+ * slots, or views into the broker's segment files; default binary).
  *
  * <p>{@code --cluster session} submits the job to the Flink cluster that runs this main instead
  * ({@code flink run}, or a jar run through the REST API; {@link #submitToSessionCluster}).

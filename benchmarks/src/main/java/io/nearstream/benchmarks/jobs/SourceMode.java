@@ -1,6 +1,7 @@
 package io.nearstream.benchmarks.jobs;
 
 import io.nearstream.benchmarks.kafka.KafkaSources;
+import io.nearstream.client.SlotFormat;
 import io.nearstream.flink.source.NearstreamSource;
 import io.nearstream.flink.source.NearstreamSourceBuilder;
 import io.nearstream.flink.source.NearstreamStoppingPositions;
@@ -65,6 +66,12 @@ public enum SourceMode {
         }
     };
 
+    /**
+     * {@code --push-slot-format binary|binary-view}: how push slots carry records (the source's
+     * {@code setPushSlotFormat}; default binary).
+     */
+    public static final String PUSH_SLOT_FORMAT = "push-slot-format";
+
     /** Adds this mode's bounded source of record values to {@code env}. */
     public abstract DataStream<byte[]> source(StreamExecutionEnvironment env, JobOptions options);
 
@@ -98,6 +105,8 @@ public enum SourceMode {
                         .setPushSlots(options.pushSlotsPerRing(), options.pushSlotBytes())
                         .setRecordFilter(
                                 SourceFilterFlag.parse(options.param(SourceFilterFlag.NAME, "")))
+                        .setPushSlotFormat(
+                                SlotFormat.parse(options.param(PUSH_SLOT_FORMAT, "binary")))
                         .setDeserializer(NearstreamRecordDeserializationSchema.bytes());
         if (!options.unbounded()) {
             builder.setBounded(NearstreamStoppingPositions.latest());

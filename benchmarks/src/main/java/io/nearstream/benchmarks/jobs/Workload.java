@@ -24,7 +24,8 @@ public interface Workload {
                                     WordCountWorkload.OUTPUT_DIR,
                                     YsbWorkload.CAMPAIGNS,
                                     YsbWorkload.OUT_OF_ORDERNESS_MS,
-                                    SourceFilterFlag.NAME),
+                                    SourceFilterFlag.NAME,
+                                    SourceMode.PUSH_SLOT_FORMAT),
                             StreamOutput.PARAMS.stream())
                     .toList();
 

@@ -5,6 +5,7 @@ import static org.apache.flink.util.Preconditions.checkNotNull;
 import static org.apache.flink.util.Preconditions.checkState;
 
 import io.nearstream.client.RecordFilter;
+import io.nearstream.client.SlotFormat;
 import io.nearstream.flink.common.ConnectorChecks;
 import io.nearstream.flink.source.reader.deserializer.NearstreamRecordDeserializationSchema;
 import io.nearstream.jni.ShmLayout;
@@ -139,6 +140,19 @@ public class NearstreamSourceBuilder<T> {
     }
 
     /**
+     * Push mode: how the broker's push thread fills the slots (default {@link SlotFormat#BINARY}:
+     * it copies every record into the slot). {@link SlotFormat#BINARY_VIEW}: it writes a 16-byte
+     * Arrow BinaryView per record that points into its segment files, which the readers map
+     * read-only and copy each record from, so the push thread copies no record of a segment it
+     * could share (docs/shm-layout.md, "View slots"). Emitted records are the same either way.
+     */
+    public NearstreamSourceBuilder<T> setPushSlotFormat(SlotFormat format) {
+        checkNotNull(format, "format");
+        config.set(NearstreamSourceOptions.PUSH_SLOT_FORMAT, format.configText());
+        return this;
+    }
+
+    /**
      * Push mode: after how long without a heartbeat the broker reclaims a reader's ring, and a
      * reader gives up on a silent broker (default 10 s).
      */
@@ -234,6 +248,7 @@ public class NearstreamSourceBuilder<T> {
                 slotBytes);
         // A filter given as a property is read here first, so a wrong one fails the build.
         RecordFilter.parseSpec(option(NearstreamSourceOptions.RECORD_FILTER));
+        SlotFormat.parse(option(NearstreamSourceOptions.PUSH_SLOT_FORMAT));
         long consumerTimeoutMs = option(NearstreamSourceOptions.PUSH_CONSUMER_TIMEOUT).toMillis();
         checkArgument(
                 consumerTimeoutMs >= 100 && consumerTimeoutMs <= Integer.MAX_VALUE,

@@ -121,6 +121,19 @@ public final class NearstreamSourceOptions {
                                     + " 0 turns it off. Pull mode takes the tails from its fetch"
                                     + " responses instead.");
 
+    public static final ConfigOption<String> PUSH_SLOT_FORMAT =
+            key("nearstream.source.push.slot-format")
+                    .stringType()
+                    .defaultValue("binary")
+                    .withDescription(
+                            "Push mode: how slots carry records. binary: the broker's push thread"
+                                    + " copies every record into the slot. binary-view: the slot"
+                                    + " holds a 16-byte Arrow BinaryView per record, pointing into"
+                                    + " the broker's segment files, which the reader maps"
+                                    + " read-only and copies each record from (docs/shm-layout.md,"
+                                    + " \"View slots\"). Set it with"
+                                    + " NearstreamSourceBuilder#setPushSlotFormat.");
+
     public static final ConfigOption<String> RECORD_FILTER =
             key("nearstream.source.record-filter")
                     .stringType()

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.nearstream.client.Position;
 import io.nearstream.client.RecordFilter;
+import io.nearstream.client.SlotFormat;
 import io.nearstream.flink.source.reader.deserializer.NearstreamRecordDeserializationSchema;
 import java.time.Duration;
 import java.util.Map;
@@ -215,6 +216,32 @@ class NearstreamSourceBuilderTest {
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("nearstream.source.read-mode")
                 .hasMessageContaining("SIDEWAYS");
+    }
+
+    @Test
+    void thePushSlotFormatTravelsInTheConfigurationAndDefaultsToBinary() throws Exception {
+        assertThat(valid().build().configuration().get(NearstreamSourceOptions.PUSH_SLOT_FORMAT))
+                .isEqualTo("binary");
+        NearstreamSource<String> source = valid().setPushSlotFormat(SlotFormat.BINARY_VIEW).build();
+        assertThat(
+                        SlotFormat.parse(
+                                source.configuration()
+                                        .get(NearstreamSourceOptions.PUSH_SLOT_FORMAT)))
+                .isEqualTo(SlotFormat.BINARY_VIEW);
+        assertThat(
+                        valid().setProperty("nearstream.source.push.slot-format", "binary-view")
+                                .build()
+                                .configuration()
+                                .get(NearstreamSourceOptions.PUSH_SLOT_FORMAT))
+                .isEqualTo("binary-view");
+        assertThatThrownBy(
+                        () ->
+                                valid().setProperty("nearstream.source.push.slot-format", "views")
+                                        .build())
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("unknown slot format 'views'");
+        assertThatThrownBy(() -> valid().setPushSlotFormat(null))
+                .isInstanceOf(NullPointerException.class);
     }
 
     @Test

@@ -14,6 +14,7 @@ import io.nearstream.client.Position;
 import io.nearstream.client.PushRingSpec;
 import io.nearstream.client.PushSubscription;
 import io.nearstream.client.RecordFilter;
+import io.nearstream.client.SlotFormat;
 import io.nearstream.client.StatusCode;
 import io.nearstream.client.StreamConfig;
 import io.nearstream.client.StreamPlacement;
@@ -352,7 +353,8 @@ public final class FakeNearstreamClient implements NearstreamClient {
             int slotBytes,
             int consumerTimeoutMs,
             List<PushRingSpec> rings,
-            RecordFilter filter) {
+            RecordFilter filter,
+            SlotFormat slotFormat) {
         if (closed) {
             return failed(StatusCode.IO_ERROR, "client closed");
         }
@@ -363,7 +365,10 @@ public final class FakeNearstreamClient implements NearstreamClient {
                         + id
                         + " "
                         + rings
-                        + (filter.passesAll() ? "" : " filter " + filter.toSpec()));
+                        + (filter.passesAll() ? "" : " filter " + filter.toSpec())
+                        + (slotFormat == SlotFormat.BINARY
+                                ? ""
+                                : " format " + slotFormat.configText()));
         String path = pushRegionPath != null ? pushRegionPath : "/dev/shm/fake-push-" + id;
         return CompletableFuture.completedFuture(
                 new PushSubscription(id, pushBrokerEpoch, path, 4096));

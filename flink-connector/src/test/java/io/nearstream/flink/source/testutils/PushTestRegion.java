@@ -9,6 +9,7 @@ import java.lang.invoke.VarHandle;
 import java.nio.ByteOrder;
 import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.List;
@@ -44,6 +45,22 @@ public final class PushTestRegion {
     /** Creates the file with every ring active (ring {@code i} for subtask {@code subtasks[i]}). */
     public static PushTestRegion create(
             Path path, long epoch, int slots, int slotBytes, int... subtasks) throws IOException {
+        return create(path, epoch, slots, slotBytes, null, subtasks);
+    }
+
+    /**
+     * As {@link #create}, a {@code binary_view} region whose segment files are {@code
+     * segmentFilePrefix + n} next to {@code path} ({@link #publishViews}).
+     */
+    public static PushTestRegion createView(
+            Path path, long epoch, int slots, int slotBytes, String prefix, int... subtasks)
+            throws IOException {
+        return create(path, epoch, slots, slotBytes, prefix, subtasks);
+    }
+
+    private static PushTestRegion create(
+            Path path, long epoch, int slots, int slotBytes, String prefix, int... subtasks)
+            throws IOException {
         int rings = subtasks.length;
         long length = regionBytes(rings, slots, slotBytes);
         MappedByteBuffer buf;
@@ -70,6 +87,10 @@ public final class PushTestRegion {
         buf.putLong(REGION_REGION_BYTES, length);
         buf.putLong(REGION_BROKER_EPOCH, epoch);
         buf.putInt(REGION_STATE, REGION_OPEN);
+        if (prefix != null) {
+            buf.putInt(REGION_SLOT_FORMAT, SLOT_FORMAT_BINARY_VIEW);
+            buf.put(REGION_SEGMENT_FILE_PREFIX, prefix.getBytes(StandardCharsets.US_ASCII));
+        }
         r.heartbeat();
         for (int i = 0; i < rings; i++) {
             r.activate(i, subtasks[i]);
@@ -188,6 +209,96 @@ public final class PushTestRegion {
             buf.putInt(p + offsetsOffset + badRow * 4, badOffset);
         }
         int chunkMapOffset = dataOffset + align(cursor);
+        int d = descriptor(i, pos);
+        writeChunkMapAndDescriptor(p, d, rows, chunkMapOffset, chunks);
+        buf.putInt(d + DESC_VALIDITY_OFFSET, 0);
+        buf.putInt(d + DESC_VALIDITY_LENGTH, validityLength);
+        buf.putInt(d + DESC_OFFSETS_OFFSET, offsetsOffset);
+        buf.putInt(d + DESC_OFFSETS_LENGTH, offsetsLength);
+        buf.putInt(d + DESC_DATA_OFFSET, dataOffset);
+        buf.putInt(d + DESC_DATA_LENGTH, cursor);
+        publishSequence(i, pos);
+    }
+
+    /**
+     * Publishes one {@code binary_view} slot of ring {@code i} holding {@code chunks}: a record of
+     * at most 12 bytes inline, a longer one in segment file 1 where {@code segmentFile1} (its
+     * contents, null for none) holds it, else copied into the slot (buffer 0). When {@code badRow}
+     * is not negative, that row's view names {@code badBuffer} at {@code badOffset} instead (a
+     * broken or hostile broker).
+     */
+    public void publishViews(
+            int i, byte[] segmentFile1, int badRow, int badBuffer, int badOffset, Chunk... chunks) {
+        if (!nextSlotFree(i)) {
+            throw new IllegalStateException("slot of position " + next[i] + " is not free");
+        }
+        long pos = next[i]++;
+        int p = payload(i, pos);
+        int rows = 0;
+        for (Chunk c : chunks) {
+            rows += c.records().size();
+        }
+        int validityLength = align((rows + 7) / 8);
+        int viewsOffset = validityLength;
+        int dataOffset = viewsOffset + align(rows * VIEW_BYTES);
+        for (int b = 0; b < validityLength; b++) {
+            buf.put(p + b, (byte) 0);
+        }
+        String file =
+                segmentFile1 == null ? "" : new String(segmentFile1, StandardCharsets.ISO_8859_1);
+        int row = 0;
+        int cursor = 0;
+        for (Chunk c : chunks) {
+            for (byte[] v : c.records()) {
+                int view = p + viewsOffset + row * VIEW_BYTES;
+                buf.put(p + row / 8, (byte) (buf.get(p + row / 8) | (1 << (row % 8))));
+                buf.put(view, new byte[VIEW_BYTES]);
+                buf.putInt(view, v.length);
+                if (v.length <= VIEW_INLINE_BYTES) {
+                    buf.put(view + 4, v);
+                } else {
+                    buf.put(view + 4, v, 0, 4);
+                    int at = file.indexOf(new String(v, StandardCharsets.ISO_8859_1));
+                    if (at >= 0) {
+                        buf.putInt(view + 8, 1);
+                        buf.putInt(view + 12, at);
+                    } else {
+                        buf.put(p + dataOffset + cursor, v);
+                        buf.putInt(view + 8, 0);
+                        buf.putInt(view + 12, cursor);
+                        cursor += v.length;
+                    }
+                }
+                if (row == badRow) {
+                    buf.putInt(view + 8, badBuffer);
+                    buf.putInt(view + 12, badOffset);
+                }
+                row++;
+            }
+        }
+        int buffersOffset = dataOffset + align(cursor);
+        int buffersLength = segmentFile1 == null ? 0 : BUFFER_TABLE_ENTRY_BYTES;
+        if (segmentFile1 != null) {
+            buf.putLong(p + buffersOffset + BUFFER_SEGMENT_FILE, 1);
+            buf.putInt(p + buffersOffset + BUFFER_FILE_BYTES, segmentFile1.length);
+            buf.putInt(p + buffersOffset + 12, 0);
+        }
+        int chunkMapOffset = buffersOffset + align(buffersLength);
+        int d = descriptor(i, pos);
+        writeChunkMapAndDescriptor(p, d, rows, chunkMapOffset, chunks);
+        buf.putInt(d + DESC_VALIDITY_OFFSET, 0);
+        buf.putInt(d + DESC_VALIDITY_LENGTH, validityLength);
+        buf.putInt(d + DESC_OFFSETS_OFFSET, viewsOffset);
+        buf.putInt(d + DESC_OFFSETS_LENGTH, rows * VIEW_BYTES);
+        buf.putInt(d + DESC_DATA_OFFSET, dataOffset);
+        buf.putInt(d + DESC_DATA_LENGTH, cursor);
+        buf.putInt(d + DESC_BUFFERS_OFFSET, buffersOffset);
+        buf.putInt(d + DESC_BUFFERS_LENGTH, buffersLength);
+        publishSequence(i, pos);
+    }
+
+    private void writeChunkMapAndDescriptor(
+            int p, int d, int rows, int chunkMapOffset, Chunk... chunks) {
         if (chunkMapOffset + chunks.length * CHUNK_MAP_ENTRY_BYTES > slotBytes) {
             throw new IllegalArgumentException("the batch does not fit a slot");
         }
@@ -202,20 +313,16 @@ public final class PushTestRegion {
             buf.putInt(e + CHUNK_CHUNK_BYTES, c.chunkBytes());
             buf.putLong(e + CHUNK_FIRST_TIMESTAMP_MS, timestampOf(c.at()));
         }
-        int d = descriptor(i, pos);
         buf.putInt(d + DESC_ROW_COUNT, rows);
         buf.putInt(d + DESC_CHUNK_COUNT, chunks.length);
-        buf.putInt(d + DESC_VALIDITY_OFFSET, 0);
-        buf.putInt(d + DESC_VALIDITY_LENGTH, validityLength);
-        buf.putInt(d + DESC_OFFSETS_OFFSET, offsetsOffset);
-        buf.putInt(d + DESC_OFFSETS_LENGTH, offsetsLength);
-        buf.putInt(d + DESC_DATA_OFFSET, dataOffset);
-        buf.putInt(d + DESC_DATA_LENGTH, cursor);
         buf.putInt(d + DESC_CHUNK_MAP_OFFSET, chunkMapOffset);
         buf.putInt(d + DESC_CHUNK_MAP_LENGTH, chunks.length * CHUNK_MAP_ENTRY_BYTES);
         buf.putInt(d + DESC_FLAGS, 0);
         buf.putInt(d + DESC_PAYLOAD_LENGTH, chunkMapOffset + chunks.length * CHUNK_MAP_ENTRY_BYTES);
-        LONG.setRelease(buf, d + DESC_SEQUENCE, pos + 1);
+    }
+
+    private void publishSequence(int i, long pos) {
+        LONG.setRelease(buf, descriptor(i, pos) + DESC_SEQUENCE, pos + 1);
         LONG.getAndAdd(buf, ring(i) + RING_PUBLISHED, 1L);
         INT.getAndAdd(buf, ring(i) + RING_DATA_DOORBELL, 1);
     }

@@ -3,6 +3,7 @@ package io.nearstream.flink.source.reader.push;
 import io.nearstream.client.Position;
 import io.nearstream.flink.source.reader.RecordRun;
 import io.nearstream.jni.ArrowSlotView;
+import io.nearstream.jni.ShmLayout;
 import java.lang.ref.Cleaner;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -11,8 +12,11 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import javax.annotation.Nullable;
+import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.memory.util.MemoryUtil;
+import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.VarBinaryVector;
+import org.apache.arrow.vector.ViewVarBinaryVector;
 import org.apache.flink.annotation.Internal;
 import org.apache.flink.connector.base.source.reader.RecordsWithSplitIds;
 
@@ -60,22 +64,32 @@ final class PushSlotRecords implements RecordsWithSplitIds<RecordRun> {
         }
     }
 
-    private final VarBinaryVector values;
+    /** The loaded column: a {@code VarBinaryVector} or, for a view slot, a view vector. */
+    private final FieldVector values;
+
+    private final boolean views;
 
     /**
-     * Where the column's offsets and data lie in the mapped slot. Per record: two int reads and one
-     * bulk copy straight from these addresses, without the per-call bounds, reference-count and
-     * byte-order checks of {@code ArrowBuf} or a {@code ByteBuffer} view (those cost more than the
-     * copy of a 100-byte value). Safe because the view checked that both buffers lie inside the
-     * slot when it loaded it, every run's rows are checked against {@code valueCount} when the
-     * batch is built, every offset pair is checked against {@code dataBytes} below, and the slot
-     * stays mapped until {@link #recycle()} (the reader never unmaps a region a queued batch may
-     * read).
+     * Where the column's buffers lie in mapped memory. Per record: two int reads (binary) or one
+     * 16-byte view (views) and one bulk copy straight from these addresses, without the per-call
+     * bounds, reference-count and byte-order checks of {@code ArrowBuf} or a {@code ByteBuffer}
+     * view (those cost more than the copy of a 100-byte value). Safe because the view checked that
+     * the slot's buffers lie inside the slot and that every segment file is mapped for its {@code
+     * file_bytes} when it loaded it, every run's rows are checked against {@code valueCount} when
+     * the batch is built, every offset pair or view is checked against its buffer below, and the
+     * slot and its segment file mappings stay mapped until {@link #recycle()} (the reader never
+     * unmaps a region or a segment file a queued batch may read).
      */
     private final long offsetsAddress;
 
     private final long dataAddress;
     private final long dataBytes;
+
+    /** View slots: variadic buffer k's address and length (0: the slot's data, k: a file). */
+    private final long[] bufferAddresses;
+
+    private final long[] bufferBytes;
+    private final long position;
     private final boolean hasNulls;
     private final String[] splitIds;
     private final SlotRun[][] runsBySplit;
@@ -87,13 +101,34 @@ final class PushSlotRecords implements RecordsWithSplitIds<RecordRun> {
 
     private PushSlotRecords(
             ArrowSlotView view,
+            long position,
             SlotViewPool pool,
             Map<String, List<ChunkRun>> runs,
             Set<String> finishedSplits) {
-        this.values = view.vector();
-        this.offsetsAddress = values.getOffsetBuffer().memoryAddress();
-        this.dataAddress = values.getDataBuffer().memoryAddress();
-        this.dataBytes = values.getDataBuffer().capacity();
+        this.views = view.isView();
+        this.position = position;
+        if (views) {
+            ViewVarBinaryVector v = view.viewVector();
+            this.values = v;
+            this.offsetsAddress = v.getDataBuffer().memoryAddress(); // the views
+            this.dataAddress = 0;
+            this.dataBytes = 0;
+            List<ArrowBuf> buffers = v.getDataBuffers();
+            this.bufferAddresses = new long[buffers.size()];
+            this.bufferBytes = new long[buffers.size()];
+            for (int k = 0; k < buffers.size(); k++) {
+                bufferAddresses[k] = buffers.get(k).memoryAddress();
+                bufferBytes[k] = buffers.get(k).capacity();
+            }
+        } else {
+            VarBinaryVector v = view.vector();
+            this.values = v;
+            this.offsetsAddress = v.getOffsetBuffer().memoryAddress();
+            this.dataAddress = v.getDataBuffer().memoryAddress();
+            this.dataBytes = v.getDataBuffer().capacity();
+            this.bufferAddresses = null;
+            this.bufferBytes = null;
+        }
         this.hasNulls = values.getNullCount() > 0;
         this.splitIds = runs.keySet().toArray(new String[0]);
         this.runsBySplit = new SlotRun[splitIds.length][];
@@ -139,6 +174,9 @@ final class PushSlotRecords implements RecordsWithSplitIds<RecordRun> {
         if (hasNulls && values.isNull(row)) {
             return new byte[0];
         }
+        if (views) {
+            return copyViewRow(row);
+        }
         int start = offset(row);
         int end = offset(row + 1);
         if (start < 0 || end < start || end > dataBytes) {
@@ -150,9 +188,55 @@ final class PushSlotRecords implements RecordsWithSplitIds<RecordRun> {
         return value;
     }
 
+    /**
+     * Copies row {@code row} of a view slot: from the view itself (at most 12 bytes) or from the
+     * buffer it names, after checking that the buffer exists and holds the whole value.
+     */
+    private byte[] copyViewRow(int row) {
+        long view = offsetsAddress + (long) row * ShmLayout.VIEW_BYTES;
+        int length = littleEndianInt(view);
+        if (length < 0) {
+            throw badView(row, "has length " + length);
+        }
+        byte[] value = new byte[length];
+        if (length <= ShmLayout.VIEW_INLINE_BYTES) {
+            MemoryUtil.copyFromMemory(view + 4, value, 0, length);
+            return value;
+        }
+        int buffer = littleEndianInt(view + 8);
+        int offset = littleEndianInt(view + 12);
+        if (buffer < 0 || buffer >= bufferAddresses.length) {
+            throw badView(row, "names buffer " + buffer + " of " + bufferAddresses.length);
+        }
+        if (offset < 0 || (long) offset + length > bufferBytes[buffer]) {
+            throw badView(
+                    row,
+                    "has bytes "
+                            + offset
+                            + ".."
+                            + ((long) offset + length)
+                            + " outside its buffer "
+                            + buffer
+                            + " of "
+                            + bufferBytes[buffer]
+                            + " bytes");
+        }
+        MemoryUtil.copyFromMemory(bufferAddresses[buffer] + offset, value, 0, length);
+        return value;
+    }
+
+    private IllegalStateException badView(int row, String what) {
+        return new IllegalStateException(
+                "slot " + position + ": the view of row " + row + " " + what);
+    }
+
     /** Arrow offsets are little-endian whatever the host's order (a constant for the JIT). */
     private int offset(int index) {
-        int raw = MemoryUtil.getInt(offsetsAddress + (long) index * Integer.BYTES);
+        return littleEndianInt(offsetsAddress + (long) index * Integer.BYTES);
+    }
+
+    private static int littleEndianInt(long address) {
+        int raw = MemoryUtil.getInt(address);
         return MemoryUtil.LITTLE_ENDIAN ? raw : Integer.reverseBytes(raw);
     }
 
@@ -194,9 +278,9 @@ final class PushSlotRecords implements RecordsWithSplitIds<RecordRun> {
             return finished;
         }
 
-        /** The batch owns {@code view} (and its slot) from here on. */
-        PushSlotRecords build(ArrowSlotView view, SlotViewPool pool) {
-            return new PushSlotRecords(view, pool, runs, finished);
+        /** The batch owns {@code view} (its slot at {@code position}) from here on. */
+        PushSlotRecords build(ArrowSlotView view, long position, SlotViewPool pool) {
+            return new PushSlotRecords(view, position, pool, runs, finished);
         }
     }
 }

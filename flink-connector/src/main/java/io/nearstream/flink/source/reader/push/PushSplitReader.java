@@ -4,6 +4,7 @@ import io.nearstream.client.NearstreamClient;
 import io.nearstream.client.Position;
 import io.nearstream.client.PushSplitStart;
 import io.nearstream.client.RecordFilter;
+import io.nearstream.client.SlotFormat;
 import io.nearstream.flink.source.NearstreamSourceOptions;
 import io.nearstream.flink.source.metrics.NearstreamSourceReaderMetrics;
 import io.nearstream.flink.source.reader.DamagedData;
@@ -167,7 +168,8 @@ public class PushSplitReader implements SplitReader<RecordRun, NearstreamSplit> 
                 config.get(NearstreamSourceOptions.PUSH_SLOT_BYTES),
                 (int) config.get(NearstreamSourceOptions.PUSH_CONSUMER_TIMEOUT).toMillis(),
                 config.get(NearstreamSourceOptions.REQUEST_TIMEOUT).toMillis(),
-                RecordFilter.parseSpec(config.get(NearstreamSourceOptions.RECORD_FILTER)));
+                RecordFilter.parseSpec(config.get(NearstreamSourceOptions.RECORD_FILTER)),
+                SlotFormat.parse(config.get(NearstreamSourceOptions.PUSH_SLOT_FORMAT)));
     }
 
     private long ringStat(ToLongFunction<SlotRing> stat) {
@@ -233,7 +235,7 @@ public class PushSplitReader implements SplitReader<RecordRun, NearstreamSplit> 
         boolean handedOver = false;
         try {
             view.load(ring, position);
-            int rows = view.vector().getValueCount();
+            int rows = view.rowCount();
             int chunks = ring.chunkCount(position);
             int row = 0;
             for (int c = 0; c < chunks; c++) {
@@ -293,7 +295,7 @@ public class PushSplitReader implements SplitReader<RecordRun, NearstreamSplit> 
             bytesConsumed += bytes;
             metrics.fetchCompleted(bytes, batch.records());
             if (batch.hasRecords()) {
-                PushSlotRecords built = batch.build(view, views);
+                PushSlotRecords built = batch.build(view, position, views);
                 handedOver = true;
                 return built;
             }

@@ -5,6 +5,7 @@ import io.nearstream.client.PushRingSpec;
 import io.nearstream.client.PushSplitStart;
 import io.nearstream.client.PushSubscription;
 import io.nearstream.client.RecordFilter;
+import io.nearstream.client.SlotFormat;
 import io.nearstream.jni.ShmLayout;
 import io.nearstream.jni.ShmRegion;
 import io.nearstream.jni.SlotRing;
@@ -77,18 +78,25 @@ public final class PushSubscriptionRegistry {
     public record Key(String broker, String stream, String sourceId) {}
 
     /**
-     * Ring geometry, consumer timeout and record filter of a subscription (one source's readers
-     * share one subscription, so they share these).
+     * Ring geometry, consumer timeout, record filter and slot format of a subscription (one
+     * source's readers share one subscription, so they share these).
      */
     public record Geometry(
             int slotsPerRing,
             int slotBytes,
             int consumerTimeoutMs,
             long rpcTimeoutMs,
-            RecordFilter filter) {
-        /** Without a record filter. */
+            RecordFilter filter,
+            SlotFormat slotFormat) {
+        /** Without a record filter, binary slots. */
         public Geometry(int slotsPerRing, int slotBytes, int consumerTimeoutMs, long rpcTimeoutMs) {
-            this(slotsPerRing, slotBytes, consumerTimeoutMs, rpcTimeoutMs, RecordFilter.none());
+            this(
+                    slotsPerRing,
+                    slotBytes,
+                    consumerTimeoutMs,
+                    rpcTimeoutMs,
+                    RecordFilter.none(),
+                    SlotFormat.BINARY);
         }
     }
 
@@ -818,7 +826,8 @@ public final class PushSubscriptionRegistry {
                                         geometry.slotBytes(),
                                         geometry.consumerTimeoutMs(),
                                         rings,
-                                        geometry.filter())
+                                        geometry.filter(),
+                                        geometry.slotFormat())
                                 .get(geometry.rpcTimeoutMs(), TimeUnit.MILLISECONDS);
             } catch (Throwable e) { // an Error too: the group's own connection must not leak
                 if (newLeader.subtaskIndex < 0) {

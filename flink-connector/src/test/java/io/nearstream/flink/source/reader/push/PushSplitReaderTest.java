@@ -8,6 +8,7 @@ import io.nearstream.client.Position;
 import io.nearstream.client.PushRingSpec;
 import io.nearstream.client.PushSplitStart;
 import io.nearstream.client.RecordFilter;
+import io.nearstream.client.SlotFormat;
 import io.nearstream.flink.source.NearstreamSourceOptions;
 import io.nearstream.flink.source.metrics.NearstreamSourceReaderMetrics;
 import io.nearstream.flink.source.reader.RecordRun;
@@ -18,6 +19,7 @@ import io.nearstream.flink.source.testutils.PushTestRegion;
 import io.nearstream.flink.source.testutils.PushTestRegion.Chunk;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -69,6 +71,10 @@ class PushSplitReaderTest {
     }
 
     private PushSplitReader newReader(int subtask, RecordFilter filter) {
+        return newReader(subtask, filter, SlotFormat.BINARY);
+    }
+
+    private PushSplitReader newReader(int subtask, RecordFilter filter, SlotFormat format) {
         FakeNearstreamClient client =
                 new FakeNearstreamClient().setPushRegion(regionPath.toString(), EPOCH);
         Configuration config = new Configuration();
@@ -77,6 +83,7 @@ class PushSplitReaderTest {
         config.set(NearstreamSourceOptions.PUSH_CONSUMER_TIMEOUT, Duration.ofSeconds(2));
         config.set(NearstreamSourceOptions.PUSH_PENDING_REFRESH_INTERVAL, Duration.ofMillis(20));
         config.set(NearstreamSourceOptions.RECORD_FILTER, filter.toSpec());
+        config.set(NearstreamSourceOptions.PUSH_SLOT_FORMAT, format.configText());
         clients.put(subtask, client);
         NearstreamSourceReaderMetrics m =
                 new NearstreamSourceReaderMetrics(
@@ -281,6 +288,83 @@ class PushSplitReaderTest {
         assertThatThrownBy(() -> run.value(3)).isInstanceOf(IndexOutOfBoundsException.class);
         batch.recycle();
         assertThat(region.released(0)).isEqualTo(1);
+    }
+
+    private static final String SEGMENT_PREFIX = "nearstream-seg-9-";
+    private static final String IN_FILE = "a record that the broker left in its segment file";
+    private static final String COPIED = "a record that the broker copied into the slot";
+
+    /** Segment file 1 next to the region: 64 filler bytes, then {@link #IN_FILE}. */
+    private byte[] writeSegmentFile() throws IOException {
+        byte[] file = (".".repeat(64) + IN_FILE).getBytes(StandardCharsets.UTF_8);
+        Files.write(dir.resolve(SEGMENT_PREFIX + 1), file);
+        return file;
+    }
+
+    @Test
+    void readsViewRowsInlineInTheSlotAndInASegmentFile() throws IOException {
+        region = PushTestRegion.createView(regionPath, EPOCH, SLOTS, SLOT_BYTES, SEGMENT_PREFIX, 0);
+        byte[] file = writeSegmentFile();
+        PushSplitReader reader = newReader(0, RecordFilter.none(), SlotFormat.BINARY_VIEW);
+        NearstreamSplit s = split(0, Position.EARLIEST, 0, null);
+        reader.handleSplitsChanges(new SplitsAddition<>(List.of(s)));
+        region.publishViews(
+                0,
+                file,
+                -1,
+                0,
+                0,
+                chunk(0, pos(1, 1, 0), "tiny", "twelve-bytes", IN_FILE),
+                chunk(0, pos(1, 1, 100), COPIED, "", "thirteen-byte"));
+
+        Fetched f = fetchSome(reader);
+
+        assertThat(f.values(s.splitId()))
+                .containsExactly("tiny", "twelve-bytes", IN_FILE, COPIED, "", "thirteen-byte");
+        assertThat(f.records.get(s.splitId()).get(4).chunk()).isEqualTo(pos(1, 1, 100));
+        assertThat(reader.positions()).containsEntry(s.splitId(), pos(1, 1, 200));
+        assertThat(region.released(0)).isEqualTo(1);
+        assertThat(clientOf(0).pushCalls())
+                .singleElement()
+                .asString()
+                .endsWith(" format binary-view");
+    }
+
+    @Test
+    void aViewOutsideItsBufferIsRefusedNotRead() throws IOException {
+        region = PushTestRegion.createView(regionPath, EPOCH, SLOTS, SLOT_BYTES, SEGMENT_PREFIX, 0);
+        byte[] file = writeSegmentFile();
+        PushSplitReader reader = newReader(0, RecordFilter.none(), SlotFormat.BINARY_VIEW);
+        NearstreamSplit s = split(0, Position.EARLIEST, 0, null);
+        reader.handleSplitsChanges(new SplitsAddition<>(List.of(s)));
+        // Row 1 names buffer 2, which the slot does not have (buffers 0 and 1).
+        region.publishViews(0, file, 1, 2, 0, chunk(0, pos(1, 1, 0), "ok", IN_FILE));
+        PushSlotRecords batch = fetchSlot(reader);
+        batch.nextSplit();
+        RecordRun run = batch.nextRecordFromSplit();
+        assertThat(new String(run.value(0), StandardCharsets.UTF_8)).isEqualTo("ok");
+        assertThatThrownBy(() -> run.value(1))
+                .isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("slot 0: the view of row 1 names buffer 2 of 2");
+        batch.recycle();
+
+        // Row 0 ends one byte past the end of segment file 1.
+        region.publishViews(
+                0,
+                file,
+                0,
+                1,
+                file.length - IN_FILE.length() + 1,
+                chunk(0, pos(1, 1, 100), IN_FILE));
+        PushSlotRecords next = fetchSlot(reader);
+        next.nextSplit();
+        RecordRun bad = next.nextRecordFromSplit();
+        assertThatThrownBy(() -> bad.value(0))
+                .isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("slot 1: the view of row 0 has bytes")
+                .hasMessageContaining("outside its buffer 1 of " + file.length + " bytes");
+        next.recycle();
+        assertThat(region.released(0)).isEqualTo(2);
     }
 
     @Test
