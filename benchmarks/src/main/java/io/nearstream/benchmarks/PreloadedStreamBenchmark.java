@@ -1,5 +1,6 @@
 package io.nearstream.benchmarks;
 
+import io.nearstream.process.BrokerProcess;
 import org.openjdk.jmh.annotations.Level;
 import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.infra.BenchmarkParams;
@@ -13,10 +14,23 @@ public abstract class PreloadedStreamBenchmark extends BenchmarkBase {
 
     protected PreloadedStream stream;
     private final TrialTotals totals = new TrialTotals();
+    private long brokerCpuNsAtStart;
 
     /** Starts the broker and loads {@link #records()} records; call from the trial's setup. */
     protected void startStream(int streamlets, int chunkBytes) throws Exception {
-        stream = PreloadedStream.start(streamlets, records(), chunkBytes);
+        startStream(streamlets, chunkBytes, new String[0]);
+    }
+
+    /** As {@link #startStream(int, int)}, the broker started with {@code brokerArgs}. */
+    protected void startStream(int streamlets, int chunkBytes, String... brokerArgs)
+            throws Exception {
+        stream =
+                PreloadedStream.start(
+                        BrokerProcess.start(brokerArgs),
+                        streamlets,
+                        records(),
+                        Integer.getInteger(PreloadedStream.RECORD_BYTES_PROPERTY, 100),
+                        chunkBytes);
         int records = records();
         if (records != BenchmarkBase.RECORDS_PER_INVOCATION) {
             System.out.printf(
@@ -29,7 +43,11 @@ public abstract class PreloadedStreamBenchmark extends BenchmarkBase {
                     (double) BenchmarkBase.RECORDS_PER_INVOCATION / records);
         }
         totals.start(stream.brokerStat(brokerCounter()));
+        brokerCpuNsAtStart = stream.brokerStat(BROKER_CPU);
     }
+
+    /** The broker's own CPU time (all its threads), read for the trial's summary line. */
+    private static final String BROKER_CPU = "nearstream_process_cpu_ns_total";
 
     /**
      * The broker counter that must match the reader's own count of its requests ({@code rpcs} of
@@ -65,6 +83,11 @@ public abstract class PreloadedStreamBenchmark extends BenchmarkBase {
                             TrialTotals.label(params),
                             requestsName(),
                             stream.brokerStat(brokerCounter())));
+            // Warm-up included, as the totals: the broker's side of serving the reads.
+            System.out.print(
+                    totals.brokerCpuLine(
+                            TrialTotals.label(params),
+                            stream.brokerStat(BROKER_CPU) - brokerCpuNsAtStart));
         } finally {
             stream.close();
             stream = null;

@@ -70,6 +70,15 @@ public class PushReaderBenchmark extends PreloadedStreamBenchmark {
     @Param({"8"})
     public int slotsPerRing;
 
+    /**
+     * How the broker fills the slots: {@code binary} (copies every record) or {@code binary-view}
+     * (16-byte views into its segment files, which the reader maps and copies each record from).
+     * The broker runs with {@code --push-segment-files always}, so the pre-loaded segments are
+     * files the views can point into.
+     */
+    @Param({"binary", "binary-view"})
+    public String slotFormat;
+
     private List<NearstreamSplit> splits;
     private Configuration config;
 
@@ -81,11 +90,12 @@ public class PushReaderBenchmark extends PreloadedStreamBenchmark {
 
     @Setup(Level.Trial)
     public void setUp() throws Exception {
-        startStream(streamlets, chunkBytes);
+        startStream(streamlets, chunkBytes, "--push-segment-files", "always");
         splits = stream.boundedSplits();
         config = new Configuration();
         config.set(NearstreamSourceOptions.PUSH_SLOT_BYTES, slotBytes);
         config.set(NearstreamSourceOptions.PUSH_SLOTS_PER_RING, slotsPerRing);
+        config.set(NearstreamSourceOptions.PUSH_SLOT_FORMAT, slotFormat);
     }
 
     @Override

@@ -56,6 +56,13 @@ final class TrialTotals {
                 clientRpcs == 0 ? 0.0 : (double) bytes / clientRpcs);
     }
 
+    /** The broker's CPU seconds per million records read over the trial. */
+    String brokerCpuLine(String what, long brokerCpuNs) {
+        return String.format(
+                "# %s: broker CPU %.3f s per million records read (%.2f s in all)%n",
+                what, records == 0 ? 0.0 : brokerCpuNs / 1e9 * 1e6 / records, brokerCpuNs / 1e9);
+    }
+
     private double perMillion(long rpcs) {
         return records == 0 ? 0.0 : rpcs * 1e6 / records;
     }

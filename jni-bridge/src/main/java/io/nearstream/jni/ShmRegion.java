@@ -99,9 +99,12 @@ public final class ShmRegion implements AutoCloseable {
         if (slotFormat == SLOT_FORMAT_BINARY_VIEW && segmentFilePrefix.isEmpty()) {
             throw invalid("a binary_view region without a segment_file_prefix");
         }
+        // The broker's, for the whole JVM: they outlive this region (SegmentFileMappings).
         segmentFiles =
-                new SegmentFileMappings(
-                        this::segmentFilePath, SegmentFileMappings.DEFAULT_MAX_IDLE);
+                slotFormat == SLOT_FORMAT_BINARY_VIEW
+                        ? SegmentFileMappings.shared(
+                                path.toAbsolutePath().getParent(), segmentFilePrefix, brokerEpoch)
+                        : null;
         rings = new SlotRing[ringCount];
         for (int i = 0; i < ringCount; i++) {
             long ringAddress = address + HEADER_BYTES + i * ringStride;
@@ -233,7 +236,11 @@ public final class ShmRegion implements AutoCloseable {
         return path.resolveSibling(segmentFilePrefix + Long.toUnsignedString(number));
     }
 
-    /** The segment files the region's view slots map; closed with the region. */
+    /**
+     * The mappings of the segment files the region's view slots point into (null for a binary
+     * region): the broker's for the whole JVM, so they outlive the region ({@link
+     * SegmentFileMappings#shared}).
+     */
     public SegmentFileMappings segmentFiles() {
         return segmentFiles;
     }
@@ -318,17 +325,13 @@ public final class ShmRegion implements AutoCloseable {
     }
 
     /**
-     * Drops the owner's reference; idempotent. Segment files no held slot reads are unmapped now,
-     * the others when their last slot is released.
+     * Drops the owner's reference; idempotent. The segment file mappings stay for the broker's next
+     * regions ({@link SegmentFileMappings#shared}).
      */
     @Override
     public void close() {
         if (closed.compareAndSet(false, true)) {
-            try {
-                segmentFiles.close();
-            } finally {
-                releaseRef();
-            }
+            releaseRef();
         }
     }
 }

@@ -26,7 +26,7 @@ class SegmentFileMappingsTest {
     }
 
     private static SegmentFileMappings mappings(Path dir, int maxIdle) {
-        return new SegmentFileMappings(n -> dir.resolve(PREFIX + n), maxIdle);
+        return new SegmentFileMappings(n -> dir.resolve(PREFIX + n), maxIdle, Long.MAX_VALUE, 1);
     }
 
     /** How many mappings of {@code file} the process has. */
@@ -93,6 +93,72 @@ class SegmentFileMappingsTest {
             assertThat(mappingsOf(one)).isEqualTo(1);
         }
         assertThat(mappingsOf(one)).isZero();
+    }
+
+    @Test
+    void boundsTheIdleBytesToo(@TempDir Path dir) throws Exception {
+        Path one = segment(dir, 1, "1111");
+        Path two = segment(dir, 2, "2222");
+        Path three = segment(dir, 3, "3333");
+        try (SegmentFileMappings files =
+                new SegmentFileMappings(n -> dir.resolve(PREFIX + n), 100, 8, 1)) {
+            for (long n = 1; n <= 3; n++) {
+                files.release(files.acquire(n, 4));
+            }
+            // 12 idle bytes, 8 allowed: the longest idle goes.
+            assertThat(mappingsOf(one)).isZero();
+            assertThat(mappingsOf(two)).isEqualTo(1);
+            assertThat(mappingsOf(three)).isEqualTo(1);
+        }
+    }
+
+    @Test
+    void anIdleMappingOfAFileTheBrokerUnlinkedIsUnmappedAtTheNextSweep(@TempDir Path dir)
+            throws Exception {
+        Path one = segment(dir, 1, "gone soon");
+        segment(dir, 2, "stays");
+        segment(dir, 3, "next");
+        // Sweeps whenever a new file is mapped.
+        try (SegmentFileMappings files =
+                new SegmentFileMappings(n -> dir.resolve(PREFIX + n), 100, 1 << 20, 1, 0)) {
+            files.release(files.acquire(1, 9));
+            SegmentFileMappings.Mapping held = files.acquire(2, 5);
+            Files.delete(one);
+            assertThat(mappingsOf(one)).isEqualTo(1); // the kernel keeps it for our mapping
+            files.release(files.acquire(3, 4));
+            assertThat(mappingsOf(one)).isZero();
+            assertThat(read(held)).isEqualTo("stays");
+            files.release(held);
+            assertThat(files.mappedCount()).isEqualTo(2);
+        }
+    }
+
+    @Test
+    void oneSharedInstancePerBrokerUntilAnotherEpochTakesItsNames(@TempDir Path dir)
+            throws Exception {
+        Path file = segment(dir, 1, "epoch one");
+        SegmentFileMappings first = SegmentFileMappings.shared(dir, PREFIX, 7);
+        assertThat(SegmentFileMappings.shared(dir, PREFIX, 7)).isSameAs(first);
+        assertThat(SegmentFileMappings.shared(dir, "nearstream-seg-other-", 7)).isNotSameAs(first);
+        first.release(first.acquire(1, 9)); // idle: kept for the broker's next region
+        assertThat(mappingsOf(file)).isEqualTo(1);
+
+        // A broker restarted under the same pid: same names, other files.
+        SegmentFileMappings second = SegmentFileMappings.shared(dir, PREFIX, 8);
+        assertThat(second).isNotSameAs(first);
+        assertThat(mappingsOf(file)).isZero();
+
+        // A broker that exited (its files unlinked): its idle mappings go when any other
+        // broker's mappings are asked for, since no acquire of its own will sweep them.
+        Path other = segment(dir, 1 + 0, "x");
+        SegmentFileMappings gone = SegmentFileMappings.shared(dir, "nearstream-seg-gone-", 1);
+        Path goneFile = Files.copy(other, dir.resolve("nearstream-seg-gone-1"));
+        gone.release(gone.acquire(1, 1));
+        Files.delete(goneFile);
+        assertThat(mappingsOf(goneFile)).isEqualTo(1);
+        SegmentFileMappings.shared(dir, PREFIX, 8);
+        assertThat(mappingsOf(goneFile)).isZero();
+        second.close();
     }
 
     @Test
