@@ -36,7 +36,8 @@ def add_arguments_for(preset):
     d = PRESETS[preset]
 
     def add(p):
-        p.add_argument("--consumers", default=d["consumers"], help="cpp-pull, pull, push")
+        p.add_argument("--consumers", default=d["consumers"],
+                       help="cpp-pull, pull, push, push-view (push with view slots)")
         p.add_argument("--workload", default=d["workload"], choices=["count", "filter"])
         p.add_argument("--chunk-sizes", default=d["chunk_sizes"], help="producer chunk sizes CS")
         # Every sweep flag takes a comma-separated list; the run covers every combination.
@@ -168,15 +169,17 @@ def _ratios(res):
         for r in res.rows:
             if r["chunk_kib"] == cs and r["setting"] == setting:
                 by.setdefault(r["consumer"], []).append(r)
-        if "push" in by and "pull" in by:
-            def med(c, k):
-                return statistics.median(x[k] for x in by[c])
-            prefix = f"{setting}, " if len(settings) > 1 else ""
+        def med(c, k):
+            return statistics.median(x[k] for x in by[c])
+        prefix = f"{setting}, " if len(settings) > 1 else ""
+        for push in ("push", "push-view"):
+            if push not in by or "pull" not in by:
+                continue
             lines.append(
-                f"- {prefix}CS {cs} KiB: push/pull consumer throughput "
-                f"{med('push', 'consumer_rps') / max(med('pull', 'consumer_rps'), 1):.2f}x, "
-                f"producers with push / with pull "
-                f"{med('push', 'producer_rps') / max(med('pull', 'producer_rps'), 1):.2f}x, "
-                f"broker CPU s/M push/pull "
-                f"{med('push', 'broker_cpu_s_per_m') / max(med('pull', 'broker_cpu_s_per_m'), 1e-9):.2f}")
+                f"- {prefix}CS {cs} KiB: {push}/pull consumer throughput "
+                f"{med(push, 'consumer_rps') / max(med('pull', 'consumer_rps'), 1):.2f}x, "
+                f"producers with {push} / with pull "
+                f"{med(push, 'producer_rps') / max(med('pull', 'producer_rps'), 1):.2f}x, "
+                f"broker CPU s/M {push}/pull "
+                f"{med(push, 'broker_cpu_s_per_m') / max(med('pull', 'broker_cpu_s_per_m'), 1e-9):.2f}")
     return lines

@@ -35,7 +35,8 @@ _COLORS = {"pull": "#1f77b4", "push": "#ff7f0e", "kafka": "#2ca02c", "cpp-pull":
 _OTHER_COLORS = ["#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#d62728"]
 
 # How series and panels are named in legends and titles.
-MODE_LABELS = {"pull": "Flink pull", "push": "Flink push", "auto": "Flink auto",
+MODE_LABELS = {"pull": "Flink pull", "push": "Flink push", "push-view": "Flink push, view slots",
+               "auto": "Flink auto",
                "kafka": "Flink Kafka source", "cpp-pull": "C++ pull (nearstream-perf)"}
 PRODUCER_LABELS = {k: f"beside {v} consumers" for k, v in MODE_LABELS.items()}
 WORKLOAD_LABELS = {"wordcount": "word count", "windowed-wordcount": "windowed word count"}
