@@ -1,5 +1,6 @@
 #include "nearstream/push/push_manager.h"
 
+#include <sched.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -165,6 +166,11 @@ Status PushManager::Start() {
   }
   if (started_) return Status::Ok();
   started_ = true;
+  // On a broker confined to one CPU, a push thread spinning before it sleeps only keeps that CPU
+  // from the workers whose appends it is waiting for.
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  if (::sched_getaffinity(0, sizeof cpus, &cpus) == 0 && CPU_COUNT(&cpus) == 1) spins_ = 0;
   // A broker killed before it could unlink its regions left them here; nobody else removes them.
   RemoveRegionsOfDeadBrokers(options_.dir);
   segment_files_ =
@@ -759,7 +765,7 @@ void PushManager::Sleep(Thread* t, std::vector<std::shared_ptr<Subscription>>& s
     }
     return false;
   };
-  Result<WaitOutcome> r = AwaitDoorbell(word, flag, ready, kDefaultSpins, timeout);
+  Result<WaitOutcome> r = AwaitDoorbell(word, flag, ready, spins_, timeout);
   sleepers_.fetch_sub(1, std::memory_order_seq_cst);
   t->waiting.store(0, std::memory_order_seq_cst);
   {

@@ -34,6 +34,7 @@
 #include "nearstream/common/mutex.h"
 #include "nearstream/common/status.h"
 #include "nearstream/push/shm_region.h"
+#include "nearstream/push/slot_ring.h"
 #include "nearstream/push/subscription_spec.h"
 #include "nearstream/storage/segment_files.h"
 #include "nearstream/storage/stream_store.h"
@@ -105,6 +106,9 @@ class PushManager {
 
   size_t subscriptions() const;
   const std::string& dir() const { return options_.dir; }
+  // How long a push thread spins before it sleeps; 0 when Start found the broker (the thread
+  // that called it) confined to one CPU.
+  int spins() const { return spins_; }
 
  private:
   struct Subscription;
@@ -138,6 +142,7 @@ class PushManager {
   std::vector<std::unique_ptr<Thread>> threads_;
   std::atomic<bool> stopping_{false};
   bool started_ = false;
+  int spins_ = kDefaultSpins;  // before a push thread sleeps (Start: 0 on a single CPU)
   // Where the segments of streams with view subscriptions live (docs/shm-layout.md, "Segment
   // files"); made by Start.
   std::shared_ptr<storage::SegmentFiles> segment_files_;

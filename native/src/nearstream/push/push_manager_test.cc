@@ -6,6 +6,7 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -778,6 +779,34 @@ TEST_F(PushManagerTest, AViewSubscriptionPointsIntoSegmentFilesAndCopiesOlderSeg
   // The segments are still alive (their streams are), but their names go with the broker.
   manager_->Stop();
   EXPECT_TRUE(FilesIn(push_dir_.path()).empty());
+}
+
+// Confined to one CPU (the affinity of the thread that starts it, which its threads inherit), the
+// broker's push threads do not spin before sleeping: the spin would only take that CPU from the
+// workers whose appends they wait for.
+TEST_F(PushManagerTest, PushThreadsDoNotSpinOnASingleCpu) {
+  cpu_set_t all;
+  ASSERT_EQ(::sched_getaffinity(0, sizeof all, &all), 0);
+  {
+    PushOptions o;
+    o.dir = push_dir_.path();
+    PushManager spread(o, store_.get());
+    ASSERT_TRUE(spread.Start().ok());
+    EXPECT_EQ(spread.spins(), CPU_COUNT(&all) > 1 ? kDefaultSpins : 0);
+  }
+  int first = 0;
+  while (!CPU_ISSET(first, &all)) ++first;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(first, &one);
+  ASSERT_EQ(::sched_setaffinity(0, sizeof one, &one), 0);
+  PushOptions o;
+  o.dir = push_dir_.path();
+  PushManager pinned(o, store_.get());
+  Status s = pinned.Start();
+  ASSERT_EQ(::sched_setaffinity(0, sizeof all, &all), 0);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(pinned.spins(), 0);
 }
 
 // With segment files always on, segments made before any subscription are files too: a view

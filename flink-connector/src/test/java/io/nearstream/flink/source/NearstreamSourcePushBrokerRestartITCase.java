@@ -3,6 +3,7 @@ package io.nearstream.flink.source;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.nearstream.client.Durability;
+import io.nearstream.client.SlotFormat;
 import io.nearstream.client.StreamConfig;
 import io.nearstream.flink.source.reader.deserializer.NearstreamRecordDeserializationSchema;
 import io.nearstream.flink.source.testutils.Await;
@@ -29,8 +30,9 @@ import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.util.RestartStrategyUtils;
 import org.apache.flink.test.junit5.MiniClusterExtension;
 import org.apache.flink.util.CloseableIterator;
-import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * A checkpointed PUSH-mode job reads 100 000 known records of a durable (sync) stream; the broker
@@ -49,8 +51,10 @@ class NearstreamSourcePushBrokerRestartITCase {
     /** Pads every record to about 100 bytes, so that the rings hold a small part of the stream. */
     private static final String PADDING = "|" + "x".repeat(90);
 
+    /** Segments in files from the start, so the records written before the job are in them. */
     @RegisterExtension
-    static final NearstreamBrokerExtension BROKER = new NearstreamBrokerExtension();
+    static final NearstreamBrokerExtension BROKER =
+            new NearstreamBrokerExtension(List.of("--push-segment-files", "always"));
 
     @RegisterExtension
     static final MiniClusterExtension FLINK =
@@ -60,9 +64,15 @@ class NearstreamSourcePushBrokerRestartITCase {
                             .setNumberSlotsPerTaskManager(2)
                             .build());
 
-    @Test
-    void jobResumesExactlyOnceAfterTheBrokerIsKilledAndRestarted() throws Exception {
-        String stream = "push-broker-restart";
+    /**
+     * Both slot formats: with views, the killed broker's segment files (named by slots the readers
+     * held) are left in /dev/shm as its region is, and the restarted broker removes both.
+     */
+    @ParameterizedTest
+    @EnumSource(SlotFormat.class)
+    void jobResumesExactlyOnceAfterTheBrokerIsKilledAndRestarted(SlotFormat format)
+            throws Exception {
+        String stream = "push-broker-restart-" + format.configText();
         BROKER.createStream(
                 new StreamConfig(stream, STREAMLETS, 256 * 1024, 4, 1, Durability.SYNC, -1, -1));
         for (int s = 0; s < STREAMLETS; s++) {
@@ -88,6 +98,7 @@ class NearstreamSourcePushBrokerRestartITCase {
                         .setReadMode(ReadMode.PUSH)
                         // Small rings: most of the stream is still in the broker when it dies.
                         .setPushSlots(4, 64 * 1024)
+                        .setPushSlotFormat(format)
                         // Readers give up on the dead broker's region after 3 s without heartbeat.
                         .setPushConsumerTimeoutMs(3_000)
                         .setDeserializer(NearstreamRecordDeserializationSchema.utf8())
@@ -134,6 +145,9 @@ class NearstreamSourcePushBrokerRestartITCase {
                     },
                     () -> "records seen: " + KillPointMap.SEEN.get());
             long attemptsBeforeKill = KillPointMap.LAST_ATTEMPT.get();
+            if (format == SlotFormat.BINARY_VIEW) {
+                assertThat(PushRegions.segmentFilesOf(killedPid)).isNotEmpty();
+            }
             BROKER.stop(); // SIGKILL
             KillPointMap.RESUME.countDown();
 
@@ -181,6 +195,7 @@ class NearstreamSourcePushBrokerRestartITCase {
             // SIGKILL gave the first broker no chance to unlink its region: the restarted broker
             // removed it when it started.
             assertThat(PushRegions.of(killedPid)).isEmpty();
+            assertThat(PushRegions.segmentFilesOf(killedPid)).isEmpty();
         } finally {
             KillPointMap.RESUME.countDown();
             PushRegions.deleteOf(killedPid); // only if the assertion above failed

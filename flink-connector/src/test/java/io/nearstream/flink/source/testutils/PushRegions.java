@@ -8,9 +8,10 @@ import java.util.List;
 import java.util.stream.Stream;
 
 /**
- * The push regions of one broker process in its default push directory: the broker names them
- * {@code nearstream-push-<broker pid>-<subscription id>} (docs/shm-layout.md), so tests running
- * beside other brokers see only their own.
+ * The push regions and segment files of one broker process in its default push directory: the
+ * broker names them {@code nearstream-push-<broker pid>-<subscription id>} and {@code
+ * nearstream-seg-<broker pid>-<n>} (docs/shm-layout.md), so tests running beside other brokers see
+ * only their own.
  */
 public final class PushRegions {
 
@@ -21,7 +22,15 @@ public final class PushRegions {
 
     /** The region files of the broker with process id {@code brokerPid}, sorted. */
     public static List<Path> of(long brokerPid) {
-        String prefix = "nearstream-push-" + brokerPid + "-";
+        return named("nearstream-push-" + brokerPid + "-");
+    }
+
+    /** The segment files of the broker with process id {@code brokerPid}, sorted. */
+    public static List<Path> segmentFilesOf(long brokerPid) {
+        return named("nearstream-seg-" + brokerPid + "-");
+    }
+
+    private static List<Path> named(String prefix) {
         try (Stream<Path> files = Files.list(DEFAULT_DIR)) {
             return files.filter(p -> p.getFileName().toString().startsWith(prefix))
                     .sorted()
@@ -36,7 +45,9 @@ public final class PushRegions {
      * lives to close them); a test calls this for the brokers it killed.
      */
     public static void deleteOf(long brokerPid) {
-        for (Path p : of(brokerPid)) {
+        List<Path> left = new java.util.ArrayList<>(of(brokerPid));
+        left.addAll(segmentFilesOf(brokerPid));
+        for (Path p : left) {
             try {
                 Files.deleteIfExists(p);
             } catch (IOException e) {
