@@ -229,7 +229,7 @@ Result<SlotFill> WriteViewSlot(std::span<const SlotChunk> chunks, uint8_t* paylo
 
   // 4. The buffer table and the chunk map.
   uint8_t* buffers = payload + l.buffers_offset;
-  std::memcpy(buffers, table.data(), l.buffers_length);
+  if (l.buffers_length > 0) std::memcpy(buffers, table.data(), l.buffers_length);
   std::memset(buffers + l.buffers_length, 0,
               l.chunk_map_offset - (l.buffers_offset + l.buffers_length));
   uint8_t* map = payload + l.chunk_map_offset;
