@@ -67,6 +67,9 @@ def add_arguments_for(preset):
                             "standalone broker, the paper's setting")
         p.add_argument("--push-nice", type=int, default=0,
                        help="broker --push-nice: 1-19 let appends go first on a busy broker")
+        p.add_argument("--push-segment-files", default="on-view", choices=["on-view", "always"],
+                       help="broker --push-segment-files: always puts every segment in a file "
+                            "of --push-dir (a tmpfs), also for binary and pull consumers")
     return add
 
 
@@ -110,7 +113,9 @@ def run_preset(preset, args, out_dir, workdir):
                                            args.duration_s, record_size=record_bytes,
                                            broker_cpus=broker_cpus, client_cpus=client_cpus,
                                            consumer_cpus=consumer_cpus,
-                                           broker_extra=["--push-nice", str(args.push_nice)],
+                                           broker_extra=["--push-nice", str(args.push_nice),
+                                                         "--push-segment-files",
+                                                         args.push_segment_files],
                                            replication=replication)
                     m = max(r["consumed"], 1) / 1e6
                     res.add(setting=_label(np_, nc, ns, workers, record_bytes, replication),
@@ -137,7 +142,8 @@ def run_preset(preset, args, out_dir, workdir):
              f"CPU pinning: broker {args.broker_cpus or 'not pinned'}, producers and consumers "
              f"{args.client_cpus or 'not pinned'}"
              + (f" (Flink consumers {args.consumer_cpus})" if args.consumer_cpus else "")
-             + f"; broker --push-nice {args.push_nice}."]
+             + f"; broker --push-nice {args.push_nice}"
+             + f", --push-segment-files {args.push_segment_files}."]
     notes += _ratios(res)
     notes += ["", PLOTS_NOTE.format(n=name)]
     res.markdown(f"{d['fig']} - {preset}", args.command, notes)
