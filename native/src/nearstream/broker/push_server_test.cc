@@ -704,6 +704,33 @@ TEST(PushShutdownTest, StopLeavesNothingInDevShm) {
   }
 }
 
+// For the broker-process tests: creates stream "s" of one streamlet holding `records` in one
+// chunk, and returns a subscription request for one ring (subtask `subtask`) reading it from the
+// start, in `slot_format`.
+net::PushSubscribeRequest OneStreamletSubscription(Client& c,
+                                                   const std::vector<std::string>& records,
+                                                   uint32_t subtask, uint8_t slot_format) {
+  storage::StreamConfig config;
+  config.name = "s";
+  config.streamlets = 1;
+  EXPECT_TRUE(c.CreateStream(config).ok());
+  storage::ChunkBuilder b;
+  for (const std::string& r : records) b.Add(r);
+  Bytes chunk = b.Finish(0, 0, 1000);
+  net::AppendRequest append;
+  append.stream = "s";
+  append.entries.push_back({0, chunk.data(), static_cast<uint32_t>(chunk.size())});
+  EXPECT_TRUE(c.Append(append).ok());
+  net::PushSubscribeRequest req;
+  req.stream = "s";
+  req.slots_per_ring = 2;
+  req.slot_bytes = 64 * 1024;
+  req.consumer_timeout_ms = 10000;
+  req.rings.push_back({subtask, {{0, Position{}}}});
+  req.slot_format = slot_format;
+  return req;
+}
+
 // The real nearstreamd: --push-dir and --push-threads, and a graceful stop (SIGTERM) unlinks the
 // regions of the subscriptions still open.
 TEST(PushBrokerProcessTest, FlagsAndSigtermUnlink) {
@@ -715,25 +742,8 @@ TEST(PushBrokerProcessTest, FlagsAndSigtermUnlink) {
   ASSERT_TRUE(broker.ok()) << broker.status().ToString();
   auto c = Client::Connect((*broker)->address());
   ASSERT_TRUE(c.ok());
-  storage::StreamConfig config;
-  config.name = "s";
-  config.streamlets = 1;
-  ASSERT_TRUE(c->CreateStream(config).ok());
-  storage::ChunkBuilder b;
-  b.Add("hello");
-  b.Add("push");
-  Bytes chunk = b.Finish(0, 0, 1000);
-  net::AppendRequest append;
-  append.stream = "s";
-  append.entries.push_back({0, chunk.data(), static_cast<uint32_t>(chunk.size())});
-  ASSERT_TRUE(c->Append(append).ok());
-  net::PushSubscribeRequest req;
-  req.stream = "s";
-  req.slots_per_ring = 2;
-  req.slot_bytes = 64 * 1024;
-  req.consumer_timeout_ms = 10000;
-  req.rings.push_back({3, {{0, Position{}}}});
-  auto sub = c->PushSubscribe(req);
+  auto sub = c->PushSubscribe(
+      OneStreamletSubscription(*c, {"hello", "push"}, 3, NS_SHM_SLOT_FORMAT_BINARY));
   ASSERT_TRUE(sub.ok()) << sub.status().ToString();
   EXPECT_EQ(sub->region_path, push_dir.path() + "/nearstream-push-" +
                                   std::to_string((*broker)->pid()) + "-" +
@@ -762,29 +772,12 @@ TEST(PushBrokerProcessTest, AKilledBrokersSegmentFilesServeHeldSlotsAndGoAtTheNe
   const std::string dead_prefix = "nearstream-seg-" + std::to_string((*broker)->pid()) + "-";
   auto c = Client::Connect((*broker)->address());
   ASSERT_TRUE(c.ok());
-  storage::StreamConfig config;
-  config.name = "s";
-  config.streamlets = 1;
-  ASSERT_TRUE(c->CreateStream(config).ok());
-  storage::ChunkBuilder b;
   std::vector<std::string> records;
   for (int i = 0; i < 20; ++i) {
     records.push_back("record " + std::to_string(i) + " " + std::string(100, char('a' + i)));
-    b.Add(records.back());
   }
-  Bytes chunk = b.Finish(0, 0, 1000);
-  net::AppendRequest append;
-  append.stream = "s";
-  append.entries.push_back({0, chunk.data(), static_cast<uint32_t>(chunk.size())});
-  ASSERT_TRUE(c->Append(append).ok());
-  net::PushSubscribeRequest req;
-  req.stream = "s";
-  req.slots_per_ring = 2;
-  req.slot_bytes = 64 * 1024;
-  req.consumer_timeout_ms = 10000;
-  req.rings.push_back({0, {{0, Position{}}}});
-  req.slot_format = NS_SHM_SLOT_FORMAT_BINARY_VIEW;
-  auto sub = c->PushSubscribe(req);
+  auto sub =
+      c->PushSubscribe(OneStreamletSubscription(*c, records, 0, NS_SHM_SLOT_FORMAT_BINARY_VIEW));
   ASSERT_TRUE(sub.ok()) << sub.status().ToString();
   auto region = push::ShmRegion::Open(sub->region_path);
   ASSERT_TRUE(region.ok()) << region.status().ToString();

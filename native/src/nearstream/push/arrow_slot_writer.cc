@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "nearstream/push/slot_writer_parts.h"
 #include "nearstream/shm_layout.h"
 
 namespace nearstream::push {
@@ -28,11 +29,6 @@ Extent Measure(uint64_t rows, uint64_t data_bytes, uint64_t chunks) {
   return e;
 }
 
-Status Corrupt(const SlotChunk& c, const std::string& why) {
-  return Status::CorruptChunk("chunk at streamlet " + std::to_string(c.streamlet) + " position " +
-                              c.position.ToString() + ": " + why);
-}
-
 // What one chunk puts into a slot: its rows and their bytes.
 struct ChunkRows {
   uint64_t rows = 0;
@@ -42,7 +38,8 @@ struct ChunkRows {
 // Without a filter every record is a row, and the header says how many bytes they hold.
 Result<ChunkRows> AllRows(const SlotChunk& c) {
   const uint64_t prefixes = uint64_t{storage::kRecordLengthPrefix} * c.header.record_count;
-  if (c.header.payload_length < prefixes) return Corrupt(c, "record count exceeds payload");
+  if (c.header.payload_length < prefixes)
+    return CorruptSlotChunk(c, "record count exceeds payload");
   return ChunkRows{c.header.record_count, c.header.payload_length - prefixes};
 }
 
@@ -55,7 +52,7 @@ Result<ChunkRows> PassingRows(const SlotChunk& c, const RecordFilter& filter,
   uint32_t count = 0;
   while (it.Next(&record)) {
     if (count++ == c.header.record_count) {
-      return Corrupt(c, "more record bytes than the header announces");
+      return MoreRecordsThanAnnounced(c);
     }
     const bool pass = filter.Matches(record);
     passes->push_back(pass ? 1 : 0);
@@ -65,8 +62,7 @@ Result<ChunkRows> PassingRows(const SlotChunk& c, const RecordFilter& filter,
     }
   }
   if (count != c.header.record_count) {
-    return Corrupt(c, "holds " + std::to_string(count) + " records, header says " +
-                          std::to_string(c.header.record_count));
+    return RecordCountMismatch(c, count);
   }
   return r;
 }
@@ -129,9 +125,7 @@ Result<SlotFill> WriteArrowSlot(std::span<const SlotChunk> chunks, uint8_t* payl
 
   // 2. Validity: every row valid; the bits past the last row and the padding are zero.
   uint8_t* validity = payload + l.validity_offset;
-  std::memset(validity, 0, l.offsets_offset);
-  std::memset(validity, 0xFF, rows / 8);
-  if (rows % 8 != 0) validity[rows / 8] = static_cast<uint8_t>((1u << (rows % 8)) - 1);
+  WriteValidity(validity, rows, l.offsets_offset);
 
   // 3. Offsets and data, record by record (those that passed the filter); the framing is
   // re-checked against the header.
@@ -149,14 +143,14 @@ Result<SlotFill> WriteArrowSlot(std::span<const SlotChunk> chunks, uint8_t* payl
     uint32_t count = 0;
     while (it.Next(&record)) {
       if (count == c.header.record_count) {
-        return Corrupt(c, "more record bytes than the header announces");
+        return MoreRecordsThanAnnounced(c);
       }
       if (filtered && (*passes)[verdict++] == 0) {
         ++count;
         continue;
       }
       if (record.size() > size_t(data_end - out)) {
-        return Corrupt(c, "more record bytes than the header announces");
+        return MoreRecordsThanAnnounced(c);
       }
       std::memcpy(out, record.data(), record.size());
       out += record.size();
@@ -165,8 +159,7 @@ Result<SlotFill> WriteArrowSlot(std::span<const SlotChunk> chunks, uint8_t* payl
       StoreLe32(offsets + 4 * size_t{row}, static_cast<uint32_t>(out - data));
     }
     if (count != c.header.record_count) {
-      return Corrupt(c, "holds " + std::to_string(count) + " records, header says " +
-                            std::to_string(c.header.record_count));
+      return RecordCountMismatch(c, count);
     }
   }
   if (out != data_end) return Status::CorruptChunk("record bytes do not add up");
@@ -175,20 +168,8 @@ Result<SlotFill> WriteArrowSlot(std::span<const SlotChunk> chunks, uint8_t* payl
   std::memset(out, 0, l.chunk_map_offset - (l.data_offset + l.data_length));
 
   // 4. The chunk map.
-  uint8_t* map = payload + l.chunk_map_offset;
-  for (size_t i = 0; i < n; ++i) {
-    const SlotChunk& c = chunks[i];
-    ns_shm_chunk_map_entry e;
-    std::memset(&e, 0, sizeof e);
-    e.streamlet = c.streamlet;
-    e.record_count = filtered ? chunk_rows[i] : c.header.record_count;
-    e.group = c.position.group;
-    e.segment = c.position.segment;
-    e.byte_position = c.position.offset;
-    e.chunk_bytes = c.header.total_size();
-    e.first_timestamp_ms = c.header.first_timestamp_ms;
-    std::memcpy(map + i * sizeof e, &e, sizeof e);
-  }
+  WriteChunkMap(chunks.first(n), filtered ? chunk_rows.data() : nullptr,
+                payload + l.chunk_map_offset);
   return SlotFill{n, l};
 }
 

@@ -55,15 +55,18 @@ void NoteSegmentFiles(const storage::ReadOutcome& read, size_t first,
   }
 }
 
-// Moves into `slot_pins` the segments of `pins` whose files the written chunks point into.
+// Moves into `slot_pins` the segments of `pins` whose files the written chunks point into. The
+// chunks of one segment are consecutive, so each file is looked up once.
 void PinSegmentFiles(std::vector<std::shared_ptr<const storage::Segment>>& pins,
                      std::span<const SlotChunk> written,
                      std::vector<std::shared_ptr<const storage::Segment>>* slot_pins) {
-  for (auto& seg : pins) {
-    if (seg == nullptr || seg->file_number() == 0) continue;
-    for (const SlotChunk& c : written) {
-      if (c.segment_file == seg->file_number()) {
-        slot_pins->push_back(std::move(seg));
+  uint64_t last = 0;
+  for (const SlotChunk& c : written) {
+    if (c.segment_file == 0 || c.segment_file == last) continue;
+    last = c.segment_file;
+    for (auto& seg : pins) {
+      if (seg != nullptr && seg->file_number() == c.segment_file) {
+        slot_pins->push_back(std::move(seg));  // moved-from: null, never matched again
         break;
       }
     }

@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "nearstream/testing/test_broker_process.h"
+
 namespace nearstream::push {
 namespace {
 
@@ -50,9 +52,9 @@ TEST(StaleRegionsTest, RemovesOnlyRegionsOfDeadBrokers) {
 }
 
 TEST(StaleRegionsTest, RemovesTheSegmentFilesOfDeadBrokersToo) {
-  char tmpl[] = "/tmp/ns-stale-XXXXXX";
-  ASSERT_NE(::mkdtemp(tmpl), nullptr);
-  const fs::path dir = tmpl;
+  testing::TempDir temp("ns-stale");
+  ASSERT_TRUE(temp.ok());
+  const fs::path dir = temp.path();
   const long dead = DeadPid();
   const std::string of_dead = SegmentFilePrefix(dead) + "17";
   const std::string of_self = SegmentFilePrefix(::getpid()) + "1";
@@ -66,7 +68,6 @@ TEST(StaleRegionsTest, RemovesTheSegmentFilesOfDeadBrokersToo) {
   EXPECT_EQ(removed, std::vector<std::string>{of_dead});
   EXPECT_TRUE(fs::exists(dir / of_self));
   EXPECT_TRUE(fs::exists(dir / "nearstream-seg--5"));
-  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "nearstream/common/byte_io.h"
+#include "nearstream/push/slot_writer_parts.h"
 #include "nearstream/shm_layout.h"
 
 namespace nearstream::push {
@@ -32,11 +33,6 @@ Extent Measure(uint64_t rows, uint64_t copied, uint64_t buffers, uint64_t chunks
   return e;
 }
 
-Status Corrupt(const SlotChunk& c, const std::string& why) {
-  return Status::CorruptChunk("chunk at streamlet " + std::to_string(c.streamlet) + " position " +
-                              c.position.ToString() + ": " + why);
-}
-
 bool Inline(size_t length) { return length <= NS_SHM_VIEW_INLINE_BYTES; }
 
 constexpr size_t kPrefetchRecords = 8;
@@ -58,7 +54,7 @@ Result<ChunkViews> Scan(const SlotChunk& c, const RecordFilter& filter, bool fil
   uint32_t count = 0;
   while (it.Next(&record)) {
     if (count++ == c.header.record_count) {
-      return Corrupt(c, "more record bytes than the header announces");
+      return MoreRecordsThanAnnounced(c);
     }
     const bool pass = !filtered || filter.Matches(record);
     if (filtered) passes->push_back(pass ? 1 : 0);
@@ -67,8 +63,7 @@ Result<ChunkViews> Scan(const SlotChunk& c, const RecordFilter& filter, bool fil
     if (c.segment_file == 0 && !Inline(record.size())) v.copied += record.size();
   }
   if (count != c.header.record_count) {
-    return Corrupt(c, "holds " + std::to_string(count) + " records, header says " +
-                          std::to_string(c.header.record_count));
+    return RecordCountMismatch(c, count);
   }
   return v;
 }
@@ -168,9 +163,7 @@ Result<SlotFill> WriteViewSlot(std::span<const SlotChunk> chunks, uint8_t* paylo
 
   // 2. Validity: every row valid; the bits past the last row and the padding are zero.
   uint8_t* validity = payload + l.validity_offset;
-  std::memset(validity, 0, l.offsets_offset);
-  std::memset(validity, 0xFF, rows / 8);
-  if (rows % 8 != 0) validity[rows / 8] = static_cast<uint8_t>((1u << (rows % 8)) - 1);
+  WriteValidity(validity, rows, l.offsets_offset);
 
   // 3. Views (and the copies of records whose segment has no file), record by record; the
   // framing is re-checked against the header.
@@ -187,7 +180,7 @@ Result<SlotFill> WriteViewSlot(std::span<const SlotChunk> chunks, uint8_t* paylo
     uint32_t count = 0;
     while (it.Next(&record)) {
       if (count++ == c.header.record_count) {
-        return Corrupt(c, "more record bytes than the header announces");
+        return MoreRecordsThanAnnounced(c);
       }
       if (filtered && (*passes)[verdict++] == 0) continue;
       // Reading a record's length is the next record's address: a chain of cache misses through
@@ -205,7 +198,7 @@ Result<SlotFill> WriteViewSlot(std::span<const SlotChunk> chunks, uint8_t* paylo
         StoreLe32(v + 12, static_cast<uint32_t>(at - c.segment_base));
       } else {
         if (record.size() > size_t(data_end - out)) {
-          return Corrupt(c, "more record bytes than the header announces");
+          return MoreRecordsThanAnnounced(c);
         }
         std::memcpy(out, record.data(), record.size());
         std::memcpy(v + 4, record.data(), 4);
@@ -217,8 +210,7 @@ Result<SlotFill> WriteViewSlot(std::span<const SlotChunk> chunks, uint8_t* paylo
       view += sizeof v;
     }
     if (count != c.header.record_count) {
-      return Corrupt(c, "holds " + std::to_string(count) + " records, header says " +
-                            std::to_string(c.header.record_count));
+      return RecordCountMismatch(c, count);
     }
   }
   if (out != data_end || view != payload + l.offsets_offset + l.offsets_length) {
@@ -232,20 +224,7 @@ Result<SlotFill> WriteViewSlot(std::span<const SlotChunk> chunks, uint8_t* paylo
   if (l.buffers_length > 0) std::memcpy(buffers, table.data(), l.buffers_length);
   std::memset(buffers + l.buffers_length, 0,
               l.chunk_map_offset - (l.buffers_offset + l.buffers_length));
-  uint8_t* map = payload + l.chunk_map_offset;
-  for (size_t i = 0; i < n; ++i) {
-    const SlotChunk& c = chunks[i];
-    ns_shm_chunk_map_entry e;
-    std::memset(&e, 0, sizeof e);
-    e.streamlet = c.streamlet;
-    e.record_count = chunk_rows[i];
-    e.group = c.position.group;
-    e.segment = c.position.segment;
-    e.byte_position = c.position.offset;
-    e.chunk_bytes = c.header.total_size();
-    e.first_timestamp_ms = c.header.first_timestamp_ms;
-    std::memcpy(map + i * sizeof e, &e, sizeof e);
-  }
+  WriteChunkMap(chunks.first(n), chunk_rows.data(), payload + l.chunk_map_offset);
   return SlotFill{n, l};
 }
 
