@@ -288,6 +288,22 @@ Status Move(BrokerConnections& brokers, const std::vector<net::BrokerInfo>& regi
   return Status::Ok();
 }
 
+// Moves broker `from`'s replica of a replicated streamlet to broker `to` (ReplicaMove; the
+// leadership too when `from` leads it).
+Status MoveReplica(BrokerConnections& brokers, const std::vector<net::BrokerInfo>& registered,
+                   const std::string& stream, uint32_t streamlet, uint32_t from, uint32_t to) {
+  ASSIGN_OR_RETURN(std::string address, AddressOf(registered, to));
+  ASSIGN_OR_RETURN(Client * target, brokers.To(address));
+  const int io_timeout_ms = target->io_timeout_ms();
+  target->set_io_timeout_ms(10 * 60 * 1000);  // the target copies the streamlet first
+  Status moved = target->ReplicaMove({stream, streamlet, from});
+  target->set_io_timeout_ms(io_timeout_ms);
+  RETURN_IF_ERROR(moved);
+  std::printf("moved broker %u's replica of streamlet %u of stream %s to broker %u\n", from,
+              streamlet, stream.c_str(), to);
+  return Status::Ok();
+}
+
 Result<Runner> PrepareMove(const Flags& flags) {
   const std::vector<std::string>& args = flags.positional();
   if (args.size() != 2) return Status::InvalidArgument("move expects STREAM STREAMLET");
@@ -300,8 +316,13 @@ Result<Runner> PrepareMove(const Flags& flags) {
   }
   if (streamlet > UINT32_MAX) return Status::InvalidArgument("STREAMLET is too large");
   ASSIGN_OR_RETURN(uint64_t to, flags.Unsigned("to", 0, 0, INT32_MAX));
+  std::optional<uint32_t> replica_of;
+  if (flags.Has("replica-of")) {
+    ASSIGN_OR_RETURN(uint64_t of, flags.Unsigned("replica-of", 0, 0, INT32_MAX));
+    replica_of = static_cast<uint32_t>(of);
+  }
   return Runner([stream = args[0], streamlet = static_cast<uint32_t>(streamlet),
-                 to = static_cast<uint32_t>(to)](BrokerConnections& brokers) -> Status {
+                 to = static_cast<uint32_t>(to), replica_of](BrokerConnections& brokers) -> Status {
     ASSIGN_OR_RETURN(Client * any, brokers.First());
     ASSIGN_OR_RETURN(net::ClusterMetadataResponse m, any->ClusterMetadata({stream}));
     if (m.streams.empty()) return Status::StreamNotFound("stream '" + stream + "' does not exist");
@@ -310,12 +331,16 @@ Result<Runner> PrepareMove(const Flags& flags) {
       return Status::StreamletNotFound("stream '" + stream + "' has " +
                                        std::to_string(owners.size()) + " streamlets");
     }
+    if (replica_of.has_value()) {
+      return MoveReplica(brokers, m.brokers, stream, streamlet, *replica_of, to);
+    }
     return Move(brokers, m.brokers, stream, streamlet, owners[streamlet], to);
   });
 }
 
-// Moves every streamlet of broker `id` to the other registered brokers, round-robin; goes on
-// past a streamlet it cannot move and fails at the end. The placement comes from the first
+// Moves every streamlet of broker `id` to the other registered brokers, round-robin, and every
+// replica it holds of a replicated streamlet to a registered broker that holds none of it; goes
+// on past a streamlet it cannot move and fails at the end. The placement comes from the first
 // broker's cache, which learns of moves made by other brokers through a watch: after a round it
 // asks again (after a pause) and moves what the drained broker still owns, up to kDrainRounds.
 constexpr int kDrainRounds = 3;
@@ -342,9 +367,26 @@ Result<Runner> PrepareDrain(const Flags& flags) {
       size_t left = 0;
       for (const net::StreamPlacement& p : m.streams) {
         for (uint32_t s = 0; s < p.owners.size(); ++s) {
-          if (p.owners[s] != id) continue;
-          ++left;
-          Status r = Move(brokers, m.brokers, p.name, s, id, targets[next++ % targets.size()]);
+          const std::vector<uint32_t> replicas =
+              s < p.replicas.size() ? p.replicas[s].replicas : std::vector<uint32_t>{};
+          Status r;
+          if (replicas.size() > 1) {
+            if (std::find(replicas.begin(), replicas.end(), id) == replicas.end()) continue;
+            ++left;
+            std::vector<uint32_t> free;
+            for (uint32_t t : targets) {
+              if (std::find(replicas.begin(), replicas.end(), t) == replicas.end()) {
+                free.push_back(t);
+              }
+            }
+            r = free.empty()
+                    ? Status::InvalidArgument("every other registered broker holds a replica of it")
+                    : MoveReplica(brokers, m.brokers, p.name, s, id, free[next++ % free.size()]);
+          } else {
+            if (p.owners[s] != id) continue;
+            ++left;
+            r = Move(brokers, m.brokers, p.name, s, id, targets[next++ % targets.size()]);
+          }
           if (r.ok()) {
             ++moved;
             continue;
@@ -911,15 +953,19 @@ std::vector<Command> Commands() {
        PrepareCluster},
       {"move",
        "Usage: nearstream --broker HOST:PORT[,HOST:PORT...] move STREAM STREAMLET --to N\n"
+       "                                                    [--replica-of M]\n"
        "Moves one streamlet to broker N with all its data (docs/cluster.md, \"Moving and\n"
        "draining\"): positions stay valid, readers and writers follow. Refused while open or\n"
-       "prepared transactions hold chunks of the streamlet, and for memory-only streams.\n",
-       {{"to"}},
+       "prepared transactions hold chunks of the streamlet, and for memory-only streams.\n"
+       "Replicated streams: N becomes the leader (a follower already: the old leader follows\n"
+       "it); with --replica-of M, N takes broker M's replica instead (and leads if M did).\n",
+       {{"to"}, {"replica-of"}},
        PrepareMove},
       {"drain",
        "Usage: nearstream --broker HOST:PORT[,HOST:PORT...] drain --broker-id N\n"
        "Moves every streamlet of broker N to the other registered brokers, round-robin, one at a\n"
-       "time (as 'move' does each); goes on past a streamlet that cannot move and then fails.\n",
+       "time (as 'move' does each), and each replica N holds of a replicated streamlet to a\n"
+       "broker that holds none of it; goes on past a streamlet that cannot move and then fails.\n",
        {{"broker-id"}},
        PrepareDrain},
       {"metadata",

@@ -153,6 +153,7 @@ OPCODES = {
     "SealStreamlet": 13,
     "ReplicaAppend": 14,
     "ReplicaJoin": 15,
+    "ReplicaMove": 16,
     "PushSubscribe": 20,
     "PushUpdate": 21,
     "PushClose": 22,
@@ -431,6 +432,14 @@ def enc_replica_join_request(m):
     w.u32(m["follower"])
     w.u64(m["leader_epoch"])
     w.position(m["tail"])
+    return w.bytes()
+
+
+def enc_replica_move_request(m):
+    w = Writer()
+    w.str(m["stream"])
+    w.u32(m["streamlet"])
+    w.u32(m["from"])
     return w.bytes()
 
 
@@ -944,6 +953,11 @@ def build():
          "leader_epoch": 0x0102030405060708, "tail": pos(0x100000002, 0x200000003, 0x00ABCDEF)}
     req("replica_join_request.bin", "ReplicaJoin", rid, m, enc_replica_join_request(m))
     resp("replica_join_response.bin", "ReplicaJoin", rid, "OK", "", {}, b"")
+
+    rid = 0x7A7B7C7D7E7F7071
+    m = {"stream": STREAM, "streamlet": 3, "from": 0x01020304}
+    req("replica_move_request.bin", "ReplicaMove", rid, m, enc_replica_move_request(m))
+    resp("replica_move_response.bin", "ReplicaMove", rid, "OK", "", {}, b"")
 
     # A Metadata request sent to a broker that does not own the streamlet.
     resp("metadata_response_not_owner.bin", "Metadata", 0x5152535455565758, "NOT_OWNER",

@@ -120,6 +120,7 @@ bool RequestHandler::Handle(Request& req, net::OutFrame* response, AppendBatch* 
     case Opcode::kSealStreamlet: SealStreamlet(req, out); return true;
     case Opcode::kReplicaAppend: ReplicaAppend(req, out); return true;
     case Opcode::kReplicaJoin: ReplicaJoin(req, out); return true;
+    case Opcode::kReplicaMove: ReplicaMove(req, out); return true;
     case Opcode::kPushSubscribe: PushSubscribe(req, out); return true;
     case Opcode::kPushUpdate: PushUpdate(req, out); return true;
     case Opcode::kPushClose: PushClose(req, out); return true;
@@ -518,6 +519,18 @@ void RequestHandler::MoveStreamlet(const Request& req, Bytes* out) {
   // Blocks this worker for the copy: a move is an operator's request, rare and bounded by the
   // streamlet's retained bytes.
   Status s = cluster_->MoveIn(m->stream, m->streamlet);
+  if (!s.ok()) return Error(req, s, out);
+  Respond(req, out, [](ByteWriter&) {});
+}
+
+void RequestHandler::ReplicaMove(const Request& req, Bytes* out) {
+  auto m = net::DecodeReplicaMoveRequest(req.frame.body.data(), req.frame.body.size());
+  if (!m.ok()) return Error(req, m.status(), out);
+  if (cluster_ == nullptr) {
+    return Error(req, Status::InvalidArgument("a standalone broker has no replicas to move"), out);
+  }
+  // Blocks the admin thread for the copy, as MoveStreamlet does.
+  Status s = cluster_->MoveReplica(m->stream, m->streamlet, m->from, /*swap=*/false);
   if (!s.ok()) return Error(req, s, out);
   Respond(req, out, [](ByteWriter&) {});
 }

@@ -133,11 +133,15 @@ void Server::Enqueue(Request r) {
   // request workers, which may all be waiting the same way for this broker (each leads some
   // streamlets and follows others), the two would wait for each other until the replica
   // timeout. ReplicaAppend runs on a thread of its own, which never waits for another broker.
-  // ReplicaJoin (a ZooKeeper update on the leader) goes to the admin thread.
+  // ReplicaJoin (a ZooKeeper update on the leader) goes to the admin thread, and so does
+  // ReplicaMove (a copy, as MoveStreamlet).
   const size_t workers = queues_.size() - 2;
   const auto opcode = static_cast<net::Opcode>(r.frame.header.opcode);
   size_t index = r.conn->id() % workers;
-  if (opcode == net::Opcode::kMoveStreamlet || opcode == net::Opcode::kReplicaJoin) index = workers;
+  if (opcode == net::Opcode::kMoveStreamlet || opcode == net::Opcode::kReplicaJoin ||
+      opcode == net::Opcode::kReplicaMove) {
+    index = workers;
+  }
   if (opcode == net::Opcode::kReplicaAppend) index = workers + 1;
   queues_[index]->Push(std::move(r));
 }

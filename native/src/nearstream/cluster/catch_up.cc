@@ -47,7 +47,8 @@ void ZkCluster::CatchUpLoop() {
       for (const auto& [name, record] : streams_) {
         if (record.config.replication < 2) continue;
         for (uint32_t i = 0; i < record.owners.size(); ++i) {
-          if (!record.Follows(i, options_.broker_id)) continue;
+          // A replica move brings its own copy here.
+          if (!record.Follows(i, options_.broker_id) || moving_in_.contains({name, i})) continue;
           const bool in_sync = Contains(record.replicas[i].isr, options_.broker_id) &&
                                !rebuilding_.contains({name, i});
           const uint32_t leader = record.owners[i];
@@ -163,60 +164,14 @@ Status ZkCluster::CatchUp(const std::string& name, uint32_t id) {
     MutexLock lock(&mu_);
     rebuilding_.erase({name, id});  // out of the set: the leader sends nothing until the join
   }
-  uint32_t leader = 0;
-  uint64_t epoch = 0;
-  std::string address;
-  {
-    MutexLock lock(&mu_);
-    auto it = streams_.find(name);
-    if (it == streams_.end() || id >= it->second.owners.size()) {
-      return Status::StreamNotFound("stream '" + name + "' does not exist");
-    }
-    leader = it->second.owners[id];
-    epoch = it->second.replicas[id].leader_epoch;
-    for (const BrokerRecord& b : brokers_) {
-      if (b.id == leader) address = b.address;
-    }
-  }
-  if (address.empty()) return Status::BrokerUnavailable("the leader is not registered");
-  std::shared_ptr<storage::Stream> stream = store_->Find(name);
-  storage::Streamlet* s = stream == nullptr ? nullptr : stream->streamlet(id);
-  if (s == nullptr) return Status::StreamNotFound("no local copy of stream '" + name + "'");
-  {
-    // The old copy goes; a ReplicaAppend cannot come in between (this broker is not in sync).
-    std::shared_ptr<FollowerCopy> copy;
-    {
-      MutexLock lock(&mu_);
-      std::shared_ptr<FollowerCopy>& c = copies_[{name, id}];
-      if (c == nullptr) c = std::make_shared<FollowerCopy>();
-      copy = c;
-    }
-    std::lock_guard<std::mutex> lock(copy->mu);
-    copy->file.reset();
-    (void)s->DropAll();
-    RemoveCopy(s->dir());
-  }
-  const std::string at = "broker " + std::to_string(leader) + " at " + address;
-  NS_LOG(kInfo) << "copying streamlet " << id << " of stream " << name << " from its leader, " << at
-                << " (epoch " << epoch << ")";
-  ASSIGN_OR_RETURN(net::Client client, net::Client::Connect(address));
-  storage::Position tail;
-  Status copied = CopyStreamlet(client, name, id, *s, &tail, /*load=*/false);
-  if (copied.ok()) {
-    Bytes body;
-    ByteWriter w(&body);
-    net::EncodeReplicaJoinRequest(w, {name, id, options_.broker_id, epoch, tail});
-    copied = client.Call(net::Opcode::kReplicaJoin, body).status();
-  }
-  if (!copied.ok()) {
-    // The leader's seal would lift itself; lift it now so its appends wait no longer.
-    Result<net::SealStreamletResponse> lifted = client.SealStreamlet({name, id, 0});
-    if (!lifted.ok()) {
-      NS_LOG(kWarning) << "lifting the seal of streamlet " << id << " of stream " << name << " on "
-                       << at << " failed; it lifts itself when it runs out: "
-                       << lifted.status().ToString();
-    }
-    return Status(copied.code(), at + ": " + std::string(copied.message()));
+  ASSIGN_OR_RETURN(LeaderCopy copy, CopyFromLeader(name, id));
+  Bytes body;
+  ByteWriter w(&body);
+  net::EncodeReplicaJoinRequest(w, {name, id, options_.broker_id, copy.epoch, copy.tail});
+  Status joined = copy.client->Call(net::Opcode::kReplicaJoin, body).status();
+  if (!joined.ok()) {
+    LiftSeal(copy, name, id);
+    return Status(joined.code(), copy.at + ": " + std::string(joined.message()));
   }
   // Learn of the join now rather than at the watch: the leader's next chunk is checked against
   // this broker's view of the in-sync set.
@@ -226,8 +181,67 @@ Status ZkCluster::CatchUp(const std::string& name, uint32_t id) {
                      << " after the join: " << read.status().ToString();
   }
   NS_LOG(kInfo) << "broker " << options_.broker_id << " is in sync for streamlet " << id
-                << " of stream " << name << " again (tail " << tail.ToString() << ")";
+                << " of stream " << name << " again (tail " << copy.tail.ToString() << ")";
   return Status::Ok();
+}
+
+Result<ZkCluster::LeaderCopy> ZkCluster::CopyFromLeader(const std::string& name, uint32_t id) {
+  LeaderCopy copy;
+  std::string address;
+  {
+    MutexLock lock(&mu_);
+    auto it = streams_.find(name);
+    if (it == streams_.end() || id >= it->second.owners.size()) {
+      return Status::StreamNotFound("stream '" + name + "' does not exist");
+    }
+    copy.leader = it->second.owners[id];
+    copy.epoch = it->second.replicas[id].leader_epoch;
+    for (const BrokerRecord& b : brokers_) {
+      if (b.id == copy.leader) address = b.address;
+    }
+  }
+  if (address.empty()) return Status::BrokerUnavailable("the leader is not registered");
+  std::shared_ptr<storage::Stream> stream = store_->Find(name);
+  storage::Streamlet* s = stream == nullptr ? nullptr : stream->streamlet(id);
+  if (s == nullptr) return Status::StreamNotFound("no local copy of stream '" + name + "'");
+  {
+    // The old copy goes; a ReplicaAppend cannot come in between (this broker is not in sync).
+    std::shared_ptr<FollowerCopy> follower;
+    {
+      MutexLock lock(&mu_);
+      std::shared_ptr<FollowerCopy>& c = copies_[{name, id}];
+      if (c == nullptr) c = std::make_shared<FollowerCopy>();
+      follower = c;
+    }
+    std::lock_guard<std::mutex> lock(follower->mu);
+    follower->file.reset();
+    (void)s->DropAll();
+    RemoveCopy(s->dir());
+  }
+  copy.at = "broker " + std::to_string(copy.leader) + " at " + address;
+  NS_LOG(kInfo) << "copying streamlet " << id << " of stream " << name << " from its leader, "
+                << copy.at << " (epoch " << copy.epoch << ")";
+  Result<net::Client> client = net::Client::Connect(address);
+  if (!client.ok()) {
+    return Status(client.status().code(), copy.at + ": " + std::string(client.status().message()));
+  }
+  copy.client.emplace(std::move(*client));
+  Status copied = CopyStreamlet(*copy.client, name, id, *s, &copy.tail, /*load=*/false);
+  if (!copied.ok()) {
+    LiftSeal(copy, name, id);
+    return Status(copied.code(), copy.at + ": " + std::string(copied.message()));
+  }
+  return copy;
+}
+
+void ZkCluster::LiftSeal(LeaderCopy& copy, const std::string& name, uint32_t id) {
+  // The leader's seal would lift itself; lift it now so its appends wait no longer.
+  Result<net::SealStreamletResponse> lifted = copy.client->SealStreamlet({name, id, 0});
+  if (!lifted.ok()) {
+    NS_LOG(kWarning) << "lifting the seal of streamlet " << id << " of stream " << name << " on "
+                     << copy.at
+                     << " failed; it lifts itself when it runs out: " << lifted.status().ToString();
+  }
 }
 
 Status ZkCluster::JoinIsr(const net::ReplicaJoinRequest& m) {

@@ -511,6 +511,27 @@ void ZkCluster::Install(const std::string& name, StreamRecord record) {
         NS_LOG(kInfo) << "broker " << me << " leads " << StreamletName(name, i) << " at epoch "
                       << record.replicas[i].leader_epoch << " (tail " << s->tail().ToString()
                       << ")";
+      } else if (!leads && had && !record.Follows(i, me) && (led || before.Follows(i, me))) {
+        // No longer a replica (a replica move took this broker's place): the copy goes. Under
+        // the copy's lock, which a ReplicaAppend holds while it checks the record and writes.
+        std::shared_ptr<FollowerCopy> copy;
+        {
+          MutexLock lock(&mu_);
+          std::shared_ptr<FollowerCopy>& c = copies_[{name, i}];
+          if (c == nullptr) c = std::make_shared<FollowerCopy>();
+          copy = c;
+          rebuilding_.erase({name, i});
+          seals_.erase({name, i});
+        }
+        locks.emplace_back(copy->mu);
+        held.push_back(copy);
+        copy->file.reset();
+        DropLocalCopy(*s);
+        RemoveCopy(s->dir());
+        demoted = demoted || led;
+        NS_LOG(kInfo) << "broker " << me << " holds no replica of " << StreamletName(name, i)
+                      << " any more (its replicas are " << FormatIds(record.replicas[i].replicas)
+                      << "); its copy is removed";
       } else if (!leads && (led || !had) && record.Follows(i, me)) {
         if (!had) {
           // Files from this broker's previous run: they may miss acknowledged chunks (a crash
@@ -526,6 +547,12 @@ void ZkCluster::Install(const std::string& name, StreamRecord record) {
         // stay, the copy new chunks are appended to.
         (void)s->DropAll();
         demoted = demoted || led;
+        if (led) {
+          // A seal held for a replica move that made another replica the leader: nothing to
+          // lift or let go when it runs out.
+          MutexLock lock(&mu_);
+          seals_.erase({name, i});
+        }
         if (led) {
           NS_LOG(kWarning) << "broker " << me << " no longer leads " << StreamletName(name, i)
                            << " (broker " << record.owners[i] << " does)";

@@ -545,8 +545,12 @@ Status ZkCluster::MoveIn(const std::string& name, uint32_t id) {
     return Status::InvalidArgument(what + " is on broker " + std::to_string(from) + " already");
   }
   if (record.config.replication > 1) {
-    return Status::InvalidArgument(
-        what + " cannot move: the stream is replicated, and moving a replica is not built yet");
+    // This broker leads afterwards: in the leader's place among the replicas, or, a follower
+    // already, in a swap that keeps the old leader as a follower.
+    const std::vector<uint32_t>& replicas = record.replicas[id].replicas;
+    const bool member =
+        std::find(replicas.begin(), replicas.end(), options_.broker_id) != replicas.end();
+    return MoveReplica(name, id, from, /*swap=*/member);
   }
   if (record.config.durability == storage::Durability::kNone) {
     return Status::InvalidArgument(what +

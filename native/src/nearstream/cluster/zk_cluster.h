@@ -94,6 +94,12 @@ class ZkCluster {
   // MoveStreamlet on the target: seals the streamlet on its owner, copies its chunks to the same
   // positions here, and switches the owner in ZooKeeper with one compare-and-set.
   Status MoveIn(const std::string& name, uint32_t id) NS_EXCLUDES(mu_, zk_mu_);
+  // ReplicaMove on the target (replica_move.cc; docs/protocol.md, "Moving a replica"): this
+  // broker takes broker `from`'s place among the replicas of streamlet `id`, and its leadership
+  // when `from` leads it. `swap` (MoveStreamlet to a follower): this broker, a replica already,
+  // becomes the leader and `from`, the leader, stays a follower.
+  Status MoveReplica(const std::string& name, uint32_t id, uint32_t from, bool swap)
+      NS_EXCLUDES(mu_, zk_mu_);
 
   // ---- replication (replication.cc; docs/cluster.md, "Replication") ---------------------------
   // The leader's step between appends' writes and their publish: sends each batch's chunks (held
@@ -246,6 +252,25 @@ class ZkCluster {
   bool FollowsInSyncLocked(const StreamRecord& record, const std::string& name, uint32_t id) const
       NS_REQUIRES(mu_);
   Status CatchUp(const std::string& name, uint32_t id) NS_EXCLUDES(mu_, zk_mu_);
+  // A new copy of streamlet `id` from its leader, made as a move's target makes one (this
+  // broker's old files go first), left as files. It returns with the leader's seal held at
+  // `tail` through `client`: the caller joins the in-sync set, takes the leadership over, or
+  // lifts the seal. On failure the seal is lifted.
+  struct LeaderCopy {
+    uint32_t leader = 0;
+    uint64_t epoch = 0;                 // the leader epoch the copy was made at
+    std::string at;                     // "broker N at ADDRESS", for messages
+    std::optional<net::Client> client;  // connected to the leader, which it sealed
+    storage::Position tail;             // where the copy ends: the sealed tail
+  };
+  Result<LeaderCopy> CopyFromLeader(const std::string& name, uint32_t id) NS_EXCLUDES(mu_, zk_mu_);
+  static void LiftSeal(LeaderCopy& copy, const std::string& name, uint32_t id);
+  // A replica move's changes of the stream's node, each one compare-and-set retried on a newer
+  // version: `change` edits the record read and says whether to write it (false: nothing to
+  // change; an error stops it); the record written, or read, is installed.
+  Status ChangeReplicas(const std::string& name,
+                        const std::function<Result<bool>(StreamRecord& record)>& change)
+      NS_EXCLUDES(mu_, zk_mu_);
   // Takes this broker out of the in-sync set of streamlet `id` (a copy that may miss chunks:
   // a restart); OK when it is not in it.
   Status LeaveIsr(const std::string& name, uint32_t id) NS_EXCLUDES(mu_, zk_mu_);
@@ -327,6 +352,8 @@ class ZkCluster {
   // Followed streamlets whose copy this broker has not checked since it started: it takes no
   // chunk for them and leaves their in-sync set before it copies them again.
   std::set<std::pair<std::string, uint32_t>> rebuilding_ NS_GUARDED_BY(mu_);
+  // Streamlets a replica move is bringing to this broker: the catch-up thread leaves them to it.
+  std::set<std::pair<std::string, uint32_t>> moving_in_ NS_GUARDED_BY(mu_);
   // Serializes Install: role changes happen one at a time, in record version order.
   Mutex install_mu_;
 

@@ -432,6 +432,10 @@ Status Client::MoveStreamlet(const StreamletRef& streamlet) {
   return Call(Opcode::kMoveStreamlet, EncodeBody(EncodeStreamletRef, streamlet)).status();
 }
 
+Status Client::ReplicaMove(const ReplicaMoveRequest& request) {
+  return Call(Opcode::kReplicaMove, EncodeBody(EncodeReplicaMoveRequest, request)).status();
+}
+
 Result<SealStreamletResponse> Client::SealStreamlet(const SealStreamletRequest& request) {
   ASSIGN_OR_RETURN(Response r,
                    Call(Opcode::kSealStreamlet, EncodeBody(EncodeSealStreamletRequest, request)));

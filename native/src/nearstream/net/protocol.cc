@@ -35,6 +35,7 @@ const char* OpcodeName(uint16_t opcode) {
     case Opcode::kSealStreamlet: return "SealStreamlet";
     case Opcode::kReplicaAppend: return "ReplicaAppend";
     case Opcode::kReplicaJoin: return "ReplicaJoin";
+    case Opcode::kReplicaMove: return "ReplicaMove";
     case Opcode::kPushSubscribe: return "PushSubscribe";
     case Opcode::kPushUpdate: return "PushUpdate";
     case Opcode::kPushClose: return "PushClose";
@@ -255,6 +256,21 @@ Result<ReplicaJoinRequest> DecodeReplicaJoinRequest(const uint8_t* p, size_t n) 
   m.leader_epoch = r.U64();
   m.tail = DecodePosition(r);
   return Finish(r, std::move(m), "ReplicaJoin request");
+}
+
+void EncodeReplicaMoveRequest(ByteWriter& w, const ReplicaMoveRequest& m) {
+  w.Str(m.stream);
+  w.U32(m.streamlet);
+  w.U32(m.from);
+}
+
+Result<ReplicaMoveRequest> DecodeReplicaMoveRequest(const uint8_t* p, size_t n) {
+  ByteReader r(p, n);
+  ReplicaMoveRequest m;
+  m.stream = r.Str();
+  m.streamlet = r.U32();
+  m.from = r.U32();
+  return Finish(r, std::move(m), "ReplicaMove request");
 }
 
 void EncodeSealStreamletResponse(ByteWriter& w, const SealStreamletResponse& m) {

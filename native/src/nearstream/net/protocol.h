@@ -49,6 +49,7 @@ enum class Opcode : uint16_t {
   kSealStreamlet = 13,
   kReplicaAppend = 14,
   kReplicaJoin = 15,
+  kReplicaMove = 16,
   kPushSubscribe = 20,
   kPushUpdate = 21,
   kPushClose = 22,
@@ -138,6 +139,13 @@ struct ReplicaJoinRequest {
   uint32_t follower = 0;
   uint64_t leader_epoch = 0;
   storage::Position tail;  // where the copy ends: the sealed leader's tail
+};
+// An operator asks the receiver to take over broker `from`'s replica of a streamlet (and its
+// leadership, when `from` leads it).
+struct ReplicaMoveRequest {
+  std::string stream;
+  uint32_t streamlet = 0;
+  uint32_t from = 0;
 };
 struct AppendRequest {
   std::string stream;
@@ -390,6 +398,8 @@ void EncodeReplicaAppendRequest(ByteWriter& w, const ReplicaAppendRequest& m);
 Result<ReplicaAppendRequest> DecodeReplicaAppendRequest(const uint8_t* p, size_t n);
 void EncodeReplicaJoinRequest(ByteWriter& w, const ReplicaJoinRequest& m);
 Result<ReplicaJoinRequest> DecodeReplicaJoinRequest(const uint8_t* p, size_t n);
+void EncodeReplicaMoveRequest(ByteWriter& w, const ReplicaMoveRequest& m);
+Result<ReplicaMoveRequest> DecodeReplicaMoveRequest(const uint8_t* p, size_t n);
 Result<SealStreamletResponse> DecodeSealStreamletResponse(const uint8_t* p, size_t n);
 
 void EncodeClusterMetadataRequest(ByteWriter& w, const ClusterMetadataRequest& m);

@@ -239,6 +239,7 @@ constexpr uint64_t kMoveStreamletId = 0x0D1D2D3D4D5D6D7Dull;
 constexpr uint64_t kSealStreamletId = 0x0E1E2E3E4E5E6E7Eull;
 constexpr uint64_t kReplicaAppendId = 0x5A5B5C5D5E5F5051ull;
 constexpr uint64_t kReplicaJoinId = 0x6A6B6C6D6E6F6061ull;
+constexpr uint64_t kReplicaMoveId = 0x7A7B7C7D7E7F7071ull;
 constexpr const char* kTxnId = "job-42.sink-3";
 constexpr const char* kTxnIdNonAscii = "job-42.sink-\xc3\xbc";  // "ü": Str counts bytes
 constexpr uint32_t kTxnEpoch = 0x01020304u;
@@ -283,6 +284,8 @@ const std::set<std::string> kGoldenFiles = {
     "replica_append_response.bin",
     "replica_join_request.bin",
     "replica_join_response.bin",
+    "replica_move_request.bin",
+    "replica_move_response.bin",
     "append_response_moving.bin",
     "push_subscribe_request.bin",
     "push_subscribe_request_json_filter.bin",
@@ -403,7 +406,8 @@ TEST(ProtocolGoldenTest, EmptyOkResponses) {
         Case{"txn_abort_response.bin", Opcode::kTxnAbort, kTxnAbortId},
         Case{"move_streamlet_response.bin", Opcode::kMoveStreamlet, kMoveStreamletId},
         Case{"replica_append_response.bin", Opcode::kReplicaAppend, kReplicaAppendId},
-        Case{"replica_join_response.bin", Opcode::kReplicaJoin, kReplicaJoinId}}) {
+        Case{"replica_join_response.bin", Opcode::kReplicaJoin, kReplicaJoinId},
+        Case{"replica_move_response.bin", Opcode::kReplicaMove, kReplicaMoveId}}) {
     SCOPED_TRACE(c.file);
     GoldenFrame f;
     ASSERT_NO_FATAL_FAILURE(LoadFrame(c.file, &f));
@@ -841,6 +845,20 @@ TEST(ProtocolGoldenTest, ReplicaJoinRequest) {
                   f.bytes, "replica_join_request.bin");
 }
 
+TEST(ProtocolGoldenTest, ReplicaMoveRequest) {
+  GoldenFrame f;
+  ASSERT_NO_FATAL_FAILURE(LoadFrame("replica_move_request.bin", &f));
+  ExpectHeader(f, Opcode::kReplicaMove, kReplicaMoveId, /*response=*/false);
+  auto m = DecodeReplicaMoveRequest(f.body(), f.body_size());
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->stream, kStream);
+  EXPECT_EQ(m->streamlet, 3u);
+  EXPECT_EQ(m->from, 0x01020304u);
+  ExpectSameBytes(EncodeRequest(Opcode::kReplicaMove, kReplicaMoveId,
+                                [&](ByteWriter& w) { EncodeReplicaMoveRequest(w, *m); }),
+                  f.bytes, "replica_move_request.bin");
+}
+
 TEST(ProtocolGoldenTest, SealStreamlet) {
   GoldenFrame f;
   ASSERT_NO_FATAL_FAILURE(LoadFrame("seal_streamlet_request.bin", &f));
@@ -1230,8 +1248,8 @@ TEST(ProtocolGoldenTest, OpcodesAndStatusCodesMatchTheDocument) {
   const char* opcodes[] = {"Handshake",     "CreateStream",    "DeleteStream",    "DescribeStream",
                            "ListStreams",   "Metadata",        "Append",          "Fetch",
                            "Stats",         "LookupTimestamp", "ClusterMetadata", "MoveStreamlet",
-                           "SealStreamlet", "ReplicaAppend",   "ReplicaJoin"};
-  for (uint16_t op = 1; op <= 15; ++op) {
+                           "SealStreamlet", "ReplicaAppend",   "ReplicaJoin",     "ReplicaMove"};
+  for (uint16_t op = 1; op <= 16; ++op) {
     EXPECT_TRUE(IsKnownOpcode(op)) << op;
     EXPECT_STREQ(OpcodeName(op), opcodes[op - 1]);
   }
@@ -1246,7 +1264,7 @@ TEST(ProtocolGoldenTest, OpcodesAndStatusCodesMatchTheDocument) {
     EXPECT_TRUE(IsKnownOpcode(op)) << op;
     EXPECT_STREQ(OpcodeName(op), txn_opcodes[op - 30]);
   }
-  for (uint16_t op : {0, 16, 19, 23, 29, 37, 39, 0xFFFF}) EXPECT_FALSE(IsKnownOpcode(op)) << op;
+  for (uint16_t op : {0, 17, 19, 23, 29, 37, 39, 0xFFFF}) EXPECT_FALSE(IsKnownOpcode(op)) << op;
 
   const char* statuses[] = {"OK",
                             "MALFORMED_REQUEST",
@@ -1323,6 +1341,7 @@ std::vector<DecoderCase> AllDecoders() {
       {"seal_streamlet_response.bin", d(DecodeSealStreamletResponse)},
       {"replica_append_request.bin", d(DecodeReplicaAppendRequest)},
       {"replica_join_request.bin", d(DecodeReplicaJoinRequest)},
+      {"replica_move_request.bin", d(DecodeReplicaMoveRequest)},
       {"push_subscribe_request.bin", d(DecodePushSubscribeRequest)},
       {"push_subscribe_request_json_filter.bin", d(DecodePushSubscribeRequest)},
       {"push_subscribe_request_bytes_filter.bin", d(DecodePushSubscribeRequest)},
