@@ -1,8 +1,9 @@
 // A chaos test of replication in the manner of Jepsen's Kafka checker: ZooKeeper and three
 // brokers on 127.0.0.1, a replicated stream, one idempotent producer per streamlet writing
 // numbered records and one reader per streamlet reading while a fault loop kills leaders and
-// followers with SIGKILL, pauses leaders with SIGSTOP past their ZooKeeper session, and restarts
-// brokers. Afterwards a checker reads every streamlet and reports:
+// followers with SIGKILL, pauses leaders with SIGSTOP past their ZooKeeper session, restarts
+// brokers, drains a broker (replication 2) and moves leaders to followers. Afterwards a checker
+// reads every streamlet and reports:
 //  - lost writes: acknowledged records missing from the final log;
 //  - duplicates: a record stored twice;
 //  - reordering: a producer's records out of the order it wrote them;
@@ -334,7 +335,8 @@ TEST_P(ReplicationChaosTest, NoAcknowledgedRecordIsLostDuplicatedReorderedOrRead
     const std::vector<uint32_t>& replicas = p.replicas[streamlet].replicas;
     uint32_t follower = replicas[1 + random() % (replicas.size() - 1)];
     if (follower == leader) follower = replicas[0];
-    switch (random() % 4) {
+    // The second fault is always an operator's move, so that the short run in CI has one.
+    switch (fault == 1 ? 4 : random() % 6) {
       case 0:  // the leader crashes, comes back after a while
         ++kinds["kill -9 a leader"];
         Broker(leader).Kill();
@@ -353,6 +355,23 @@ TEST_P(ReplicationChaosTest, NoAcknowledgedRecordIsLostDuplicatedReorderedOrRead
         kill(pid, SIGSTOP);
         std::this_thread::sleep_for(std::chrono::milliseconds(2500 + random() % 2000));
         kill(pid, SIGCONT);
+        break;
+      }
+      case 4: {  // an operator drains a broker (R = 2) or moves a leader to a follower (R = 3:
+                 // every broker holds a replica, so none can be drained)
+        const bool drain = replication == 2;
+        const std::string kind = drain ? "drain a broker" : "move a leader to a follower";
+        ++kinds[kind];
+        const ProcessResult moved =
+            drain ? Cli(All(), {"drain", "--broker-id", std::to_string(1 + random() % 3)})
+                  : Cli(All(), {"move", "chaos", std::to_string(streamlet), "--to",
+                                std::to_string(follower)});
+        if (moved.exit_code != 0) {
+          // Refused or failed (a leader that changed while the target copied): nothing changed,
+          // which the checker sees like any other fault.
+          ++kinds[kind + " (refused)"];
+          std::cout << kind << ": " << moved.err;
+        }
         break;
       }
       default: {  // a clean restart of any broker
