@@ -2,7 +2,8 @@
 # The long run of the replication chaos test (native/src/nearstream/broker/replication_chaos_test.cc):
 # ZooKeeper and three brokers on 127.0.0.1, a replicated stream with one idempotent producer and
 # one reader per streamlet, and a fault loop of kill -9 of leaders and followers, SIGSTOP/SIGCONT
-# of leaders past their ZooKeeper session and clean restarts; then the checker counts lost
+# of leaders past their ZooKeeper session, clean restarts, drains of a broker (replication 2) and
+# leaders moved to a follower (replication 3); then the checker counts lost
 # acknowledged writes, duplicates, reordering and reads of data a failover took back. CI runs
 # the same test with a few faults per replication factor.
 #
@@ -37,7 +38,8 @@ NEARSTREAM_CHAOS_FAULTS="$FAULTS" NEARSTREAM_CHAOS_REPORT="$lines" \
   echo "brokers on 127.0.0.1 (ZooKeeper session 2 s), stream of 3 streamlets, durability sync,"
   echo "64 KiB segments, one idempotent producer (chunks of 10 numbered records) and one reader per"
   echo "streamlet. Faults one at a time, 0.3–1 s apart; a killed or stopped broker is restarted"
-  echo "before the next. The checker reads every streamlet to its tail afterwards."
+  echo "before the next. Drains and moves are the operator's \`nearstream drain\` and \`move\`, run"
+  echo "while the producers write. The checker reads every streamlet to its tail afterwards."
   echo
   echo "| run | result |"
   echo "|---|---|"
