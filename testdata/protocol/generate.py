@@ -154,6 +154,7 @@ OPCODES = {
     "ReplicaAppend": 14,
     "ReplicaJoin": 15,
     "ReplicaMove": 16,
+    "ReplicaCheck": 17,
     "PushSubscribe": 20,
     "PushUpdate": 21,
     "PushClose": 22,
@@ -440,6 +441,29 @@ def enc_replica_move_request(m):
     w.str(m["stream"])
     w.u32(m["streamlet"])
     w.u32(m["from"])
+    return w.bytes()
+
+
+def enc_replica_check_request(m):
+    w = Writer()
+    w.str(m["stream"])
+    w.u32(m["streamlet"])
+    w.u32(m["follower"])
+    return w.bytes()
+
+
+def enc_replica_check_response(m):
+    w = Writer()
+    w.u64(m["leader_epoch"])
+    w.u32(len(m["epochs"]))
+    for e in m["epochs"]:
+        w.u64(e["epoch"])
+        w.u64(e["start_group"])
+    w.u32(len(m["segments"]))
+    for s in m["segments"]:
+        w.u64(s["group"])
+        w.u64(s["segment"])
+        w.u32(s["bytes"])
     return w.bytes()
 
 
@@ -958,6 +982,16 @@ def build():
     m = {"stream": STREAM, "streamlet": 3, "from": 0x01020304}
     req("replica_move_request.bin", "ReplicaMove", rid, m, enc_replica_move_request(m))
     resp("replica_move_response.bin", "ReplicaMove", rid, "OK", "", {}, b"")
+
+    rid = 0x8A8B8C8D8E8F8081
+    m = {"stream": STREAM, "streamlet": 3, "follower": 0x01020304}
+    req("replica_check_request.bin", "ReplicaCheck", rid, m, enc_replica_check_request(m))
+    m = {"leader_epoch": 0x0102030405060708,
+         "epochs": [{"epoch": 0, "start_group": 0}, {"epoch": 3, "start_group": 0x100000002}],
+         "segments": [{"group": 1, "segment": 1, "bytes": 0x00ABCDEF},
+                      {"group": 0x100000002, "segment": 0x200000003, "bytes": 0}]}
+    resp("replica_check_response.bin", "ReplicaCheck", rid, "OK", "", m,
+         enc_replica_check_response(m))
 
     # A Metadata request sent to a broker that does not own the streamlet.
     resp("metadata_response_not_owner.bin", "Metadata", 0x5152535455565758, "NOT_OWNER",

@@ -121,6 +121,7 @@ bool RequestHandler::Handle(Request& req, net::OutFrame* response, AppendBatch* 
     case Opcode::kReplicaAppend: ReplicaAppend(req, out); return true;
     case Opcode::kReplicaJoin: ReplicaJoin(req, out); return true;
     case Opcode::kReplicaMove: ReplicaMove(req, out); return true;
+    case Opcode::kReplicaCheck: ReplicaCheck(req, out); return true;
     case Opcode::kPushSubscribe: PushSubscribe(req, out); return true;
     case Opcode::kPushUpdate: PushUpdate(req, out); return true;
     case Opcode::kPushClose: PushClose(req, out); return true;
@@ -521,6 +522,20 @@ void RequestHandler::MoveStreamlet(const Request& req, Bytes* out) {
   Status s = cluster_->MoveIn(m->stream, m->streamlet);
   if (!s.ok()) return Error(req, s, out);
   Respond(req, out, [](ByteWriter&) {});
+}
+
+void RequestHandler::ReplicaCheck(const Request& req, Bytes* out) {
+  auto m = net::DecodeReplicaCheckRequest(req.frame.body.data(), req.frame.body.size());
+  if (!m.ok()) return Error(req, m.status(), out);
+  if (cluster_ == nullptr) {
+    return Error(req, Status::InvalidArgument("a standalone broker has no followers"), out);
+  }
+  if (Status joined = cluster_->CheckOwner(m->stream, m->streamlet); !joined.ok()) {
+    return Error(req, joined, out);
+  }
+  auto r = cluster_->CheckReplica(*m);
+  if (!r.ok()) return Error(req, r.status(), out);
+  Respond(req, out, [&](ByteWriter& w) { net::EncodeReplicaCheckResponse(w, *r); });
 }
 
 void RequestHandler::ReplicaMove(const Request& req, Bytes* out) {

@@ -74,6 +74,7 @@ class RequestHandler {
   void ReplicaAppend(const Request& req, Bytes* out);
   void ReplicaJoin(const Request& req, Bytes* out);
   void ReplicaMove(const Request& req, Bytes* out);
+  void ReplicaCheck(const Request& req, Bytes* out);
   void PushSubscribe(const Request& req, Bytes* out);
   void PushUpdate(const Request& req, Bytes* out);
   void PushClose(const Request& req, Bytes* out);

@@ -361,6 +361,8 @@ MetricValues Server::CollectMetrics() {
     add("nearstream_cluster_controller", g.controller);
     add("nearstream_cluster_zookeeper_connected", g.connected);
     add("nearstream_cluster_brokers", g.brokers);
+    add("nearstream_catch_up_copied_bytes_total", g.catch_up_copied_bytes);
+    add("nearstream_catch_up_kept_bytes_total", g.catch_up_kept_bytes);
   }
   add("nearstream_thread_busy_ns_total{thread=\"dispatcher\"}", metrics_.dispatcher_busy_ns.Get());
   for (size_t i = 0; i < queues_.size(); ++i) {

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 
+#include "nearstream/cluster/leader_epochs.h"
 #include "nearstream/cluster/zk_cluster.h"
 #include "nearstream/common/clock.h"
 #include "nearstream/common/log.h"
@@ -116,9 +117,7 @@ Status ZkCluster::ClaimLeadersIsr() {
     for (const auto& [name, record] : streams_) {
       if (record.config.replication < 2) continue;
       for (uint32_t i = 0; i < record.owners.size(); ++i) {
-        if (record.owners[i] == options_.broker_id && record.replicas[i].isr.size() > 1) {
-          led.emplace_back(name, i);
-        }
+        if (record.owners[i] == options_.broker_id) led.emplace_back(name, i);
       }
     }
   }
@@ -129,13 +128,22 @@ Status ZkCluster::ClaimLeadersIsr() {
       StreamRecord record = std::move(*read);
       if (id >= record.owners.size() || record.owners[id] != options_.broker_id) break;
       net::ReplicaSet& set = record.replicas[id];
-      if (set.isr.size() <= 1) break;
       set.isr = {options_.broker_id};
+      // A new epoch too: the files loaded may have lost chunks the followers hold (a crash under
+      // `async`), and groups opened from now on may reuse those groups' ids; the epoch history
+      // tells the followers to drop them.
+      set.leader_epoch += 1;
       bool stale = false;
       RETURN_IF_ERROR(SetStreamNode(name, record, /*fenced=*/false, &stale));
       if (stale) continue;
+      if (std::shared_ptr<storage::Stream> stream = store_->Find(name)) {
+        if (storage::Streamlet* s = stream->streamlet(id)) {
+          StartLeaderEpoch(name, id, *s, set.leader_epoch);
+        }
+      }
       NS_LOG(kInfo) << "broker " << options_.broker_id << " leads streamlet " << id << " of stream "
-                    << name << " again after a restart; its followers copy it again";
+                    << name << " again after a restart, at epoch " << set.leader_epoch
+                    << "; its followers catch up again";
       record.version += 1;
       Install(name, std::move(record));
       break;
@@ -150,7 +158,10 @@ void ZkCluster::RemoveCopy(const std::string& dir) {
   if (!files.ok()) return;  // no directory: nothing to remove
   for (const std::string& file : *files) {
     uint64_t group = 0, segment = 0;
-    if (!storage::Streamlet::ParseGroupSegmentName(file, &group, &segment)) continue;
+    if (!storage::Streamlet::ParseGroupSegmentName(file, &group, &segment) &&
+        file != kLeaderEpochsFile) {
+      continue;
+    }
     std::string path = dir;
     path.append("/").append(file);
     Status removed = env->RemoveFile(path);
@@ -204,8 +215,17 @@ Result<ZkCluster::LeaderCopy> ZkCluster::CopyFromLeader(const std::string& name,
   std::shared_ptr<storage::Stream> stream = store_->Find(name);
   storage::Streamlet* s = stream == nullptr ? nullptr : stream->streamlet(id);
   if (s == nullptr) return Status::StreamNotFound("no local copy of stream '" + name + "'");
+  copy.at = "broker " + std::to_string(copy.leader) + " at " + address;
+  Result<net::Client> client = net::Client::Connect(address);
+  if (!client.ok()) {
+    return Status(client.status().code(), copy.at + ": " + std::string(client.status().message()));
+  }
+  copy.client.emplace(std::move(*client));
+  storage::Position from;  // all-zero: the whole streamlet
+  bool kept_some = false;
   {
-    // The old copy goes; a ReplicaAppend cannot come in between (this broker is not in sync).
+    // What of the old copy cannot be proved equal to the leader's goes (all of it without an
+    // epoch history); a ReplicaAppend cannot come in between (this broker is not in sync).
     std::shared_ptr<FollowerCopy> follower;
     {
       MutexLock lock(&mu_);
@@ -216,17 +236,30 @@ Result<ZkCluster::LeaderCopy> ZkCluster::CopyFromLeader(const std::string& name,
     std::lock_guard<std::mutex> lock(follower->mu);
     follower->file.reset();
     (void)s->DropAll();
+    Result<storage::Position> kept = KeepWhatMatches(*copy.client, name, id, *s, copy.epoch);
+    if (kept.ok()) {
+      from = *kept;
+      kept_some = true;
+    } else {
+      NS_LOG(kInfo) << "streamlet " << id << " of stream " << name
+                    << " is copied whole: " << kept.status().ToString();
+      RemoveCopy(s->dir());
+    }
+  }
+  NS_LOG(kInfo) << "copying streamlet " << id << " of stream " << name << " from its leader, "
+                << copy.at << " (epoch " << copy.epoch << ") from " << from.ToString();
+  uint64_t bytes = 0;
+  Status copied =
+      CopyStreamlet(*copy.client, name, id, *s, &copy.tail, /*load=*/false, from, &bytes);
+  catch_up_copied_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+  if (copied.ok()) copied = MatchSealedLeader(*copy.client, name, id, *s);
+  if (!copied.ok() && kept_some &&
+      (copied.IsPositionOutOfRange() || copied.code() == StatusCode::kInternal)) {
+    // What was kept does not continue the leader's copy (a position the leader does not know,
+    // a gap, a segment shorter than the sealed leader's): the next try copies the whole
+    // streamlet.
     RemoveCopy(s->dir());
   }
-  copy.at = "broker " + std::to_string(copy.leader) + " at " + address;
-  NS_LOG(kInfo) << "copying streamlet " << id << " of stream " << name << " from its leader, "
-                << copy.at << " (epoch " << copy.epoch << ")";
-  Result<net::Client> client = net::Client::Connect(address);
-  if (!client.ok()) {
-    return Status(client.status().code(), copy.at + ": " + std::string(client.status().message()));
-  }
-  copy.client.emplace(std::move(*client));
-  Status copied = CopyStreamlet(*copy.client, name, id, *s, &copy.tail, /*load=*/false);
   if (!copied.ok()) {
     LiftSeal(copy, name, id);
     return Status(copied.code(), copy.at + ": " + std::string(copied.message()));

@@ -508,6 +508,7 @@ void ZkCluster::Install(const std::string& name, StreamRecord record) {
           NS_LOG(kError) << "loading the copy of " << StreamletName(name, i)
                          << " as its new leader: " << loaded.ToString();
         }
+        StartLeaderEpoch(name, i, *s, record.replicas[i].leader_epoch);
         NS_LOG(kInfo) << "broker " << me << " leads " << StreamletName(name, i) << " at epoch "
                       << record.replicas[i].leader_epoch << " (tail " << s->tail().ToString()
                       << ")";

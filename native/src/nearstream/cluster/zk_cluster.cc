@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 
+#include "nearstream/cluster/leader_epochs.h"
 #include "nearstream/cluster/zk_status.h"
 #include "nearstream/common/clock.h"
 #include "nearstream/common/log.h"
@@ -301,17 +302,37 @@ void ZkCluster::DeleteLocalStreams() {
 }
 
 void ZkCluster::CreateLocalStreams() {
-  std::vector<storage::StreamConfig> placed;
+  std::vector<StreamRecord> placed;
   {
     MutexLock lock(&mu_);
-    for (const auto& [name, record] : streams_) placed.push_back(record.config);
+    for (const auto& [name, record] : streams_) placed.push_back(record);
   }
-  for (const storage::StreamConfig& config : placed) {
+  for (const StreamRecord& record : placed) {
+    const storage::StreamConfig& config = record.config;
     if (store_->Find(config.name) != nullptr) continue;
     Status s = store_->Create(config);
     if (!s.ok() && !s.IsStreamExists()) {
       NS_LOG(kError) << "cannot create the local copy of stream " << config.name << ": "
                      << s.ToString();
+      continue;
+    }
+    if (!s.ok() || config.replication < 2) continue;
+    // A new replica of a streamlet still led by its first leader holds that epoch's chunks
+    // only: its history says so, so that its first catch-up can keep them (docs/protocol.md,
+    // "Catching up by leader epoch").
+    std::shared_ptr<storage::Stream> stream = store_->Find(config.name);
+    for (uint32_t i = 0; stream != nullptr && i < record.replicas.size(); ++i) {
+      storage::Streamlet* streamlet = stream->streamlet(i);
+      if (streamlet == nullptr || record.replicas[i].leader_epoch != 0) continue;
+      storage::Env* env = storage::Env::Default();
+      Status seeded = env->CreateDirs(streamlet->dir());
+      if (seeded.ok() && !env->Exists(streamlet->dir() + "/" + kLeaderEpochsFile)) {
+        seeded = WriteLeaderEpochs(env, streamlet->dir(), {{0, 0}});
+      }
+      if (!seeded.ok()) {
+        NS_LOG(kWarning) << "no epoch history for streamlet " << i << " of stream " << config.name
+                         << " (its first catch-up copies it whole): " << seeded.ToString();
+      }
     }
   }
 }
@@ -600,13 +621,13 @@ Status ZkCluster::MoveIn(const std::string& name, uint32_t id) {
 }
 
 Status ZkCluster::CopyStreamlet(net::Client& source, const std::string& name, uint32_t id,
-                                storage::Streamlet& into, storage::Position* sealed_tail,
-                                bool load) {
+                                storage::Streamlet& into, storage::Position* sealed_tail, bool load,
+                                storage::Position from, uint64_t* copied) {
   storage::Env* env = storage::Env::Default();
   RETURN_IF_ERROR(env->CreateDirs(into.dir()));
   std::unique_ptr<storage::WritableFile> file;
   storage::Position file_at;      // the segment `file` holds, and where its next byte goes
-  storage::Position at;           // all-zero: the earliest retained chunk
+  storage::Position at = from;    // all-zero: the earliest retained chunk
   storage::Position source_tail;  // as the last Fetch answered it
   // One Fetch from `at`, its blocks appended to the files of their segments; returns the bytes.
   auto copy_once = [&]() -> Result<uint32_t> {
@@ -623,14 +644,18 @@ Status ZkCluster::CopyStreamlet(net::Client& source, const std::string& name, ui
         if (file != nullptr) RETURN_IF_ERROR(file->Sync());
         ASSIGN_OR_RETURN(file,
                          env->OpenAppendable(into.GroupSegmentPath(b.at.group, b.at.segment)));
-        file_at = storage::Position{b.at.group, b.at.segment, 0};
+        file_at = storage::Position{b.at.group, b.at.segment, static_cast<uint32_t>(file->size())};
       }
-      if (b.at.offset != file_at.offset) {
+      // A catch-up by epoch keeps the bytes it proved equal to the source's: not written again.
+      const uint32_t held =
+          file_at.offset > b.at.offset ? std::min(b.size, file_at.offset - b.at.offset) : 0;
+      if (b.at.offset + held != file_at.offset) {
         return Status::Internal("the copy of segment " + std::to_string(b.at.segment) +
                                 " would leave a gap at offset " + std::to_string(file_at.offset));
       }
-      RETURN_IF_ERROR(file->Append(b.data, b.size));
-      file_at.offset += b.size;
+      RETURN_IF_ERROR(file->Append(b.data + held, b.size - held));
+      file_at.offset += b.size - held;
+      if (copied != nullptr) *copied += b.size - held;
       bytes += b.size;
     }
     at = r.next;

@@ -120,6 +120,9 @@ class ZkCluster {
   // The leader's side of ReplicaJoin: the follower's copy ends at the sealed tail, so it joins
   // the in-sync set (compare-and-set) and the seal is lifted.
   Status JoinIsr(const net::ReplicaJoinRequest& m) NS_EXCLUDES(mu_, zk_mu_);
+  // The leader's side of ReplicaCheck (epoch_catch_up.cc): its epoch history and segments.
+  Result<net::ReplicaCheckResponse> CheckReplica(const net::ReplicaCheckRequest& m)
+      NS_EXCLUDES(mu_, zk_mu_);
 
   // OK when this broker stores `streamlet` of `stream`, or when the cluster does not place the
   // stream (a local stream from before the broker joined); NOT_OWNER / BROKER_UNAVAILABLE naming
@@ -147,6 +150,10 @@ class ZkCluster {
     uint64_t controller = 0;
     uint64_t connected = 0;
     uint64_t brokers = 0;
+    // Catch-ups of followers (counters): bytes copied from leaders, and bytes of the old copy
+    // kept because the epoch histories proved them equal to the leader's.
+    uint64_t catch_up_copied_bytes = 0;
+    uint64_t catch_up_kept_bytes = 0;
   };
   Gauges gauges() const NS_EXCLUDES(mu_);
 
@@ -265,6 +272,20 @@ class ZkCluster {
   };
   Result<LeaderCopy> CopyFromLeader(const std::string& name, uint32_t id) NS_EXCLUDES(mu_, zk_mu_);
   static void LiftSeal(LeaderCopy& copy, const std::string& name, uint32_t id);
+  // ---- catching up by leader epoch (epoch_catch_up.cc) ----------------------------------------
+  // A new leader of `s` at `epoch` records where its epoch starts (the next group id).
+  static void StartLeaderEpoch(const std::string& name, uint32_t id, storage::Streamlet& s,
+                               uint64_t epoch);
+  // Before a catch-up's copy: drops what this copy of `s` holds that its leader's does not (by
+  // the epoch histories, then lengths and chunk checks) and returns where the copy goes on. An
+  // error when it cannot tell (no history): the caller copies the whole streamlet.
+  Result<storage::Position> KeepWhatMatches(net::Client& leader, const std::string& name,
+                                            uint32_t id, storage::Streamlet& s, uint64_t epoch_now)
+      NS_EXCLUDES(mu_);
+  // Under the leader's seal, after the copy: every segment as long as the leader's (a longer one
+  // cut, a shorter one an error), no other segment, and the leader's history taken over.
+  Status MatchSealedLeader(net::Client& leader, const std::string& name, uint32_t id,
+                           storage::Streamlet& s) NS_EXCLUDES(mu_);
   // A replica move's changes of the stream's node, each one compare-and-set retried on a newer
   // version: `change` edits the record read and says whether to write it (false: nothing to
   // change; an error stops it); the record written, or read, is installed.
@@ -290,8 +311,12 @@ class ZkCluster {
   // offsets in `into`'s directory, then loaded. Copies most of it before sealing the streamlet
   // on the source, the rest up to the sealed tail (`*sealed_tail`) after, renewing the seal.
   // `load`: then loads the copy into `into` (a move); a follower's copy stays files.
+  // `from`: where the copy starts (all-zero: the earliest chunk); bytes `into`'s files hold
+  // already are not written again.
+  // `*copied` (when given) gets the bytes written.
   Status CopyStreamlet(net::Client& source, const std::string& name, uint32_t id,
-                       storage::Streamlet& into, storage::Position* sealed_tail, bool load);
+                       storage::Streamlet& into, storage::Position* sealed_tail, bool load,
+                       storage::Position from = {}, uint64_t* copied = nullptr);
   // The compare-and-set of the stream's node: owner of `id` from `from` to this broker. When
   // ZooKeeper is lost in the middle, reads the outcome back; `*unknown` when it cannot tell.
   Status SwitchOwner(const std::string& name, uint32_t id, uint32_t from, bool* unknown)
@@ -358,6 +383,8 @@ class ZkCluster {
   Mutex install_mu_;
 
   std::atomic<bool> joined_{false};
+  std::atomic<uint64_t> catch_up_copied_bytes_{0};
+  std::atomic<uint64_t> catch_up_kept_bytes_{0};
   std::thread refresher_;
   std::thread catchup_;
 };

@@ -126,7 +126,9 @@ Status ZkCluster::Elect() {
 
 ZkCluster::Gauges ZkCluster::gauges() const {
   MutexLock lock(&mu_);
-  return {is_controller_ ? 1u : 0u, connected_ ? 1u : 0u, brokers_.size()};
+  return {is_controller_ ? 1u : 0u, connected_ ? 1u : 0u, brokers_.size(),
+          catch_up_copied_bytes_.load(std::memory_order_relaxed),
+          catch_up_kept_bytes_.load(std::memory_order_relaxed)};
 }
 
 Status ZkCluster::ControllerFor(bool forwarded, bool* self, BrokerRecord* controller) {

@@ -432,6 +432,12 @@ Status Client::MoveStreamlet(const StreamletRef& streamlet) {
   return Call(Opcode::kMoveStreamlet, EncodeBody(EncodeStreamletRef, streamlet)).status();
 }
 
+Result<ReplicaCheckResponse> Client::ReplicaCheck(const ReplicaCheckRequest& request) {
+  ASSIGN_OR_RETURN(Response r,
+                   Call(Opcode::kReplicaCheck, EncodeBody(EncodeReplicaCheckRequest, request)));
+  return DecodeReplicaCheckResponse(r.body.data(), r.body.size());
+}
+
 Status Client::ReplicaMove(const ReplicaMoveRequest& request) {
   return Call(Opcode::kReplicaMove, EncodeBody(EncodeReplicaMoveRequest, request)).status();
 }

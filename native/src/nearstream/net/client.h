@@ -113,6 +113,7 @@ class Client {
   // Sent to the broker that is to own the streamlet (docs/protocol.md, "Moving a streamlet").
   Status MoveStreamlet(const StreamletRef& streamlet);
   Status ReplicaMove(const ReplicaMoveRequest& request);
+  Result<ReplicaCheckResponse> ReplicaCheck(const ReplicaCheckRequest& request);
   Result<SealStreamletResponse> SealStreamlet(const SealStreamletRequest& request);
   // A leader's chunks for a follower, pipelined: writes `count` ReplicaAppend requests in one
   // gathered write, each chunk taken from where it is (no copy into a frame), and returns the

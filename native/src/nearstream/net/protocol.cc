@@ -36,6 +36,7 @@ const char* OpcodeName(uint16_t opcode) {
     case Opcode::kReplicaAppend: return "ReplicaAppend";
     case Opcode::kReplicaJoin: return "ReplicaJoin";
     case Opcode::kReplicaMove: return "ReplicaMove";
+    case Opcode::kReplicaCheck: return "ReplicaCheck";
     case Opcode::kPushSubscribe: return "PushSubscribe";
     case Opcode::kPushUpdate: return "PushUpdate";
     case Opcode::kPushClose: return "PushClose";
@@ -271,6 +272,58 @@ Result<ReplicaMoveRequest> DecodeReplicaMoveRequest(const uint8_t* p, size_t n) 
   m.streamlet = r.U32();
   m.from = r.U32();
   return Finish(r, std::move(m), "ReplicaMove request");
+}
+
+void EncodeReplicaCheckRequest(ByteWriter& w, const ReplicaCheckRequest& m) {
+  w.Str(m.stream);
+  w.U32(m.streamlet);
+  w.U32(m.follower);
+}
+
+Result<ReplicaCheckRequest> DecodeReplicaCheckRequest(const uint8_t* p, size_t n) {
+  ByteReader r(p, n);
+  ReplicaCheckRequest m;
+  m.stream = r.Str();
+  m.streamlet = r.U32();
+  m.follower = r.U32();
+  return Finish(r, std::move(m), "ReplicaCheck request");
+}
+
+void EncodeReplicaCheckResponse(ByteWriter& w, const ReplicaCheckResponse& m) {
+  w.U64(m.leader_epoch);
+  w.U32(static_cast<uint32_t>(m.epochs.size()));
+  for (const EpochStart& e : m.epochs) {
+    w.U64(e.epoch);
+    w.U64(e.start_group);
+  }
+  w.U32(static_cast<uint32_t>(m.segments.size()));
+  for (const SegmentExtent& s : m.segments) {
+    w.U64(s.group);
+    w.U64(s.segment);
+    w.U32(s.bytes);
+  }
+}
+
+Result<ReplicaCheckResponse> DecodeReplicaCheckResponse(const uint8_t* p, size_t n) {
+  ByteReader r(p, n);
+  ReplicaCheckResponse m;
+  m.leader_epoch = r.U64();
+  const uint32_t epochs = r.Count(16);
+  for (uint32_t i = 0; i < epochs && r.ok(); ++i) {
+    EpochStart e;
+    e.epoch = r.U64();
+    e.start_group = r.U64();
+    m.epochs.push_back(e);
+  }
+  const uint32_t segments = r.Count(20);
+  for (uint32_t i = 0; i < segments && r.ok(); ++i) {
+    SegmentExtent s;
+    s.group = r.U64();
+    s.segment = r.U64();
+    s.bytes = r.U32();
+    m.segments.push_back(s);
+  }
+  return Finish(r, std::move(m), "ReplicaCheck response");
 }
 
 void EncodeSealStreamletResponse(ByteWriter& w, const SealStreamletResponse& m) {

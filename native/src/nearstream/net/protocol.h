@@ -50,6 +50,7 @@ enum class Opcode : uint16_t {
   kReplicaAppend = 14,
   kReplicaJoin = 15,
   kReplicaMove = 16,
+  kReplicaCheck = 17,
   kPushSubscribe = 20,
   kPushUpdate = 21,
   kPushClose = 22,
@@ -146,6 +147,28 @@ struct ReplicaMoveRequest {
   std::string stream;
   uint32_t streamlet = 0;
   uint32_t from = 0;
+};
+// A follower about to catch up asks its leader for its epoch history and segments.
+struct ReplicaCheckRequest {
+  std::string stream;
+  uint32_t streamlet = 0;
+  uint32_t follower = 0;
+};
+struct EpochStart {
+  uint64_t epoch = 0;
+  uint64_t start_group = 0;
+  bool operator==(const EpochStart&) const = default;
+};
+struct SegmentExtent {
+  uint64_t group = 0;
+  uint64_t segment = 0;
+  uint32_t bytes = 0;
+  bool operator==(const SegmentExtent&) const = default;
+};
+struct ReplicaCheckResponse {
+  uint64_t leader_epoch = 0;
+  std::vector<EpochStart> epochs;       // oldest first
+  std::vector<SegmentExtent> segments;  // by group, then segment
 };
 struct AppendRequest {
   std::string stream;
@@ -399,6 +422,10 @@ Result<ReplicaAppendRequest> DecodeReplicaAppendRequest(const uint8_t* p, size_t
 void EncodeReplicaJoinRequest(ByteWriter& w, const ReplicaJoinRequest& m);
 Result<ReplicaJoinRequest> DecodeReplicaJoinRequest(const uint8_t* p, size_t n);
 void EncodeReplicaMoveRequest(ByteWriter& w, const ReplicaMoveRequest& m);
+void EncodeReplicaCheckRequest(ByteWriter& w, const ReplicaCheckRequest& m);
+Result<ReplicaCheckRequest> DecodeReplicaCheckRequest(const uint8_t* p, size_t n);
+void EncodeReplicaCheckResponse(ByteWriter& w, const ReplicaCheckResponse& m);
+Result<ReplicaCheckResponse> DecodeReplicaCheckResponse(const uint8_t* p, size_t n);
 Result<ReplicaMoveRequest> DecodeReplicaMoveRequest(const uint8_t* p, size_t n);
 Result<SealStreamletResponse> DecodeSealStreamletResponse(const uint8_t* p, size_t n);
 

@@ -240,6 +240,7 @@ constexpr uint64_t kSealStreamletId = 0x0E1E2E3E4E5E6E7Eull;
 constexpr uint64_t kReplicaAppendId = 0x5A5B5C5D5E5F5051ull;
 constexpr uint64_t kReplicaJoinId = 0x6A6B6C6D6E6F6061ull;
 constexpr uint64_t kReplicaMoveId = 0x7A7B7C7D7E7F7071ull;
+constexpr uint64_t kReplicaCheckId = 0x8A8B8C8D8E8F8081ull;
 constexpr const char* kTxnId = "job-42.sink-3";
 constexpr const char* kTxnIdNonAscii = "job-42.sink-\xc3\xbc";  // "ü": Str counts bytes
 constexpr uint32_t kTxnEpoch = 0x01020304u;
@@ -286,6 +287,8 @@ const std::set<std::string> kGoldenFiles = {
     "replica_join_response.bin",
     "replica_move_request.bin",
     "replica_move_response.bin",
+    "replica_check_request.bin",
+    "replica_check_response.bin",
     "append_response_moving.bin",
     "push_subscribe_request.bin",
     "push_subscribe_request_json_filter.bin",
@@ -859,6 +862,32 @@ TEST(ProtocolGoldenTest, ReplicaMoveRequest) {
                   f.bytes, "replica_move_request.bin");
 }
 
+TEST(ProtocolGoldenTest, ReplicaCheck) {
+  GoldenFrame f;
+  ASSERT_NO_FATAL_FAILURE(LoadFrame("replica_check_request.bin", &f));
+  ExpectHeader(f, Opcode::kReplicaCheck, kReplicaCheckId, /*response=*/false);
+  auto m = DecodeReplicaCheckRequest(f.body(), f.body_size());
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->stream, kStream);
+  EXPECT_EQ(m->streamlet, 3u);
+  EXPECT_EQ(m->follower, 0x01020304u);
+  ExpectSameBytes(EncodeRequest(Opcode::kReplicaCheck, kReplicaCheckId,
+                                [&](ByteWriter& w) { EncodeReplicaCheckRequest(w, *m); }),
+                  f.bytes, "replica_check_request.bin");
+
+  ASSERT_NO_FATAL_FAILURE(LoadFrame("replica_check_response.bin", &f));
+  ExpectHeader(f, Opcode::kReplicaCheck, kReplicaCheckId, /*response=*/true);
+  auto resp = DecodeReplicaCheckResponse(f.body(), f.body_size());
+  ASSERT_TRUE(resp.ok()) << resp.status().ToString();
+  EXPECT_EQ(resp->leader_epoch, 0x0102030405060708ull);
+  EXPECT_EQ(resp->epochs, (std::vector<EpochStart>{{0, 0}, {3, 0x100000002ull}}));
+  EXPECT_EQ(resp->segments,
+            (std::vector<SegmentExtent>{{1, 1, 0x00ABCDEF}, {0x100000002ull, 0x200000003ull, 0}}));
+  ExpectSameBytes(EncodeResponse(Opcode::kReplicaCheck, kReplicaCheckId, Status::Ok(),
+                                 [&](ByteWriter& w) { EncodeReplicaCheckResponse(w, *resp); }),
+                  f.bytes, "replica_check_response.bin");
+}
+
 TEST(ProtocolGoldenTest, SealStreamlet) {
   GoldenFrame f;
   ASSERT_NO_FATAL_FAILURE(LoadFrame("seal_streamlet_request.bin", &f));
@@ -1248,8 +1277,9 @@ TEST(ProtocolGoldenTest, OpcodesAndStatusCodesMatchTheDocument) {
   const char* opcodes[] = {"Handshake",     "CreateStream",    "DeleteStream",    "DescribeStream",
                            "ListStreams",   "Metadata",        "Append",          "Fetch",
                            "Stats",         "LookupTimestamp", "ClusterMetadata", "MoveStreamlet",
-                           "SealStreamlet", "ReplicaAppend",   "ReplicaJoin",     "ReplicaMove"};
-  for (uint16_t op = 1; op <= 16; ++op) {
+                           "SealStreamlet", "ReplicaAppend",   "ReplicaJoin",     "ReplicaMove",
+                           "ReplicaCheck"};
+  for (uint16_t op = 1; op <= 17; ++op) {
     EXPECT_TRUE(IsKnownOpcode(op)) << op;
     EXPECT_STREQ(OpcodeName(op), opcodes[op - 1]);
   }
@@ -1264,7 +1294,7 @@ TEST(ProtocolGoldenTest, OpcodesAndStatusCodesMatchTheDocument) {
     EXPECT_TRUE(IsKnownOpcode(op)) << op;
     EXPECT_STREQ(OpcodeName(op), txn_opcodes[op - 30]);
   }
-  for (uint16_t op : {0, 17, 19, 23, 29, 37, 39, 0xFFFF}) EXPECT_FALSE(IsKnownOpcode(op)) << op;
+  for (uint16_t op : {0, 18, 19, 23, 29, 37, 39, 0xFFFF}) EXPECT_FALSE(IsKnownOpcode(op)) << op;
 
   const char* statuses[] = {"OK",
                             "MALFORMED_REQUEST",
@@ -1342,6 +1372,8 @@ std::vector<DecoderCase> AllDecoders() {
       {"replica_append_request.bin", d(DecodeReplicaAppendRequest)},
       {"replica_join_request.bin", d(DecodeReplicaJoinRequest)},
       {"replica_move_request.bin", d(DecodeReplicaMoveRequest)},
+      {"replica_check_request.bin", d(DecodeReplicaCheckRequest)},
+      {"replica_check_response.bin", d(DecodeReplicaCheckResponse)},
       {"push_subscribe_request.bin", d(DecodePushSubscribeRequest)},
       {"push_subscribe_request_json_filter.bin", d(DecodePushSubscribeRequest)},
       {"push_subscribe_request_bytes_filter.bin", d(DecodePushSubscribeRequest)},

@@ -521,6 +521,20 @@ StreamletInfo Streamlet::Describe() const {
   return info;
 }
 
+std::vector<Streamlet::SegmentBytes> Streamlet::Segments() const {
+  MutexLock lock(&mu_);
+  std::vector<SegmentBytes> out;
+  for (const auto& g : groups_) {
+    for (const auto& seg : g->segments) out.push_back({g->id, seg->id(), seg->committed()});
+  }
+  return out;
+}
+
+uint64_t Streamlet::next_group_id() const {
+  MutexLock lock(&mu_);
+  return next_group_id_;
+}
+
 uint64_t Streamlet::bytes() const {
   MutexLock lock(&mu_);
   return bytes_;

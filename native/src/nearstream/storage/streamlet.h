@@ -133,6 +133,16 @@ class Streamlet {
   void UseSegmentFiles(std::shared_ptr<SegmentFiles> files) NS_EXCLUDES(mu_);
 
   StreamletInfo Describe() const;
+  // Every segment held, by group then segment id, with the bytes published in it (what a
+  // follower's copy must match: docs/protocol.md, "Catching up by leader epoch").
+  struct SegmentBytes {
+    uint64_t group = 0;
+    uint64_t segment = 0;
+    uint32_t bytes = 0;
+  };
+  std::vector<SegmentBytes> Segments() const;
+  // The id the next group opened gets (after Recover: above every group loaded).
+  uint64_t next_group_id() const NS_EXCLUDES(mu_);
   uint64_t bytes() const;
 
   // ---- transactions (stream_transactions.h) ------------------------------------------------
