@@ -19,6 +19,8 @@ enum Opcode {
     SEAL_STREAMLET(13, "SealStreamlet"),
     REPLICA_APPEND(14, "ReplicaAppend"),
     REPLICA_JOIN(15, "ReplicaJoin"),
+    REPLICA_MOVE(16, "ReplicaMove"),
+    REPLICA_CHECK(17, "ReplicaCheck"),
     PUSH_SUBSCRIBE(20, "PushSubscribe"),
     PUSH_UPDATE(21, "PushUpdate"),
     PUSH_CLOSE(22, "PushClose"),

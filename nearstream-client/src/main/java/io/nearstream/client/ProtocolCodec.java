@@ -50,6 +50,11 @@ final class ProtocolCodec {
     /** ReplicaAppend's fields after the stream name: streamlet, leader, epoch, at, chunk length. */
     static final int REPLICA_APPEND_FIXED_BYTES = 4 + 4 + 8 + Position.WIRE_BYTES + 4;
 
+    /** ReplicaCheck response entries: (epoch, start_group) and (group, segment, bytes). */
+    private static final int REPLICA_CHECK_EPOCH_BYTES = 8 + 8;
+
+    private static final int REPLICA_CHECK_SEGMENT_BYTES = 8 + 8 + 4;
+
     private ProtocolCodec() {}
 
     // ---- frames -----------------------------------------------------------------------------
@@ -130,6 +135,8 @@ final class ProtocolCodec {
                     SealStreamletRequest,
                     ReplicaAppendRequest,
                     ReplicaJoinRequest,
+                    ReplicaMoveRequest,
+                    ReplicaCheckRequest,
                     PushSubscribeRequest,
                     PushUpdateRequest,
                     PushCloseRequest,
@@ -286,6 +293,31 @@ final class ProtocolCodec {
         @Override
         public Opcode opcode() {
             return Opcode.REPLICA_JOIN;
+        }
+    }
+
+    /**
+     * ReplicaMove (16), operator to broker: the receiver takes over broker {@code from}'s replica
+     * of a streamlet, and its leadership when {@code from} leads it. {@code streamlet} and {@code
+     * from} are {@code u32}s. The OK response body is empty.
+     */
+    record ReplicaMoveRequest(String stream, int streamlet, int from) implements Request {
+        @Override
+        public Opcode opcode() {
+            return Opcode.REPLICA_MOVE;
+        }
+    }
+
+    /**
+     * ReplicaCheck (17), broker to broker: a follower about to catch up asks its leader for its
+     * epoch history and its segments (docs/protocol.md, "Catching up by leader epoch"). {@code
+     * streamlet} and {@code follower} (the sending broker's id) are {@code u32}s. The OK response
+     * body is a {@link ReplicaCheckResponse}.
+     */
+    record ReplicaCheckRequest(String stream, int streamlet, int follower) implements Request {
+        @Override
+        public Opcode opcode() {
+            return Opcode.REPLICA_CHECK;
         }
     }
 
@@ -474,6 +506,14 @@ final class ProtocolCodec {
             out.writeIntLE(r.follower());
             out.writeLongLE(r.leaderEpoch());
             writePosition(out, r.tail());
+        } else if (request instanceof ReplicaMoveRequest r) {
+            writeStr(out, r.stream());
+            out.writeIntLE(r.streamlet());
+            out.writeIntLE(r.from());
+        } else if (request instanceof ReplicaCheckRequest r) {
+            writeStr(out, r.stream());
+            out.writeIntLE(r.streamlet());
+            out.writeIntLE(r.follower());
         } else if (request instanceof PushSubscribeRequest r) {
             writeStr(out, r.stream());
             out.writeIntLE(r.slotsPerRing());
@@ -857,6 +897,44 @@ final class ProtocolCodec {
         Position tail = in.position("tail");
         in.end();
         return tail;
+    }
+
+    /**
+     * ReplicaCheck's response body: the epoch the receiver leads in, its epoch history (oldest
+     * first; empty when it has none) and every segment it retains of the streamlet, by group then
+     * segment id. Every value is unsigned; {@code u64}s are held in longs.
+     */
+    record ReplicaCheckResponse(
+            long leaderEpoch, List<EpochStart> epochs, List<SegmentExtent> segments) {
+        ReplicaCheckResponse {
+            epochs = List.copyOf(epochs);
+            segments = List.copyOf(segments);
+        }
+
+        /** A leader epoch and the first group its leader created. */
+        record EpochStart(long epoch, long startGroup) {}
+
+        /** A segment the leader retains and the bytes it holds now ({@code bytes} is a u32). */
+        record SegmentExtent(long group, long segment, int bytes) {}
+    }
+
+    static ReplicaCheckResponse decodeReplicaCheckResponse(ByteBuf body) {
+        WireReader in = new WireReader(body, "ReplicaCheck response");
+        long leaderEpoch = in.u64("leader_epoch");
+        int e = in.count("e", REPLICA_CHECK_EPOCH_BYTES);
+        List<ReplicaCheckResponse.EpochStart> epochs = new ArrayList<>(e);
+        for (int i = 0; i < e; i++) {
+            epochs.add(new ReplicaCheckResponse.EpochStart(in.u64("epoch"), in.u64("start_group")));
+        }
+        int s = in.count("s", REPLICA_CHECK_SEGMENT_BYTES);
+        List<ReplicaCheckResponse.SegmentExtent> segments = new ArrayList<>(s);
+        for (int i = 0; i < s; i++) {
+            segments.add(
+                    new ReplicaCheckResponse.SegmentExtent(
+                            in.u64("group"), in.u64("segment"), in.u32("bytes")));
+        }
+        in.end();
+        return new ReplicaCheckResponse(leaderEpoch, epochs, segments);
     }
 
     static PushSubscription decodePushSubscribeResponse(ByteBuf body) {

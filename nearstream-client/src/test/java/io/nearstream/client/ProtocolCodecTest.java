@@ -8,7 +8,10 @@ import io.nearstream.client.ProtocolCodec.AppendRequest;
 import io.nearstream.client.ProtocolCodec.CreateStreamRequest;
 import io.nearstream.client.ProtocolCodec.DescribeStreamRequest;
 import io.nearstream.client.ProtocolCodec.ReplicaAppendRequest;
+import io.nearstream.client.ProtocolCodec.ReplicaCheckRequest;
+import io.nearstream.client.ProtocolCodec.ReplicaCheckResponse;
 import io.nearstream.client.ProtocolCodec.ReplicaJoinRequest;
+import io.nearstream.client.ProtocolCodec.ReplicaMoveRequest;
 import io.nearstream.client.ProtocolCodec.ResponseFrame;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
@@ -27,7 +30,8 @@ import org.junit.jupiter.api.Test;
 /**
  * Malformed input: every decoder refuses it with {@link NearstreamProtocolException}, only. And
  * round trips through both halves of the codec for the replication fields (StreamConfig's
- * replication, ClusterMetadata's replica sets, ReplicaAppend, ReplicaJoin).
+ * replication, ClusterMetadata's replica sets, ReplicaAppend, ReplicaJoin, ReplicaMove,
+ * ReplicaCheck).
  */
 class ProtocolCodecTest {
 
@@ -99,8 +103,12 @@ class ProtocolCodecTest {
             case SEAL_STREAMLET:
                 ProtocolCodec.decodeSealStreamletResponse(body);
                 break;
+            case REPLICA_CHECK:
+                ProtocolCodec.decodeReplicaCheckResponse(body);
+                break;
             case REPLICA_APPEND:
             case REPLICA_JOIN:
+            case REPLICA_MOVE:
                 ProtocolCodec.decodeEmpty(body, "empty");
                 break;
             case PUSH_SUBSCRIBE:
@@ -366,7 +374,8 @@ class ProtocolCodecTest {
         }
     }
 
-    // ---- replication: StreamConfig.replication, ReplicaSet, ReplicaAppend (14), ReplicaJoin (15)
+    // ---- replication: StreamConfig.replication, ReplicaSet, ReplicaAppend (14), ReplicaJoin (15),
+    // ReplicaMove (16), ReplicaCheck (17)
 
     @Test
     void streamConfigCarriesReplicationAsItsLastByte() {
@@ -607,5 +616,121 @@ class ProtocolCodecTest {
         assertThat(Opcode.fromCode(15)).isEqualTo(Opcode.REPLICA_JOIN);
         assertThat(Opcode.REPLICA_JOIN.wireName()).isEqualTo("ReplicaJoin");
         decodeRequestFully(bytes);
+    }
+
+    @Test
+    void replicaMoveRequestLayoutAndRoundTrip() {
+        ByteBuf frame =
+                ProtocolCodec.encodeRequest(
+                        ALLOC, 0x0102030405060708L, new ReplicaMoveRequest("s", 3, -2));
+        byte[] bytes;
+        try {
+            bytes = ByteBufUtil.getBytes(frame);
+        } finally {
+            frame.release();
+        }
+        ByteBuf expected = Unpooled.buffer().writeIntLE(0);
+        expected.writeByte(1).writeByte(0).writeShortLE(16).writeLongLE(0x0102030405060708L);
+        expected.writeShortLE(1).writeByte('s');
+        expected.writeIntLE(3).writeIntLE(-2);
+        expected.setIntLE(0, expected.readableBytes() - 4);
+        // 12-byte header, then 2 + n + 4 + 4 body bytes.
+        assertThat(bytes).hasSize(4 + 12 + 3 + 8);
+        assertThat(bytes).isEqualTo(ByteBufUtil.getBytes(expected));
+
+        ProtocolTestCodec.DecodedRequest d =
+                ProtocolTestCodec.decodeRequest(Unpooled.wrappedBuffer(bytes));
+        assertThat(d.header().opcode()).isEqualTo(Opcode.REPLICA_MOVE.code());
+        assertThat(d.request()).isEqualTo(new ReplicaMoveRequest("s", 3, -2));
+        assertThat(Opcode.fromCode(16)).isEqualTo(Opcode.REPLICA_MOVE);
+        assertThat(Opcode.REPLICA_MOVE.wireName()).isEqualTo("ReplicaMove");
+        decodeRequestFully(bytes);
+    }
+
+    @Test
+    void replicaCheckRequestLayoutAndRoundTrip() {
+        ByteBuf frame =
+                ProtocolCodec.encodeRequest(
+                        ALLOC, 0x0102030405060708L, new ReplicaCheckRequest("s", 3, -2));
+        byte[] bytes;
+        try {
+            bytes = ByteBufUtil.getBytes(frame);
+        } finally {
+            frame.release();
+        }
+        ByteBuf expected = Unpooled.buffer().writeIntLE(0);
+        expected.writeByte(1).writeByte(0).writeShortLE(17).writeLongLE(0x0102030405060708L);
+        expected.writeShortLE(1).writeByte('s');
+        expected.writeIntLE(3).writeIntLE(-2);
+        expected.setIntLE(0, expected.readableBytes() - 4);
+        // 12-byte header, then 2 + n + 4 + 4 body bytes.
+        assertThat(bytes).hasSize(4 + 12 + 3 + 8);
+        assertThat(bytes).isEqualTo(ByteBufUtil.getBytes(expected));
+
+        ProtocolTestCodec.DecodedRequest d =
+                ProtocolTestCodec.decodeRequest(Unpooled.wrappedBuffer(bytes));
+        assertThat(d.header().opcode()).isEqualTo(Opcode.REPLICA_CHECK.code());
+        assertThat(d.request()).isEqualTo(new ReplicaCheckRequest("s", 3, -2));
+        assertThat(Opcode.fromCode(17)).isEqualTo(Opcode.REPLICA_CHECK);
+        assertThat(Opcode.REPLICA_CHECK.wireName()).isEqualTo("ReplicaCheck");
+        decodeRequestFully(bytes);
+    }
+
+    @Test
+    void replicaCheckResponseLayoutAndRoundTrip() {
+        ReplicaCheckResponse r =
+                new ReplicaCheckResponse(
+                        -3L, // a u64 above 2^63
+                        List.of(
+                                new ReplicaCheckResponse.EpochStart(0, 0),
+                                new ReplicaCheckResponse.EpochStart(-4L, 0x100000002L)),
+                        List.of(
+                                new ReplicaCheckResponse.SegmentExtent(1, 1, 0x00ABCDEF),
+                                new ReplicaCheckResponse.SegmentExtent(
+                                        0x100000002L, 0x200000003L, -1))); // u32 0xFFFFFFFF
+        ByteBuf body = Unpooled.buffer();
+        ProtocolTestCodec.writeReplicaCheckResponse(body, r);
+        ByteBuf expected = Unpooled.buffer().writeLongLE(-3L);
+        expected.writeIntLE(2)
+                .writeLongLE(0)
+                .writeLongLE(0)
+                .writeLongLE(-4L)
+                .writeLongLE(0x100000002L);
+        expected.writeIntLE(2).writeLongLE(1).writeLongLE(1).writeIntLE(0x00ABCDEF);
+        expected.writeLongLE(0x100000002L).writeLongLE(0x200000003L).writeIntLE(-1);
+        // 8 + 4 + 16e + 4 + 20s bytes.
+        assertThat(body.readableBytes()).isEqualTo(8 + 4 + 16 * 2 + 4 + 20 * 2);
+        byte[] bytes = ByteBufUtil.getBytes(body);
+        assertThat(bytes).isEqualTo(ByteBufUtil.getBytes(expected));
+        assertThat(ProtocolCodec.decodeReplicaCheckResponse(Unpooled.wrappedBuffer(bytes)))
+                .isEqualTo(r);
+
+        // A leader without a history and without segments.
+        ReplicaCheckResponse empty = new ReplicaCheckResponse(7, List.of(), List.of());
+        ByteBuf none = Unpooled.buffer();
+        ProtocolTestCodec.writeReplicaCheckResponse(none, empty);
+        assertThat(none.readableBytes()).isEqualTo(16);
+        assertThat(ProtocolCodec.decodeReplicaCheckResponse(none)).isEqualTo(empty);
+
+        // Every truncation is refused, and so are trailing bytes.
+        for (int n = 0; n < bytes.length; n++) {
+            ByteBuf cut = Unpooled.wrappedBuffer(bytes, 0, n);
+            assertThatThrownBy(() -> ProtocolCodec.decodeReplicaCheckResponse(cut))
+                    .as("%d of %d bytes", n, bytes.length)
+                    .isInstanceOf(NearstreamProtocolException.class);
+        }
+        ByteBuf trailing = Unpooled.buffer().writeBytes(bytes).writeByte(0);
+        assertThatThrownBy(() -> ProtocolCodec.decodeReplicaCheckResponse(trailing))
+                .isInstanceOf(NearstreamProtocolException.class);
+        // Counts that cannot fit the bytes left are refused before anything is allocated.
+        ByteBuf hugeEpochs = Unpooled.buffer().writeLongLE(1).writeIntLE(-1).writeZero(20);
+        assertThatThrownBy(() -> ProtocolCodec.decodeReplicaCheckResponse(hugeEpochs))
+                .isInstanceOf(NearstreamProtocolException.class)
+                .hasMessageContaining("e = 4294967295");
+        ByteBuf hugeSegments =
+                Unpooled.buffer().writeLongLE(1).writeIntLE(0).writeIntLE(2).writeZero(20 + 19);
+        assertThatThrownBy(() -> ProtocolCodec.decodeReplicaCheckResponse(hugeSegments))
+                .isInstanceOf(NearstreamProtocolException.class)
+                .hasMessageContaining("s = 2");
     }
 }

@@ -20,7 +20,10 @@ import io.nearstream.client.ProtocolCodec.PushCloseRequest;
 import io.nearstream.client.ProtocolCodec.PushSubscribeRequest;
 import io.nearstream.client.ProtocolCodec.PushUpdateRequest;
 import io.nearstream.client.ProtocolCodec.ReplicaAppendRequest;
+import io.nearstream.client.ProtocolCodec.ReplicaCheckRequest;
+import io.nearstream.client.ProtocolCodec.ReplicaCheckResponse;
 import io.nearstream.client.ProtocolCodec.ReplicaJoinRequest;
+import io.nearstream.client.ProtocolCodec.ReplicaMoveRequest;
 import io.nearstream.client.ProtocolCodec.Request;
 import io.nearstream.client.ProtocolCodec.ResponseFrame;
 import io.nearstream.client.ProtocolCodec.SealStreamletRequest;
@@ -91,6 +94,55 @@ class ProtocolGoldenTest {
                             .collect(Collectors.toList());
         }
         assertThat(files().keySet()).containsExactlyInAnyOrderElementsOf(bins);
+    }
+
+    /** ReplicaCheck (17)'s golden frames, field by field (besides the generic check). */
+    @Test
+    void replicaCheckGoldenFrames() throws IOException {
+        byte[] request = Files.readAllBytes(protocolDir().resolve("replica_check_request.bin"));
+        DecodedRequest d = ProtocolTestCodec.decodeRequest(Unpooled.wrappedBuffer(request));
+        assertThat(d.header().opcode()).isEqualTo(17);
+        assertThat(d.header().knownOpcode()).isEqualTo(Opcode.REPLICA_CHECK);
+        assertThat(d.header().requestId()).isEqualTo(0x8A8B8C8D8E8F8081L);
+        assertThat(d.request())
+                .isEqualTo(new ReplicaCheckRequest("golden.stream-1_x", 3, 0x01020304));
+        ByteBuf encoded = ProtocolCodec.encodeRequest(ALLOC, 0x8A8B8C8D8E8F8081L, d.request());
+        try {
+            assertThat(ByteBufUtil.getBytes(encoded)).isEqualTo(request);
+        } finally {
+            encoded.release();
+        }
+
+        byte[] response = Files.readAllBytes(protocolDir().resolve("replica_check_response.bin"));
+        ResponseFrame r = ProtocolCodec.decodeResponse(Unpooled.wrappedBuffer(response));
+        assertThat(r.header().knownOpcode()).isEqualTo(Opcode.REPLICA_CHECK);
+        assertThat(r.header().requestId()).isEqualTo(0x8A8B8C8D8E8F8081L);
+        assertThat(r.ok()).isTrue();
+        ReplicaCheckResponse v = ProtocolCodec.decodeReplicaCheckResponse(r.body());
+        assertThat(v)
+                .isEqualTo(
+                        new ReplicaCheckResponse(
+                                0x0102030405060708L,
+                                List.of(
+                                        new ReplicaCheckResponse.EpochStart(0, 0),
+                                        new ReplicaCheckResponse.EpochStart(3, 0x100000002L)),
+                                List.of(
+                                        new ReplicaCheckResponse.SegmentExtent(1, 1, 0x00ABCDEF),
+                                        new ReplicaCheckResponse.SegmentExtent(
+                                                0x100000002L, 0x200000003L, 0))));
+        ByteBuf again =
+                ProtocolTestCodec.encodeResponse(
+                        ALLOC,
+                        Opcode.REPLICA_CHECK.code(),
+                        0x8A8B8C8D8E8F8081L,
+                        0,
+                        "",
+                        out -> ProtocolTestCodec.writeReplicaCheckResponse(out, v));
+        try {
+            assertThat(ByteBufUtil.getBytes(again)).isEqualTo(response);
+        } finally {
+            again.release();
+        }
     }
 
     @TestFactory
@@ -249,6 +301,7 @@ class ProtocolGoldenTest {
                 case MOVE_STREAMLET:
                 case REPLICA_APPEND:
                 case REPLICA_JOIN:
+                case REPLICA_MOVE:
                     ProtocolCodec.decodeEmpty(in, op.wireName());
                     writer = out -> {};
                     break;
@@ -257,6 +310,30 @@ class ProtocolGoldenTest {
                         Position v = ProtocolCodec.decodeSealStreamletResponse(in);
                         body.put("tail", positionJson(v));
                         writer = out -> ProtocolTestCodec.writeSealStreamletResponse(out, v);
+                        break;
+                    }
+                case REPLICA_CHECK:
+                    {
+                        ReplicaCheckResponse v = ProtocolCodec.decodeReplicaCheckResponse(in);
+                        body.put("leader_epoch", u64(v.leaderEpoch()));
+                        body.put(
+                                "epochs",
+                                list(
+                                        v.epochs(),
+                                        e ->
+                                                obj(
+                                                        "epoch", u64(e.epoch()),
+                                                        "start_group", u64(e.startGroup()))));
+                        body.put(
+                                "segments",
+                                list(
+                                        v.segments(),
+                                        seg ->
+                                                obj(
+                                                        "group", u64(seg.group()),
+                                                        "segment", u64(seg.segment()),
+                                                        "bytes", u32(seg.bytes()))));
+                        writer = out -> ProtocolTestCodec.writeReplicaCheckResponse(out, v);
                         break;
                     }
                 case PUSH_SUBSCRIBE:
@@ -453,6 +530,16 @@ class ProtocolGoldenTest {
                     "follower", u32(r.follower()),
                     "leader_epoch", u64(r.leaderEpoch()),
                     "tail", positionJson(r.tail()));
+        } else if (request instanceof ReplicaMoveRequest r) {
+            return obj(
+                    "stream", r.stream(),
+                    "streamlet", u32(r.streamlet()),
+                    "from", u32(r.from()));
+        } else if (request instanceof ReplicaCheckRequest r) {
+            return obj(
+                    "stream", r.stream(),
+                    "streamlet", u32(r.streamlet()),
+                    "follower", u32(r.follower()));
         } else if (request instanceof PushSubscribeRequest r) {
             return obj(
                     "stream", r.stream(),

@@ -28,7 +28,10 @@ import io.nearstream.client.ProtocolCodec.PushCloseRequest;
 import io.nearstream.client.ProtocolCodec.PushSubscribeRequest;
 import io.nearstream.client.ProtocolCodec.PushUpdateRequest;
 import io.nearstream.client.ProtocolCodec.ReplicaAppendRequest;
+import io.nearstream.client.ProtocolCodec.ReplicaCheckRequest;
+import io.nearstream.client.ProtocolCodec.ReplicaCheckResponse;
 import io.nearstream.client.ProtocolCodec.ReplicaJoinRequest;
+import io.nearstream.client.ProtocolCodec.ReplicaMoveRequest;
 import io.nearstream.client.ProtocolCodec.Request;
 import io.nearstream.client.ProtocolCodec.SealStreamletRequest;
 import io.nearstream.client.ProtocolCodec.StatsRequest;
@@ -197,6 +200,16 @@ final class ProtocolTestCodec {
                                 in.u32("follower"),
                                 in.u64("leader_epoch"),
                                 in.position("tail"));
+                break;
+            case REPLICA_MOVE:
+                request =
+                        new ReplicaMoveRequest(
+                                in.str("stream"), in.u32("streamlet"), in.u32("from"));
+                break;
+            case REPLICA_CHECK:
+                request =
+                        new ReplicaCheckRequest(
+                                in.str("stream"), in.u32("streamlet"), in.u32("follower"));
                 break;
             case PUSH_SUBSCRIBE:
                 request =
@@ -452,6 +465,21 @@ final class ProtocolTestCodec {
 
     static void writeSealStreamletResponse(ByteBuf out, Position tail) {
         writePosition(out, tail);
+    }
+
+    static void writeReplicaCheckResponse(ByteBuf out, ReplicaCheckResponse r) {
+        out.writeLongLE(r.leaderEpoch());
+        out.writeIntLE(r.epochs().size());
+        for (ReplicaCheckResponse.EpochStart e : r.epochs()) {
+            out.writeLongLE(e.epoch());
+            out.writeLongLE(e.startGroup());
+        }
+        out.writeIntLE(r.segments().size());
+        for (ReplicaCheckResponse.SegmentExtent seg : r.segments()) {
+            out.writeLongLE(seg.group());
+            out.writeLongLE(seg.segment());
+            out.writeIntLE(seg.bytes());
+        }
     }
 
     static void writePushSubscribeResponse(ByteBuf out, PushSubscription r) {
