@@ -23,8 +23,8 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from nsbench import (  # noqa: E402
-    exp_cluster, exp_cluster_count, exp_consume, exp_ingest, exp_kafka_count, exp_replication,
-    exp_sink, exp_wordcount, exp_ysb)
+    exp_catch_up, exp_cluster, exp_cluster_count, exp_consume, exp_ingest, exp_kafka_count,
+    exp_replication, exp_sink, exp_wordcount, exp_ysb)
 
 
 class _Preset:
@@ -69,6 +69,7 @@ def plot(dirs):
 
 
 EXPERIMENTS = {
+    "catch-up": exp_catch_up,
     "cluster": exp_cluster,
     "cluster-count": exp_cluster_count,
     "ingest": exp_ingest,

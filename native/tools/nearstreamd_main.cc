@@ -61,6 +61,9 @@ Cluster (docs/cluster.md; without --zookeeper the broker is standalone and owns 
   --host NAME                 the machine's name for push placement (default: the host name)
   --zookeeper-session-ms MS   ZooKeeper session timeout (default 6000)
   --zookeeper-timeout-ms MS   give up starting when ZooKeeper stays unreachable (default 30000)
+  --catch-up HOW              how a follower that is out of sync catches up: epoch (default:
+                              keep what its leader's epoch history proves equal, copy the rest)
+                              or whole (copy the whole streamlet every time)
 )";
 
 Status WritePortFile(const std::string& path, uint16_t port) {
@@ -109,6 +112,7 @@ Status Run(int argc, char** argv) {
                                                                   {"host"},
                                                                   {"zookeeper-session-ms"},
                                                                   {"zookeeper-timeout-ms"},
+                                                                  {"catch-up"},
                                                                   {"help", false},
                                                                   {"version", false}}));
   if (flags.Has("help")) {
@@ -173,6 +177,11 @@ Status Run(int argc, char** argv) {
   cluster_options.session_timeout_ms = static_cast<int>(session_ms);
   ASSIGN_OR_RETURN(int64_t zk_timeout_ms, flags.Signed("zookeeper-timeout-ms", 30000, 1, 3600000));
   cluster_options.connect_timeout_ms = static_cast<int>(zk_timeout_ms);
+  const std::string catch_up = flags.String("catch-up", "epoch");
+  if (catch_up != "epoch" && catch_up != "whole") {
+    return Status::InvalidArgument("--catch-up must be epoch or whole, got '" + catch_up + "'");
+  }
+  cluster_options.whole_catch_up = catch_up == "whole";
 
   storage::StoreOptions store_options;
   store_options.data_dir = flags.String("data-dir");

@@ -433,6 +433,7 @@ def enc_replica_join_request(m):
     w.u32(m["follower"])
     w.u64(m["leader_epoch"])
     w.position(m["tail"])
+    w.u8(m["take_over"])
     return w.bytes()
 
 
@@ -974,7 +975,8 @@ def build():
     # ReplicaJoin: a follower whose copy ends at a tail above 2^32 asks the leader to be in sync.
     rid = 0x6A6B6C6D6E6F6061
     m = {"stream": STREAM, "streamlet": 3, "follower": 0x01020304,
-         "leader_epoch": 0x0102030405060708, "tail": pos(0x100000002, 0x200000003, 0x00ABCDEF)}
+         "leader_epoch": 0x0102030405060708, "tail": pos(0x100000002, 0x200000003, 0x00ABCDEF),
+         "take_over": 2}
     req("replica_join_request.bin", "ReplicaJoin", rid, m, enc_replica_join_request(m))
     resp("replica_join_response.bin", "ReplicaJoin", rid, "OK", "", {}, b"")
 

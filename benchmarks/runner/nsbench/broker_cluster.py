@@ -60,3 +60,16 @@ class BrokerCluster:
                 return
             time.sleep(0.1)
         raise RuntimeError(f"broker {self.brokers[0].address} does not see {count} brokers")
+
+
+def replica_set(broker, stream, streamlet):
+    """(leader, in-sync set) of a replicated streamlet, as `nearstream cluster` prints them
+    ("streamlet I  leader L  epoch E  replicas R,..  isr S,..")."""
+    for line in broker.cli("cluster", stream).splitlines():
+        parts = line.split()
+        if parts[:2] == ["streamlet", str(streamlet)] and "leader" in parts and "isr" in parts:
+            leader = int(parts[parts.index("leader") + 1])
+            isr = [int(b) for b in parts[parts.index("isr") + 1].split(",")]
+            return leader, isr
+    raise RuntimeError(f"no replica set for streamlet {streamlet} of stream {stream}")
+

@@ -12,7 +12,7 @@ import time
 from contextlib import ExitStack
 
 from . import paths, perf, plots
-from .broker_cluster import Bootstrap, BrokerCluster
+from .broker_cluster import Bootstrap, BrokerCluster, replica_set
 from .results import Results
 from .sizes import size_list
 
@@ -45,15 +45,6 @@ def _create(broker, args, replication, streamlets):
                args.retention)
 
 
-def _leader(broker, streamlet):
-    """The id of streamlet `streamlet`'s leader, from `nearstream cluster`."""
-    for line in broker.cli("cluster", "repl").splitlines():
-        parts = line.split()
-        if parts and parts[0] == "repl":
-            return int(parts[2].split(",")[streamlet])
-    raise RuntimeError("no placement for stream repl")
-
-
 def _failover_ms(workdir, args):
     """Kills the leader of a one-streamlet replicated stream; the time until `nearstream
     produce`, started right after the kill with every broker's address, has its record
@@ -64,7 +55,7 @@ def _failover_ms(workdir, args):
         bootstrap = ",".join(b.address for b in brokers)
         subprocess.run([paths.binary("nearstream"), "--broker", bootstrap, "produce", "repl"],
                        input="before\n", check=True, capture_output=True, text=True)
-        leader = _leader(brokers[0], 0)
+        leader, _ = replica_set(brokers[0], "repl", 0)
         killed = time.monotonic()
         os.kill(brokers[leader - 1].process.pid, signal.SIGKILL)
         after = subprocess.run(

@@ -413,7 +413,9 @@ TEST_P(ReplicationChaosTest, NoAcknowledgedRecordIsLostDuplicatedReorderedOrRead
   if (const char* path = std::getenv("NEARSTREAM_CHAOS_REPORT"); path != nullptr && *path) {
     std::ofstream(path, std::ios::app) << report.str() << "\n";
   }
-  if (f.lost + f.duplicates + f.reordered + f.uncommitted_reads > 0) {
+  bool unexpected = false;
+  for (const auto& rd : readers) unexpected = unexpected || !rd->unexpected().empty();
+  if (f.lost + f.duplicates + f.reordered + f.uncommitted_reads > 0 || unexpected) {
     // The brokers' whole logs, for the post-mortem (the fixture prints only their start).
     for (uint32_t id = 1; id <= 3; ++id) {
       const std::string path =

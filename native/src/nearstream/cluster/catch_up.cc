@@ -236,7 +236,10 @@ Result<ZkCluster::LeaderCopy> ZkCluster::CopyFromLeader(const std::string& name,
     std::lock_guard<std::mutex> lock(follower->mu);
     follower->file.reset();
     (void)s->DropAll();
-    Result<storage::Position> kept = KeepWhatMatches(*copy.client, name, id, *s, copy.epoch);
+    Result<storage::Position> kept =
+        options_.whole_catch_up
+            ? Result<storage::Position>(Status::InvalidArgument("--catch-up whole"))
+            : KeepWhatMatches(*copy.client, name, id, *s, copy.epoch);
     if (kept.ok()) {
       from = *kept;
       kept_some = true;
@@ -303,6 +306,31 @@ Status ZkCluster::JoinIsr(const net::ReplicaJoinRequest& m) {
       return Status::PositionOutOfRange("the copy of " + what + " ends at " + m.tail.ToString() +
                                         "; the leader's tail is " + s->tail().ToString() +
                                         (s->sealed() ? "" : " and it is not sealed"));
+    }
+    if (m.take_over != net::ReplicaJoinRequest::TakeOver::kNo) {
+      // A replica move hands the leadership over (docs/protocol.md, "Moving a replica"). Here,
+      // on the thread that answers every ReplicaJoin, while sealed at the copy's end: no other
+      // catch-up can lift the seal in between, so the new leader holds every chunk this broker
+      // acknowledged. Alone in the in-sync set, as after a failover; this broker stays sealed
+      // (Install gives the streamlet up) and acknowledges nothing more.
+      net::ReplicaSet& set = record.replicas[m.streamlet];
+      record.owners[m.streamlet] = m.follower;
+      set.leader_epoch += 1;
+      set.isr = {m.follower};
+      if (m.take_over == net::ReplicaJoinRequest::TakeOver::kLeaderLeaves) {
+        set.replicas.erase(
+            std::remove(set.replicas.begin(), set.replicas.end(), options_.broker_id),
+            set.replicas.end());
+      }
+      bool stale = false;
+      RETURN_IF_ERROR(SetStreamNode(m.stream, record, /*fenced=*/false, &stale));
+      if (stale) continue;
+      record.version += 1;
+      const uint64_t epoch = set.leader_epoch;
+      Install(m.stream, std::move(record));
+      NS_LOG(kInfo) << "broker " << m.follower << " leads " << what << " at epoch " << epoch
+                    << " in place of broker " << options_.broker_id;
+      return Status::Ok();
     }
     std::vector<uint32_t>& isr = record.replicas[m.streamlet].isr;
     if (!Contains(isr, m.follower)) {

@@ -165,36 +165,32 @@ Status ZkCluster::MoveReplica(const std::string& name, uint32_t id, uint32_t fro
     return Status::Ok();
   }
 
-  // 3b. `from` leads: while its seal holds, this copy ends at every acknowledged chunk, and the
-  // leader acknowledges nothing more. One compare-and-set makes this broker the leader at the
-  // next epoch, alone in the in-sync set as after a failover: the other followers may hold a
-  // chunk the old leader cut off, so they copy again before they rejoin. Install loads the
-  // copy before the record takes effect here.
-  Status led = ChangeReplicas(name, [&](StreamRecord& r) -> Result<bool> {
-    net::ReplicaSet& set = r.replicas[id];
-    if (r.owners[id] == me && set.leader_epoch == copy.epoch + 1) {
-      return false;  // our own write, whose answer was lost: installed as read
+  // 3b. `from` leads: it hands the leadership over (ReplicaJoin with take_over), checking on
+  // the thread that answers every ReplicaJoin that it is still sealed at this copy's end, and
+  // stays sealed. This broker loads its copy once it reads the new record.
+  Bytes body;
+  ByteWriter w(&body);
+  net::EncodeReplicaJoinRequest(w, {name, id, me, copy.epoch, copy.tail,
+                                    swap ? net::ReplicaJoinRequest::TakeOver::kLeaderFollows
+                                         : net::ReplicaJoinRequest::TakeOver::kLeaderLeaves});
+  Status led = copy.client->Call(net::Opcode::kReplicaJoin, body).status();
+  if (!led.ok() && !copy.client->ok()) {
+    // The answer was lost: the leader may have handed over. ZooKeeper says.
+    Result<std::optional<StreamRecord>> now = FetchStream(name, /*watch=*/false);
+    if (!now.ok()) {
+      return Status(now.status().code(),
+                    "the leadership of " + what +
+                        " may or may not have moved (ZooKeeper out of reach): " +
+                        std::string(now.status().message()));
     }
-    if (r.owners[id] != copy.leader || set.leader_epoch != copy.epoch) {
-      return Status::NotOwner("the leader of " + what + " changed while broker " +
-                              std::to_string(me) + " copied it; nothing changed");
-    }
-    r.owners[id] = me;
-    set.leader_epoch += 1;
-    set.isr = {me};
-    if (!swap) Erase(set.replicas, from);
-    return true;
-  });
-  if (!led.ok()) {
-    if (led.IsClusterUnavailable()) {
-      // The write may have happened: keep the leader's seal, whose expiry asks ZooKeeper.
-      return Status(led.code(), "the leadership of " + what +
-                                    " may or may not have moved (ZooKeeper out of reach): " +
-                                    std::string(led.message()));
-    }
-    LiftSeal(copy, name, id);
-    return undo(led);
+    if (now->has_value() && (**now).owners[id] == me) led = Status::Ok();
   }
+  if (!led.ok()) {
+    LiftSeal(copy, name, id);
+    return undo(Status(led.code(), copy.at + ": " + std::string(led.message())));
+  }
+  // Installed from ZooKeeper: the promotion loads the copy before requests reach it here.
+  RETURN_IF_ERROR(ReadStream(name).status());
   NS_LOG(kInfo) << "broker " << me << " leads " << what << " in place of broker " << from
                 << (swap ? " (which follows now)" : "") << " (tail " << copy.tail.ToString() << ")";
   return Status::Ok();

@@ -527,7 +527,10 @@ void ZkCluster::Install(const std::string& name, StreamRecord record) {
         locks.emplace_back(copy->mu);
         held.push_back(copy);
         copy->file.reset();
-        DropLocalCopy(*s);
+        // A leader that gave the streamlet up stays sealed until the record below is in the
+        // cache: no append slips in between (it would be acknowledged by this broker alone).
+        if (led) s->Seal();
+        (void)s->DropAll(/*reopen=*/!led);
         RemoveCopy(s->dir());
         demoted = demoted || led;
         NS_LOG(kInfo) << "broker " << me << " holds no replica of " << StreamletName(name, i)
@@ -545,8 +548,9 @@ void ZkCluster::Install(const std::string& name, StreamRecord record) {
         }
         // A leader no longer (or a follower's first sight of the record, with chunks loaded at
         // start): in memory the streamlet holds nothing while this broker follows; its files
-        // stay, the copy new chunks are appended to.
-        (void)s->DropAll();
+        // stay, the copy new chunks are appended to. A leader no longer stays sealed (see above).
+        if (led) s->Seal();
+        (void)s->DropAll(/*reopen=*/!led);
         demoted = demoted || led;
         if (led) {
           // A seal held for a replica move that made another replica the leader: nothing to

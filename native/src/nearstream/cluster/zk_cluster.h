@@ -49,6 +49,9 @@ struct ClusterOptions {
   std::string host;  // this machine's name
   int session_timeout_ms = 6000;
   int connect_timeout_ms = 30000;  // Start() gives up after this long without ZooKeeper
+  // A follower catching up copies the whole streamlet instead of keeping what its leader's epoch
+  // history proves equal (docs/protocol.md, "Catching up by leader epoch").
+  bool whole_catch_up = false;
 };
 
 class ZkCluster {

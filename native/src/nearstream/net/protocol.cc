@@ -246,6 +246,7 @@ void EncodeReplicaJoinRequest(ByteWriter& w, const ReplicaJoinRequest& m) {
   w.U32(m.follower);
   w.U64(m.leader_epoch);
   EncodePosition(w, m.tail);
+  w.U8(static_cast<uint8_t>(m.take_over));
 }
 
 Result<ReplicaJoinRequest> DecodeReplicaJoinRequest(const uint8_t* p, size_t n) {
@@ -256,6 +257,12 @@ Result<ReplicaJoinRequest> DecodeReplicaJoinRequest(const uint8_t* p, size_t n) 
   m.follower = r.U32();
   m.leader_epoch = r.U64();
   m.tail = DecodePosition(r);
+  const uint8_t take_over = r.U8();
+  if (r.ok() && take_over > static_cast<uint8_t>(ReplicaJoinRequest::TakeOver::kLeaderFollows)) {
+    return Status::MalformedRequest("ReplicaJoin request: take_over " + std::to_string(take_over) +
+                                    " is not 0, 1 or 2");
+  }
+  m.take_over = static_cast<ReplicaJoinRequest::TakeOver>(take_over);
   return Finish(r, std::move(m), "ReplicaJoin request");
 }
 

@@ -140,6 +140,13 @@ struct ReplicaJoinRequest {
   uint32_t follower = 0;
   uint64_t leader_epoch = 0;
   storage::Position tail;  // where the copy ends: the sealed leader's tail
+  // What the sender asks for (docs/protocol.md, "ReplicaJoin (15)").
+  enum class TakeOver : uint8_t {
+    kNo = 0,             // join the in-sync set
+    kLeaderLeaves = 1,   // lead in the receiver's place; the receiver leaves the replicas
+    kLeaderFollows = 2,  // lead in the receiver's place; the receiver stays a follower
+  };
+  TakeOver take_over = TakeOver::kNo;
 };
 // An operator asks the receiver to take over broker `from`'s replica of a streamlet (and its
 // leadership, when `from` leads it).

@@ -843,6 +843,7 @@ TEST(ProtocolGoldenTest, ReplicaJoinRequest) {
   EXPECT_EQ(m->follower, 0x01020304u);
   EXPECT_EQ(m->leader_epoch, 0x0102030405060708ull);
   EXPECT_EQ(m->tail, (storage::Position{0x100000002ull, 0x200000003ull, 0x00ABCDEFu}));
+  EXPECT_EQ(m->take_over, ReplicaJoinRequest::TakeOver::kLeaderFollows);
   ExpectSameBytes(EncodeRequest(Opcode::kReplicaJoin, kReplicaJoinId,
                                 [&](ByteWriter& w) { EncodeReplicaJoinRequest(w, *m); }),
                   f.bytes, "replica_join_request.bin");

@@ -566,7 +566,7 @@ Position Streamlet::tail() const {
   return TailLocked();
 }
 
-std::vector<std::string> Streamlet::DropAll() {
+std::vector<std::string> Streamlet::DropAll(bool reopen) {
   std::vector<std::unique_lock<std::mutex>> slot_locks;
   slot_locks.reserve(slot_count_);
   for (size_t k = 0; k < slot_count_; ++k) slot_locks.emplace_back(slots_[k].mu);
@@ -586,7 +586,7 @@ std::vector<std::string> Streamlet::DropAll() {
       slots_[k].producers.clear();
     }
   }
-  Reopen();
+  if (reopen) Reopen();
   return doomed;
 }
 

@@ -198,8 +198,10 @@ class Streamlet {
     HoldOffNewParts(0);
   }
   // Forgets every chunk (the streamlet moved away) and returns the segment files to delete;
-  // producer sequences go too. Readers holding segments keep them until they let go. Unseals.
-  std::vector<std::string> DropAll();
+  // producer sequences go too. Readers holding segments keep them until they let go. Unseals,
+  // unless `reopen` is false (a leader that gave the streamlet up stays sealed: it must not
+  // take an append before its cache says another broker leads).
+  std::vector<std::string> DropAll(bool reopen = true);
 
   // Retention (size, age) and closing of idle active groups; returns the files to delete.
   std::vector<std::string> Maintain(int64_t now_ms, int64_t group_idle_close_ms);

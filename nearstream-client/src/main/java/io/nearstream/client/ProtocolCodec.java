@@ -285,10 +285,17 @@ final class ProtocolCodec {
      * ReplicaJoin (15), broker to broker: a follower whose copy of the sealed streamlet ends at
      * {@code tail} asks its leader to be in sync again. {@code streamlet} and {@code follower} (the
      * sending broker's id) are {@code u32}s, {@code leaderEpoch} a {@code u64}: the epoch of the
-     * leader the copy was made from. The OK response body is empty.
+     * leader the copy was made from. {@code takeOver} ({@code u8}): 0 joins the in-sync set, 1 and
+     * 2 take the leadership over from the receiver, which leaves the replicas (1) or stays a
+     * follower (2). The OK response body is empty.
      */
     record ReplicaJoinRequest(
-            String stream, int streamlet, int follower, long leaderEpoch, Position tail)
+            String stream,
+            int streamlet,
+            int follower,
+            long leaderEpoch,
+            Position tail,
+            int takeOver)
             implements Request {
         @Override
         public Opcode opcode() {
@@ -506,6 +513,7 @@ final class ProtocolCodec {
             out.writeIntLE(r.follower());
             out.writeLongLE(r.leaderEpoch());
             writePosition(out, r.tail());
+            out.writeByte(r.takeOver());
         } else if (request instanceof ReplicaMoveRequest r) {
             writeStr(out, r.stream());
             out.writeIntLE(r.streamlet());

@@ -592,7 +592,9 @@ class ProtocolCodecTest {
         Position tail = new Position(0x100000002L, 0x200000003L, 0x00ABCDEF);
         ByteBuf frame =
                 ProtocolCodec.encodeRequest(
-                        ALLOC, 0x0102030405060708L, new ReplicaJoinRequest("s", 3, -2, -3L, tail));
+                        ALLOC,
+                        0x0102030405060708L,
+                        new ReplicaJoinRequest("s", 3, -2, -3L, tail, 2));
         byte[] bytes;
         try {
             bytes = ByteBufUtil.getBytes(frame);
@@ -604,15 +606,16 @@ class ProtocolCodecTest {
         expected.writeShortLE(1).writeByte('s');
         expected.writeIntLE(3).writeIntLE(-2).writeLongLE(-3L);
         expected.writeLongLE(0x100000002L).writeLongLE(0x200000003L).writeIntLE(0x00ABCDEF);
+        expected.writeByte(2);
         expected.setIntLE(0, expected.readableBytes() - 4);
-        // 12-byte header, then 2 + n + 4 + 4 + 8 + 20 body bytes.
-        assertThat(bytes).hasSize(4 + 12 + 3 + 36);
+        // 12-byte header, then 2 + n + 4 + 4 + 8 + 20 + 1 body bytes.
+        assertThat(bytes).hasSize(4 + 12 + 3 + 37);
         assertThat(bytes).isEqualTo(ByteBufUtil.getBytes(expected));
 
         ProtocolTestCodec.DecodedRequest d =
                 ProtocolTestCodec.decodeRequest(Unpooled.wrappedBuffer(bytes));
         assertThat(d.header().opcode()).isEqualTo(Opcode.REPLICA_JOIN.code());
-        assertThat(d.request()).isEqualTo(new ReplicaJoinRequest("s", 3, -2, -3L, tail));
+        assertThat(d.request()).isEqualTo(new ReplicaJoinRequest("s", 3, -2, -3L, tail, 2));
         assertThat(Opcode.fromCode(15)).isEqualTo(Opcode.REPLICA_JOIN);
         assertThat(Opcode.REPLICA_JOIN.wireName()).isEqualTo("ReplicaJoin");
         decodeRequestFully(bytes);

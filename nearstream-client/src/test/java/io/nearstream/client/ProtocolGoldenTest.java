@@ -529,7 +529,8 @@ class ProtocolGoldenTest {
                     "streamlet", u32(r.streamlet()),
                     "follower", u32(r.follower()),
                     "leader_epoch", u64(r.leaderEpoch()),
-                    "tail", positionJson(r.tail()));
+                    "tail", positionJson(r.tail()),
+                    "take_over", u32(r.takeOver()));
         } else if (request instanceof ReplicaMoveRequest r) {
             return obj(
                     "stream", r.stream(),

@@ -199,7 +199,8 @@ final class ProtocolTestCodec {
                                 in.u32("streamlet"),
                                 in.u32("follower"),
                                 in.u64("leader_epoch"),
-                                in.position("tail"));
+                                in.position("tail"),
+                                in.u8("take_over"));
                 break;
             case REPLICA_MOVE:
                 request =
