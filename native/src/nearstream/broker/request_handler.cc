@@ -300,6 +300,12 @@ bool RequestHandler::Fetch(Request& req, net::OutFrame* response) {
                                  spliced += size;
                                  ++blocks;
                                });
+    if (!read.ok() && read.status().IsPositionOutOfRange() && s != nullptr) {
+      // The streamlet may have been given up since the check above (another broker leads it
+      // now and its chunks were dropped here): the reader must hear NOT_OWNER, not lose its
+      // place.
+      if (auto again = Served(*stream, e.streamlet); !again.ok()) read = again.status();
+    }
     if (read.ok()) {
       uint8_t* p = out->data() + entry_at;
       StoreLe32(p, e.streamlet);

@@ -9,6 +9,7 @@
 #include <zookeeper/zookeeper.h>
 
 #include <algorithm>
+#include <functional>
 
 #include "nearstream/cluster/zk_cluster.h"
 #include "nearstream/cluster/zk_status.h"
@@ -476,6 +477,10 @@ void ZkCluster::Install(const std::string& name, StreamRecord record) {
   const uint32_t me = options_.broker_id;
   std::vector<std::shared_ptr<FollowerCopy>> held;  // promotions: locked until installed
   std::vector<std::unique_lock<std::mutex>> locks;
+  // Streamlets this broker gives up (it no longer leads, or holds no replica any more): dropped
+  // only once the cache names their new leader, so that a request that reaches one after the
+  // drop finds NOT_OWNER, not an empty streamlet.
+  std::vector<std::function<void()>> give_up;
   bool demoted = false;
   if (stream != nullptr && record.config.replication > 1) {
     for (uint32_t i = 0; i < record.owners.size(); ++i) {
@@ -527,15 +532,17 @@ void ZkCluster::Install(const std::string& name, StreamRecord record) {
         locks.emplace_back(copy->mu);
         held.push_back(copy);
         copy->file.reset();
-        // A leader that gave the streamlet up stays sealed until the record below is in the
-        // cache: no append slips in between (it would be acknowledged by this broker alone).
+        // A leader that gave the streamlet up is sealed at once: no append slips in before the
+        // cache names its successor (it would be acknowledged without the new leader).
         if (led) s->Seal();
-        (void)s->DropAll(/*reopen=*/!led);
-        RemoveCopy(s->dir());
+        give_up.push_back([s, led, what = StreamletName(name, i),
+                           replicas = FormatIds(record.replicas[i].replicas), me] {
+          (void)s->DropAll(/*reopen=*/!led);
+          RemoveCopy(s->dir());
+          NS_LOG(kInfo) << "broker " << me << " holds no replica of " << what
+                        << " any more (its replicas are " << replicas << "); its copy is removed";
+        });
         demoted = demoted || led;
-        NS_LOG(kInfo) << "broker " << me << " holds no replica of " << StreamletName(name, i)
-                      << " any more (its replicas are " << FormatIds(record.replicas[i].replicas)
-                      << "); its copy is removed";
       } else if (!leads && (led || !had) && record.Follows(i, me)) {
         if (!had) {
           // Files from this broker's previous run: they may miss acknowledged chunks (a crash
@@ -548,9 +555,9 @@ void ZkCluster::Install(const std::string& name, StreamRecord record) {
         }
         // A leader no longer (or a follower's first sight of the record, with chunks loaded at
         // start): in memory the streamlet holds nothing while this broker follows; its files
-        // stay, the copy new chunks are appended to. A leader no longer stays sealed (see above).
+        // stay, the copy new chunks are appended to. A leader no longer is sealed (see above).
         if (led) s->Seal();
-        (void)s->DropAll(/*reopen=*/!led);
+        give_up.push_back([s, led] { (void)s->DropAll(/*reopen=*/!led); });
         demoted = demoted || led;
         if (led) {
           // A seal held for a replica move that made another replica the leader: nothing to
@@ -569,6 +576,7 @@ void ZkCluster::Install(const std::string& name, StreamRecord record) {
     MutexLock lock(&mu_);
     streams_[name] = std::move(record);
   }
+  for (const auto& drop : give_up) drop();
   locks.clear();
   if (demoted && on_lost_) on_lost_(stream);
 }
