@@ -535,8 +535,8 @@ void ZkCluster::Install(const std::string& name, StreamRecord record) {
         // A leader that gave the streamlet up is sealed at once: no append slips in before the
         // cache names its successor (it would be acknowledged without the new leader).
         if (led) s->Seal();
-        give_up.push_back([s, led, what = StreamletName(name, i),
-                           replicas = FormatIds(record.replicas[i].replicas), me] {
+        give_up.emplace_back([s, led, what = StreamletName(name, i),
+                              replicas = FormatIds(record.replicas[i].replicas), me] {
           (void)s->DropAll(/*reopen=*/!led);
           RemoveCopy(s->dir());
           NS_LOG(kInfo) << "broker " << me << " holds no replica of " << what
@@ -557,7 +557,7 @@ void ZkCluster::Install(const std::string& name, StreamRecord record) {
         // start): in memory the streamlet holds nothing while this broker follows; its files
         // stay, the copy new chunks are appended to. A leader no longer is sealed (see above).
         if (led) s->Seal();
-        give_up.push_back([s, led] { (void)s->DropAll(/*reopen=*/!led); });
+        give_up.emplace_back([s, led] { (void)s->DropAll(/*reopen=*/!led); });
         demoted = demoted || led;
         if (led) {
           // A seal held for a replica move that made another replica the leader: nothing to
