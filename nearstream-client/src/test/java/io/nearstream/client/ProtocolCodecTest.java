@@ -623,38 +623,23 @@ class ProtocolCodecTest {
 
     @Test
     void replicaMoveRequestLayoutAndRoundTrip() {
-        ByteBuf frame =
-                ProtocolCodec.encodeRequest(
-                        ALLOC, 0x0102030405060708L, new ReplicaMoveRequest("s", 3, -2));
-        byte[] bytes;
-        try {
-            bytes = ByteBufUtil.getBytes(frame);
-        } finally {
-            frame.release();
-        }
-        ByteBuf expected = Unpooled.buffer().writeIntLE(0);
-        expected.writeByte(1).writeByte(0).writeShortLE(16).writeLongLE(0x0102030405060708L);
-        expected.writeShortLE(1).writeByte('s');
-        expected.writeIntLE(3).writeIntLE(-2);
-        expected.setIntLE(0, expected.readableBytes() - 4);
-        // 12-byte header, then 2 + n + 4 + 4 body bytes.
-        assertThat(bytes).hasSize(4 + 12 + 3 + 8);
-        assertThat(bytes).isEqualTo(ByteBufUtil.getBytes(expected));
-
-        ProtocolTestCodec.DecodedRequest d =
-                ProtocolTestCodec.decodeRequest(Unpooled.wrappedBuffer(bytes));
-        assertThat(d.header().opcode()).isEqualTo(Opcode.REPLICA_MOVE.code());
-        assertThat(d.request()).isEqualTo(new ReplicaMoveRequest("s", 3, -2));
-        assertThat(Opcode.fromCode(16)).isEqualTo(Opcode.REPLICA_MOVE);
-        assertThat(Opcode.REPLICA_MOVE.wireName()).isEqualTo("ReplicaMove");
-        decodeRequestFully(bytes);
+        checkStreamletAndBrokerRequest(
+                new ReplicaMoveRequest("s", 3, -2), Opcode.REPLICA_MOVE, 16, "ReplicaMove");
     }
 
     @Test
     void replicaCheckRequestLayoutAndRoundTrip() {
-        ByteBuf frame =
-                ProtocolCodec.encodeRequest(
-                        ALLOC, 0x0102030405060708L, new ReplicaCheckRequest("s", 3, -2));
+        checkStreamletAndBrokerRequest(
+                new ReplicaCheckRequest("s", 3, -2), Opcode.REPLICA_CHECK, 17, "ReplicaCheck");
+    }
+
+    /**
+     * ReplicaMove and ReplicaCheck share one layout: stream "s", streamlet 3 and a broker id -2 (a
+     * u32 above 2^31).
+     */
+    private static void checkStreamletAndBrokerRequest(
+            ProtocolCodec.Request request, Opcode opcode, int code, String wireName) {
+        ByteBuf frame = ProtocolCodec.encodeRequest(ALLOC, 0x0102030405060708L, request);
         byte[] bytes;
         try {
             bytes = ByteBufUtil.getBytes(frame);
@@ -662,7 +647,7 @@ class ProtocolCodecTest {
             frame.release();
         }
         ByteBuf expected = Unpooled.buffer().writeIntLE(0);
-        expected.writeByte(1).writeByte(0).writeShortLE(17).writeLongLE(0x0102030405060708L);
+        expected.writeByte(1).writeByte(0).writeShortLE(code).writeLongLE(0x0102030405060708L);
         expected.writeShortLE(1).writeByte('s');
         expected.writeIntLE(3).writeIntLE(-2);
         expected.setIntLE(0, expected.readableBytes() - 4);
@@ -672,10 +657,10 @@ class ProtocolCodecTest {
 
         ProtocolTestCodec.DecodedRequest d =
                 ProtocolTestCodec.decodeRequest(Unpooled.wrappedBuffer(bytes));
-        assertThat(d.header().opcode()).isEqualTo(Opcode.REPLICA_CHECK.code());
-        assertThat(d.request()).isEqualTo(new ReplicaCheckRequest("s", 3, -2));
-        assertThat(Opcode.fromCode(17)).isEqualTo(Opcode.REPLICA_CHECK);
-        assertThat(Opcode.REPLICA_CHECK.wireName()).isEqualTo("ReplicaCheck");
+        assertThat(d.header().opcode()).isEqualTo(opcode.code());
+        assertThat(d.request()).isEqualTo(request);
+        assertThat(Opcode.fromCode(code)).isEqualTo(opcode);
+        assertThat(opcode.wireName()).isEqualTo(wireName);
         decodeRequestFully(bytes);
     }
 
