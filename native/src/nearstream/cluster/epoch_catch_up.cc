@@ -114,11 +114,10 @@ void ZkCluster::StartLeaderEpoch(const std::string& name, uint32_t id, storage::
     written = WriteLeaderEpochs(env, s.dir(), *history);
   }
   if (written.ok()) return;
-  // Without a history its followers copy the whole streamlet; a stale one could make them keep
-  // groups another epoch reused.
+  // A history that ends before this epoch makes followers copy the whole streamlet
+  // (KeepWhatMatches checks it against the leader's epoch), so nothing else is needed.
   NS_LOG(kError) << "recording leader epoch " << epoch << " of streamlet " << id << " of stream "
                  << name << " failed (" << written.ToString() << "); its followers copy it whole";
-  (void)env->RemoveFile(s.dir() + "/" + kLeaderEpochsFile);
 }
 
 Result<storage::Position> ZkCluster::KeepWhatMatches(net::Client& leader, const std::string& name,
@@ -131,6 +130,12 @@ Result<storage::Position> ZkCluster::KeepWhatMatches(net::Client& leader, const 
                    leader.ReplicaCheck({name, id, options_.broker_id}));
   std::vector<LeaderEpoch> theirs;
   for (const net::EpochStart& e : check.epochs) theirs.push_back({e.epoch, e.start_group});
+  // A history that does not reach the epoch the leader leads in (its record failed to be
+  // written at its promotion) cannot say where that epoch's groups start.
+  if (theirs.empty() || theirs.back().epoch != check.leader_epoch) {
+    return Status::InvalidArgument("the leader's epoch history does not reach its epoch " +
+                                   std::to_string(check.leader_epoch));
+  }
   ASSIGN_OR_RETURN(uint64_t diverges_at, DivergesAt(theirs, mine.back().epoch));
   ASSIGN_OR_RETURN(auto local, LocalSegments(env, s));
   std::map<std::pair<uint64_t, uint64_t>, uint32_t> leader_bytes;
