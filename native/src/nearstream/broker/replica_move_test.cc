@@ -52,7 +52,7 @@ TEST_F(ReplicaMoveTest, ADrainMovesEveryReplicaOfTheBrokerAwayAndKeepsEveryRecor
     EXPECT_NE(after.owners[s], 2u) << "streamlet " << s;
     AwaitIsr(1, "orders", s, after.replicas[s].replicas);
   }
-  EXPECT_EQ(StreamFiles(2, "orders", 3), 0u) << "the drained broker keeps files of the stream";
+  AwaitNoStreamFiles(2, "orders", 3);
 
   // Broker 2 can go: every record is on brokers 1 and 3, and producing goes on.
   Broker(2).Kill();
@@ -155,7 +155,7 @@ TEST_F(ReplicaMoveTest, AFollowersReplicaMovesToABrokerThatHeldNone) {
   EXPECT_EQ(after.owners[0], leader);
   EXPECT_EQ(after.replicas[0].leader_epoch, before.replicas[0].leader_epoch);
   AwaitIsr(leader, "audit", 0, {leader, other});
-  EXPECT_EQ(StreamFiles(follower, "audit", 1), 0u);
+  AwaitNoStreamFiles(follower, "audit", 1);
 
   // Chunks written now reach the new follower, which holds every record when the leader dies.
   r = Cli(List(), {"produce", "audit", "--batch-records", "10"}, Numbered(300, 400));

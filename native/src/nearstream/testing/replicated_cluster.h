@@ -111,6 +111,20 @@ class ReplicatedCluster : public ThreeBrokerCluster {
     return n;
   }
 
+  // Waits until broker `id` holds no segment file of the first `streamlets` streamlets of
+  // `stream`: a broker that is no longer a replica removes its copy when its placement watch
+  // fires, which may come after the other brokers already see the new placement.
+  void AwaitNoStreamFiles(uint32_t id, const std::string& stream, uint32_t streamlets) {
+    const int64_t deadline = MonotonicNowMs() + 30000;
+    size_t left = 0;
+    while (MonotonicNowMs() < deadline) {
+      left = StreamFiles(id, stream, streamlets);
+      if (left == 0) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ADD_FAILURE() << "broker " << id << " kept " << left << " segment files of " << stream;
+  }
+
   static std::vector<std::string> Sorted(std::vector<std::string> lines) {
     std::sort(lines.begin(), lines.end());
     return lines;
