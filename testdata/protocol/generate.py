@@ -180,6 +180,9 @@ STATUS = {
 }
 
 TXN_STATE = {"open": 1, "prepared": 2}
+# The scope of the transactions of a stream without replication (docs/protocol.md, "Transaction
+# scopes"); any other value is a streamlet index.
+BROKER_SCOPE = 0xFFFFFFFF
 
 
 def request_frame(opcode_name, request_id, body):
@@ -534,6 +537,7 @@ def enc_txn_ref_fields(w, m):
     w.str(m["transactional_id"])
     w.u32(m["epoch"])
     w.u64(m["serial"])
+    w.u32(m["scope"])
 
 
 def enc_txn_ref(m):
@@ -547,6 +551,7 @@ def enc_txn_init_request(m):
     w.str(m["stream"])
     w.str(m["transactional_id"])
     w.u64(m["keep_prepared_through"])
+    w.u32(m["scope"])
     return w.bytes()
 
 
@@ -574,6 +579,7 @@ def enc_txn_list_request(m):
     w = Writer()
     w.str(m["stream"])
     w.str(m["id_prefix"])
+    w.u32(m["scope"])
     return w.bytes()
 
 
@@ -589,6 +595,7 @@ def enc_txn_list_response(m):
         w.u32(t["chunks"])
         w.u32(t["streamlets"])
         w.i64(t["started_ms"])
+        w.u32(t["scope"])
     return w.bytes()
 
 
@@ -859,14 +866,15 @@ def build():
     # TxnInit: keeps the prepared transactions up to serial 0x100000006 for the committer.
     rid = 0xE1E2E3E4E5E6E7E8
     m = {"stream": STREAM, "transactional_id": txn_id,
-         "keep_prepared_through": 0x100000006}
+         "keep_prepared_through": 0x100000006, "scope": BROKER_SCOPE}
     req("txn_init_request.bin", "TxnInit", rid, m, enc_txn_init_request(m))
     m = {"epoch": epoch, "last_serial": serial - 1}
     resp("txn_init_response.bin", "TxnInit", rid, "OK", "", m, enc_txn_init_response(m))
 
     # TxnBegin: a TxnRef whose serial is 0.
     rid = 0xF1F2F3F4F5F6F7F8
-    m = {"stream": STREAM, "transactional_id": txn_id, "epoch": epoch, "serial": 0}
+    m = {"stream": STREAM, "transactional_id": txn_id, "epoch": epoch, "serial": 0,
+         "scope": BROKER_SCOPE}
     req("txn_begin_request.bin", "TxnBegin", rid, m, enc_txn_ref(m))
     m = {"serial": serial}
     resp("txn_begin_response.bin", "TxnBegin", rid, "OK", "", m, enc_txn_begin_response(m))
@@ -877,7 +885,7 @@ def build():
     t1, td1 = make_chunk(PRODUCER, 0, 1_700_000_004_000, [b"txn-a", b"txn-b"])
     t2, td2 = make_chunk(PRODUCER, 0, 1_700_000_004_001, [bytes([0x00, 0x74, 0xFF])])
     m = {"stream": STREAM, "transactional_id": txn_id, "epoch": epoch, "serial": serial,
-         "entries": [
+         "scope": BROKER_SCOPE, "entries": [
              {"streamlet": 3, "chunk_size": len(t1), "chunk": td1},
              {"streamlet": 258, "chunk_size": len(t2), "chunk": td2},
          ]}
@@ -893,29 +901,30 @@ def build():
     # of a transaction an earlier epoch prepared and TxnInit kept.
     for file, opcode, rid, m in [
             ("txn_prepare", "TxnPrepare", 0xF9FAFBFCFDFEFFF0,
-             {"stream": STREAM, "transactional_id": txn_id, "epoch": epoch, "serial": serial}),
+             {"stream": STREAM, "transactional_id": txn_id, "epoch": epoch, "serial": serial,
+              "scope": BROKER_SCOPE}),
             ("txn_commit", "TxnCommit", 0x1A1B1C1D1E1F1011,
              {"stream": STREAM, "transactional_id": txn_id, "epoch": epoch - 1,
-              "serial": 0x100000006}),
+              "serial": 0x100000006, "scope": BROKER_SCOPE}),
             ("txn_abort", "TxnAbort", 0x2A2B2C2D2E2F2021,
              {"stream": STREAM, "transactional_id": "job-42.sink-ü", "epoch": 7,
-              "serial": 0x0102030405060708}),
+              "serial": 0x0102030405060708, "scope": 0x01020304}),
     ]:
         req(file + "_request.bin", opcode, rid, m, enc_txn_ref(m))
         resp(file + "_response.bin", opcode, rid, "OK", "", {}, b"")
 
-    # TxnList: a prefix, and one prepared and one open transaction (ordered by id, then serial),
-    # the second with a non-ASCII id.
+    # TxnList: a prefix, and one prepared and one open transaction (ordered by scope, then id,
+    # then serial), the second with a non-ASCII id; streamlet scopes, as a replicated stream's.
     rid = 0x3A3B3C3D3E3F3031
-    m = {"stream": STREAM, "id_prefix": "job-42."}
+    m = {"stream": STREAM, "id_prefix": "job-42.", "scope": BROKER_SCOPE}
     req("txn_list_request.bin", "TxnList", rid, m, enc_txn_list_request(m))
     m = {"transactions": [
         {"transactional_id": txn_id, "epoch": epoch - 1, "serial": 0x100000006,
          "state": TXN_STATE["prepared"], "bytes": 0x0000000200000010, "chunks": 0x00010002,
-         "streamlets": 2, "started_ms": 1_700_000_000_999},
+         "streamlets": 1, "started_ms": 1_700_000_000_999, "scope": 3},
         {"transactional_id": "job-42.sink-ü", "epoch": 7, "serial": 0x0102030405060708,
-         "state": TXN_STATE["open"], "bytes": len(t1) + len(t2), "chunks": 2, "streamlets": 2,
-         "started_ms": 1_700_000_004_000},
+         "state": TXN_STATE["open"], "bytes": len(t1) + len(t2), "chunks": 2, "streamlets": 1,
+         "started_ms": 1_700_000_004_000, "scope": 258},
     ]}
     resp("txn_list_response.bin", "TxnList", rid, "OK", "", m, enc_txn_list_response(m))
 

@@ -259,5 +259,40 @@ TEST_F(ReplicationTest, AFollowerDropsTheSegmentsItsLeadersRetentionDropped) {
   EXPECT_LT(read.size(), 4800u) << "retention dropped nothing";
 }
 
+// A replicated stream's transactions are per streamlet (docs/protocol.md, "Transaction
+// scopes"): the broker scope is refused with a message that says so, a scope past the streamlets
+// is not found, and a streamlet scope is refused too while its records stay on the leader alone
+// (a transaction acknowledged there would not survive a failover). Nothing is left behind.
+TEST_F(ReplicationTest, TransactionsOnAReplicatedStreamTakeAStreamletScope) {
+  ProcessResult r = Cli(List(), {"create", "scoped", "--streamlets", "2", "--durability", "sync",
+                                 "--replication", "2"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  const uint32_t leader = Placement(1, "scoped").owners[0];
+  auto c = net::Client::Connect(Broker(leader).address());
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+
+  auto whole = c->TxnInit({"scoped", "w", 0, net::kBrokerScope});
+  EXPECT_TRUE(whole.status().IsInvalidArgument()) << whole.status().ToString();
+  EXPECT_NE(whole.status().message().find("streamlet scope"), std::string::npos)
+      << whole.status().ToString();
+  auto past = c->TxnInit({"scoped", "w", 0, 2});
+  EXPECT_TRUE(past.status().IsStreamletNotFound()) << past.status().ToString();
+  auto scoped = c->TxnInit({"scoped", "w", 0, 0});
+  EXPECT_TRUE(scoped.status().IsInvalidArgument()) << scoped.status().ToString();
+  EXPECT_NE(scoped.status().message().find("not copied to the followers"), std::string::npos)
+      << scoped.status().ToString();
+  auto begin = c->TxnBegin({"scoped", "w", 1, 0, 0});
+  EXPECT_TRUE(begin.status().IsTxnNotFound()) << begin.status().ToString();
+  auto listed = c->TxnList({"scoped", "", net::kBrokerScope});
+  ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+  EXPECT_TRUE(listed->transactions.empty());
+  for (uint32_t id = 1; id <= 3; ++id) {
+    for (uint32_t s = 0; s < 2; ++s) {
+      const std::string dir = Broker(id).data_dir() + "/streams/scoped/" + std::to_string(s);
+      EXPECT_FALSE(std::filesystem::exists(dir + "/txn.log")) << dir;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace nearstream::testing

@@ -8,22 +8,49 @@
 
 namespace nearstream::broker {
 
+static_assert(net::kBrokerScope == storage::kBrokerTxnScope);
+
+namespace {
+
+// The transactions a request's scope names: the broker scope on a stream without replication,
+// a streamlet scope on a replicated one (docs/protocol.md, "Transaction scopes").
+Result<storage::StreamTransactions*> ScopeOf(storage::Stream& stream, uint32_t scope) {
+  storage::StreamTransactions* txns = stream.transactions_of(scope);
+  if (txns != nullptr) return txns;
+  const std::string& name = stream.config().name;
+  if (stream.config().replication > 1) {
+    if (scope == net::kBrokerScope) {
+      return Status::InvalidArgument("stream '" + name +
+                                     "' is replicated: its transactions take a streamlet scope");
+    }
+    return Status::StreamletNotFound("stream '" + name + "' has no streamlet " +
+                                     std::to_string(scope));
+  }
+  return Status::InvalidArgument("stream '" + name +
+                                 "' is not replicated: its transactions take the broker scope "
+                                 "(0xFFFFFFFF), not streamlet " +
+                                 std::to_string(scope));
+}
+
+}  // namespace
+
 void RequestHandler::TxnInit(const Request& req, Bytes* out) {
   auto m = net::DecodeTxnInitRequest(req.frame.body.data(), req.frame.body.size());
   if (!m.ok()) return Error(req, m.status(), out);
   auto stream = FindStream(m->stream);
   if (!stream.ok()) return Error(req, stream.status(), out);
+  auto txns = ScopeOf(**stream, m->scope);
+  if (!txns.ok()) return Error(req, txns.status(), out);
   if ((*stream)->config().replication > 1) {
-    // A transaction's parts live in private segments that followers do not hold yet: a
-    // committed transaction would exist on its leader alone.
+    // A streamlet scope's records and parts stay on its leader until they are copied to its
+    // followers: a transaction acknowledged there would not survive a failover.
     return Error(req,
                  Status::InvalidArgument("stream '" + m->stream +
-                                         "' is replicated: transactions on replicated streams "
-                                         "are not supported yet"),
+                                         "' is replicated: its transactions' records are not "
+                                         "copied to the followers yet, so it takes none"),
                  out);
   }
-  auto r =
-      (*stream)->transactions().Init(m->transactional_id, m->keep_prepared_through, WallNowMs());
+  auto r = (*txns)->Init(m->transactional_id, m->keep_prepared_through, WallNowMs());
   if (!r.ok()) return Error(req, r.status(), out);
   net::TxnInitResponse resp{r->first, r->second};
   Respond(req, out, [&](ByteWriter& w) { net::EncodeTxnInitResponse(w, resp); });
@@ -34,7 +61,9 @@ void RequestHandler::TxnBegin(const Request& req, Bytes* out) {
   if (!m.ok()) return Error(req, m.status(), out);
   auto stream = FindStream(m->stream);
   if (!stream.ok()) return Error(req, stream.status(), out);
-  auto serial = (*stream)->transactions().Begin(m->transactional_id, m->epoch, WallNowMs());
+  auto scoped = ScopeOf(**stream, m->scope);
+  if (!scoped.ok()) return Error(req, scoped.status(), out);
+  auto serial = (*scoped)->Begin(m->transactional_id, m->epoch, WallNowMs());
   if (!serial.ok()) return Error(req, serial.status(), out);
   net::TxnBeginResponse resp{*serial};
   Respond(req, out, [&](ByteWriter& w) { net::EncodeTxnBeginResponse(w, resp); });
@@ -47,7 +76,9 @@ void RequestHandler::TxnAppend(const Request& req, Bytes* out) {
   if (!m.ok()) return Error(req, m.status(), out);
   auto stream = FindStream(m->txn.stream);
   if (!stream.ok()) return Error(req, stream.status(), out);
-  storage::StreamTransactions& txns = (*stream)->transactions();
+  auto scoped = ScopeOf(**stream, m->txn.scope);
+  if (!scoped.ok()) return Error(req, scoped.status(), out);
+  storage::StreamTransactions& txns = **scoped;
   const int64_t now = WallNowMs();
   auto txn = txns.ForAppend(m->txn.transactional_id, m->txn.epoch, m->txn.serial, now);
   if (!txn.ok()) return Error(req, txn.status(), out);
@@ -86,7 +117,9 @@ void RequestHandler::TxnEnd(const Request& req, Bytes* out) {
   if (!m.ok()) return Error(req, m.status(), out);
   auto stream = FindStream(m->stream);
   if (!stream.ok()) return Error(req, stream.status(), out);
-  storage::StreamTransactions& txns = (*stream)->transactions();
+  auto scoped = ScopeOf(**stream, m->scope);
+  if (!scoped.ok()) return Error(req, scoped.status(), out);
+  storage::StreamTransactions& txns = **scoped;
   Status s;
   std::vector<uint32_t> linked;
   switch (static_cast<net::Opcode>(req.frame.header.opcode)) {
@@ -114,19 +147,30 @@ void RequestHandler::TxnList(const Request& req, Bytes* out) {
   if (!m.ok()) return Error(req, m.status(), out);
   auto stream = FindStream(m->stream);
   if (!stream.ok()) return Error(req, stream.status(), out);
+  std::vector<storage::StreamTransactions*> scopes;
+  if (m->scope == net::kBrokerScope) {
+    scopes = (*stream)->all_transactions();  // in scope order
+  } else {
+    auto scoped = ScopeOf(**stream, m->scope);
+    if (!scoped.ok()) return Error(req, scoped.status(), out);
+    scopes.push_back(*scoped);
+  }
   net::TxnListResponse resp;
-  for (const storage::TxnListing& t : (*stream)->transactions().List(m->id_prefix)) {
-    net::TxnInfo info;
-    info.transactional_id = t.id;
-    info.epoch = t.epoch;
-    info.serial = t.serial;
-    info.state =
-        t.phase == storage::TxnPhase::kPrepared ? net::TxnState::kPrepared : net::TxnState::kOpen;
-    info.bytes = t.bytes;
-    info.chunks = t.chunks;
-    info.streamlets = t.streamlets;
-    info.started_ms = t.started_ms;
-    resp.transactions.push_back(std::move(info));
+  for (storage::StreamTransactions* scope : scopes) {
+    for (const storage::TxnListing& t : scope->List(m->id_prefix)) {
+      net::TxnInfo info;
+      info.transactional_id = t.id;
+      info.epoch = t.epoch;
+      info.serial = t.serial;
+      info.state =
+          t.phase == storage::TxnPhase::kPrepared ? net::TxnState::kPrepared : net::TxnState::kOpen;
+      info.bytes = t.bytes;
+      info.chunks = t.chunks;
+      info.streamlets = t.streamlets;
+      info.started_ms = t.started_ms;
+      info.scope = scope->scope();
+      resp.transactions.push_back(std::move(info));
+    }
   }
   Respond(req, out, [&](ByteWriter& w) { net::EncodeTxnListResponse(w, resp); });
 }

@@ -54,6 +54,26 @@ TEST(TransactionRequestsTest, ADeletedStreamEndsItsTransactionsAndMalformedBodie
   ASSERT_EQ(listed->transactions.size(), 1u);
   EXPECT_EQ(listed->transactions[0].state, net::TxnState::kPrepared);  // still prepared
 
+  // Every request names a scope: a stream without replication has only the broker scope, and
+  // lists its transactions in it.
+  EXPECT_EQ(listed->transactions[0].scope, net::kBrokerScope);
+  for (uint32_t scope : {0u, 1u}) {
+    auto init_in = c->TxnInit({"doomed", "w", 0, scope});
+    EXPECT_TRUE(init_in.status().IsInvalidArgument()) << init_in.status().ToString();
+    EXPECT_NE(init_in.status().message().find("broker scope"), std::string::npos)
+        << init_in.status().ToString();
+    net::TxnRef in = ref;
+    in.scope = scope;
+    EXPECT_TRUE(c->TxnCommit(in).IsInvalidArgument());
+    EXPECT_TRUE(c->TxnList({"doomed", "", scope}).status().IsInvalidArgument());
+    auto append_in = c->TxnAppend({in, {{0, chunk.data(), static_cast<uint32_t>(chunk.size())}}});
+    EXPECT_TRUE(append_in.status().IsInvalidArgument()) << append_in.status().ToString();
+  }
+  listed = c->TxnList({"doomed", ""});
+  ASSERT_TRUE(listed.ok());
+  ASSERT_EQ(listed->transactions.size(), 1u);
+  EXPECT_EQ(listed->transactions[0].state, net::TxnState::kPrepared);  // untouched
+
   ASSERT_TRUE(c->DeleteStream("doomed").ok());
   EXPECT_TRUE(c->TxnCommit(ref).IsStreamNotFound());
   EXPECT_TRUE(c->TxnAbort(ref).IsStreamNotFound());

@@ -514,11 +514,14 @@ Result<storage::Position> ZkCluster::Seal(storage::Stream& stream, uint32_t id,
   // The transactions begun before the first request of this move may still write the streamlet
   // (an exactly-once writer flushes its transaction before its checkpoint commits it); later
   // ones may not, so the earlier ones only end. The mark stays across the target's requests.
+  // A replicated stream's transactions are the streamlet's own scope.
+  storage::StreamTransactions& txns =
+      *stream.transactions_of(stream.config().replication > 1 ? id : storage::kBrokerTxnScope);
   uint64_t mark = s.new_parts_mark();
-  if (mark == 0) mark = stream.transactions().NextNumber();
+  if (mark == 0) mark = txns.NextNumber();
   s.HoldOffNewParts(mark);
   s.Seal();
-  if (const uint32_t holding = stream.transactions().HoldingPartsIn(id, mark); holding > 0) {
+  if (const uint32_t holding = txns.HoldingPartsIn(id, mark); holding > 0) {
     // Appends go on while those transactions end. Until seal_ms runs out: the target asks
     // again while it waits.
     s.Unseal();

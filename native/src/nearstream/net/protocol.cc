@@ -849,11 +849,12 @@ TxnRef DecodeTxnRefFields(ByteReader& r) {
   m.transactional_id = r.Str();
   m.epoch = r.U32();
   m.serial = r.U64();
+  m.scope = r.U32();
   return m;
 }
 
-// Transactional id, epoch, serial, state, bytes, chunks, streamlets, started_ms.
-constexpr size_t kMinTxnInfoSize = 2 + 4 + 8 + 1 + 8 + 4 + 4 + 8;
+// Transactional id, epoch, serial, state, bytes, chunks, streamlets, started_ms, scope.
+constexpr size_t kMinTxnInfoSize = 2 + 4 + 8 + 1 + 8 + 4 + 4 + 8 + 4;
 
 }  // namespace
 
@@ -862,6 +863,7 @@ void EncodeTxnRef(ByteWriter& w, const TxnRef& m) {
   w.Str(m.transactional_id);
   w.U32(m.epoch);
   w.U64(m.serial);
+  w.U32(m.scope);
 }
 
 Result<TxnRef> DecodeTxnRef(const uint8_t* p, size_t n) {
@@ -874,6 +876,7 @@ void EncodeTxnInitRequest(ByteWriter& w, const TxnInitRequest& m) {
   w.Str(m.stream);
   w.Str(m.transactional_id);
   w.U64(m.keep_prepared_through);
+  w.U32(m.scope);
 }
 
 Result<TxnInitRequest> DecodeTxnInitRequest(const uint8_t* p, size_t n) {
@@ -882,6 +885,7 @@ Result<TxnInitRequest> DecodeTxnInitRequest(const uint8_t* p, size_t n) {
   m.stream = r.Str();
   m.transactional_id = r.Str();
   m.keep_prepared_through = r.U64();
+  m.scope = r.U32();
   return Finish(r, std::move(m), "TxnInit request");
 }
 
@@ -923,6 +927,7 @@ Result<TxnAppendRequest> DecodeTxnAppendRequest(const uint8_t* p, size_t n) {
 void EncodeTxnListRequest(ByteWriter& w, const TxnListRequest& m) {
   w.Str(m.stream);
   w.Str(m.id_prefix);
+  w.U32(m.scope);
 }
 
 Result<TxnListRequest> DecodeTxnListRequest(const uint8_t* p, size_t n) {
@@ -930,6 +935,7 @@ Result<TxnListRequest> DecodeTxnListRequest(const uint8_t* p, size_t n) {
   TxnListRequest m;
   m.stream = r.Str();
   m.id_prefix = r.Str();
+  m.scope = r.U32();
   return Finish(r, std::move(m), "TxnList request");
 }
 
@@ -944,6 +950,7 @@ void EncodeTxnListResponse(ByteWriter& w, const TxnListResponse& m) {
     w.U32(t.chunks);
     w.U32(t.streamlets);
     w.I64(t.started_ms);
+    w.U32(t.scope);
   }
 }
 
@@ -969,6 +976,7 @@ Result<TxnListResponse> DecodeTxnListResponse(const uint8_t* p, size_t n) {
     t.chunks = r.U32();
     t.streamlets = r.U32();
     t.started_ms = r.I64();
+    t.scope = r.U32();
     m.transactions.push_back(std::move(t));
   }
   return Finish(r, std::move(m), "TxnList response");

@@ -286,17 +286,25 @@ struct StatsResponse {
 
 // Transactions (docs/protocol.md "Transactions"). A transactional id is scoped to one stream.
 // TxnRef is the whole body of TxnBegin (serial 0, ignored), TxnPrepare, TxnCommit and TxnAbort.
+//
+// The scope of a stream without replication: one set of transaction records per broker, whose
+// transactions write any streamlet the broker owns. Any other scope is a streamlet index: a
+// replicated stream's transactions are per streamlet, kept by its replicas (docs/protocol.md,
+// "Transaction scopes"). In TxnList it asks for every scope.
+inline constexpr uint32_t kBrokerScope = 0xFFFFFFFF;
 struct TxnRef {
   std::string stream;
   std::string transactional_id;
   uint32_t epoch = 0;   // the sender's (Begin) or the one the transaction was begun in (others)
   uint64_t serial = 0;  // the transaction
+  uint32_t scope = kBrokerScope;
 };
 struct TxnInitRequest {
   std::string stream;
   std::string transactional_id;
   // Prepared transactions with serial <= this stay prepared; later ones are aborted (0 = all).
   uint64_t keep_prepared_through = 0;
+  uint32_t scope = kBrokerScope;
 };
 struct TxnInitResponse {
   uint32_t epoch = 0;        // the new epoch
@@ -312,7 +320,8 @@ struct TxnAppendRequest {
 };
 struct TxnListRequest {
   std::string stream;
-  std::string id_prefix;  // empty = every transactional id
+  std::string id_prefix;          // empty = every transactional id
+  uint32_t scope = kBrokerScope;  // kBrokerScope: every scope the broker keeps
 };
 enum class TxnState : uint8_t { kOpen = 1, kPrepared = 2 };
 struct TxnInfo {
@@ -324,6 +333,7 @@ struct TxnInfo {
   uint32_t chunks = 0;
   uint32_t streamlets = 0;  // streamlets written to
   int64_t started_ms = 0;   // broker wall clock at TxnBegin
+  uint32_t scope = kBrokerScope;
 };
 struct TxnListResponse {
   std::vector<TxnInfo> transactions;  // ordered by transactional id, then serial

@@ -1097,6 +1097,7 @@ TEST(ProtocolGoldenTest, TxnInitRequest) {
   EXPECT_EQ(m->stream, kStream);
   EXPECT_EQ(m->transactional_id, kTxnId);
   EXPECT_EQ(m->keep_prepared_through, kKeptSerial);
+  EXPECT_EQ(m->scope, kBrokerScope);
   Bytes again = EncodeRequest(Opcode::kTxnInit, kTxnInitId,
                               [&](ByteWriter& w) { EncodeTxnInitRequest(w, *m); });
   ExpectSameBytes(again, f.bytes, "txn_init_request.bin");
@@ -1124,16 +1125,19 @@ TEST(ProtocolGoldenTest, TxnRefRequests) {
     const char* transactional_id;
     uint32_t epoch;
     uint64_t serial;
+    uint32_t scope;
   };
   for (const Case& c : {
-           Case{"txn_begin_request.bin", Opcode::kTxnBegin, kTxnBeginId, kTxnId, kTxnEpoch, 0},
+           Case{"txn_begin_request.bin", Opcode::kTxnBegin, kTxnBeginId, kTxnId, kTxnEpoch, 0,
+                kBrokerScope},
            Case{"txn_prepare_request.bin", Opcode::kTxnPrepare, kTxnPrepareId, kTxnId, kTxnEpoch,
-                kTxnSerial},
+                kTxnSerial, kBrokerScope},
            // A commit of a prepared transaction that an earlier epoch began and TxnInit kept.
            Case{"txn_commit_request.bin", Opcode::kTxnCommit, kTxnCommitId, kTxnId, kTxnEpoch - 1,
-                kKeptSerial},
+                kKeptSerial, kBrokerScope},
+           // A streamlet scope above 2^24, so a field read with the wrong width or order shows.
            Case{"txn_abort_request.bin", Opcode::kTxnAbort, kTxnAbortId, kTxnIdNonAscii, 7,
-                0x0102030405060708ull},
+                0x0102030405060708ull, 0x01020304u},
        }) {
     SCOPED_TRACE(c.file);
     GoldenFrame f;
@@ -1145,6 +1149,7 @@ TEST(ProtocolGoldenTest, TxnRefRequests) {
     EXPECT_EQ(m->transactional_id, c.transactional_id);
     EXPECT_EQ(m->epoch, c.epoch);
     EXPECT_EQ(m->serial, c.serial);
+    EXPECT_EQ(m->scope, c.scope);
     Bytes again =
         EncodeRequest(c.opcode, c.request_id, [&](ByteWriter& w) { EncodeTxnRef(w, *m); });
     ExpectSameBytes(again, f.bytes, c.file);
@@ -1173,6 +1178,7 @@ TEST(ProtocolGoldenTest, TxnAppendRequest) {
   EXPECT_EQ(m->txn.transactional_id, kTxnId);
   EXPECT_EQ(m->txn.epoch, kTxnEpoch);
   EXPECT_EQ(m->txn.serial, kTxnSerial);
+  EXPECT_EQ(m->txn.scope, kBrokerScope);
   ASSERT_EQ(m->entries.size(), 2u);
   EXPECT_EQ(m->entries[0].streamlet, 3u);
   EXPECT_EQ(m->entries[0].chunk_size, 66u);
@@ -1218,6 +1224,7 @@ TEST(ProtocolGoldenTest, TxnListRequest) {
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   EXPECT_EQ(m->stream, kStream);
   EXPECT_EQ(m->id_prefix, "job-42.");
+  EXPECT_EQ(m->scope, kBrokerScope);  // every scope
   Bytes again = EncodeRequest(Opcode::kTxnList, kTxnListId,
                               [&](ByteWriter& w) { EncodeTxnListRequest(w, *m); });
   ExpectSameBytes(again, f.bytes, "txn_list_request.bin");
@@ -1238,8 +1245,9 @@ TEST(ProtocolGoldenTest, TxnListResponse) {
   EXPECT_EQ(a.state, TxnState::kPrepared);
   EXPECT_EQ(a.bytes, 0x0000000200000010ull);
   EXPECT_EQ(a.chunks, 0x00010002u);
-  EXPECT_EQ(a.streamlets, 2u);
+  EXPECT_EQ(a.streamlets, 1u);
   EXPECT_EQ(a.started_ms, 1700000000999);
+  EXPECT_EQ(a.scope, 3u);
 
   const TxnInfo& b = m->transactions[1];
   EXPECT_EQ(b.transactional_id, kTxnIdNonAscii);
@@ -1248,8 +1256,9 @@ TEST(ProtocolGoldenTest, TxnListResponse) {
   EXPECT_EQ(b.state, TxnState::kOpen);
   EXPECT_EQ(b.bytes, 121u);  // the two chunks of txn_append_request.bin
   EXPECT_EQ(b.chunks, 2u);
-  EXPECT_EQ(b.streamlets, 2u);
+  EXPECT_EQ(b.streamlets, 1u);
   EXPECT_EQ(b.started_ms, 1700000004000);
+  EXPECT_EQ(b.scope, 258u);
 
   Bytes again = EncodeResponse(Opcode::kTxnList, kTxnListId, Status::Ok(),
                                [&](ByteWriter& w) { EncodeTxnListResponse(w, *m); });
@@ -1522,13 +1531,22 @@ std::vector<HostileCase> HostileBodies() {
       {"TxnAppend count", d(DecodeTxnAppendRequest),
        B().Str("s").Str("t").U32(1).U64(1).U32(kHostile).U32(0).U32(0).Build()},
       {"TxnAppend chunk length", d(DecodeTxnAppendRequest),
-       B().Str("s").Str("t").U32(1).U64(1).U32(1).U32(0).U32(kHostile).Zeros(16).Build()},
+       B().Str("s")
+           .Str("t")
+           .U32(1)
+           .U64(1)
+           .U32(kBrokerScope)
+           .U32(1)
+           .U32(0)
+           .U32(kHostile)
+           .Zeros(16)
+           .Build()},
       {"TxnList count", d(DecodeTxnListResponse),
-       B().U32(kHostile).Str("t").U32(1).U64(1).U8(1).U64(0).U32(0).U32(0).U64(0).Build()},
+       B().U32(kHostile).Str("t").U32(1).U64(1).U8(1).U64(0).U32(0).U32(0).U64(0).U32(0).Build()},
       {"TxnInfo state 0", d(DecodeTxnListResponse),
-       B().U32(1).Str("t").U32(1).U64(1).U8(0).U64(0).U32(0).U32(0).U64(0).Build()},
+       B().U32(1).Str("t").U32(1).U64(1).U8(0).U64(0).U32(0).U32(0).U64(0).U32(0).Build()},
       {"TxnInfo state 3", d(DecodeTxnListResponse),
-       B().U32(1).Str("t").U32(1).U64(1).U8(3).U64(0).U32(0).U32(0).U64(0).Build()},
+       B().U32(1).Str("t").U32(1).U64(1).U8(3).U64(0).U32(0).U32(0).U64(0).U32(0).Build()},
   };
 }
 
@@ -1566,11 +1584,20 @@ TEST(ProtocolRobustnessTest, HostileBodiesAreOtherwiseWellFormed) {
       {"durability 2", d(DecodeStreamConfig),
        B().Str("s").U32(1).U32(0).U32(0).U32(0).U8(2).U64(0).U64(0).U8(0).Build()},
       {"TxnAppend chunk length", d(DecodeTxnAppendRequest),
-       B().Str("s").Str("t").U32(1).U64(1).U32(1).U32(0).U32(16).Zeros(16).Build()},
+       B().Str("s")
+           .Str("t")
+           .U32(1)
+           .U64(1)
+           .U32(kBrokerScope)
+           .U32(1)
+           .U32(0)
+           .U32(16)
+           .Zeros(16)
+           .Build()},
       {"TxnInfo state 1", d(DecodeTxnListResponse),
-       B().U32(1).Str("t").U32(1).U64(1).U8(1).U64(0).U32(0).U32(0).U64(0).Build()},
+       B().U32(1).Str("t").U32(1).U64(1).U8(1).U64(0).U32(0).U32(0).U64(0).U32(0).Build()},
       {"TxnInfo state 2", d(DecodeTxnListResponse),
-       B().U32(1).Str("t").U32(1).U64(1).U8(2).U64(0).U32(0).U32(0).U64(0).Build()},
+       B().U32(1).Str("t").U32(1).U64(1).U8(2).U64(0).U32(0).U32(0).U64(0).U32(0).Build()},
   };
   for (const HostileCase& c : sane) {
     SCOPED_TRACE(c.what);

@@ -53,8 +53,15 @@ class Stream {
   // for it; segment_files.h).
   void UseSegmentFiles(const std::shared_ptr<SegmentFiles>& files);
 
+  // The broker scope's transactions (a stream without replication; a replicated stream's are
+  // memory-only and take no requests).
   StreamTransactions& transactions() { return *transactions_; }
   const StreamTransactions& transactions() const { return *transactions_; }
+  // The transactions of `scope` (kBrokerTxnScope or a streamlet index): null when the stream has
+  // no such scope. A replicated stream has one per streamlet, any other stream the broker scope.
+  StreamTransactions* transactions_of(uint32_t scope);
+  // Every scope's transactions (recovery, maintenance, gauges).
+  std::vector<StreamTransactions*> all_transactions();
 
   // Set once the stream has been deleted; handlers holding a reference stop using it.
   bool deleted() const { return deleted_.load(std::memory_order_acquire); }
@@ -68,6 +75,7 @@ class Stream {
   std::atomic<bool> deleted_{false};
   TxnTotals own_totals_;
   std::unique_ptr<StreamTransactions> transactions_;
+  std::vector<std::unique_ptr<StreamTransactions>> streamlet_transactions_;  // replicated only
 };
 
 }  // namespace nearstream::storage

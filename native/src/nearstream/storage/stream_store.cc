@@ -122,11 +122,13 @@ Status StreamStore::Recover(const std::string& name, int64_t now_ms) {
   auto stream = std::make_shared<Stream>(*config, env, dir, options_.txn, &txn_totals_);
   // Committed transactions' files get their group names before the streamlets load them; open
   // and prepared ones' files are loaded by the transactions afterwards.
-  RETURN_IF_ERROR(stream->transactions().RecoverLog());
+  for (StreamTransactions* t : stream->all_transactions()) RETURN_IF_ERROR(t->RecoverLog());
   for (uint32_t i = 0; i < stream->streamlet_count(); ++i) {
     RETURN_IF_ERROR(stream->streamlet(i)->Recover(now_ms));
   }
-  RETURN_IF_ERROR(stream->transactions().RecoverParts(now_ms));
+  for (StreamTransactions* t : stream->all_transactions()) {
+    RETURN_IF_ERROR(t->RecoverParts(now_ms));
+  }
   NS_LOG(kInfo) << "recovered stream " << name << " (" << config->streamlets << " streamlets, "
                 << DurabilityName(config->durability) << ")";
   MutexLock lock(&mu_);
@@ -234,15 +236,18 @@ void StreamStore::Maintain(int64_t now_ms) {
     }
     // Committed transactions' files take their group names before retention deletes files by
     // those names (a segment dropped here may belong to a transaction committed a moment ago).
-    if (Status s = stream->transactions().FinishCommits(); !s.ok()) {
-      NS_LOG(kWarning) << "finishing commits of " << stream->config().name << ": " << s.ToString();
+    for (StreamTransactions* t : stream->all_transactions()) {
+      if (Status s = t->FinishCommits(); !s.ok()) {
+        NS_LOG(kWarning) << "finishing commits of " << stream->config().name << ": "
+                         << s.ToString();
+      }
     }
     for (const auto& path : doomed) {
       Status s = options_.env->RemoveFile(path);
       if (!s.ok()) NS_LOG(kWarning) << "retention: " << s.ToString();
     }
     stream->NoteAppended();  // a closed idle group may let a waiting reader move on
-    stream->transactions().ExpireOpen(now_ms);
+    for (StreamTransactions* t : stream->all_transactions()) t->ExpireOpen(now_ms);
   }
 }
 
@@ -251,10 +256,12 @@ int StreamStore::FlushAsync() {
   for (const auto& stream : Snapshot()) {
     if (stream->config().durability != Durability::kAsync) continue;
     // Transactions first: a commit's renamed files then get their directory synced below.
-    if (Status s = stream->transactions().FlushAsync(); !s.ok()) {
-      ++failures;
-      NS_LOG(kError) << "async flush of " << stream->config().name
-                     << " transactions: " << s.ToString();
+    for (StreamTransactions* t : stream->all_transactions()) {
+      if (Status s = t->FlushAsync(); !s.ok()) {
+        ++failures;
+        NS_LOG(kError) << "async flush of " << stream->config().name
+                       << " transactions: " << s.ToString();
+      }
     }
     for (uint32_t i = 0; i < stream->streamlet_count(); ++i) {
       Status s = stream->streamlet(i)->SyncDirty();
@@ -279,11 +286,13 @@ uint64_t StreamStore::total_bytes() const {
 TxnGauges StreamStore::transaction_gauges() const {
   TxnGauges total;
   for (const auto& stream : Snapshot()) {
-    TxnGauges g = stream->transactions().Gauges();
-    total.open += g.open;
-    total.prepared += g.prepared;
-    total.open_bytes += g.open_bytes;
-    total.prepared_bytes += g.prepared_bytes;
+    for (StreamTransactions* t : stream->all_transactions()) {
+      TxnGauges g = t->Gauges();
+      total.open += g.open;
+      total.prepared += g.prepared;
+      total.open_bytes += g.open_bytes;
+      total.prepared_bytes += g.prepared_bytes;
+    }
   }
   return total;
 }

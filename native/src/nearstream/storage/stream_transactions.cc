@@ -45,10 +45,11 @@ Status CheckTransactionalId(const std::string& id) {
 }  // namespace
 
 StreamTransactions::StreamTransactions(Stream* stream, Env* env, std::string dir,
-                                       TxnSettings settings, TxnTotals* totals)
+                                       TxnSettings settings, TxnTotals* totals, uint32_t scope)
     : stream_(stream),
       env_(env),
       dir_(std::move(dir)),
+      scope_(scope),
       settings_(settings),
       totals_(totals),
       durable_(!dir_.empty()) {}
@@ -323,6 +324,11 @@ Result<bool> StreamTransactions::Append(Txn& txn, uint32_t streamlet, const uint
   if (s == nullptr) {
     return Status::StreamletNotFound("stream '" + stream_->config().name + "' has no streamlet " +
                                      std::to_string(streamlet));
+  }
+  if (!InScope(streamlet)) {
+    return Status::InvalidArgument(
+        "a transaction in the scope of streamlet " + std::to_string(scope_) + " of stream '" +
+        stream_->config().name + "' writes no other streamlet (" + std::to_string(streamlet) + ")");
   }
   std::lock_guard<std::mutex> lock(txn.mu);
   if (txn.phase != TxnPhase::kOpen) {
@@ -636,7 +642,8 @@ Status StreamTransactions::RecoverLog() {
   std::vector<std::vector<std::string>> listing(stream_->streamlet_count());
   for (uint32_t i = 0; i < stream_->streamlet_count(); ++i) {
     Streamlet* s = stream_->streamlet(i);
-    if (env_->Exists(s->dir())) {
+    // Another scope's files are that scope's to recover.
+    if (InScope(i) && env_->Exists(s->dir())) {
       ASSIGN_OR_RETURN(listing[i], env_->ListDir(s->dir()));
     }
   }

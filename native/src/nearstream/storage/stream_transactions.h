@@ -51,6 +51,13 @@ struct TxnTotals {
   std::atomic<uint64_t> expired{0};  // of `aborted`: open transactions that timed out
 };
 
+// The scope of a stream without replication: one StreamTransactions per stream and broker, whose
+// transactions write any streamlet of the stream. Any other scope is a streamlet index: a
+// replicated stream keeps one StreamTransactions per streamlet, its records in the streamlet's
+// own directory, so that they go wherever the streamlet's replicas go (docs/protocol.md,
+// "Transaction scopes"). The same value as the wire protocol's broker scope.
+inline constexpr uint32_t kBrokerTxnScope = 0xFFFFFFFF;
+
 enum class TxnPhase : uint8_t { kOpen = 1, kPrepared = 2, kCommitted = 3, kAborted = 4 };
 
 struct TxnListing {
@@ -72,9 +79,13 @@ class StreamTransactions {
  public:
   struct Txn;
 
-  // `stream` owns this object; `dir` is the stream's directory ("" for a memory-only stream).
+  // `stream` owns this object; `dir` holds txn.log: the stream's directory for the broker scope,
+  // streamlet `scope`'s directory for a streamlet scope ("" for a memory-only stream). A
+  // streamlet scope's transactions write that streamlet only.
   StreamTransactions(Stream* stream, Env* env, std::string dir, TxnSettings settings,
-                     TxnTotals* totals);
+                     TxnTotals* totals, uint32_t scope = kBrokerTxnScope);
+
+  uint32_t scope() const { return scope_; }
   ~StreamTransactions();
 
   // Recovery, step 1 (before the streamlets recover): replays txn.log, finishes the renames of
@@ -167,9 +178,13 @@ class StreamTransactions {
   // Replays one record; a COMMIT's transaction number comes back in `*committed_number`.
   void ApplyLocked(const TxnRecord& r, uint64_t* committed_number) NS_REQUIRES(mu_);
 
+  // Whether streamlet `i` is this scope's.
+  bool InScope(uint32_t i) const { return scope_ == kBrokerTxnScope || scope_ == i; }
+
   Stream* const stream_;
   Env* const env_;
   const std::string dir_;
+  const uint32_t scope_;
   const TxnSettings settings_;
   TxnTotals* const totals_;
   const bool durable_;  // a durable stream: txn.log and part files

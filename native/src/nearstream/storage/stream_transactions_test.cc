@@ -369,6 +369,63 @@ TEST_P(TxnRestartTest, EveryTransactionComesBackOpenPreparedCommittedWholeOrAbor
   }
 }
 
+// A replicated stream keeps a set of transactions per streamlet (its scope), whose records and
+// parts live in that streamlet's directory only, so that they can go wherever the streamlet's
+// replicas go; each scope has its own epochs and serials, writes no other streamlet, and comes
+// back from its own directory after a restart.
+TEST_F(TxnRestartTest, AReplicatedStreamKeepsEachStreamletsTransactionsInItsOwnDirectory) {
+  StreamConfig c = Config(Durability::kSync);
+  c.replication = 2;
+  std::vector<uint32_t> linked;
+  {
+    auto store = Open();
+    ASSERT_TRUE(store->Create(c).ok());
+    Stream& s = *store->Find("txn");
+    EXPECT_EQ(s.transactions_of(kBrokerTxnScope), nullptr);
+    EXPECT_EQ(s.transactions_of(2), nullptr);
+    ASSERT_EQ(s.all_transactions().size(), 2u);
+    StreamTransactions& zero = *s.transactions_of(0);
+    StreamTransactions& one = *s.transactions_of(1);
+    EXPECT_EQ(zero.scope(), 0u);
+    EXPECT_EQ(one.scope(), 1u);
+    // The same id in two scopes: two epochs, two serials.
+    ASSERT_EQ(zero.Init("w", 0, 0).value().first, 1u);
+    ASSERT_EQ(zero.Init("w", 0, 0).value().first, 2u);
+    ASSERT_EQ(one.Init("w", 0, 0).value().first, 1u);
+    ASSERT_EQ(zero.Begin("w", 2, 0).value(), 1u);
+    ASSERT_EQ(one.Begin("w", 1, 0).value(), 1u);
+    ASSERT_TRUE(TxnAppend(zero, "w", 2, 1, 0, Chunk(7, 1)).ok());
+    Result<bool> elsewhere = TxnAppend(zero, "w", 2, 1, 1, Chunk(7, 2));
+    EXPECT_TRUE(elsewhere.status().IsInvalidArgument()) << elsewhere.status().ToString();
+    ASSERT_TRUE(TxnAppend(one, "w", 1, 1, 1, Chunk(8, 1)).ok());
+    ASSERT_TRUE(TxnAppend(one, "w", 1, 1, 1, Chunk(8, 2)).ok());
+    ASSERT_TRUE(zero.Prepare("w", 2, 1).ok());
+    ASSERT_TRUE(one.Commit("w", 1, 1, 0, &linked).ok());
+    EXPECT_EQ(linked, std::vector<uint32_t>{1});
+    const std::string root = dir_.path() + "/streams/txn";
+    EXPECT_FALSE(env_.Exists(root + "/txn.log"));
+    EXPECT_TRUE(env_.Exists(root + "/0/txn.log"));
+    EXPECT_TRUE(env_.Exists(root + "/1/txn.log"));
+  }
+  auto store = Open();
+  Stream& s = *store->Find("txn");
+  StreamTransactions& zero = *s.transactions_of(0);
+  StreamTransactions& one = *s.transactions_of(1);
+  auto listed = zero.List("");
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].phase, TxnPhase::kPrepared);
+  EXPECT_EQ(listed[0].epoch, 2u);
+  EXPECT_EQ(listed[0].chunks, 1u);
+  EXPECT_TRUE(one.List("").empty());
+  EXPECT_EQ(Visible(s.streamlet(1)), (Seq{{8, 1}, {8, 2}}));
+  EXPECT_TRUE(Visible(s.streamlet(0)).empty());
+  ASSERT_TRUE(zero.Commit("w", 2, 1, 0, &linked).ok());
+  EXPECT_EQ(Visible(s.streamlet(0)), (Seq{{7, 1}}));
+  // Each scope's epochs came back on their own.
+  EXPECT_EQ(zero.Init("w", 0, 0).value().first, 3u);
+  EXPECT_EQ(one.Init("w", 0, 0).value().first, 2u);
+}
+
 // Under `async` a power loss may undo what the last flush interval did, transactions included:
 // a commit not yet flushed may come back as prepared. Never as part of one: its files take their
 // group names only after the COMMIT record is durable.

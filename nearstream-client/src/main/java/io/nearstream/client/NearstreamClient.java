@@ -177,10 +177,19 @@ public interface NearstreamClient extends AutoCloseable {
      * Registers the caller as the owner of {@code transactionalId} in {@code stream}: bumps the
      * id's epoch, which fences every earlier owner, aborts the previous owner's open transaction
      * and its prepared transactions with a serial above {@code keepPreparedThrough} (0 = all of
-     * them).
+     * them). In the {@link TxnRef#BROKER_SCOPE}, the scope of a stream without replication.
+     */
+    default CompletableFuture<TxnInitResult> txnInit(
+            String stream, String transactionalId, long keepPreparedThrough) {
+        return txnInit(stream, transactionalId, keepPreparedThrough, TxnRef.BROKER_SCOPE);
+    }
+
+    /**
+     * {@link #txnInit(String, String, long)} in {@code scope} ({@link TxnRef#scope()}): each scope
+     * has its own epochs and serials.
      */
     CompletableFuture<TxnInitResult> txnInit(
-            String stream, String transactionalId, long keepPreparedThrough);
+            String stream, String transactionalId, long keepPreparedThrough, int scope);
 
     /**
      * Begins a transaction in {@code ref}'s epoch (its serial is ignored); returns {@code ref} with
@@ -204,8 +213,19 @@ public interface NearstreamClient extends AutoCloseable {
     /** Discards a transaction's chunks; aborting twice is OK. */
     CompletableFuture<Void> txnAbort(TxnRef ref);
 
-    /** The open and prepared transactions of ids starting with {@code idPrefix} ("" = all). */
-    CompletableFuture<List<TransactionInfo>> txnList(String stream, String idPrefix);
+    /**
+     * The open and prepared transactions of ids starting with {@code idPrefix} ("" = all), in every
+     * scope the broker keeps.
+     */
+    default CompletableFuture<List<TransactionInfo>> txnList(String stream, String idPrefix) {
+        return txnList(stream, idPrefix, TxnRef.BROKER_SCOPE);
+    }
+
+    /**
+     * {@link #txnList(String, String)} in one streamlet scope, or in every scope for {@link
+     * TxnRef#BROKER_SCOPE}.
+     */
+    CompletableFuture<List<TransactionInfo>> txnList(String stream, String idPrefix, int scope);
 
     /** Closes the connection; requests in flight fail. Idempotent. */
     @Override

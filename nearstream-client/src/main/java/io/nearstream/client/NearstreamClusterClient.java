@@ -954,8 +954,9 @@ public final class NearstreamClusterClient implements NearstreamClient {
 
     @Override
     public CompletableFuture<TxnInitResult> txnInit(
-            String stream, String transactionalId, long keepPreparedThrough) {
-        return onStreamBroker(stream, c -> c.txnInit(stream, transactionalId, keepPreparedThrough));
+            String stream, String transactionalId, long keepPreparedThrough, int scope) {
+        return onStreamBroker(
+                stream, c -> c.txnInit(stream, transactionalId, keepPreparedThrough, scope));
     }
 
     @Override
@@ -979,8 +980,9 @@ public final class NearstreamClusterClient implements NearstreamClient {
     }
 
     @Override
-    public CompletableFuture<List<TransactionInfo>> txnList(String stream, String idPrefix) {
-        return onStreamBroker(stream, c -> c.txnList(stream, idPrefix));
+    public CompletableFuture<List<TransactionInfo>> txnList(
+            String stream, String idPrefix, int scope) {
+        return onStreamBroker(stream, c -> c.txnList(stream, idPrefix, scope));
     }
 
     /** Closes every broker connection; requests in flight fail. Idempotent. */

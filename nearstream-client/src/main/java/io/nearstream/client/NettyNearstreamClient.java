@@ -461,9 +461,9 @@ public final class NettyNearstreamClient implements NearstreamClient {
 
     @Override
     public CompletableFuture<TxnInitResult> txnInit(
-            String stream, String transactionalId, long keepPreparedThrough) {
+            String stream, String transactionalId, long keepPreparedThrough, int scope) {
         return call(
-                new TxnInitRequest(stream, transactionalId, keepPreparedThrough),
+                new TxnInitRequest(stream, transactionalId, keepPreparedThrough, scope),
                 defaultTimeoutMs(),
                 (body, frame) -> ProtocolCodec.decodeTxnInitResponse(body));
     }
@@ -515,9 +515,10 @@ public final class NettyNearstreamClient implements NearstreamClient {
     }
 
     @Override
-    public CompletableFuture<List<TransactionInfo>> txnList(String stream, String idPrefix) {
+    public CompletableFuture<List<TransactionInfo>> txnList(
+            String stream, String idPrefix, int scope) {
         return call(
-                new TxnListRequest(stream, idPrefix),
+                new TxnListRequest(stream, idPrefix, scope),
                 defaultTimeoutMs(),
                 (body, frame) -> ProtocolCodec.decodeTxnListResponse(body));
     }

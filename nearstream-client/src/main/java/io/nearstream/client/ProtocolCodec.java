@@ -40,7 +40,7 @@ final class ProtocolCodec {
     private static final int FETCH_BLOCK_BYTES = Position.WIRE_BYTES + 4;
     private static final int STAT_BYTES = 2 + 8;
     private static final int LOOKUP_RESULT_BYTES = 4 + 2 + 2 + Position.WIRE_BYTES;
-    private static final int TXN_INFO_BYTES = 2 + 4 + 8 + 1 + 8 + 4 + 4 + 8;
+    private static final int TXN_INFO_BYTES = 2 + 4 + 8 + 1 + 8 + 4 + 4 + 8 + 4;
     private static final int BROKER_INFO_BYTES = 4 + 2 + 2;
     private static final int STREAM_PLACEMENT_BYTES = 2 + 4 + 4;
 
@@ -391,8 +391,9 @@ final class ProtocolCodec {
         }
     }
 
-    /** TxnInit (30). */
-    record TxnInitRequest(String stream, String transactionalId, long keepPreparedThrough)
+    /** TxnInit (30); {@code scope} as in {@link TxnRef#scope()}. */
+    record TxnInitRequest(
+            String stream, String transactionalId, long keepPreparedThrough, int scope)
             implements Request {
         @Override
         public Opcode opcode() {
@@ -426,8 +427,11 @@ final class ProtocolCodec {
         }
     }
 
-    /** TxnList (36); an empty prefix lists every transactional id. */
-    record TxnListRequest(String stream, String idPrefix) implements Request {
+    /**
+     * TxnList (36); an empty prefix lists every transactional id, {@link TxnRef#BROKER_SCOPE} every
+     * scope.
+     */
+    record TxnListRequest(String stream, String idPrefix, int scope) implements Request {
         @Override
         public Opcode opcode() {
             return Opcode.TXN_LIST;
@@ -539,11 +543,13 @@ final class ProtocolCodec {
             writeStr(out, r.stream());
             writeStr(out, r.transactionalId());
             out.writeLongLE(r.keepPreparedThrough());
+            out.writeIntLE(r.scope());
         } else if (request instanceof TxnRefRequest r) {
             writeTxnRef(out, r.ref());
         } else if (request instanceof TxnListRequest r) {
             writeStr(out, r.stream());
             writeStr(out, r.idPrefix());
+            out.writeIntLE(r.scope());
         } else if (request instanceof ListStreamsRequest || request instanceof StatsRequest) {
             // empty body
         } else {
@@ -996,7 +1002,8 @@ final class ProtocolCodec {
                             in.u64("bytes"),
                             in.u32("chunks"),
                             in.u32("streamlets"),
-                            in.i64("started_ms")));
+                            in.i64("started_ms"),
+                            in.u32("scope")));
         }
         in.end();
         return result;
@@ -1010,6 +1017,7 @@ final class ProtocolCodec {
         writeStr(out, ref.transactionalId());
         out.writeIntLE((int) ref.epoch());
         out.writeLongLE(ref.serial());
+        out.writeIntLE(ref.scope());
     }
 
     static void writePushRings(ByteBuf out, List<PushRingSpec> rings) {

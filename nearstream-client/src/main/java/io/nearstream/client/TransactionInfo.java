@@ -6,6 +6,8 @@ package io.nearstream.client;
  * @param epoch the epoch the transaction was begun in
  * @param bytes chunk bytes the transaction holds
  * @param startedMs the broker's wall-clock time of its TxnBegin (ms since the Unix epoch)
+ * @param scope the transaction's scope, an unsigned {@code u32}: {@link TxnRef#BROKER_SCOPE} or a
+ *     streamlet index
  */
 public record TransactionInfo(
         String transactionalId,
@@ -15,7 +17,8 @@ public record TransactionInfo(
         long bytes,
         int chunks,
         int streamlets,
-        long startedMs) {
+        long startedMs,
+        int scope) {
 
     /** The states TxnList reports; the numbers are wire values. */
     public enum State {
@@ -45,6 +48,6 @@ public record TransactionInfo(
 
     /** The reference a committer or an aborting successor uses for it. */
     public TxnRef ref(String stream) {
-        return new TxnRef(stream, transactionalId, epoch, serial);
+        return new TxnRef(stream, transactionalId, epoch, serial, scope);
     }
 }

@@ -477,7 +477,7 @@ final class FakeCluster implements AutoCloseable {
 
         @Override
         public CompletableFuture<TxnInitResult> txnInit(
-                String stream, String transactionalId, long keepPreparedThrough) {
+                String stream, String transactionalId, long keepPreparedThrough, int scope) {
             return txn(stream, "txnInit " + stream, new TxnInitResult(id, 0));
         }
 
@@ -508,7 +508,8 @@ final class FakeCluster implements AutoCloseable {
         }
 
         @Override
-        public CompletableFuture<List<TransactionInfo>> txnList(String stream, String idPrefix) {
+        public CompletableFuture<List<TransactionInfo>> txnList(
+                String stream, String idPrefix, int scope) {
             return txn(stream, "txnList " + stream, List.of());
         }
 

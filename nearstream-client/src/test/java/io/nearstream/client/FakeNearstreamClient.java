@@ -212,9 +212,18 @@ final class FakeNearstreamClient implements NearstreamClient {
 
     @Override
     public CompletableFuture<TxnInitResult> txnInit(
-            String stream, String transactionalId, long keepPreparedThrough) {
+            String stream, String transactionalId, long keepPreparedThrough, int scope) {
+        // The broker scope is left out, as in TxnRef.toString(): a call in another scope shows.
         return txnCall(
-                "init " + stream + "/" + transactionalId + " keep " + keepPreparedThrough,
+                "init "
+                        + stream
+                        + "/"
+                        + transactionalId
+                        + " keep "
+                        + keepPreparedThrough
+                        + (scope == TxnRef.BROKER_SCOPE
+                                ? ""
+                                : " scope " + Integer.toUnsignedString(scope)),
                 new TxnInitResult(epochs.incrementAndGet(), serials.get()));
     }
 
@@ -252,7 +261,8 @@ final class FakeNearstreamClient implements NearstreamClient {
     }
 
     @Override
-    public CompletableFuture<List<TransactionInfo>> txnList(String stream, String idPrefix) {
+    public CompletableFuture<List<TransactionInfo>> txnList(
+            String stream, String idPrefix, int scope) {
         return unsupported();
     }
 

@@ -1,6 +1,7 @@
 package io.nearstream.client;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.tuple;
 
 import io.nearstream.client.ProtocolCodec.AppendEntry;
 import io.nearstream.client.ProtocolCodec.AppendRequest;
@@ -143,6 +144,41 @@ class ProtocolGoldenTest {
         } finally {
             again.release();
         }
+    }
+
+    /**
+     * The transaction scope (docs/protocol.md, "Transactions (30–36)") in the golden frames, field
+     * by field (besides the generic check): the broker scope and streamlet scopes.
+     */
+    @Test
+    void txnScopeGoldenFrames() throws IOException {
+        assertThat(((TxnRefRequest) goldenRequest("txn_begin_request.bin")).ref().scope())
+                .isEqualTo(TxnRef.BROKER_SCOPE);
+        assertThat(((TxnRefRequest) goldenRequest("txn_abort_request.bin")).ref())
+                .isEqualTo(
+                        new TxnRef(
+                                "golden.stream-1_x",
+                                "job-42.sink-ü",
+                                7,
+                                0x0102030405060708L,
+                                0x01020304));
+        assertThat(((TxnAppendRequest) goldenRequest("txn_append_request.bin")).ref().scope())
+                .isEqualTo(TxnRef.BROKER_SCOPE);
+        assertThat(((TxnInitRequest) goldenRequest("txn_init_request.bin")).scope())
+                .isEqualTo(TxnRef.BROKER_SCOPE);
+        assertThat(goldenRequest("txn_list_request.bin"))
+                .isEqualTo(new TxnListRequest("golden.stream-1_x", "job-42.", TxnRef.BROKER_SCOPE));
+
+        byte[] response = Files.readAllBytes(protocolDir().resolve("txn_list_response.bin"));
+        ResponseFrame r = ProtocolCodec.decodeResponse(Unpooled.wrappedBuffer(response));
+        assertThat(ProtocolCodec.decodeTxnListResponse(r.body()))
+                .extracting(TransactionInfo::scope, TransactionInfo::streamlets)
+                .containsExactly(tuple(3, 1), tuple(258, 1));
+    }
+
+    private static Request goldenRequest(String file) throws IOException {
+        byte[] bytes = Files.readAllBytes(protocolDir().resolve(file));
+        return ProtocolTestCodec.decodeRequest(Unpooled.wrappedBuffer(bytes)).request();
     }
 
     @TestFactory
@@ -470,7 +506,8 @@ class ProtocolGoldenTest {
             return obj(
                     "stream", r.stream(),
                     "transactional_id", r.transactionalId(),
-                    "keep_prepared_through", u64(r.keepPreparedThrough()));
+                    "keep_prepared_through", u64(r.keepPreparedThrough()),
+                    "scope", u32(r.scope()));
         } else if (request instanceof TxnRefRequest r) {
             return txnRefJson(r.ref());
         } else if (request instanceof TxnAppendRequest r) {
@@ -478,7 +515,7 @@ class ProtocolGoldenTest {
             json.put("entries", appendEntriesJson(r.entries()));
             return json;
         } else if (request instanceof TxnListRequest r) {
-            return obj("stream", r.stream(), "id_prefix", r.idPrefix());
+            return obj("stream", r.stream(), "id_prefix", r.idPrefix(), "scope", u32(r.scope()));
         } else if (request instanceof FetchRequest r) {
             return obj(
                     "stream",
@@ -578,7 +615,8 @@ class ProtocolGoldenTest {
                 "stream", ref.stream(),
                 "transactional_id", ref.transactionalId(),
                 "epoch", BigInteger.valueOf(ref.epoch()),
-                "serial", u64(ref.serial()));
+                "serial", u64(ref.serial()),
+                "scope", u32(ref.scope()));
     }
 
     private static Map<String, Object> transactionJson(TransactionInfo t) {
@@ -590,7 +628,8 @@ class ProtocolGoldenTest {
                 "bytes", u64(t.bytes()),
                 "chunks", u32(t.chunks()),
                 "streamlets", u32(t.streamlets()),
-                "started_ms", BigInteger.valueOf(t.startedMs()));
+                "started_ms", BigInteger.valueOf(t.startedMs()),
+                "scope", u32(t.scope()));
     }
 
     /**

@@ -234,7 +234,8 @@ final class ProtocolTestCodec {
                         new TxnInitRequest(
                                 in.str("stream"),
                                 in.str("transactional_id"),
-                                in.u64("keep_prepared_through"));
+                                in.u64("keep_prepared_through"),
+                                in.u32("scope"));
                 break;
             case TXN_BEGIN:
             case TXN_PREPARE:
@@ -249,7 +250,8 @@ final class ProtocolTestCodec {
                     break;
                 }
             case TXN_LIST:
-                request = new TxnListRequest(in.str("stream"), in.str("id_prefix"));
+                request =
+                        new TxnListRequest(in.str("stream"), in.str("id_prefix"), in.u32("scope"));
                 break;
             default:
                 throw new AssertionError(op);
@@ -275,7 +277,8 @@ final class ProtocolTestCodec {
                 in.str("stream"),
                 in.str("transactional_id"),
                 Integer.toUnsignedLong(in.u32("epoch")),
-                in.u64("serial"));
+                in.u64("serial"),
+                in.u32("scope"));
     }
 
     /** A filter whose fields break its bounds is a malformed body here, as for any field. */
@@ -510,6 +513,7 @@ final class ProtocolTestCodec {
             out.writeIntLE(t.chunks());
             out.writeIntLE(t.streamlets());
             out.writeLongLE(t.startedMs());
+            out.writeIntLE(t.scope());
         }
     }
 }

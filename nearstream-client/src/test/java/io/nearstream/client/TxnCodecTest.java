@@ -29,16 +29,21 @@ class TxnCodecTest {
 
     private static final UnpooledByteBufAllocator ALLOC = UnpooledByteBufAllocator.DEFAULT;
 
-    /** An epoch above 2^31 and a serial above 2^63: both are unsigned on the wire. */
-    private static final TxnRef REF = new TxnRef("s", "tx-é", 0xF0000001L, -2L);
+    /**
+     * An epoch above 2^31, a serial above 2^63 and a streamlet scope above 2^31: all are unsigned
+     * on the wire.
+     */
+    private static final TxnRef REF = new TxnRef("s", "tx-é", 0xF0000001L, -2L, 0x80000003);
 
     @Test
     void txnInitRequestLayout() {
-        byte[] bytes = encode(new TxnInitRequest("s", "t", 7), 0x0102030405060708L);
+        byte[] bytes =
+                encode(new TxnInitRequest("s", "t", 7, TxnRef.BROKER_SCOPE), 0x0102030405060708L);
         ByteBuf expected = requestHeader(30, 0x0102030405060708L);
         expected.writeShortLE(1).writeByte('s');
         expected.writeShortLE(1).writeByte('t');
         expected.writeLongLE(7);
+        expected.writeIntLE(0xFFFFFFFF);
         assertThat(bytes).isEqualTo(finish(expected));
     }
 
@@ -56,7 +61,7 @@ class TxnCodecTest {
             // "tx-é": the Str length counts UTF-8 bytes (5), not characters (4).
             expected.writeShortLE(5)
                     .writeBytes(new byte[] {'t', 'x', '-', (byte) 0xC3, (byte) 0xA9});
-            expected.writeIntLE(0xF0000001).writeLongLE(-2L);
+            expected.writeIntLE(0xF0000001).writeLongLE(-2L).writeIntLE(0x80000003);
             assertThat(bytes).as(op.wireName()).isEqualTo(finish(expected));
         }
     }
@@ -64,7 +69,7 @@ class TxnCodecTest {
     @Test
     void txnAppendRequestLayout() {
         byte[] chunk = new ChunkBuilder().add(new byte[] {1, 2}).build(9, 4, 100);
-        TxnRef ref = new TxnRef("s", "t", 2, 5);
+        TxnRef ref = new TxnRef("s", "t", 2, 5, 3);
         byte[] bytes =
                 encode(
                         new TxnAppendRequest(
@@ -73,32 +78,50 @@ class TxnCodecTest {
         ByteBuf expected = requestHeader(32, 11);
         expected.writeShortLE(1).writeByte('s');
         expected.writeShortLE(1).writeByte('t');
-        expected.writeIntLE(2).writeLongLE(5);
+        expected.writeIntLE(2).writeLongLE(5).writeIntLE(3);
         expected.writeIntLE(1).writeIntLE(3).writeIntLE(chunk.length).writeBytes(chunk);
         assertThat(bytes).isEqualTo(finish(expected));
     }
 
     @Test
     void txnListRequestLayout() {
-        byte[] bytes = encode(new TxnListRequest("s", "p-"), 12);
+        byte[] bytes = encode(new TxnListRequest("s", "p-", 258), 12);
         ByteBuf expected = requestHeader(36, 12);
         expected.writeShortLE(1).writeByte('s');
         expected.writeShortLE(2).writeByte('p').writeByte('-');
+        expected.writeIntLE(258);
         assertThat(bytes).isEqualTo(finish(expected));
+    }
+
+    @Test
+    void existingCallersStayInTheBrokerScope() {
+        assertThat(TxnRef.BROKER_SCOPE).isEqualTo(0xFFFFFFFF);
+        TxnRef ref = new TxnRef("s", "t", 2, 5);
+        assertThat(ref.scope()).isEqualTo(TxnRef.BROKER_SCOPE);
+        assertThat(ref.withSerial(6).scope()).isEqualTo(TxnRef.BROKER_SCOPE);
+        assertThat(REF.withSerial(0).scope()).isEqualTo(0x80000003);
+        assertThat(ref).hasToString("s/t epoch 2 serial 5");
+        assertThat(REF)
+                .hasToString(
+                        "s/tx-é epoch 4026531841 serial 18446744073709551614 scope 2147483651");
+        TransactionInfo info =
+                new TransactionInfo("t", 2, 5, TransactionInfo.State.PREPARED, 0, 0, 0, 0L, 7);
+        assertThat(info.ref("s")).isEqualTo(new TxnRef("s", "t", 2, 5, 7));
     }
 
     @Test
     void requestsRoundTrip() {
         for (Request r :
                 List.<Request>of(
-                        new TxnInitRequest("stream", "id", -1L),
-                        new TxnInitRequest("stream", "id", 0),
+                        new TxnInitRequest("stream", "id", -1L, TxnRef.BROKER_SCOPE),
+                        new TxnInitRequest("stream", "id", 0, 0x80000000),
                         new TxnRefRequest(Opcode.TXN_BEGIN, REF.withSerial(0)),
                         new TxnRefRequest(Opcode.TXN_PREPARE, REF),
                         new TxnRefRequest(Opcode.TXN_COMMIT, REF),
                         new TxnRefRequest(Opcode.TXN_ABORT, REF),
-                        new TxnListRequest("stream", ""),
-                        new TxnListRequest("stream", "job-"))) {
+                        new TxnRefRequest(Opcode.TXN_ABORT, new TxnRef("s", "t", 1, 1)),
+                        new TxnListRequest("stream", "", TxnRef.BROKER_SCOPE),
+                        new TxnListRequest("stream", "job-", 0))) {
             DecodedRequest d =
                     ProtocolTestCodec.decodeRequest(Unpooled.wrappedBuffer(encode(r, 9)));
             assertThat(d.request()).isEqualTo(r);
@@ -152,7 +175,16 @@ class TxnCodecTest {
     void txnListResponseRoundTrips() {
         List<TransactionInfo> v =
                 List.of(
-                        new TransactionInfo("a", 1, 1, TransactionInfo.State.OPEN, 0, 0, 0, -1L),
+                        new TransactionInfo(
+                                "a",
+                                1,
+                                1,
+                                TransactionInfo.State.OPEN,
+                                0,
+                                0,
+                                0,
+                                -1L,
+                                TxnRef.BROKER_SCOPE),
                         new TransactionInfo(
                                 "a",
                                 0x80000000L,
@@ -161,10 +193,11 @@ class TxnCodecTest {
                                 1L << 40,
                                 -1,
                                 65536,
-                                1_700_000_000_000L));
+                                1_700_000_000_000L,
+                                0x80000000));
         ResponseFrame r =
                 response(Opcode.TXN_LIST, out -> ProtocolTestCodec.writeTxnListResponse(out, v));
-        assertThat(r.body().readableBytes()).isEqualTo(4 + 2 * (39 + 1));
+        assertThat(r.body().readableBytes()).isEqualTo(4 + 2 * (43 + 1));
         assertThat(ProtocolCodec.decodeTxnListResponse(r.body())).isEqualTo(v);
     }
 
@@ -172,7 +205,7 @@ class TxnCodecTest {
     void unknownTransactionStateIsMalformed() {
         ByteBuf body = Unpooled.buffer().writeIntLE(1);
         body.writeShortLE(1).writeByte('a').writeIntLE(1).writeLongLE(1).writeByte(3);
-        body.writeLongLE(0).writeIntLE(0).writeIntLE(0).writeLongLE(0);
+        body.writeLongLE(0).writeIntLE(0).writeIntLE(0).writeLongLE(0).writeIntLE(-1);
         assertThatThrownBy(() -> ProtocolCodec.decodeTxnListResponse(body))
                 .isInstanceOf(NearstreamProtocolException.class)
                 .hasMessageContaining("state 3");

@@ -399,7 +399,7 @@ public final class FakeNearstreamClient implements NearstreamClient {
 
     @Override
     public CompletableFuture<TxnInitResult> txnInit(
-            String stream, String transactionalId, long keepPreparedThrough) {
+            String stream, String transactionalId, long keepPreparedThrough, int scope) {
         return noTransactions();
     }
 
@@ -430,7 +430,8 @@ public final class FakeNearstreamClient implements NearstreamClient {
     }
 
     @Override
-    public CompletableFuture<List<TransactionInfo>> txnList(String stream, String idPrefix) {
+    public CompletableFuture<List<TransactionInfo>> txnList(
+            String stream, String idPrefix, int scope) {
         return noTransactions();
     }
 
