@@ -155,6 +155,8 @@ OPCODES = {
     "ReplicaJoin": 15,
     "ReplicaMove": 16,
     "ReplicaCheck": 17,
+    "ReplicaTxn": 18,
+    "ReplicaTxnFiles": 19,
     "PushSubscribe": 20,
     "PushUpdate": 21,
     "PushClose": 22,
@@ -468,6 +470,32 @@ def enc_replica_check_response(m):
         w.u64(s["group"])
         w.u64(s["segment"])
         w.u32(s["bytes"])
+    return w.bytes()
+
+
+REPLICA_TXN_OP = {"append": 1, "replace": 2, "rename": 3, "delete": 4}
+
+
+def enc_replica_txn_request(m):
+    w = Writer()
+    w.str(m["stream"])
+    w.u32(m["streamlet"])
+    w.u32(m["leader"])
+    w.u64(m["leader_epoch"])
+    w.u8(REPLICA_TXN_OP[m["op"]])
+    w.str(m["file"])
+    w.u64(m["offset"])
+    w.str(m["to"])
+    w.blob(m["data"])
+    return w.bytes()
+
+
+def enc_replica_txn_files_response(m):
+    w = Writer()
+    w.u32(len(m["files"]))
+    for f in m["files"]:
+        w.str(f["name"])
+        w.blob(f["data"])
     return w.bytes()
 
 
@@ -1003,6 +1031,35 @@ def build():
                       {"group": 0x100000002, "segment": 0x200000003, "bytes": 0}]}
     resp("replica_check_response.bin", "ReplicaCheck", rid, "OK", "", m,
          enc_replica_check_response(m))
+
+    # ReplicaTxn: a chunk appended to a transaction part's file at an offset above 2^32, and a
+    # commit's rename (no offset, no data); an empty OK response each.
+    part = "txn-00000000000000000007-00000000000000000003.seg"
+    chunk, chunk_data = make_chunk(PRODUCER, 2, 1_700_000_005_000, [b"in a replica"])
+    rid = 0x9A9B9C9D9E9F9091
+    m = {"stream": STREAM, "streamlet": 3, "leader": 0x01020304,
+         "leader_epoch": 0x0102030405060708, "op": "append", "file": part,
+         "offset": 0x100000040, "to": "", "data": chunk}
+    req("replica_txn_request.bin", "ReplicaTxn", rid, dict(m, data=chunk_data),
+        enc_replica_txn_request(m))
+    resp("replica_txn_response.bin", "ReplicaTxn", rid, "OK", "", {}, b"")
+    rid = 0xAAABACADAEAFA0A1
+    m = {"stream": STREAM, "streamlet": 3, "leader": 2, "leader_epoch": 9, "op": "rename",
+         "file": part, "offset": 0, "to": "00000000000000000012-00000000000000000003.seg",
+         "data": b""}
+    req("replica_txn_rename_request.bin", "ReplicaTxn", rid, dict(m, data=""),
+        enc_replica_txn_request(m))
+
+    # ReplicaTxnFiles: a ReplicaCheck request's body; the scope's txn.log and one part file.
+    rid = 0xCACBCCCDCECFC0C1
+    m = {"stream": STREAM, "streamlet": 3, "follower": 0x01020304}
+    req("replica_txn_files_request.bin", "ReplicaTxnFiles", rid, m, enc_replica_check_request(m))
+    m = {"files": [{"name": "txn.log", "data": bytes(range(0x10, 0x30))},
+                   {"name": part, "data": chunk}]}
+    resp("replica_txn_files_response.bin", "ReplicaTxnFiles", rid, "OK", "",
+         {"files": [{"name": "txn.log", "data": bytes(range(0x10, 0x30)).hex()},
+                    {"name": part, "data": chunk_data}]},
+         enc_replica_txn_files_response(m))
 
     # A Metadata request sent to a broker that does not own the streamlet.
     resp("metadata_response_not_owner.bin", "Metadata", 0x5152535455565758, "NOT_OWNER",

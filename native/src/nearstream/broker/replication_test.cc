@@ -16,6 +16,7 @@
 
 #include "nearstream/common/clock.h"
 #include "nearstream/net/client.h"
+#include "nearstream/storage/env.h"
 #include "nearstream/testing/replicated_cluster.h"
 #include "nearstream/testing/test_broker_process.h"
 
@@ -261,13 +262,15 @@ TEST_F(ReplicationTest, AFollowerDropsTheSegmentsItsLeadersRetentionDropped) {
 
 // A replicated stream's transactions are per streamlet (docs/protocol.md, "Transaction
 // scopes"): the broker scope is refused with a message that says so, a scope past the streamlets
-// is not found, and a streamlet scope is refused too while its records stay on the leader alone
-// (a transaction acknowledged there would not survive a failover). Nothing is left behind.
+// is not found, and a streamlet scope's records are on every replica of the streamlet, byte for
+// byte, once the leader answers; the other streamlet's replicas have none.
 TEST_F(ReplicationTest, TransactionsOnAReplicatedStreamTakeAStreamletScope) {
   ProcessResult r = Cli(List(), {"create", "scoped", "--streamlets", "2", "--durability", "sync",
                                  "--replication", "2"});
   ASSERT_EQ(r.exit_code, 0) << Describe(r);
-  const uint32_t leader = Placement(1, "scoped").owners[0];
+  const net::StreamPlacement p = Placement(1, "scoped");
+  const uint32_t leader = p.owners[0];
+  AwaitIsr(leader, "scoped", 0, p.replicas[0].replicas);
   auto c = net::Client::Connect(Broker(leader).address());
   ASSERT_TRUE(c.ok()) << c.status().ToString();
 
@@ -278,19 +281,23 @@ TEST_F(ReplicationTest, TransactionsOnAReplicatedStreamTakeAStreamletScope) {
   auto past = c->TxnInit({"scoped", "w", 0, 2});
   EXPECT_TRUE(past.status().IsStreamletNotFound()) << past.status().ToString();
   auto scoped = c->TxnInit({"scoped", "w", 0, 0});
-  EXPECT_TRUE(scoped.status().IsInvalidArgument()) << scoped.status().ToString();
-  EXPECT_NE(scoped.status().message().find("not copied to the followers"), std::string::npos)
-      << scoped.status().ToString();
-  auto begin = c->TxnBegin({"scoped", "w", 1, 0, 0});
-  EXPECT_TRUE(begin.status().IsTxnNotFound()) << begin.status().ToString();
-  auto listed = c->TxnList({"scoped", "", net::kBrokerScope});
-  ASSERT_TRUE(listed.ok()) << listed.status().ToString();
-  EXPECT_TRUE(listed->transactions.empty());
+  ASSERT_TRUE(scoped.ok()) << scoped.status().ToString();
+  EXPECT_EQ(scoped->epoch, 1u);
+
+  auto log_of = [&](uint32_t id, uint32_t streamlet) {
+    return Broker(id).data_dir() + "/streams/scoped/" + std::to_string(streamlet) + "/txn.log";
+  };
+  std::vector<std::string> logs;
+  for (uint32_t id : p.replicas[0].replicas) {
+    ASSERT_TRUE(std::filesystem::exists(log_of(id, 0))) << log_of(id, 0);
+    auto data = storage::Env::Default()->ReadFile(log_of(id, 0));
+    ASSERT_TRUE(data.ok()) << data.status().ToString();
+    logs.emplace_back(data->begin(), data->end());
+  }
+  EXPECT_FALSE(logs[0].empty());
+  EXPECT_EQ(logs[0], logs[1]) << "the follower's copy of txn.log differs from the leader's";
   for (uint32_t id = 1; id <= 3; ++id) {
-    for (uint32_t s = 0; s < 2; ++s) {
-      const std::string dir = Broker(id).data_dir() + "/streams/scoped/" + std::to_string(s);
-      EXPECT_FALSE(std::filesystem::exists(dir + "/txn.log")) << dir;
-    }
+    EXPECT_FALSE(std::filesystem::exists(log_of(id, 1))) << log_of(id, 1);
   }
 }
 

@@ -122,6 +122,8 @@ bool RequestHandler::Handle(Request& req, net::OutFrame* response, AppendBatch* 
     case Opcode::kReplicaJoin: ReplicaJoin(req, out); return true;
     case Opcode::kReplicaMove: ReplicaMove(req, out); return true;
     case Opcode::kReplicaCheck: ReplicaCheck(req, out); return true;
+    case Opcode::kReplicaTxn: ReplicaTxn(req, out); return true;
+    case Opcode::kReplicaTxnFiles: ReplicaTxnFiles(req, out); return true;
     case Opcode::kPushSubscribe: PushSubscribe(req, out); return true;
     case Opcode::kPushUpdate: PushUpdate(req, out); return true;
     case Opcode::kPushClose: PushClose(req, out); return true;

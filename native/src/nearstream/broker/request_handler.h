@@ -75,6 +75,11 @@ class RequestHandler {
   void ReplicaJoin(const Request& req, Bytes* out);
   void ReplicaMove(const Request& req, Bytes* out);
   void ReplicaCheck(const Request& req, Bytes* out);
+  void ReplicaTxn(const Request& req, Bytes* out);
+  void ReplicaTxnFiles(const Request& req, Bytes* out);
+  // The transactions a request's scope names, on a broker that serves them (the leader of a
+  // streamlet scope's streamlet).
+  Result<storage::StreamTransactions*> ScopeOf(storage::Stream& stream, uint32_t scope) const;
   void PushSubscribe(const Request& req, Bytes* out);
   void PushUpdate(const Request& req, Bytes* out);
   void PushClose(const Request& req, Bytes* out);

@@ -132,7 +132,8 @@ void Server::Enqueue(Request r) {
   // A leader's request worker waits for its followers' ReplicaAppend answers: on a follower's
   // request workers, which may all be waiting the same way for this broker (each leads some
   // streamlets and follows others), the two would wait for each other until the replica
-  // timeout. ReplicaAppend runs on a thread of its own, which never waits for another broker.
+  // timeout. ReplicaAppend (and ReplicaTxn, a transaction's writes) runs on a thread of its
+  // own, which never waits for another broker.
   // ReplicaJoin (a ZooKeeper update on the leader) goes to the admin thread, and so does
   // ReplicaMove (a copy, as MoveStreamlet).
   const size_t workers = queues_.size() - 2;
@@ -142,7 +143,9 @@ void Server::Enqueue(Request r) {
       opcode == net::Opcode::kReplicaMove) {
     index = workers;
   }
-  if (opcode == net::Opcode::kReplicaAppend) index = workers + 1;
+  if (opcode == net::Opcode::kReplicaAppend || opcode == net::Opcode::kReplicaTxn) {
+    index = workers + 1;
+  }
   queues_[index]->Push(std::move(r));
 }
 

@@ -10,13 +10,15 @@ namespace nearstream::broker {
 
 static_assert(net::kBrokerScope == storage::kBrokerTxnScope);
 
-namespace {
-
-// The transactions a request's scope names: the broker scope on a stream without replication,
-// a streamlet scope on a replicated one (docs/protocol.md, "Transaction scopes").
-Result<storage::StreamTransactions*> ScopeOf(storage::Stream& stream, uint32_t scope) {
+// The broker scope on a stream without replication, a streamlet scope on a replicated one
+// (docs/protocol.md, "Transaction scopes"), served by the streamlet's leader.
+Result<storage::StreamTransactions*> RequestHandler::ScopeOf(storage::Stream& stream,
+                                                             uint32_t scope) const {
   storage::StreamTransactions* txns = stream.transactions_of(scope);
-  if (txns != nullptr) return txns;
+  if (txns != nullptr) {
+    if (scope != net::kBrokerScope) RETURN_IF_ERROR(Served(stream, scope).status());
+    return txns;
+  }
   const std::string& name = stream.config().name;
   if (stream.config().replication > 1) {
     if (scope == net::kBrokerScope) {
@@ -32,8 +34,6 @@ Result<storage::StreamTransactions*> ScopeOf(storage::Stream& stream, uint32_t s
                                  std::to_string(scope));
 }
 
-}  // namespace
-
 void RequestHandler::TxnInit(const Request& req, Bytes* out) {
   auto m = net::DecodeTxnInitRequest(req.frame.body.data(), req.frame.body.size());
   if (!m.ok()) return Error(req, m.status(), out);
@@ -41,15 +41,6 @@ void RequestHandler::TxnInit(const Request& req, Bytes* out) {
   if (!stream.ok()) return Error(req, stream.status(), out);
   auto txns = ScopeOf(**stream, m->scope);
   if (!txns.ok()) return Error(req, txns.status(), out);
-  if ((*stream)->config().replication > 1) {
-    // A streamlet scope's records and parts stay on its leader until they are copied to its
-    // followers: a transaction acknowledged there would not survive a failover.
-    return Error(req,
-                 Status::InvalidArgument("stream '" + m->stream +
-                                         "' is replicated: its transactions' records are not "
-                                         "copied to the followers yet, so it takes none"),
-                 out);
-  }
   auto r = (*txns)->Init(m->transactional_id, m->keep_prepared_through, WallNowMs());
   if (!r.ok()) return Error(req, r.status(), out);
   net::TxnInitResponse resp{r->first, r->second};
@@ -155,6 +146,11 @@ void RequestHandler::TxnList(const Request& req, Bytes* out) {
     if (!scoped.ok()) return Error(req, scoped.status(), out);
     scopes.push_back(*scoped);
   }
+  if ((*stream)->config().replication > 1 && m->scope == net::kBrokerScope) {
+    // Every scope: those of the streamlets this broker leads (followers keep files only).
+    std::erase_if(
+        scopes, [&](storage::StreamTransactions* t) { return !Served(**stream, t->scope()).ok(); });
+  }
   net::TxnListResponse resp;
   for (storage::StreamTransactions* scope : scopes) {
     for (const storage::TxnListing& t : scope->List(m->id_prefix)) {
@@ -173,6 +169,33 @@ void RequestHandler::TxnList(const Request& req, Bytes* out) {
     }
   }
   Respond(req, out, [&](ByteWriter& w) { net::EncodeTxnListResponse(w, resp); });
+}
+
+void RequestHandler::ReplicaTxn(const Request& req, Bytes* out) {
+  auto m = net::DecodeReplicaTxnRequest(req.frame.body.data(), req.frame.body.size());
+  if (!m.ok()) return Error(req, m.status(), out);
+  if (cluster_ == nullptr) {
+    return Error(req,
+                 Status::InvalidArgument("a standalone broker follows no leader: nothing to "
+                                         "replicate here"),
+                 out);
+  }
+  Status s = cluster_->AcceptReplicaTxn(*m);
+  if (!s.ok()) return Error(req, s, out);
+  Respond(req, out, [](ByteWriter&) {});
+}
+
+void RequestHandler::ReplicaTxnFiles(const Request& req, Bytes* out) {
+  auto m = net::DecodeReplicaCheckRequest(req.frame.body.data(), req.frame.body.size());
+  if (!m.ok()) return Error(req, m.status(), out);
+  if (cluster_ == nullptr) {
+    return Error(req, Status::InvalidArgument("a standalone broker has no followers"), out);
+  }
+  // Room for the frame's header and the response's counts and names.
+  const size_t room = options_.max_frame_bytes > 4096 ? options_.max_frame_bytes - 4096 : 0;
+  auto r = cluster_->TxnFiles(*m, room);
+  if (!r.ok()) return Error(req, r.status(), out);
+  Respond(req, out, [&](ByteWriter& w) { net::EncodeReplicaTxnFilesResponse(w, *r); });
 }
 
 }  // namespace nearstream::broker

@@ -159,7 +159,8 @@ void ZkCluster::RemoveCopy(const std::string& dir) {
   for (const std::string& file : *files) {
     uint64_t group = 0, segment = 0;
     if (!storage::Streamlet::ParseGroupSegmentName(file, &group, &segment) &&
-        file != kLeaderEpochsFile) {
+        !storage::Streamlet::ParseTxnSegmentName(file, &group, &segment) &&
+        file != kLeaderEpochsFile && file != "txn.log") {
       continue;
     }
     std::string path = dir;
@@ -256,6 +257,10 @@ Result<ZkCluster::LeaderCopy> ZkCluster::CopyFromLeader(const std::string& name,
       CopyStreamlet(*copy.client, name, id, *s, &copy.tail, /*load=*/false, from, &bytes);
   catch_up_copied_bytes_.fetch_add(bytes, std::memory_order_relaxed);
   if (copied.ok()) copied = MatchSealedLeader(*copy.client, name, id, *s);
+  // Under the seal, which holds off the scope's transaction requests too: its files as they are.
+  if (copied.ok() && stream->transactions_of(id) != nullptr) {
+    copied = CopyTxnFiles(*copy.client, name, id, *s);
+  }
   if (!copied.ok() && kept_some &&
       (copied.IsPositionOutOfRange() || copied.code() == StatusCode::kInternal)) {
     // What was kept does not continue the leader's copy (a position the leader does not know,

@@ -57,14 +57,11 @@ Status CutTo(storage::Env* env, const std::string& path, uint64_t bytes) {
 
 }  // namespace
 
-Result<net::ReplicaCheckResponse> ZkCluster::CheckReplica(const net::ReplicaCheckRequest& m) {
+Result<uint64_t> ZkCluster::CheckLeaderFor(const net::ReplicaCheckRequest& m) {
   const std::string what =
       "streamlet " + std::to_string(m.streamlet) + " of stream '" + m.stream + "'";
-  std::shared_ptr<storage::Stream> stream = store_->Find(m.stream);
-  storage::Streamlet* s = stream == nullptr ? nullptr : stream->streamlet(m.streamlet);
-  if (s == nullptr) return Status::StreamNotFound("stream '" + m.stream + "' does not exist");
-  net::ReplicaCheckResponse r;
-  // Whether the cache names the sender a replica; the leader's epoch goes to `r`.
+  uint64_t epoch = 0;
+  // Whether the cache names the sender a replica; the leader's epoch goes to `epoch`.
   auto check = [&]() -> Result<bool> {
     MutexLock lock(&mu_);
     auto it = streams_.find(m.stream);
@@ -76,7 +73,7 @@ Result<net::ReplicaCheckResponse> ZkCluster::CheckReplica(const net::ReplicaChec
       return Status::NotOwner("broker " + std::to_string(options_.broker_id) + " does not lead " +
                               what);
     }
-    r.leader_epoch = record.replicas[m.streamlet].leader_epoch;
+    epoch = record.replicas[m.streamlet].leader_epoch;
     return record.Follows(m.streamlet, m.follower);
   };
   ASSIGN_OR_RETURN(bool follows, check());
@@ -90,6 +87,15 @@ Result<net::ReplicaCheckResponse> ZkCluster::CheckReplica(const net::ReplicaChec
     return Status::InvalidArgument("broker " + std::to_string(m.follower) +
                                    " is not a replica of " + what);
   }
+  return epoch;
+}
+
+Result<net::ReplicaCheckResponse> ZkCluster::CheckReplica(const net::ReplicaCheckRequest& m) {
+  std::shared_ptr<storage::Stream> stream = store_->Find(m.stream);
+  storage::Streamlet* s = stream == nullptr ? nullptr : stream->streamlet(m.streamlet);
+  if (s == nullptr) return Status::StreamNotFound("stream '" + m.stream + "' does not exist");
+  net::ReplicaCheckResponse r;
+  ASSIGN_OR_RETURN(r.leader_epoch, CheckLeaderFor(m));
   ASSIGN_OR_RETURN(std::vector<LeaderEpoch> history,
                    HistoryOf(storage::Env::Default(), s->dir(), r.leader_epoch));
   for (const LeaderEpoch& e : history) r.epochs.push_back({e.epoch, e.start_group});

@@ -348,33 +348,34 @@ void ZkCluster::ElectLeaders() {
   }
 }
 
-Status ZkCluster::AcceptReplica(const net::ReplicaAppendRequest& m) {
+Result<ZkCluster::FollowerTarget> ZkCluster::FollowerWriteTarget(const std::string& name,
+                                                                 uint32_t streamlet,
+                                                                 uint64_t leader_epoch) {
   if (!joined()) {
     return Status::PositionOutOfRange("broker " + std::to_string(options_.broker_id) +
                                       " is joining the cluster; its copies are not in sync");
   }
-  std::shared_ptr<storage::Stream> stream = store_->Find(m.stream);
-  if (stream == nullptr) {
-    ASSIGN_OR_RETURN(stream, Find(m.stream));
-    if (stream == nullptr)
-      return Status::StreamNotFound("stream '" + m.stream + "' does not exist");
+  FollowerTarget t;
+  t.stream = store_->Find(name);
+  if (t.stream == nullptr) {
+    ASSIGN_OR_RETURN(t.stream, Find(name));
+    if (t.stream == nullptr) return Status::StreamNotFound("stream '" + name + "' does not exist");
   }
-  storage::Streamlet* s = stream->streamlet(m.streamlet);
-  if (s == nullptr) {
-    return Status::StreamletNotFound("stream '" + m.stream + "' has no streamlet " +
-                                     std::to_string(m.streamlet));
+  t.streamlet = t.stream->streamlet(streamlet);
+  if (t.streamlet == nullptr) {
+    return Status::StreamletNotFound("stream '" + name + "' has no streamlet " +
+                                     std::to_string(streamlet));
   }
-  std::shared_ptr<FollowerCopy> copy;
   uint64_t known_epoch = 0;
   bool known_in_sync = false;
   {
     MutexLock lock(&mu_);
-    std::shared_ptr<FollowerCopy>& c = copies_[{m.stream, m.streamlet}];
+    std::shared_ptr<FollowerCopy>& c = copies_[{name, streamlet}];
     if (c == nullptr) c = std::make_shared<FollowerCopy>();
-    copy = c;
-    auto it = streams_.find(m.stream);
-    if (it != streams_.end() && m.streamlet < it->second.replicas.size()) {
-      const net::ReplicaSet& set = it->second.replicas[m.streamlet];
+    t.copy = c;
+    auto it = streams_.find(name);
+    if (it != streams_.end() && streamlet < it->second.replicas.size()) {
+      const net::ReplicaSet& set = it->second.replicas[streamlet];
       known_epoch = set.leader_epoch;
       known_in_sync =
           std::find(set.isr.begin(), set.isr.end(), options_.broker_id) != set.isr.end();
@@ -383,42 +384,55 @@ Status ZkCluster::AcceptReplica(const net::ReplicaAppendRequest& m) {
   // A leader of a newer epoch than this broker has seen, or an in-sync set this broker is not
   // in as it knows it (it just joined): read the node before deciding, so a new leader or a
   // join is never refused for a watch that has not fired yet.
-  if (m.leader_epoch > known_epoch || (m.leader_epoch == known_epoch && !known_in_sync)) {
-    RETURN_IF_ERROR(ReadStream(m.stream).status());
+  if (leader_epoch > known_epoch || (leader_epoch == known_epoch && !known_in_sync)) {
+    RETURN_IF_ERROR(ReadStream(name).status());
   }
+  return t;
+}
+
+Status ZkCluster::CheckFollowerWrite(const std::string& name, uint32_t streamlet, uint32_t leader,
+                                     uint64_t leader_epoch) {
+  MutexLock cache(&mu_);
+  auto it = streams_.find(name);
+  const std::string what = StreamletName(name, streamlet);
+  if (it == streams_.end() || streamlet >= it->second.replicas.size()) {
+    return Status::StreamNotFound("stream '" + name + "' does not exist");
+  }
+  const StreamRecord& record = it->second;
+  const uint64_t epoch = record.replicas[streamlet].leader_epoch;
+  if (!record.Follows(streamlet, options_.broker_id)) {
+    return Status::NotOwner("broker " + std::to_string(options_.broker_id) + " does not follow " +
+                            what + " (its leader is broker " +
+                            std::to_string(record.owners[streamlet]) + ")");
+  }
+  if (record.owners[streamlet] != leader || epoch != leader_epoch) {
+    return Status::NotOwner("broker " + std::to_string(leader) + " at leader epoch " +
+                            std::to_string(leader_epoch) + " does not lead " + what + ": broker " +
+                            std::to_string(record.owners[streamlet]) + " does, at epoch " +
+                            std::to_string(epoch));
+  }
+  // Out of the in-sync set, or not checked since this broker started: the copy may miss
+  // writes, so it takes none until it is whole again (the catch-up thread rebuilds it).
+  const std::vector<uint32_t>& isr = record.replicas[streamlet].isr;
+  if (std::find(isr.begin(), isr.end(), options_.broker_id) == isr.end() ||
+      rebuilding_.contains({name, streamlet})) {
+    return Status::PositionOutOfRange("broker " + std::to_string(options_.broker_id) +
+                                      "'s copy of " + what +
+                                      " is not in sync; it is being copied again");
+  }
+  return Status::Ok();
+}
+
+Status ZkCluster::AcceptReplica(const net::ReplicaAppendRequest& m) {
+  ASSIGN_OR_RETURN(FollowerTarget target,
+                   FollowerWriteTarget(m.stream, m.streamlet, m.leader_epoch));
+  const std::shared_ptr<storage::Stream>& stream = target.stream;
+  storage::Streamlet* s = target.streamlet;
+  const std::shared_ptr<FollowerCopy>& copy = target.copy;
   // The check and the write under the copy's lock, which a promotion takes too: no chunk of an
   // old epoch lands after this broker loaded its copy as the new leader.
   std::lock_guard<std::mutex> lock(copy->mu);
-  {
-    MutexLock cache(&mu_);
-    auto it = streams_.find(m.stream);
-    const std::string what = StreamletName(m.stream, m.streamlet);
-    if (it == streams_.end() || m.streamlet >= it->second.replicas.size()) {
-      return Status::StreamNotFound("stream '" + m.stream + "' does not exist");
-    }
-    const StreamRecord& record = it->second;
-    const uint64_t epoch = record.replicas[m.streamlet].leader_epoch;
-    if (!record.Follows(m.streamlet, options_.broker_id)) {
-      return Status::NotOwner("broker " + std::to_string(options_.broker_id) + " does not follow " +
-                              what + " (its leader is broker " +
-                              std::to_string(record.owners[m.streamlet]) + ")");
-    }
-    if (record.owners[m.streamlet] != m.leader || epoch != m.leader_epoch) {
-      return Status::NotOwner("broker " + std::to_string(m.leader) + " at leader epoch " +
-                              std::to_string(m.leader_epoch) + " does not lead " + what +
-                              ": broker " + std::to_string(record.owners[m.streamlet]) +
-                              " does, at epoch " + std::to_string(epoch));
-    }
-    // Out of the in-sync set, or not checked since this broker started: the copy may miss
-    // chunks, so it takes none until it is whole again (the catch-up thread rebuilds it).
-    const std::vector<uint32_t>& isr = record.replicas[m.streamlet].isr;
-    if (std::find(isr.begin(), isr.end(), options_.broker_id) == isr.end() ||
-        rebuilding_.contains({m.stream, m.streamlet})) {
-      return Status::PositionOutOfRange("broker " + std::to_string(options_.broker_id) +
-                                        "'s copy of " + what +
-                                        " is not in sync; it is being copied again");
-    }
-  }
+  RETURN_IF_ERROR(CheckFollowerWrite(m.stream, m.streamlet, m.leader, m.leader_epoch));
   RETURN_IF_ERROR(storage::ValidateChunk(m.chunk, m.chunk_size).status());
   if (m.at.offset + uint64_t{m.chunk_size} > stream->config().segment_bytes) {
     return Status::InvalidArgument("a chunk of " + std::to_string(m.chunk_size) +
@@ -507,11 +521,28 @@ void ZkCluster::Install(const std::string& name, StreamRecord record) {
                            << synced.ToString();
           copy->file.reset();
         }
+        // Its transactions too, from the files the old leader's writes made here, as a restart
+        // loads them: committed ones' renames finished before the streamlet loads its files,
+        // open and prepared ones' parts after. The log stays byte for byte the followers'.
+        storage::StreamTransactions* txns = stream->transactions_of(i);
+        if (txns != nullptr) {
+          txns->Forget();
+          if (Status r = txns->RecoverLog(); !r.ok()) {
+            NS_LOG(kError) << "loading the transactions of " << StreamletName(name, i)
+                           << " as its new leader: " << r.ToString();
+          }
+        }
         (void)s->DropAll();  // nothing in memory a follower reads; its files are the copy
         Status loaded = s->Recover(WallNowMs());
         if (!loaded.ok()) {
           NS_LOG(kError) << "loading the copy of " << StreamletName(name, i)
                          << " as its new leader: " << loaded.ToString();
+        }
+        if (txns != nullptr) {
+          if (Status r = txns->RecoverParts(WallNowMs(), /*rewrite_log=*/false); !r.ok()) {
+            NS_LOG(kError) << "loading the transactions' parts of " << StreamletName(name, i)
+                           << " as its new leader: " << r.ToString();
+          }
         }
         StartLeaderEpoch(name, i, *s, record.replicas[i].leader_epoch);
         NS_LOG(kInfo) << "broker " << me << " leads " << StreamletName(name, i) << " at epoch "
@@ -536,7 +567,9 @@ void ZkCluster::Install(const std::string& name, StreamRecord record) {
         // cache names its successor (it would be acknowledged without the new leader).
         if (led) s->Seal();
         give_up.emplace_back([s, led, what = StreamletName(name, i),
+                              txns = stream->transactions_of(i),
                               replicas = FormatIds(record.replicas[i].replicas), me] {
+          if (txns != nullptr) txns->Forget();
           (void)s->DropAll(/*reopen=*/!led);
           RemoveCopy(s->dir());
           NS_LOG(kInfo) << "broker " << me << " holds no replica of " << what
@@ -557,7 +590,11 @@ void ZkCluster::Install(const std::string& name, StreamRecord record) {
         // start): in memory the streamlet holds nothing while this broker follows; its files
         // stay, the copy new chunks are appended to. A leader no longer is sealed (see above).
         if (led) s->Seal();
-        give_up.emplace_back([s, led] { (void)s->DropAll(/*reopen=*/!led); });
+        // A follower's transactions are files only, as its streamlet is.
+        give_up.emplace_back([s, led, txns = stream->transactions_of(i)] {
+          if (txns != nullptr) txns->Forget();
+          (void)s->DropAll(/*reopen=*/!led);
+        });
         demoted = demoted || led;
         if (led) {
           // A seal held for a replica move that made another replica the leader: nothing to

@@ -25,9 +25,15 @@ constexpr int64_t kMoveTxnWaitMs = 60000;
 }  // namespace
 
 ZkCluster::ZkCluster(ClusterOptions options, storage::StreamStore* store)
-    : options_(std::move(options)), store_(store) {}
+    : options_(std::move(options)), store_(store) {
+  // Replicated streams' transactions reach their followers through this cluster.
+  store_->set_txn_mirror(this);
+}
 
-ZkCluster::~ZkCluster() { Stop(); }
+ZkCluster::~ZkCluster() {
+  Stop();
+  store_->set_txn_mirror(nullptr);
+}
 
 void ZkCluster::Watcher(zhandle_t* /*zh*/, int type, int state, const char* path, void* context) {
   auto* self = static_cast<ZkCluster*>(context);
@@ -514,9 +520,19 @@ Result<storage::Position> ZkCluster::Seal(storage::Stream& stream, uint32_t id,
   // The transactions begun before the first request of this move may still write the streamlet
   // (an exactly-once writer flushes its transaction before its checkpoint commits it); later
   // ones may not, so the earlier ones only end. The mark stays across the target's requests.
-  // A replicated stream's transactions are the streamlet's own scope.
-  storage::StreamTransactions& txns =
-      *stream.transactions_of(stream.config().replication > 1 ? id : storage::kBrokerTxnScope);
+  if (stream.config().replication > 1) {
+    // A replicated streamlet's transactions are its own scope, whose files the copy takes with
+    // it (CopyTxnFiles): nothing to wait for. The seal holds off the scope's requests from now
+    // on; taking the scope's lock waits for those in progress (a commit linking its group).
+    s.Seal();
+    (void)stream.transactions_of(id)->NextNumber();
+    s.CloseActiveGroups();
+    const storage::Position tail = s.tail();
+    MutexLock lock(&mu_);
+    seals_[key] = MonotonicNowMs() + seal_ms;
+    return tail;
+  }
+  storage::StreamTransactions& txns = stream.transactions();
   uint64_t mark = s.new_parts_mark();
   if (mark == 0) mark = txns.NextNumber();
   s.HoldOffNewParts(mark);

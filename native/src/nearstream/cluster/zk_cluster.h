@@ -36,6 +36,7 @@
 #include "nearstream/net/protocol.h"
 #include "nearstream/storage/held_appends.h"
 #include "nearstream/storage/stream_store.h"
+#include "nearstream/storage/txn_mirror.h"
 
 // ZooKeeper's C client handle, declared as zookeeper/zookeeper.h does (its name, not ours).
 // NOLINTNEXTLINE(bugprone-reserved-identifier)
@@ -54,7 +55,7 @@ struct ClusterOptions {
   bool whole_catch_up = false;
 };
 
-class ZkCluster {
+class ZkCluster : public storage::TxnMirror {
  public:
   // `store` must outlive the cluster.
   ZkCluster(ClusterOptions options, storage::StreamStore* store);
@@ -125,6 +126,19 @@ class ZkCluster {
   Status JoinIsr(const net::ReplicaJoinRequest& m) NS_EXCLUDES(mu_, zk_mu_);
   // The leader's side of ReplicaCheck (epoch_catch_up.cc): its epoch history and segments.
   Result<net::ReplicaCheckResponse> CheckReplica(const net::ReplicaCheckRequest& m)
+      NS_EXCLUDES(mu_, zk_mu_);
+
+  // ---- replicated transactions (txn_replication.cc; docs/cluster.md, "Replication") ---------
+  // The leader's side: sends a streamlet scope's file writes to every other in-sync replica,
+  // one at a time and in order per follower; a follower that fails leaves the in-sync set
+  // first. When that cannot be done, the failed followers are remembered, and every later call
+  // tries again before it sends anything (storage::TxnMirror).
+  Status Mirror(const std::string& stream, uint32_t streamlet,
+                const std::vector<storage::TxnFileOp>& ops) override NS_EXCLUDES(mu_, zk_mu_);
+  // A follower's side of ReplicaTxn: the checks of AcceptReplica, then the write.
+  Status AcceptReplicaTxn(const net::ReplicaTxnRequest& m) NS_EXCLUDES(mu_, zk_mu_);
+  // The leader's side of ReplicaTxnFiles: the scope's files, while the streamlet is sealed.
+  Result<net::ReplicaTxnFilesResponse> TxnFiles(const net::ReplicaCheckRequest& m, size_t max_bytes)
       NS_EXCLUDES(mu_, zk_mu_);
 
   // OK when this broker stores `streamlet` of `stream`, or when the cluster does not place the
@@ -369,12 +383,38 @@ class ZkCluster {
   std::map<std::tuple<std::string, uint32_t, uint32_t>, std::shared_ptr<ReplicaLink>> links_
       NS_GUARDED_BY(mu_);
   // A follower's copy of one streamlet: the segment file it appends to. `mu` is held for a
-  // whole ReplicaAppend, and by a promotion, which closes the file before it loads the copy.
+  // whole ReplicaAppend or ReplicaTxn, and by a promotion, which closes the file before it
+  // loads the copy.
   struct FollowerCopy {
     std::mutex mu;
     std::unique_ptr<storage::WritableFile> file;
     storage::Position file_at;  // the segment `file` holds and where its next byte goes
   };
+  // What a leader's write to a follower lands in (AcceptReplica, AcceptReplicaTxn).
+  struct FollowerTarget {
+    std::shared_ptr<storage::Stream> stream;
+    storage::Streamlet* streamlet = nullptr;
+    std::shared_ptr<FollowerCopy> copy;
+  };
+  // Before a write from a leader: the local stream and streamlet, and the copy whose lock the
+  // write holds; reads the stream's node first when the sender names a newer epoch.
+  Result<FollowerTarget> FollowerWriteTarget(const std::string& name, uint32_t streamlet,
+                                             uint64_t leader_epoch) NS_EXCLUDES(mu_, zk_mu_);
+  // Under the copy's lock: `leader` leads the streamlet at `leader_epoch` and this broker is an
+  // in-sync follower of it.
+  Status CheckFollowerWrite(const std::string& name, uint32_t streamlet, uint32_t leader,
+                            uint64_t leader_epoch) NS_EXCLUDES(mu_);
+  // The leader's check of a follower's ReplicaCheck or ReplicaTxnFiles: this broker leads the
+  // streamlet and the sender is a replica of it. Returns the leader epoch.
+  Result<uint64_t> CheckLeaderFor(const net::ReplicaCheckRequest& m) NS_EXCLUDES(mu_, zk_mu_);
+  // A catching-up follower, under its leader's seal: replaces its copy's transaction files by
+  // the leader's (txn_replication.cc).
+  Status CopyTxnFiles(net::Client& leader, const std::string& name, uint32_t id,
+                      storage::Streamlet& s) NS_EXCLUDES(mu_, zk_mu_);
+  // Followers a transaction write could not reach and that could not leave the in-sync set yet,
+  // per streamlet this broker leads: nothing of its transactions is acknowledged until they do.
+  std::map<std::pair<std::string, uint32_t>, std::vector<uint32_t>> txn_unconfirmed_
+      NS_GUARDED_BY(mu_);
   std::map<std::pair<std::string, uint32_t>, std::shared_ptr<FollowerCopy>> copies_
       NS_GUARDED_BY(mu_);
   // Followed streamlets whose copy this broker has not checked since it started: it takes no

@@ -438,6 +438,16 @@ Result<ReplicaCheckResponse> Client::ReplicaCheck(const ReplicaCheckRequest& req
   return DecodeReplicaCheckResponse(r.body.data(), r.body.size());
 }
 
+Status Client::ReplicaTxn(const ReplicaTxnRequest& request) {
+  return Call(Opcode::kReplicaTxn, EncodeBody(EncodeReplicaTxnRequest, request)).status();
+}
+
+Result<ReplicaTxnFilesResponse> Client::ReplicaTxnFiles(const ReplicaCheckRequest& request) {
+  ASSIGN_OR_RETURN(Response r,
+                   Call(Opcode::kReplicaTxnFiles, EncodeBody(EncodeReplicaCheckRequest, request)));
+  return DecodeReplicaTxnFilesResponse(r.body.data(), r.body.size());
+}
+
 Status Client::ReplicaMove(const ReplicaMoveRequest& request) {
   return Call(Opcode::kReplicaMove, EncodeBody(EncodeReplicaMoveRequest, request)).status();
 }

@@ -37,6 +37,8 @@ const char* OpcodeName(uint16_t opcode) {
     case Opcode::kReplicaJoin: return "ReplicaJoin";
     case Opcode::kReplicaMove: return "ReplicaMove";
     case Opcode::kReplicaCheck: return "ReplicaCheck";
+    case Opcode::kReplicaTxn: return "ReplicaTxn";
+    case Opcode::kReplicaTxnFiles: return "ReplicaTxnFiles";
     case Opcode::kPushSubscribe: return "PushSubscribe";
     case Opcode::kPushUpdate: return "PushUpdate";
     case Opcode::kPushClose: return "PushClose";
@@ -279,6 +281,64 @@ Result<ReplicaMoveRequest> DecodeReplicaMoveRequest(const uint8_t* p, size_t n) 
   m.streamlet = r.U32();
   m.from = r.U32();
   return Finish(r, std::move(m), "ReplicaMove request");
+}
+
+void EncodeReplicaTxnRequest(ByteWriter& w, const ReplicaTxnRequest& m) {
+  w.Str(m.stream);
+  w.U32(m.streamlet);
+  w.U32(m.leader);
+  w.U64(m.leader_epoch);
+  w.U8(static_cast<uint8_t>(m.op));
+  w.Str(m.file);
+  w.U64(m.offset);
+  w.Str(m.to);
+  w.Blob(m.data, m.data_size);
+}
+
+Result<ReplicaTxnRequest> DecodeReplicaTxnRequest(const uint8_t* p, size_t n) {
+  ByteReader r(p, n);
+  ReplicaTxnRequest m;
+  m.stream = r.Str();
+  m.streamlet = r.U32();
+  m.leader = r.U32();
+  m.leader_epoch = r.U64();
+  const uint8_t op = r.U8();
+  // Only the four ops exist; any other byte is malformed, so that an accepted body always
+  // re-encodes to the same bytes.
+  if (op < static_cast<uint8_t>(ReplicaTxnOp::kAppend) ||
+      op > static_cast<uint8_t>(ReplicaTxnOp::kDelete)) {
+    r.Fail();
+  }
+  m.op = static_cast<ReplicaTxnOp>(op);
+  m.file = r.Str();
+  m.offset = r.U64();
+  m.to = r.Str();
+  m.data_size = r.U32();
+  m.data = r.Take(m.data_size);
+  return Finish(r, std::move(m), "ReplicaTxn request");
+}
+
+void EncodeReplicaTxnFilesResponse(ByteWriter& w, const ReplicaTxnFilesResponse& m) {
+  w.U32(static_cast<uint32_t>(m.files.size()));
+  for (const ReplicaTxnFile& f : m.files) {
+    w.Str(f.name);
+    w.Blob(f.data.data(), static_cast<uint32_t>(f.data.size()));
+  }
+}
+
+Result<ReplicaTxnFilesResponse> DecodeReplicaTxnFilesResponse(const uint8_t* p, size_t n) {
+  ByteReader r(p, n);
+  ReplicaTxnFilesResponse m;
+  const uint32_t count = r.Count(2 + 4);  // an empty name and an empty blob at least
+  for (uint32_t i = 0; i < count && r.ok(); ++i) {
+    ReplicaTxnFile f;
+    f.name = r.Str();
+    const uint32_t size = r.U32();
+    const uint8_t* data = r.Take(size);
+    if (data != nullptr) f.data.assign(data, data + size);
+    m.files.push_back(std::move(f));
+  }
+  return Finish(r, std::move(m), "ReplicaTxnFiles response");
 }
 
 void EncodeReplicaCheckRequest(ByteWriter& w, const ReplicaCheckRequest& m) {

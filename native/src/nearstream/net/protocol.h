@@ -51,6 +51,8 @@ enum class Opcode : uint16_t {
   kReplicaJoin = 15,
   kReplicaMove = 16,
   kReplicaCheck = 17,
+  kReplicaTxn = 18,
+  kReplicaTxnFiles = 19,
   kPushSubscribe = 20,
   kPushUpdate = 21,
   kPushClose = 22,
@@ -176,6 +178,30 @@ struct ReplicaCheckResponse {
   uint64_t leader_epoch = 0;
   std::vector<EpochStart> epochs;       // oldest first
   std::vector<SegmentExtent> segments;  // by group, then segment
+};
+// A leader's write to a file of a replicated streamlet's transaction scope, for a follower to
+// repeat (docs/protocol.md, "ReplicaTxn (18)"). ReplicaTxnFiles' request is a
+// ReplicaCheckRequest.
+enum class ReplicaTxnOp : uint8_t { kAppend = 1, kReplace = 2, kRename = 3, kDelete = 4 };
+struct ReplicaTxnRequest {
+  std::string stream;
+  uint32_t streamlet = 0;
+  uint32_t leader = 0;
+  uint64_t leader_epoch = 0;
+  ReplicaTxnOp op = ReplicaTxnOp::kAppend;
+  std::string file;
+  uint64_t offset = 0;
+  std::string to;
+  const uint8_t* data = nullptr;  // into the request's body when decoded
+  uint32_t data_size = 0;
+};
+struct ReplicaTxnFile {
+  std::string name;
+  Bytes data;
+  bool operator==(const ReplicaTxnFile&) const = default;
+};
+struct ReplicaTxnFilesResponse {
+  std::vector<ReplicaTxnFile> files;
 };
 struct AppendRequest {
   std::string stream;
@@ -439,6 +465,10 @@ Result<ReplicaAppendRequest> DecodeReplicaAppendRequest(const uint8_t* p, size_t
 void EncodeReplicaJoinRequest(ByteWriter& w, const ReplicaJoinRequest& m);
 Result<ReplicaJoinRequest> DecodeReplicaJoinRequest(const uint8_t* p, size_t n);
 void EncodeReplicaMoveRequest(ByteWriter& w, const ReplicaMoveRequest& m);
+void EncodeReplicaTxnRequest(ByteWriter& w, const ReplicaTxnRequest& m);
+Result<ReplicaTxnRequest> DecodeReplicaTxnRequest(const uint8_t* p, size_t n);
+void EncodeReplicaTxnFilesResponse(ByteWriter& w, const ReplicaTxnFilesResponse& m);
+Result<ReplicaTxnFilesResponse> DecodeReplicaTxnFilesResponse(const uint8_t* p, size_t n);
 void EncodeReplicaCheckRequest(ByteWriter& w, const ReplicaCheckRequest& m);
 Result<ReplicaCheckRequest> DecodeReplicaCheckRequest(const uint8_t* p, size_t n);
 void EncodeReplicaCheckResponse(ByteWriter& w, const ReplicaCheckResponse& m);

@@ -241,6 +241,10 @@ constexpr uint64_t kReplicaAppendId = 0x5A5B5C5D5E5F5051ull;
 constexpr uint64_t kReplicaJoinId = 0x6A6B6C6D6E6F6061ull;
 constexpr uint64_t kReplicaMoveId = 0x7A7B7C7D7E7F7071ull;
 constexpr uint64_t kReplicaCheckId = 0x8A8B8C8D8E8F8081ull;
+constexpr uint64_t kReplicaTxnId = 0x9A9B9C9D9E9F9091ull;
+constexpr uint64_t kReplicaTxnRenameId = 0xAAABACADAEAFA0A1ull;
+constexpr uint64_t kReplicaTxnFilesId = 0xCACBCCCDCECFC0C1ull;
+constexpr const char* kPartFile = "txn-00000000000000000007-00000000000000000003.seg";
 constexpr const char* kTxnId = "job-42.sink-3";
 constexpr const char* kTxnIdNonAscii = "job-42.sink-\xc3\xbc";  // "ü": Str counts bytes
 constexpr uint32_t kTxnEpoch = 0x01020304u;
@@ -289,6 +293,11 @@ const std::set<std::string> kGoldenFiles = {
     "replica_move_response.bin",
     "replica_check_request.bin",
     "replica_check_response.bin",
+    "replica_txn_request.bin",
+    "replica_txn_response.bin",
+    "replica_txn_rename_request.bin",
+    "replica_txn_files_request.bin",
+    "replica_txn_files_response.bin",
     "append_response_moving.bin",
     "push_subscribe_request.bin",
     "push_subscribe_request_json_filter.bin",
@@ -410,7 +419,8 @@ TEST(ProtocolGoldenTest, EmptyOkResponses) {
         Case{"move_streamlet_response.bin", Opcode::kMoveStreamlet, kMoveStreamletId},
         Case{"replica_append_response.bin", Opcode::kReplicaAppend, kReplicaAppendId},
         Case{"replica_join_response.bin", Opcode::kReplicaJoin, kReplicaJoinId},
-        Case{"replica_move_response.bin", Opcode::kReplicaMove, kReplicaMoveId}}) {
+        Case{"replica_move_response.bin", Opcode::kReplicaMove, kReplicaMoveId},
+        Case{"replica_txn_response.bin", Opcode::kReplicaTxn, kReplicaTxnId}}) {
     SCOPED_TRACE(c.file);
     GoldenFrame f;
     ASSERT_NO_FATAL_FAILURE(LoadFrame(c.file, &f));
@@ -889,6 +899,76 @@ TEST(ProtocolGoldenTest, ReplicaCheck) {
                   f.bytes, "replica_check_response.bin");
 }
 
+TEST(ProtocolGoldenTest, ReplicaTxn) {
+  GoldenFrame f;
+  ASSERT_NO_FATAL_FAILURE(LoadFrame("replica_txn_request.bin", &f));
+  ExpectHeader(f, Opcode::kReplicaTxn, kReplicaTxnId, /*response=*/false);
+  auto m = DecodeReplicaTxnRequest(f.body(), f.body_size());
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->stream, kStream);
+  EXPECT_EQ(m->streamlet, 3u);
+  EXPECT_EQ(m->leader, 0x01020304u);
+  EXPECT_EQ(m->leader_epoch, 0x0102030405060708ull);
+  EXPECT_EQ(m->op, ReplicaTxnOp::kAppend);
+  EXPECT_EQ(m->file, kPartFile);
+  EXPECT_EQ(m->offset, 0x100000040ull);
+  EXPECT_EQ(m->to, "");
+  ExpectChunk(m->data, m->data_size, kProducer, 2, 1700000005000, {"in a replica"});
+  ExpectSameBytes(EncodeRequest(Opcode::kReplicaTxn, kReplicaTxnId,
+                                [&](ByteWriter& w) { EncodeReplicaTxnRequest(w, *m); }),
+                  f.bytes, "replica_txn_request.bin");
+
+  ASSERT_NO_FATAL_FAILURE(LoadFrame("replica_txn_rename_request.bin", &f));
+  ExpectHeader(f, Opcode::kReplicaTxn, kReplicaTxnRenameId, /*response=*/false);
+  m = DecodeReplicaTxnRequest(f.body(), f.body_size());
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->leader, 2u);
+  EXPECT_EQ(m->leader_epoch, 9u);
+  EXPECT_EQ(m->op, ReplicaTxnOp::kRename);
+  EXPECT_EQ(m->file, kPartFile);
+  EXPECT_EQ(m->offset, 0u);
+  EXPECT_EQ(m->to, "00000000000000000012-00000000000000000003.seg");
+  EXPECT_EQ(m->data_size, 0u);
+  ExpectSameBytes(EncodeRequest(Opcode::kReplicaTxn, kReplicaTxnRenameId,
+                                [&](ByteWriter& w) { EncodeReplicaTxnRequest(w, *m); }),
+                  f.bytes, "replica_txn_rename_request.bin");
+
+  // Ops outside 1-4 are malformed.
+  for (uint8_t op : {0, 5, 0xFF}) {
+    Bytes body(f.body(), f.body() + f.body_size());
+    body[2 + std::string(kStream).size() + 4 + 4 + 8] = op;
+    EXPECT_TRUE(DecodeReplicaTxnRequest(body.data(), body.size()).status().IsMalformedRequest())
+        << int{op};
+  }
+}
+
+TEST(ProtocolGoldenTest, ReplicaTxnFiles) {
+  GoldenFrame f;
+  ASSERT_NO_FATAL_FAILURE(LoadFrame("replica_txn_files_request.bin", &f));
+  ExpectHeader(f, Opcode::kReplicaTxnFiles, kReplicaTxnFilesId, /*response=*/false);
+  auto m = DecodeReplicaCheckRequest(f.body(), f.body_size());
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->stream, kStream);
+  EXPECT_EQ(m->streamlet, 3u);
+  EXPECT_EQ(m->follower, 0x01020304u);
+
+  ASSERT_NO_FATAL_FAILURE(LoadFrame("replica_txn_files_response.bin", &f));
+  ExpectOkResponse(f, Opcode::kReplicaTxnFiles, kReplicaTxnFilesId);
+  auto resp = DecodeReplicaTxnFilesResponse(f.body(), f.body_size());
+  ASSERT_TRUE(resp.ok()) << resp.status().ToString();
+  ASSERT_EQ(resp->files.size(), 2u);
+  EXPECT_EQ(resp->files[0].name, "txn.log");
+  Bytes log;
+  for (uint8_t b = 0x10; b < 0x30; ++b) log.push_back(b);
+  EXPECT_EQ(resp->files[0].data, log);
+  EXPECT_EQ(resp->files[1].name, kPartFile);
+  ExpectChunk(resp->files[1].data.data(), static_cast<uint32_t>(resp->files[1].data.size()),
+              kProducer, 2, 1700000005000, {"in a replica"});
+  ExpectSameBytes(EncodeResponse(Opcode::kReplicaTxnFiles, kReplicaTxnFilesId, Status::Ok(),
+                                 [&](ByteWriter& w) { EncodeReplicaTxnFilesResponse(w, *resp); }),
+                  f.bytes, "replica_txn_files_response.bin");
+}
+
 TEST(ProtocolGoldenTest, SealStreamlet) {
   GoldenFrame f;
   ASSERT_NO_FATAL_FAILURE(LoadFrame("seal_streamlet_request.bin", &f));
@@ -1288,8 +1368,8 @@ TEST(ProtocolGoldenTest, OpcodesAndStatusCodesMatchTheDocument) {
                            "ListStreams",   "Metadata",        "Append",          "Fetch",
                            "Stats",         "LookupTimestamp", "ClusterMetadata", "MoveStreamlet",
                            "SealStreamlet", "ReplicaAppend",   "ReplicaJoin",     "ReplicaMove",
-                           "ReplicaCheck"};
-  for (uint16_t op = 1; op <= 17; ++op) {
+                           "ReplicaCheck",  "ReplicaTxn",      "ReplicaTxnFiles"};
+  for (uint16_t op = 1; op <= 19; ++op) {
     EXPECT_TRUE(IsKnownOpcode(op)) << op;
     EXPECT_STREQ(OpcodeName(op), opcodes[op - 1]);
   }
@@ -1304,7 +1384,7 @@ TEST(ProtocolGoldenTest, OpcodesAndStatusCodesMatchTheDocument) {
     EXPECT_TRUE(IsKnownOpcode(op)) << op;
     EXPECT_STREQ(OpcodeName(op), txn_opcodes[op - 30]);
   }
-  for (uint16_t op : {0, 18, 19, 23, 29, 37, 39, 0xFFFF}) EXPECT_FALSE(IsKnownOpcode(op)) << op;
+  for (uint16_t op : {0, 23, 29, 37, 39, 0xFFFF}) EXPECT_FALSE(IsKnownOpcode(op)) << op;
 
   const char* statuses[] = {"OK",
                             "MALFORMED_REQUEST",
@@ -1384,6 +1464,10 @@ std::vector<DecoderCase> AllDecoders() {
       {"replica_move_request.bin", d(DecodeReplicaMoveRequest)},
       {"replica_check_request.bin", d(DecodeReplicaCheckRequest)},
       {"replica_check_response.bin", d(DecodeReplicaCheckResponse)},
+      {"replica_txn_request.bin", d(DecodeReplicaTxnRequest)},
+      {"replica_txn_rename_request.bin", d(DecodeReplicaTxnRequest)},
+      {"replica_txn_files_request.bin", d(DecodeReplicaCheckRequest)},
+      {"replica_txn_files_response.bin", d(DecodeReplicaTxnFilesResponse)},
       {"push_subscribe_request.bin", d(DecodePushSubscribeRequest)},
       {"push_subscribe_request_json_filter.bin", d(DecodePushSubscribeRequest)},
       {"push_subscribe_request_bytes_filter.bin", d(DecodePushSubscribeRequest)},

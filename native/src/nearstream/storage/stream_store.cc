@@ -133,6 +133,7 @@ Status StreamStore::Recover(const std::string& name, int64_t now_ms) {
                 << DurabilityName(config->durability) << ")";
   MutexLock lock(&mu_);
   if (all_segment_files_ != nullptr) stream->UseSegmentFiles(all_segment_files_);
+  for (StreamTransactions* t : stream->all_transactions()) t->set_mirror(txn_mirror_.load());
   streams_[name] = std::move(stream);
   return Status::Ok();
 }
@@ -169,8 +170,17 @@ Status StreamStore::Create(const StreamConfig& config) {
   }
   auto stream = std::make_shared<Stream>(config, options_.env, dir, options_.txn, &txn_totals_);
   if (all_segment_files_ != nullptr) stream->UseSegmentFiles(all_segment_files_);
+  for (StreamTransactions* t : stream->all_transactions()) t->set_mirror(txn_mirror_.load());
   streams_[config.name] = std::move(stream);
   return Status::Ok();
+}
+
+void StreamStore::set_txn_mirror(TxnMirror* mirror) {
+  MutexLock lock(&mu_);
+  txn_mirror_.store(mirror);
+  for (auto& [name, stream] : streams_) {
+    for (StreamTransactions* t : stream->all_transactions()) t->set_mirror(mirror);
+  }
 }
 
 void StreamStore::UseSegmentFilesForAll(std::shared_ptr<SegmentFiles> files) {

@@ -6,6 +6,7 @@
 // append in progress keeps a deleted stream's memory alive until it finishes.
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <string>
@@ -15,6 +16,7 @@
 #include "nearstream/common/thread_annotations.h"
 #include "nearstream/storage/env.h"
 #include "nearstream/storage/stream.h"
+#include "nearstream/storage/txn_mirror.h"
 
 namespace nearstream::storage {
 
@@ -51,6 +53,9 @@ class StreamStore {
   // Open and prepared transactions of every stream, and the broker's finished-transaction counts.
   TxnGauges transaction_gauges() const NS_EXCLUDES(mu_);
   const TxnTotals& transaction_totals() const { return txn_totals_; }
+  // Where replicated streams' transaction writes go (a cluster, txn_mirror.h): every stream's,
+  // now and later. Null stops it.
+  void set_txn_mirror(TxnMirror* mirror) NS_EXCLUDES(mu_);
 
  private:
   std::string StreamDir(const std::string& name) const;
@@ -64,6 +69,7 @@ class StreamStore {
   uint64_t deletions_ NS_GUARDED_BY(mu_) = 0;
   std::shared_ptr<SegmentFiles> all_segment_files_ NS_GUARDED_BY(mu_);
   TxnTotals txn_totals_;
+  std::atomic<TxnMirror*> txn_mirror_{nullptr};
 };
 
 // stream.meta is a small text file of key=value lines; exposed for tests.

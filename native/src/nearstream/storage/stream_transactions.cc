@@ -27,6 +27,7 @@ struct StreamTransactions::Txn {
   TxnPhase phase = TxnPhase::kOpen;                    // written with mu_ and mu held
   std::map<uint32_t, std::unique_ptr<TxnPart>> parts;  // guarded by mu
   std::vector<TxnLink> prepared_parts;  // each part's bytes at the prepare (with mu_)
+  bool forgotten = false;               // (mu) the broker stopped leading the scope
 };
 
 namespace {
@@ -68,7 +69,53 @@ Status StreamTransactions::Log(const TxnRecord& record, bool sync) {
       return s;
     }
   }
-  return log_->Append(record, sync);
+  if (!Mirrors()) return log_->Append(record, sync);
+  const uint64_t offset = log_->size();
+  Bytes framed;
+  RETURN_IF_ERROR(log_->Append(record, sync, &framed));
+  MirrorLocked({TxnFileOp::Kind::kAppend, "txn.log", offset, nullptr, 0, {}}, &framed);
+  return Status::Ok();
+}
+
+bool StreamTransactions::Mirrors() const {
+  return scope_ != kBrokerTxnScope && durable_ && mirror_.load() != nullptr;
+}
+
+void StreamTransactions::MirrorLocked(TxnFileOp op, Bytes* owned) {
+  if (owned != nullptr) {
+    batch_.owned.push_back(std::move(*owned));
+    op.data = batch_.owned.back().data();
+    op.size = static_cast<uint32_t>(batch_.owned.back().size());
+  }
+  batch_.ops.push_back(std::move(op));
+}
+
+Status StreamTransactions::SendBatchLocked() {
+  if (batch_.ops.empty()) return Status::Ok();
+  MirrorBatch batch;
+  std::swap(batch, batch_);
+  TxnMirror* mirror = mirror_.load();
+  if (mirror == nullptr) return Status::Ok();
+  Status s = mirror->Mirror(stream_->config().name, scope_, batch.ops);
+  if (!s.ok()) mirror_pending_.store(true);
+  return s;
+}
+
+Status StreamTransactions::ReadyLocked() {
+  if (scope_ == kBrokerTxnScope) return Status::Ok();
+  if (stream_->streamlet(scope_)->sealed()) {
+    // A follower is copying the scope's files (or this broker just stopped leading it).
+    return Status::StreamletMoving("streamlet " + std::to_string(scope_) + " of stream '" +
+                                   stream_->config().name +
+                                   "' is sealed (a replica is being copied); retry after a "
+                                   "back-off");
+  }
+  if (mirror_pending_.load()) {
+    TxnMirror* mirror = mirror_.load();
+    if (mirror != nullptr) RETURN_IF_ERROR(mirror->Mirror(stream_->config().name, scope_, {}));
+    mirror_pending_.store(false);
+  }
+  return Status::Ok();
 }
 
 bool StreamTransactions::SyncEach() const {
@@ -162,8 +209,13 @@ Status StreamTransactions::FlushAsync() {
 
 void StreamTransactions::MaybeCompactLocked() {
   if (log_ == nullptr || log_->size() < settings_.compact_log_bytes) return;
-  Status s = log_->Rewrite(StateRecordsLocked());
-  if (!s.ok()) NS_LOG(kWarning) << "compacting " << dir_ << "/txn.log: " << s.ToString();
+  Bytes image;
+  Status s = log_->Rewrite(StateRecordsLocked(), &image);
+  if (!s.ok()) {
+    NS_LOG(kWarning) << "compacting " << dir_ << "/txn.log: " << s.ToString();
+    return;
+  }
+  if (Mirrors()) MirrorLocked({TxnFileOp::Kind::kReplace, "txn.log", 0, nullptr, 0, {}}, &image);
 }
 
 std::vector<TxnRecord> StreamTransactions::StateRecordsLocked() const {
@@ -254,6 +306,12 @@ Result<std::pair<uint32_t, uint64_t>> StreamTransactions::Init(const std::string
   (void)now_ms;
   RETURN_IF_ERROR(CheckTransactionalId(id));
   MutexLock lock(&mu_);
+  RETURN_IF_ERROR(ReadyLocked());
+  return SentLocked(InitLocked(id, keep_prepared_through));
+}
+
+Result<std::pair<uint32_t, uint64_t>> StreamTransactions::InitLocked(
+    const std::string& id, uint64_t keep_prepared_through) {
   const bool fresh = !ids_.contains(id);
   IdState& st = ids_[id];
   const uint32_t epoch = st.epoch + 1;
@@ -281,6 +339,12 @@ Result<std::pair<uint32_t, uint64_t>> StreamTransactions::Init(const std::string
 
 Result<uint64_t> StreamTransactions::Begin(const std::string& id, uint32_t epoch, int64_t now_ms) {
   MutexLock lock(&mu_);
+  RETURN_IF_ERROR(ReadyLocked());
+  return SentLocked(BeginLocked(id, epoch, now_ms));
+}
+
+Result<uint64_t> StreamTransactions::BeginLocked(const std::string& id, uint32_t epoch,
+                                                 int64_t now_ms) {
   IdState* st = FindLocked(id);
   if (st == nullptr) {
     return Status::TxnNotFound(Quote(id) + " is not known to stream '" + stream_->config().name +
@@ -304,6 +368,7 @@ Result<uint64_t> StreamTransactions::Begin(const std::string& id, uint32_t epoch
 Result<std::shared_ptr<StreamTransactions::Txn>> StreamTransactions::ForAppend(
     const std::string& id, uint32_t epoch, uint64_t serial, int64_t now_ms) {
   MutexLock lock(&mu_);
+  RETURN_IF_ERROR(ReadyLocked());
   IdState* st = FindLocked(id);
   if (st == nullptr) return NotFound(id, serial);
   if (epoch != st->epoch) return Fenced(id, epoch, st->epoch);
@@ -330,7 +395,17 @@ Result<bool> StreamTransactions::Append(Txn& txn, uint32_t streamlet, const uint
         "a transaction in the scope of streamlet " + std::to_string(scope_) + " of stream '" +
         stream_->config().name + "' writes no other streamlet (" + std::to_string(streamlet) + ")");
   }
+  if (mirror_pending_.load()) {
+    // An earlier write may be missing on a follower: nothing is acknowledged until it is not.
+    TxnMirror* mirror = mirror_.load();
+    if (mirror != nullptr) RETURN_IF_ERROR(mirror->Mirror(stream_->config().name, scope_, {}));
+    mirror_pending_.store(false);
+  }
   std::lock_guard<std::mutex> lock(txn.mu);
+  if (txn.forgotten) {
+    return Status::NotOwner("this broker no longer leads streamlet " + std::to_string(streamlet) +
+                            " of stream '" + stream_->config().name + "'");
+  }
   if (txn.phase != TxnPhase::kOpen) {
     if (txn.phase == TxnPhase::kAborted) {
       return Status::TxnAborted("transaction " + std::to_string(txn.serial) + " of " +
@@ -352,12 +427,21 @@ Result<bool> StreamTransactions::Append(Txn& txn, uint32_t streamlet, const uint
     part = std::make_unique<TxnPart>(s, &stream_->config(), env_, txn.number);
     txn.streamlets.store(static_cast<uint32_t>(txn.parts.size()));
   }
-  ASSIGN_OR_RETURN(bool duplicate, part->Append(chunk, h, now_ms));
+  TxnFileOp written;
+  ASSIGN_OR_RETURN(bool duplicate, part->Append(chunk, h, now_ms, &written));
   if (!duplicate) {
     txn.bytes.fetch_add(h.total_size());
     txn.chunks.fetch_add(1);
   }
   txn.last_activity_ms.store(now_ms);
+  if (!duplicate && Mirrors() && written.data != nullptr) {
+    // Under the transaction's lock: its part's file grows in order on every follower too.
+    Status sent = mirror_.load()->Mirror(stream_->config().name, scope_, {written});
+    if (!sent.ok()) {
+      mirror_pending_.store(true);
+      return sent;
+    }
+  }
   return duplicate;
 }
 
@@ -382,6 +466,12 @@ Status StreamTransactions::PrepareLocked(IdState& st, std::shared_ptr<Txn> txn) 
 
 Status StreamTransactions::Prepare(const std::string& id, uint32_t epoch, uint64_t serial) {
   MutexLock lock(&mu_);
+  RETURN_IF_ERROR(ReadyLocked());
+  return SentLocked(PrepareRequestLocked(id, epoch, serial));
+}
+
+Status StreamTransactions::PrepareRequestLocked(const std::string& id, uint32_t epoch,
+                                                uint64_t serial) {
   IdState* st = FindLocked(id);
   if (st == nullptr) return NotFound(id, serial);
   if (epoch != st->epoch) return Fenced(id, epoch, st->epoch);
@@ -419,6 +509,11 @@ Status StreamTransactions::CommitLocked(IdState& st, std::shared_ptr<Txn> txn, i
     std::vector<std::shared_ptr<Segment>> segments = part.TakeSegments();  // in the same order
     for (size_t i = 0; i < renames.size(); ++i) {
       auto& [from, to] = renames[i];
+      if (Mirrors()) {
+        // Followers rename at once, after their copy of the COMMIT record (sent before).
+        MirrorLocked({TxnFileOp::Kind::kRename, from.substr(from.rfind('/') + 1), 0, nullptr, 0,
+                      to.substr(to.rfind('/') + 1)});
+      }
       if (!SyncEach()) {
         pending_renames_.push_back({l.streamlet, std::move(from), std::move(to), segments[i]});
         continue;
@@ -437,7 +532,11 @@ Status StreamTransactions::CommitLocked(IdState& st, std::shared_ptr<Txn> txn, i
     streamlet->LinkReserved(l.group, std::move(segments));
     linked->push_back(l.streamlet);
   }
-  for (auto& [streamlet, part] : txn->parts) part->Discard();  // empty parts' files, if any
+  std::vector<std::string> deleted;
+  for (auto& [streamlet, part] : txn->parts) part->Discard(&deleted);  // empty parts' files
+  for (std::string& name : deleted) {
+    if (Mirrors()) MirrorLocked({TxnFileOp::Kind::kDelete, std::move(name), 0, nullptr, 0, {}});
+  }
   txn->parts.clear();
   txn->phase = TxnPhase::kCommitted;
   FinishLocked(st, txn, true);
@@ -448,6 +547,13 @@ Status StreamTransactions::CommitLocked(IdState& st, std::shared_ptr<Txn> txn, i
 Status StreamTransactions::Commit(const std::string& id, uint32_t epoch, uint64_t serial,
                                   int64_t now_ms, std::vector<uint32_t>* linked) {
   MutexLock lock(&mu_);
+  RETURN_IF_ERROR(ReadyLocked());
+  return SentLocked(CommitRequestLocked(id, epoch, serial, now_ms, linked));
+}
+
+Status StreamTransactions::CommitRequestLocked(const std::string& id, uint32_t epoch,
+                                               uint64_t serial, int64_t now_ms,
+                                               std::vector<uint32_t>* linked) {
   IdState* st = FindLocked(id);
   if (st == nullptr) return NotFound(id, serial);
   if (auto txn = LiveLocked(*st, serial)) {
@@ -481,7 +587,11 @@ Status StreamTransactions::AbortLocked(IdState& st, std::shared_ptr<Txn> txn, co
   std::lock_guard<std::mutex> lock(txn->mu);
   RETURN_IF_ERROR(Log({TxnRecordType::kAbort, txn->id, 0, txn->serial, 0, 0, {}}, SyncEach()));
   txn->phase = TxnPhase::kAborted;
-  for (auto& [streamlet, part] : txn->parts) part->Discard();
+  std::vector<std::string> deleted;
+  for (auto& [streamlet, part] : txn->parts) part->Discard(&deleted);
+  for (std::string& name : deleted) {
+    if (Mirrors()) MirrorLocked({TxnFileOp::Kind::kDelete, std::move(name), 0, nullptr, 0, {}});
+  }
   txn->parts.clear();
   FinishLocked(st, txn, false);
   totals_->aborted.fetch_add(1);
@@ -492,6 +602,12 @@ Status StreamTransactions::AbortLocked(IdState& st, std::shared_ptr<Txn> txn, co
 
 Status StreamTransactions::Abort(const std::string& id, uint32_t epoch, uint64_t serial) {
   MutexLock lock(&mu_);
+  RETURN_IF_ERROR(ReadyLocked());
+  return SentLocked(AbortRequestLocked(id, epoch, serial));
+}
+
+Status StreamTransactions::AbortRequestLocked(const std::string& id, uint32_t epoch,
+                                              uint64_t serial) {
   IdState* st = FindLocked(id);
   if (st == nullptr) return NotFound(id, serial);
   if (auto txn = LiveLocked(*st, serial)) {
@@ -570,6 +686,15 @@ TxnGauges StreamTransactions::Gauges() const {
 
 void StreamTransactions::ExpireOpen(int64_t now_ms) {
   MutexLock lock(&mu_);
+  if (!ReadyLocked().ok()) return;  // sealed, or a follower unconfirmed: the next round
+  ExpireOpenLocked(now_ms);
+  if (Status s = SendBatchLocked(); !s.ok()) {
+    NS_LOG(kWarning) << "expiring transactions of streamlet " << scope_ << " of stream '"
+                     << stream_->config().name << "': " << s.ToString();
+  }
+}
+
+void StreamTransactions::ExpireOpenLocked(int64_t now_ms) {
   for (auto& [id, st] : ids_) {
     if (st.open == nullptr ||
         now_ms - st.open->last_activity_ms.load() < settings_.open_timeout_ms) {
@@ -751,7 +876,7 @@ Status StreamTransactions::LoadPartsLocked(Txn& t, int64_t now_ms, uint64_t* sho
   return Status::Ok();
 }
 
-Status StreamTransactions::RecoverParts(int64_t now_ms) {
+Status StreamTransactions::RecoverParts(int64_t now_ms, bool rewrite_log) {
   if (!durable_) return Status::Ok();
   MutexLock lock(&mu_);
   for (auto& [id, st] : ids_) {
@@ -778,8 +903,54 @@ Status StreamTransactions::RecoverParts(int64_t now_ms) {
     }
   }
   live_files_.clear();
-  if (log_ != nullptr) RETURN_IF_ERROR(log_->Rewrite(StateRecordsLocked()));
+  if (log_ != nullptr && rewrite_log) RETURN_IF_ERROR(log_->Rewrite(StateRecordsLocked()));
   return Status::Ok();
+}
+
+void StreamTransactions::Forget() {
+  MutexLock lock(&mu_);
+  auto forget = [](const std::shared_ptr<Txn>& t) {
+    std::lock_guard<std::mutex> txn_lock(t->mu);
+    t->forgotten = true;
+    t->parts.clear();  // the files stay
+  };
+  for (auto& [id, st] : ids_) {
+    if (st.open != nullptr) forget(st.open);
+    for (auto& [serial, t] : st.prepared) forget(t);
+  }
+  ids_.clear();
+  live_files_.clear();
+  pending_renames_.clear();
+  log_.reset();
+  batch_ = MirrorBatch();
+  mirror_pending_.store(false);
+}
+
+Result<std::vector<std::pair<std::string, Bytes>>> StreamTransactions::SnapshotFiles() const {
+  MutexLock lock(&mu_);
+  std::vector<std::pair<std::string, Bytes>> out;
+  if (!durable_) return out;
+  if (env_->Exists(dir_ + "/txn.log")) {
+    ASSIGN_OR_RETURN(Bytes log, env_->ReadFile(dir_ + "/txn.log"));
+    out.emplace_back("txn.log", std::move(log));
+  }
+  auto add = [&out](const Txn& t) {
+    for (const auto& [streamlet, part] : t.parts) {
+      part->ForEachFile([&out](std::string name, const uint8_t* data, uint32_t size) {
+        out.emplace_back(std::move(name), Bytes(data, data + size));
+      });
+    }
+  };
+  for (const auto& [id, st] : ids_) {
+    std::vector<std::shared_ptr<Txn>> live;
+    if (st.open != nullptr) live.push_back(st.open);
+    for (const auto& [serial, t] : st.prepared) live.push_back(t);
+    for (const auto& t : live) {
+      std::lock_guard<std::mutex> txn_lock(t->mu);
+      add(*t);
+    }
+  }
+  return out;
 }
 
 }  // namespace nearstream::storage

@@ -32,6 +32,7 @@
 #include "nearstream/common/status.h"
 #include "nearstream/common/thread_annotations.h"
 #include "nearstream/storage/txn_log.h"
+#include "nearstream/storage/txn_mirror.h"
 #include "nearstream/storage/txn_part.h"
 
 namespace nearstream::storage {
@@ -86,14 +87,27 @@ class StreamTransactions {
                      TxnTotals* totals, uint32_t scope = kBrokerTxnScope);
 
   uint32_t scope() const { return scope_; }
+
+  // A streamlet scope of a replicated stream: every write to its files also goes to `mirror`
+  // (txn_mirror.h) before the request that made it is acknowledged, and while the streamlet is
+  // sealed (a follower copying it) every request gets STREAMLET_MOVING. Set before requests.
+  void set_mirror(TxnMirror* mirror) { mirror_.store(mirror); }
+  // This broker stopped leading the scope's streamlet: forgets every transaction (appends in
+  // flight fail with NOT_OWNER) and keeps the files, which a promotion recovers (RecoverLog,
+  // RecoverParts) and a catch-up replaces.
+  void Forget() NS_EXCLUDES(mu_);
+  // The scope's files as they are (a follower catching up, with the streamlet sealed): txn.log
+  // and the part files of every open and prepared transaction, by name.
+  Result<std::vector<std::pair<std::string, Bytes>>> SnapshotFiles() const NS_EXCLUDES(mu_);
   ~StreamTransactions();
 
   // Recovery, step 1 (before the streamlets recover): replays txn.log, finishes the renames of
   // committed transactions and deletes the files of aborted and unknown ones.
   Status RecoverLog() NS_EXCLUDES(mu_);
   // Step 2 (after the streamlets): loads the files of open and prepared transactions, then
-  // rewrites the log from the state.
-  Status RecoverParts(int64_t now_ms) NS_EXCLUDES(mu_);
+  // rewrites the log from the state unless `rewrite_log` is false (a promotion: the followers'
+  // copies of the log must stay byte for byte the same).
+  Status RecoverParts(int64_t now_ms, bool rewrite_log = true) NS_EXCLUDES(mu_);
 
   // TxnInit: returns the new epoch and the id's last serial.
   Result<std::pair<uint32_t, uint64_t>> Init(const std::string& id, uint64_t keep_prepared_through,
@@ -151,6 +165,31 @@ class StreamTransactions {
   };
 
   Status Log(const TxnRecord& record, bool sync) NS_REQUIRES(mu_);
+  // Mirroring (streamlet scopes): whether writes are mirrored; whether requests may go on (not
+  // sealed, nothing left unmirrored); sending what the request in progress wrote, then its
+  // result (a failed send replaces it: nothing unmirrored is acknowledged).
+  bool Mirrors() const;
+  Status ReadyLocked() NS_REQUIRES(mu_);
+  Status SendBatchLocked() NS_REQUIRES(mu_);
+  template <typename T>
+  T SentLocked(T result) NS_REQUIRES(mu_) {
+    Status sent = SendBatchLocked();
+    if (!sent.ok()) return sent;
+    return result;
+  }
+  void MirrorLocked(TxnFileOp op, Bytes* owned = nullptr) NS_REQUIRES(mu_);
+  // The bodies of Init, Begin, Prepare, Commit, Abort and ExpireOpen, under mu_.
+  Result<std::pair<uint32_t, uint64_t>> InitLocked(const std::string& id,
+                                                   uint64_t keep_prepared_through) NS_REQUIRES(mu_);
+  Result<uint64_t> BeginLocked(const std::string& id, uint32_t epoch, int64_t now_ms)
+      NS_REQUIRES(mu_);
+  Status PrepareRequestLocked(const std::string& id, uint32_t epoch, uint64_t serial)
+      NS_REQUIRES(mu_);
+  Status CommitRequestLocked(const std::string& id, uint32_t epoch, uint64_t serial, int64_t now_ms,
+                             std::vector<uint32_t>* linked) NS_REQUIRES(mu_);
+  Status AbortRequestLocked(const std::string& id, uint32_t epoch, uint64_t serial)
+      NS_REQUIRES(mu_);
+  void ExpireOpenLocked(int64_t now_ms) NS_REQUIRES(mu_);
   // Whether a state change is fsync'd before it is acknowledged: under `sync`; under `async` the
   // flusher syncs it within the flush interval (what `async` promises for appends too).
   bool SyncEach() const;
@@ -203,6 +242,17 @@ class StreamTransactions {
     std::shared_ptr<Segment> segment;  // fsync'd before the rename
   };
   std::vector<PendingRename> pending_renames_ NS_GUARDED_BY(mu_);
+
+  std::atomic<TxnMirror*> mirror_{nullptr};
+  // Writes the request in progress made under mu_, sent before it is answered.
+  struct MirrorBatch {
+    std::vector<TxnFileOp> ops;
+    std::deque<Bytes> owned;  // bytes the ops point at (a deque: they never move)
+  };
+  MirrorBatch batch_ NS_GUARDED_BY(mu_);
+  // A send failed: some follower may lack writes this broker made, so nothing is acknowledged
+  // until the mirror confirms that every in-sync follower holds them (or has left the set).
+  std::atomic<bool> mirror_pending_{false};
 };
 
 }  // namespace nearstream::storage

@@ -174,9 +174,11 @@ Status TxnLog::Reopen() {
   return Status::Ok();
 }
 
-Status TxnLog::Append(const TxnRecord& record, bool sync) {
+Status TxnLog::Append(const TxnRecord& record, bool sync, Bytes* framed) {
   if (file_ == nullptr) RETURN_IF_ERROR(Reopen());
-  Bytes buf;
+  Bytes local;
+  Bytes& buf = framed != nullptr ? *framed : local;
+  buf.clear();
   AppendTxnRecord(record, &buf);
   Status s = file_->Append(buf.data(), buf.size());
   if (s.ok() && sync) s = file_->Sync();
@@ -202,8 +204,10 @@ Status TxnLog::Sync() {
   return Status::Ok();
 }
 
-Status TxnLog::Rewrite(const std::vector<TxnRecord>& records) {
-  Bytes buf;
+Status TxnLog::Rewrite(const std::vector<TxnRecord>& records, Bytes* image) {
+  Bytes local;
+  Bytes& buf = image != nullptr ? *image : local;
+  buf.clear();
   for (const auto& r : records) AppendTxnRecord(r, &buf);
   RETURN_IF_ERROR(env_->WriteFileAtomically(path_, buf));
   return Reopen();

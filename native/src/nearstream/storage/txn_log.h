@@ -62,12 +62,14 @@ class TxnLog {
                                               std::vector<TxnRecord>* replayed);
 
   // Appends one record; `sync` fsyncs it before returning. On failure the file is cut back and
-  // the record is not in the log.
-  Status Append(const TxnRecord& record, bool sync);
+  // the record is not in the log. `framed` (optional) gets the bytes appended, at the size the
+  // log had before (what a follower's copy repeats).
+  Status Append(const TxnRecord& record, bool sync, Bytes* framed = nullptr);
   // fsyncs what was appended without `sync` (the async flusher).
   Status Sync();
-  // Replaces the whole log by `records` (written aside, fsync'd, renamed over it).
-  Status Rewrite(const std::vector<TxnRecord>& records);
+  // Replaces the whole log by `records` (written aside, fsync'd, renamed over it); `image`
+  // (optional) gets the new file's bytes.
+  Status Rewrite(const std::vector<TxnRecord>& records, Bytes* image = nullptr);
   uint64_t size() const { return size_; }
 
  private:

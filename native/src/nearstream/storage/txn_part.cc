@@ -11,7 +11,11 @@ TxnPart::TxnPart(Streamlet* streamlet, const StreamConfig* config, Env* env, uin
     : streamlet_(streamlet), config_(config), env_(env), txn_number_(txn_number) {}
 
 std::string TxnPart::PathOf(uint64_t segment) const {
-  return streamlet_->dir() + "/" + Streamlet::TxnSegmentName(txn_number_, segment);
+  return streamlet_->dir() + "/" + NameOf(segment);
+}
+
+std::string TxnPart::NameOf(uint64_t segment) const {
+  return Streamlet::TxnSegmentName(txn_number_, segment);
 }
 
 Result<Segment*> TxnPart::NewSegment(int64_t now_ms) {
@@ -34,7 +38,8 @@ Result<Segment*> TxnPart::NewSegment(int64_t now_ms) {
   return segments_.back().get();
 }
 
-Result<bool> TxnPart::Append(const uint8_t* chunk, const ChunkHeader& header, int64_t now_ms) {
+Result<bool> TxnPart::Append(const uint8_t* chunk, const ChunkHeader& header, int64_t now_ms,
+                             TxnFileOp* written) {
   const uint32_t size = header.total_size();
   if (size > config_->segment_bytes) {
     return Status::ChunkTooLarge("chunk of " + std::to_string(size) +
@@ -68,6 +73,9 @@ Result<bool> TxnPart::Append(const uint8_t* chunk, const ChunkHeader& header, in
   bytes_ += size;
   ++chunks_;
   if (header.producer_id != 0) last_sequence_[header.producer_id] = header.sequence;
+  if (written != nullptr && seg->file() != nullptr) {
+    *written = TxnFileOp{TxnFileOp::Kind::kAppend, NameOf(seg->id()), offset, chunk, size, {}};
+  }
   return false;
 }
 
@@ -135,13 +143,20 @@ std::vector<std::pair<std::string, std::string>> TxnPart::RenamesTo(uint64_t gro
   return out;
 }
 
-void TxnPart::Discard() {
+void TxnPart::Discard(std::vector<std::string>* deleted) {
   for (const auto& seg : segments_) {
     if (streamlet_->dir().empty()) break;
     Status s = env_->RemoveFile(PathOf(seg->id()));
     if (!s.ok()) NS_LOG(kWarning) << "aborted transaction: " << s.ToString();
+    if (deleted != nullptr) deleted->push_back(NameOf(seg->id()));
   }
   segments_.clear();
+}
+
+void TxnPart::ForEachFile(
+    const std::function<void(std::string, const uint8_t*, uint32_t)>& fn) const {
+  if (streamlet_->dir().empty()) return;
+  for (const auto& seg : segments_) fn(NameOf(seg->id()), seg->data(), seg->committed());
 }
 
 }  // namespace nearstream::storage

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -19,6 +20,7 @@
 #include "nearstream/storage/segment.h"
 #include "nearstream/storage/stream_config.h"
 #include "nearstream/storage/streamlet.h"
+#include "nearstream/storage/txn_mirror.h"
 
 namespace nearstream::storage {
 
@@ -29,7 +31,10 @@ class TxnPart {
 
   // Appends one chunk checked by ValidateChunk. Idempotence per producer id within this part
   // (the rules of an ordinary append). Returns true for a duplicate, which is not stored again.
-  Result<bool> Append(const uint8_t* chunk, const ChunkHeader& header, int64_t now_ms);
+  // `written` (optional, durable parts) gets the write to the part's file, for a mirror; its
+  // data is `chunk`.
+  Result<bool> Append(const uint8_t* chunk, const ChunkHeader& header, int64_t now_ms,
+                      TxnFileOp* written = nullptr);
   // The segments appended to since the last call whose files are not yet synced (`async`), for
   // the flusher to fsync outside the transaction's lock; `dir` is set when a file was created.
   void TakeDirty(std::vector<std::shared_ptr<Segment>>* dirty, bool* dir);
@@ -46,14 +51,18 @@ class TxnPart {
     out.swap(segments_);  // left empty: a later Discard must not delete the committed files
     return out;
   }
-  // Abort: drops the segments and deletes their files.
-  void Discard();
+  // Abort: drops the segments and deletes their files; `deleted` (optional) gets their names.
+  void Discard(std::vector<std::string>* deleted = nullptr);
+  // Each file of the part (durable parts): its name in the streamlet's directory and its bytes,
+  // which stay valid while the part's lock is held.
+  void ForEachFile(const std::function<void(std::string, const uint8_t*, uint32_t)>& fn) const;
 
   uint64_t bytes() const { return bytes_; }
   uint32_t chunks() const { return chunks_; }
 
  private:
   std::string PathOf(uint64_t segment) const;
+  std::string NameOf(uint64_t segment) const;
   Result<Segment*> NewSegment(int64_t now_ms);
 
   Streamlet* const streamlet_;

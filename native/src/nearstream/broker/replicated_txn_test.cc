@@ -1,0 +1,185 @@
+// Transactions on a replicated stream over real processes (docs/cluster.md, "Replication",
+// "Transactions"): a ZooKeeper server and three nearstreamd. Each streamlet's transaction scope
+// is kept by its replicas, so a transaction goes on through a failover as last acknowledged:
+// prepared ones commit whole on the new leader, open ones take more chunks, epochs still fence,
+// and a follower that was down copies the scope's files before it is in sync again.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "nearstream/common/clock.h"
+#include "nearstream/net/client.h"
+#include "nearstream/storage/chunk.h"
+#include "nearstream/testing/replicated_cluster.h"
+#include "nearstream/testing/test_broker_process.h"
+
+namespace nearstream::testing {
+namespace {
+
+constexpr const char* kStream = "ledger";
+constexpr uint32_t kScope = 0;  // the streamlet every transaction here writes
+constexpr uint64_t kProducer = 41;
+
+class ReplicatedTxnTest : public ReplicatedCluster {
+ protected:
+  net::Client Connect(uint32_t id) {
+    auto c = net::Client::Connect(Broker(id).address());
+    EXPECT_TRUE(c.ok()) << c.status().ToString();
+    return std::move(*c);
+  }
+
+  // One chunk of one record, `text`, with the producer's transactional sequence `seq`.
+  static Bytes Chunk(const std::string& text, uint64_t seq) {
+    storage::ChunkBuilder b;
+    b.Add(text);
+    return b.Finish(kProducer, seq, WallNowMs());
+  }
+
+  // Appends `texts` to transaction `ref`, sequences from `first_seq`; every chunk must be stored
+  // (or be a duplicate of one that was).
+  static void Append(net::Client& c, const net::TxnRef& ref, const std::vector<std::string>& texts,
+                     uint64_t first_seq) {
+    for (size_t i = 0; i < texts.size(); ++i) {
+      const Bytes chunk = Chunk(texts[i], first_seq + i);
+      auto r = c.TxnAppend({ref, {{kScope, chunk.data(), static_cast<uint32_t>(chunk.size())}}});
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      ASSERT_EQ(r->results[0].status, 0) << r->results[0].message;
+    }
+  }
+
+  // What a reader of streamlet 0 gets from broker `id` (its leader).
+  std::vector<std::string> Read(uint32_t id) {
+    ProcessResult r = Cli(List({id}), {"consume", kStream, "--timeout-ms", "1000"});
+    EXPECT_EQ(r.exit_code, 0) << Describe(r);
+    return Lines(r.out);
+  }
+
+  // The transactions broker `id` lists for the scope, as "serial state" lines.
+  std::vector<std::string> Listed(uint32_t id) {
+    net::Client c = Connect(id);
+    auto listed = c.TxnList({kStream, "", kScope});
+    EXPECT_TRUE(listed.ok()) << listed.status().ToString();
+    std::vector<std::string> out;
+    if (!listed.ok()) return out;
+    for (const net::TxnInfo& t : listed->transactions) {
+      EXPECT_EQ(t.scope, kScope);
+      out.push_back(std::to_string(t.serial) + " " + net::TxnStateName(t.state));
+    }
+    return out;
+  }
+};
+
+TEST_F(ReplicatedTxnTest, TransactionsGoOnThroughFailoversAsLastAcknowledged) {
+  ProcessResult r = Cli(List(), {"create", kStream, "--streamlets", "1", "--durability", "sync",
+                                 "--replication", "2"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  const net::StreamPlacement p = Placement(1, kStream);
+  const uint32_t first = p.owners[0];
+  const uint32_t second = p.replicas[0].replicas[1];
+  AwaitIsr(first, kStream, 0, {first, second});
+
+  // On the first leader: transaction 1 prepared, transaction 2 open, both with chunks.
+  net::Client a = Connect(first);
+  auto init = a.TxnInit({kStream, "sink-0", 0, kScope});
+  ASSERT_TRUE(init.ok()) << init.status().ToString();
+  EXPECT_EQ(init->epoch, 1u);
+  net::TxnRef t1{kStream, "sink-0", init->epoch, 0, kScope};
+  t1.serial = a.TxnBegin(t1).value();
+  Append(a, t1, {"t1-a", "t1-b", "t1-c"}, 1);
+  ASSERT_TRUE(a.TxnPrepare(t1).ok());
+  net::TxnRef t2 = t1;
+  t2.serial = a.TxnBegin(t2).value();
+  EXPECT_EQ(t2.serial, 2u);
+  Append(a, t2, {"t2-a", "t2-b"}, 1);
+  EXPECT_TRUE(Read(first).empty()) << "a reader saw uncommitted records";
+
+  // The leader dies. Its follower leads with both transactions as they were.
+  Broker(first).Kill();
+  AwaitNewLeader(second, kStream, 0, first);
+  EXPECT_EQ(Listed(second), (std::vector<std::string>{"1 prepared", "2 open"}));
+  EXPECT_TRUE(Read(second).empty()) << "a reader saw uncommitted records";
+  net::Client b = Connect(second);
+  ASSERT_TRUE(b.TxnCommit(t1).ok());
+  EXPECT_EQ(Read(second), (std::vector<std::string>{"t1-a", "t1-b", "t1-c"}));
+  // The open one takes more chunks; a retried chunk is a duplicate, not a second copy.
+  {
+    const Bytes again = Chunk("t2-b", 2);
+    auto dup = b.TxnAppend({t2, {{kScope, again.data(), static_cast<uint32_t>(again.size())}}});
+    ASSERT_TRUE(dup.ok()) << dup.status().ToString();
+    EXPECT_TRUE(dup->results[0].duplicate);
+  }
+  Append(b, t2, {"t2-c"}, 3);
+  ASSERT_TRUE(b.TxnCommit(t2).ok());
+  EXPECT_TRUE(b.TxnCommit(t1).ok()) << "a retried commit";
+  EXPECT_EQ(Read(second),
+            (std::vector<std::string>{"t1-a", "t1-b", "t1-c", "t2-a", "t2-b", "t2-c"}));
+
+  // A new producer of the id fences the old one on the new leader: the epoch survived.
+  auto again = b.TxnInit({kStream, "sink-0", t2.serial, kScope});
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->epoch, 2u);
+  net::TxnRef zombie = t2;
+  EXPECT_TRUE(b.TxnBegin(zombie).status().IsTxnFenced());
+  // While the first broker is down: transaction 3 prepared on the second alone.
+  net::TxnRef t3{kStream, "sink-0", again->epoch, 0, kScope};
+  t3.serial = b.TxnBegin(t3).value();
+  EXPECT_EQ(t3.serial, 3u);
+  Append(b, t3, {"t3-a", "t3-b"}, 1);
+  ASSERT_TRUE(b.TxnPrepare(t3).ok());
+
+  // Back, the first broker copies the scope's files with the streamlet and is in sync again;
+  // then transaction 4, prepared while both are in sync, goes to it as it is made.
+  ASSERT_TRUE(Broker(first).Restart().ok());
+  AwaitIsr(second, kStream, 0, {first, second});
+  net::TxnRef t4 = t3;
+  t4.serial = b.TxnBegin(t4).value();
+  Append(b, t4, {"t4-a"}, 1);
+  ASSERT_TRUE(b.TxnPrepare(t4).ok());
+
+  // The second dies: the first leads with transactions 3 and 4 prepared and 1, 2 committed.
+  Broker(second).Kill();
+  AwaitNewLeader(first, kStream, 0, second);
+  EXPECT_EQ(Listed(first), (std::vector<std::string>{"3 prepared", "4 prepared"}));
+  net::Client c = Connect(first);
+  EXPECT_TRUE(c.TxnCommit(t2).ok()) << "a retried commit of a transaction committed before";
+  ASSERT_TRUE(c.TxnCommit(t4).ok());
+  ASSERT_TRUE(c.TxnAbort(t3).ok());
+  EXPECT_EQ(Read(first),
+            (std::vector<std::string>{"t1-a", "t1-b", "t1-c", "t2-a", "t2-b", "t2-c", "t4-a"}));
+  EXPECT_EQ(c.TxnInit({kStream, "sink-0", 0, kScope}).value().epoch, 3u);
+}
+
+// A scope's requests reach its leader only; another broker answers NOT_OWNER naming it, and a
+// broker that only follows lists nothing of the scope.
+TEST_F(ReplicatedTxnTest, AStreamletScopeIsServedByItsLeaderOnly) {
+  ProcessResult r = Cli(List(), {"create", kStream, "--streamlets", "1", "--durability", "async",
+                                 "--replication", "2"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  const net::StreamPlacement p = Placement(1, kStream);
+  const uint32_t leader = p.owners[0];
+  const uint32_t follower = p.replicas[0].replicas[1];
+  net::Client l = Connect(leader);
+  auto init = l.TxnInit({kStream, "sink-1", 0, kScope});
+  ASSERT_TRUE(init.ok()) << init.status().ToString();
+  net::TxnRef t{kStream, "sink-1", init->epoch, 0, kScope};
+  t.serial = l.TxnBegin(t).value();
+  Append(l, t, {"x"}, 1);
+
+  net::Client f = Connect(follower);
+  auto there = f.TxnInit({kStream, "sink-1", 0, kScope});
+  EXPECT_TRUE(there.status().IsNotOwner()) << there.status().ToString();
+  EXPECT_TRUE(f.TxnPrepare(t).IsNotOwner());
+  auto all = f.TxnList({kStream, "", net::kBrokerScope});
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  EXPECT_TRUE(all->transactions.empty());
+  auto mine = l.TxnList({kStream, "", net::kBrokerScope});
+  ASSERT_TRUE(mine.ok()) << mine.status().ToString();
+  ASSERT_EQ(mine->transactions.size(), 1u);
+  EXPECT_EQ(mine->transactions[0].scope, kScope);
+  ASSERT_TRUE(l.TxnCommit(t).ok());
+  EXPECT_EQ(Read(leader), (std::vector<std::string>{"x"}));
+}
+
+}  // namespace
+}  // namespace nearstream::testing

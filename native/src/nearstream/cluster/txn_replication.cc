@@ -1,0 +1,258 @@
+// Replicated transactions (docs/cluster.md, "Replication"; docs/protocol.md, "Replicated
+// transactions"): a replicated streamlet's transaction scope keeps its records (txn.log) and its
+// transactions' parts in files of the streamlet's directory. The leader sends every write it
+// makes to them to its in-sync followers (ReplicaTxn) before it acknowledges the request that
+// made it, and a follower catching up copies them under the leader's seal (ReplicaTxnFiles).
+// Followers only write the files; a promotion recovers the scope from them exactly as a restart
+// does, so a new leader holds every transaction as last acknowledged.
+#include <algorithm>
+
+#include "nearstream/cluster/zk_cluster.h"
+#include "nearstream/common/log.h"
+
+namespace nearstream::cluster {
+
+namespace {
+
+// As long as a leader waits for a follower's ReplicaAppend answer (replication.cc).
+constexpr int kReplicaTxnTimeoutMs = 10000;
+
+// Whether `name` is a file of a transaction scope: txn.log or a transaction part's file.
+bool IsTxnFile(const std::string& name) {
+  uint64_t txn = 0, segment = 0;
+  return name == "txn.log" || storage::Streamlet::ParseTxnSegmentName(name, &txn, &segment);
+}
+
+std::string StreamletText(const std::string& name, uint32_t id) {
+  return "streamlet " + std::to_string(id) + " of stream '" + name + "'";
+}
+
+// Sends `ops` over `client`, connecting first when needed, each answered before the next goes
+// (they are few: a record, or a chunk, and a commit's renames). A connection that failed is
+// dropped so that the next call connects again.
+Status SendOps(std::optional<net::Client>& client, const std::string& address,
+               const net::ReplicaTxnRequest& header, const std::vector<storage::TxnFileOp>& ops) {
+  if (!client.has_value() || !client->ok()) {
+    client.reset();
+    Result<net::Client> connected = net::Client::Connect(address, kReplicaTxnTimeoutMs);
+    if (!connected.ok()) return connected.status();
+    connected->set_io_timeout_ms(kReplicaTxnTimeoutMs);
+    client.emplace(std::move(*connected));
+  }
+  for (const storage::TxnFileOp& op : ops) {
+    net::ReplicaTxnRequest r = header;
+    r.op = static_cast<net::ReplicaTxnOp>(op.kind);
+    r.file = op.name;
+    r.offset = op.offset;
+    r.to = op.to;
+    r.data = op.data;
+    r.data_size = op.size;
+    Status s = client->ReplicaTxn(r);
+    if (!client->ok()) client.reset();
+    RETURN_IF_ERROR(s);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ZkCluster::Mirror(const std::string& name, uint32_t id,
+                         const std::vector<storage::TxnFileOp>& ops) {
+  struct Target {
+    uint32_t follower;
+    std::string address;  // empty: not registered now
+    std::shared_ptr<ReplicaLink> link;
+  };
+  uint64_t epoch = 0;
+  std::vector<uint32_t> unconfirmed;
+  std::vector<Target> targets;
+  {
+    MutexLock lock(&mu_);
+    auto it = streams_.find(name);
+    if (it == streams_.end() || id >= it->second.replicas.size()) {
+      return Status::StreamNotFound("stream '" + name + "' does not exist");
+    }
+    const StreamRecord& record = it->second;
+    if (record.owners[id] != options_.broker_id) {
+      return NotHere(name, id, record.owners[id], brokers_);
+    }
+    epoch = record.replicas[id].leader_epoch;
+    if (auto u = txn_unconfirmed_.find({name, id}); u != txn_unconfirmed_.end()) {
+      unconfirmed = u->second;
+    }
+    for (uint32_t f : record.replicas[id].isr) {
+      if (f == options_.broker_id || ops.empty() ||
+          std::find(unconfirmed.begin(), unconfirmed.end(), f) != unconfirmed.end()) {
+        continue;
+      }
+      std::shared_ptr<ReplicaLink>& link = links_[{name, id, f}];
+      if (link == nullptr) link = std::make_shared<ReplicaLink>();
+      auto b = std::find_if(brokers_.begin(), brokers_.end(),
+                            [f](const BrokerRecord& r) { return r.id == f; });
+      targets.push_back({f, b == brokers_.end() ? std::string() : b->address, link});
+    }
+  }
+  if (!unconfirmed.empty()) {
+    // An earlier write did not reach these followers: they leave the in-sync set before
+    // anything of the scope is acknowledged again.
+    RETURN_IF_ERROR(ShrinkIsr(name, id, epoch, unconfirmed));
+    MutexLock lock(&mu_);
+    txn_unconfirmed_.erase({name, id});
+  }
+  net::ReplicaTxnRequest header;
+  header.stream = name;
+  header.streamlet = id;
+  header.leader = options_.broker_id;
+  header.leader_epoch = epoch;
+  std::vector<uint32_t> failed;
+  for (Target& t : targets) {
+    Status sent;
+    if (t.address.empty()) {
+      sent =
+          Status::BrokerUnavailable("broker " + std::to_string(t.follower) + " is not registered");
+    } else {
+      std::lock_guard<std::mutex> lock(t.link->mu);
+      sent = SendOps(t.link->client, t.address, header, ops);
+    }
+    if (sent.ok()) continue;
+    if (sent.IsNotOwner()) {
+      // The follower knows a newer leader epoch: another broker leads now (see Replicate).
+      {
+        MutexLock lock(&mu_);
+        changed_streams_.insert(name);
+        changed_.SignalAll();
+      }
+      return Status::NotOwner("broker " + std::to_string(options_.broker_id) + " no longer leads " +
+                              StreamletText(name, id) + " (broker " + std::to_string(t.follower) +
+                              ": " + std::string(sent.message()) + ")");
+    }
+    NS_LOG(kWarning) << "copying a transaction write of " << StreamletText(name, id)
+                     << " to broker " << t.follower << " failed: " << sent.ToString()
+                     << "; it leaves the in-sync set";
+    failed.push_back(t.follower);
+  }
+  if (failed.empty()) return Status::Ok();
+  Status shrunk = ShrinkIsr(name, id, epoch, failed);
+  if (!shrunk.ok()) {
+    MutexLock lock(&mu_);
+    txn_unconfirmed_[{name, id}] = failed;
+  }
+  return shrunk;
+}
+
+Status ZkCluster::AcceptReplicaTxn(const net::ReplicaTxnRequest& m) {
+  uint64_t group = 0, segment = 0;
+  if (!IsTxnFile(m.file) || (m.op == net::ReplicaTxnOp::kRename &&
+                             !storage::Streamlet::ParseGroupSegmentName(m.to, &group, &segment))) {
+    return Status::InvalidArgument("'" + m.file + "' (to '" + m.to +
+                                   "') is not a transaction file of a streamlet");
+  }
+  ASSIGN_OR_RETURN(FollowerTarget target,
+                   FollowerWriteTarget(m.stream, m.streamlet, m.leader_epoch));
+  std::lock_guard<std::mutex> lock(target.copy->mu);
+  RETURN_IF_ERROR(CheckFollowerWrite(m.stream, m.streamlet, m.leader, m.leader_epoch));
+  storage::Env* env = storage::Env::Default();
+  const std::string& dir = target.streamlet->dir();
+  const std::string path = dir + "/" + m.file;
+  const bool sync = target.stream->config().durability == storage::Durability::kSync;
+  switch (m.op) {
+    case net::ReplicaTxnOp::kAppend: {
+      ASSIGN_OR_RETURN(std::unique_ptr<storage::WritableFile> file, env->OpenAppendable(path));
+      if (file->size() != m.offset) {
+        return Status::PositionOutOfRange(
+            "broker " + std::to_string(options_.broker_id) + "'s copy of " + m.file + " of " +
+            StreamletText(m.stream, m.streamlet) + " has " + std::to_string(file->size()) +
+            " bytes; the write is at " + std::to_string(m.offset));
+      }
+      RETURN_IF_ERROR(file->Append(m.data, m.data_size));
+      if (sync) {
+        RETURN_IF_ERROR(file->Sync());
+        if (m.offset == 0) RETURN_IF_ERROR(env->SyncDir(dir));  // a new file's name too
+      }
+      return Status::Ok();
+    }
+    case net::ReplicaTxnOp::kReplace:
+      return env->WriteFileAtomically(path, Bytes(m.data, m.data + m.data_size));
+    case net::ReplicaTxnOp::kRename: {
+      if (!env->Exists(path)) {
+        return Status::PositionOutOfRange("broker " + std::to_string(options_.broker_id) +
+                                          "'s copy of " + StreamletText(m.stream, m.streamlet) +
+                                          " has no " + m.file + " to commit");
+      }
+      // As the leader: a file takes its group's name only once the COMMIT record is durable
+      // (recovery reads a renamed file as part of its group).
+      ASSIGN_OR_RETURN(std::unique_ptr<storage::WritableFile> log,
+                       env->OpenAppendable(dir + "/txn.log"));
+      RETURN_IF_ERROR(log->Sync());
+      RETURN_IF_ERROR(env->Rename(path, dir + "/" + m.to));
+      return sync ? env->SyncDir(dir) : Status::Ok();
+    }
+    case net::ReplicaTxnOp::kDelete:
+      return env->Exists(path) ? env->RemoveFile(path) : Status::Ok();
+  }
+  return Status::InvalidArgument("unknown ReplicaTxn op");
+}
+
+Result<net::ReplicaTxnFilesResponse> ZkCluster::TxnFiles(const net::ReplicaCheckRequest& m,
+                                                         size_t max_bytes) {
+  std::shared_ptr<storage::Stream> stream = store_->Find(m.stream);
+  storage::Streamlet* s = stream == nullptr ? nullptr : stream->streamlet(m.streamlet);
+  if (s == nullptr) return Status::StreamNotFound("stream '" + m.stream + "' does not exist");
+  storage::StreamTransactions* scope = stream->transactions_of(m.streamlet);
+  if (scope == nullptr) {
+    return Status::InvalidArgument("stream '" + m.stream +
+                                   "' is not replicated: its transactions are its brokers' own");
+  }
+  RETURN_IF_ERROR(CheckLeaderFor(m).status());
+  if (!s->sealed()) {
+    return Status::PositionOutOfRange(StreamletText(m.stream, m.streamlet) +
+                                      " is not sealed: its transaction files may change");
+  }
+  ASSIGN_OR_RETURN(auto files, scope->SnapshotFiles());
+  net::ReplicaTxnFilesResponse r;
+  size_t total = 0;
+  for (auto& [name, data] : files) {
+    total += name.size() + data.size() + 6;
+    r.files.push_back({std::move(name), std::move(data)});
+  }
+  if (total > max_bytes) {
+    return Status::StorageError(
+        "the open and prepared transactions of " + StreamletText(m.stream, m.streamlet) + " hold " +
+        std::to_string(total) + " bytes, more than a frame carries (" + std::to_string(max_bytes) +
+        "); a follower catches up once they end");
+  }
+  return r;
+}
+
+Status ZkCluster::CopyTxnFiles(net::Client& leader, const std::string& name, uint32_t id,
+                               storage::Streamlet& s) {
+  ASSIGN_OR_RETURN(net::ReplicaTxnFilesResponse files,
+                   leader.ReplicaTxnFiles({name, id, options_.broker_id}));
+  storage::Env* env = storage::Env::Default();
+  const std::string& dir = s.dir();
+  for (const net::ReplicaTxnFile& f : files.files) {
+    if (!IsTxnFile(f.name)) {
+      return Status::Internal("the leader of " + StreamletText(name, id) + " sent '" + f.name +
+                              "', not a transaction file");
+    }
+  }
+  // The copy's own transaction files go first: what the leader has is the whole state.
+  ASSIGN_OR_RETURN(std::vector<std::string> present, env->ListDir(dir));
+  for (const std::string& file : present) {
+    if (IsTxnFile(file)) RETURN_IF_ERROR(env->RemoveFile(dir + "/" + file));
+  }
+  uint64_t bytes = 0;
+  for (const net::ReplicaTxnFile& f : files.files) {
+    RETURN_IF_ERROR(env->WriteFileAtomically(dir + "/" + f.name, f.data));
+    bytes += f.data.size();
+  }
+  RETURN_IF_ERROR(env->SyncDir(dir));
+  catch_up_copied_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+  if (!files.files.empty()) {
+    NS_LOG(kInfo) << "copied " << files.files.size() << " transaction files (" << bytes
+                  << " bytes) of " << StreamletText(name, id) << " from its leader";
+  }
+  return Status::Ok();
+}
+
+}  // namespace nearstream::cluster
