@@ -239,11 +239,12 @@ Status ZkCluster::CopyTxnFiles(net::Client& leader, const std::string& name, uin
   // The copy's own transaction files go first: what the leader has is the whole state.
   ASSIGN_OR_RETURN(std::vector<std::string> present, env->ListDir(dir));
   for (const std::string& file : present) {
-    if (IsTxnFile(file)) RETURN_IF_ERROR(env->RemoveFile(dir + "/" + file));
+    if (IsTxnFile(file))
+      RETURN_IF_ERROR(env->RemoveFile(std::string(dir).append("/").append(file)));
   }
   uint64_t bytes = 0;
   for (const net::ReplicaTxnFile& f : files.files) {
-    RETURN_IF_ERROR(env->WriteFileAtomically(dir + "/" + f.name, f.data));
+    RETURN_IF_ERROR(env->WriteFileAtomically(std::string(dir).append("/").append(f.name), f.data));
     bytes += f.data.size();
   }
   RETURN_IF_ERROR(env->SyncDir(dir));

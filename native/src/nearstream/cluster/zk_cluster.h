@@ -59,7 +59,7 @@ class ZkCluster : public storage::TxnMirror {
  public:
   // `store` must outlive the cluster.
   ZkCluster(ClusterOptions options, storage::StreamStore* store);
-  ~ZkCluster();
+  ~ZkCluster() override;
   ZkCluster(const ZkCluster&) = delete;
   ZkCluster& operator=(const ZkCluster&) = delete;
 
@@ -133,7 +133,7 @@ class ZkCluster : public storage::TxnMirror {
   // one at a time and in order per follower; a follower that fails leaves the in-sync set
   // first. When that cannot be done, the failed followers are remembered, and every later call
   // tries again before it sends anything (storage::TxnMirror).
-  Status Mirror(const std::string& stream, uint32_t streamlet,
+  Status Mirror(const std::string& name, uint32_t id,
                 const std::vector<storage::TxnFileOp>& ops) override NS_EXCLUDES(mu_, zk_mu_);
   // A follower's side of ReplicaTxn: the checks of AcceptReplica, then the write.
   Status AcceptReplicaTxn(const net::ReplicaTxnRequest& m) NS_EXCLUDES(mu_, zk_mu_);

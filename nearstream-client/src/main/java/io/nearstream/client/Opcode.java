@@ -21,6 +21,8 @@ enum Opcode {
     REPLICA_JOIN(15, "ReplicaJoin"),
     REPLICA_MOVE(16, "ReplicaMove"),
     REPLICA_CHECK(17, "ReplicaCheck"),
+    REPLICA_TXN(18, "ReplicaTxn"),
+    REPLICA_TXN_FILES(19, "ReplicaTxnFiles"),
     PUSH_SUBSCRIBE(20, "PushSubscribe"),
     PUSH_UPDATE(21, "PushUpdate"),
     PUSH_CLOSE(22, "PushClose"),

@@ -7,9 +7,11 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.function.Consumer;
 
 /**
@@ -54,6 +56,9 @@ final class ProtocolCodec {
     private static final int REPLICA_CHECK_EPOCH_BYTES = 8 + 8;
 
     private static final int REPLICA_CHECK_SEGMENT_BYTES = 8 + 8 + 4;
+
+    /** A ReplicaTxnFiles response entry at its smallest: an empty name and an empty blob. */
+    private static final int REPLICA_TXN_FILE_BYTES = 2 + 4;
 
     private ProtocolCodec() {}
 
@@ -137,6 +142,8 @@ final class ProtocolCodec {
                     ReplicaJoinRequest,
                     ReplicaMoveRequest,
                     ReplicaCheckRequest,
+                    ReplicaTxnRequest,
+                    ReplicaTxnFilesRequest,
                     PushSubscribeRequest,
                     PushUpdateRequest,
                     PushCloseRequest,
@@ -325,6 +332,123 @@ final class ProtocolCodec {
         @Override
         public Opcode opcode() {
             return Opcode.REPLICA_CHECK;
+        }
+    }
+
+    /**
+     * ReplicaTxn (18), broker to broker: a streamlet's leader repeats on a follower one write it
+     * made to a file of the streamlet's transaction scope (docs/protocol.md, "ReplicaTxn (18)").
+     * {@code streamlet} and {@code leader} (the sending broker's id) are {@code u32}s, {@code
+     * leaderEpoch} and {@code offset} {@code u64}s. {@code offset} is an append's (0 for the other
+     * ops), {@code to} a rename's new name (empty for the others), {@code data} an append's bytes
+     * or a replace's whole new content (empty for the others); the array is held as given, not
+     * copied, and compared by content. The OK response body is empty. Java clients never send it:
+     * it is here so that its golden frames are checked from Java too.
+     */
+    record ReplicaTxnRequest(
+            String stream,
+            int streamlet,
+            int leader,
+            long leaderEpoch,
+            Op op,
+            String file,
+            long offset,
+            String to,
+            byte[] data)
+            implements Request {
+        ReplicaTxnRequest {
+            Objects.requireNonNull(op, "op");
+            Objects.requireNonNull(data, "data");
+        }
+
+        @Override
+        public Opcode opcode() {
+            return Opcode.REPLICA_TXN;
+        }
+
+        /** The write, a {@code u8} on the wire; any other value makes the body malformed. */
+        enum Op {
+            APPEND(1),
+            REPLACE(2),
+            RENAME(3),
+            DELETE(4);
+
+            private final int code;
+
+            Op(int code) {
+                this.code = code;
+            }
+
+            int code() {
+                return code;
+            }
+
+            /** The op of a wire value, or {@code null} when it is none of 1 to 4. */
+            static Op fromCode(int code) {
+                for (Op op : values()) {
+                    if (op.code == code) {
+                        return op;
+                    }
+                }
+                return null;
+            }
+        }
+
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof ReplicaTxnRequest r
+                    && Objects.equals(stream, r.stream)
+                    && streamlet == r.streamlet
+                    && leader == r.leader
+                    && leaderEpoch == r.leaderEpoch
+                    && op == r.op
+                    && Objects.equals(file, r.file)
+                    && offset == r.offset
+                    && Objects.equals(to, r.to)
+                    && Arrays.equals(data, r.data);
+        }
+
+        @Override
+        public int hashCode() {
+            return Objects.hash(stream, streamlet, leader, leaderEpoch, op, file, offset, to) * 31
+                    + Arrays.hashCode(data);
+        }
+
+        @Override
+        public String toString() {
+            return "ReplicaTxnRequest[stream="
+                    + stream
+                    + ", streamlet="
+                    + Integer.toUnsignedString(streamlet)
+                    + ", leader="
+                    + Integer.toUnsignedString(leader)
+                    + ", leaderEpoch="
+                    + Long.toUnsignedString(leaderEpoch)
+                    + ", op="
+                    + op
+                    + ", file="
+                    + file
+                    + ", offset="
+                    + Long.toUnsignedString(offset)
+                    + ", to="
+                    + to
+                    + ", data="
+                    + data.length
+                    + " bytes]";
+        }
+    }
+
+    /**
+     * ReplicaTxnFiles (19), broker to broker: a catching-up follower asks its leader for the files
+     * of the sealed streamlet's transaction scope. Its body is a ReplicaCheck request's ({@code
+     * streamlet} and {@code follower}, the sending broker's id, are {@code u32}s); the OK response
+     * body is a {@link ReplicaTxnFilesResponse}. Java clients never send it: it is here so that its
+     * golden frames are checked from Java too.
+     */
+    record ReplicaTxnFilesRequest(String stream, int streamlet, int follower) implements Request {
+        @Override
+        public Opcode opcode() {
+            return Opcode.REPLICA_TXN_FILES;
         }
     }
 
@@ -523,6 +647,22 @@ final class ProtocolCodec {
             out.writeIntLE(r.streamlet());
             out.writeIntLE(r.from());
         } else if (request instanceof ReplicaCheckRequest r) {
+            writeStr(out, r.stream());
+            out.writeIntLE(r.streamlet());
+            out.writeIntLE(r.follower());
+        } else if (request instanceof ReplicaTxnRequest r) {
+            writeStr(out, r.stream());
+            out.writeIntLE(r.streamlet());
+            out.writeIntLE(r.leader());
+            out.writeLongLE(r.leaderEpoch());
+            out.writeByte(r.op().code());
+            writeStr(out, r.file());
+            out.writeLongLE(r.offset());
+            writeStr(out, r.to());
+            out.writeIntLE(r.data().length);
+            out.writeBytes(r.data());
+        } else if (request instanceof ReplicaTxnFilesRequest r) {
+            // A ReplicaCheck request's body.
             writeStr(out, r.stream());
             out.writeIntLE(r.streamlet());
             out.writeIntLE(r.follower());
@@ -949,6 +1089,56 @@ final class ProtocolCodec {
         }
         in.end();
         return new ReplicaCheckResponse(leaderEpoch, epochs, segments);
+    }
+
+    /**
+     * ReplicaTxnFiles' response body: every file of the streamlet's transaction scope, its name and
+     * its whole content ({@code txn.log}, when the scope has one, and the part files of its open
+     * and prepared transactions).
+     */
+    record ReplicaTxnFilesResponse(List<TxnFile> files) {
+        ReplicaTxnFilesResponse {
+            files = List.copyOf(files);
+        }
+
+        /** One file: its name and content; the array is held as given and compared by content. */
+        record TxnFile(String name, byte[] data) {
+            TxnFile {
+                Objects.requireNonNull(name, "name");
+                Objects.requireNonNull(data, "data");
+            }
+
+            @Override
+            public boolean equals(Object o) {
+                return o instanceof TxnFile f && name.equals(f.name) && Arrays.equals(data, f.data);
+            }
+
+            @Override
+            public int hashCode() {
+                return name.hashCode() * 31 + Arrays.hashCode(data);
+            }
+
+            @Override
+            public String toString() {
+                return "TxnFile[name=" + name + ", data=" + data.length + " bytes]";
+            }
+        }
+    }
+
+    /** The file contents are copies: they stay valid once the frame is released. */
+    static ReplicaTxnFilesResponse decodeReplicaTxnFilesResponse(ByteBuf body) {
+        WireReader in = new WireReader(body, "ReplicaTxnFiles response");
+        int n = in.count("count", REPLICA_TXN_FILE_BYTES);
+        List<ReplicaTxnFilesResponse.TxnFile> files = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+            String name = in.str("name");
+            int index = in.blob("data");
+            byte[] data = new byte[in.lastLength()];
+            in.buffer().getBytes(index, data);
+            files.add(new ReplicaTxnFilesResponse.TxnFile(name, data));
+        }
+        in.end();
+        return new ReplicaTxnFilesResponse(files);
     }
 
     static PushSubscription decodePushSubscribeResponse(ByteBuf body) {

@@ -12,6 +12,9 @@ import io.nearstream.client.ProtocolCodec.ReplicaCheckRequest;
 import io.nearstream.client.ProtocolCodec.ReplicaCheckResponse;
 import io.nearstream.client.ProtocolCodec.ReplicaJoinRequest;
 import io.nearstream.client.ProtocolCodec.ReplicaMoveRequest;
+import io.nearstream.client.ProtocolCodec.ReplicaTxnFilesRequest;
+import io.nearstream.client.ProtocolCodec.ReplicaTxnFilesResponse;
+import io.nearstream.client.ProtocolCodec.ReplicaTxnRequest;
 import io.nearstream.client.ProtocolCodec.ResponseFrame;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
@@ -19,6 +22,7 @@ import io.netty.buffer.CompositeByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.buffer.UnpooledByteBufAllocator;
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -31,7 +35,7 @@ import org.junit.jupiter.api.Test;
  * Malformed input: every decoder refuses it with {@link NearstreamProtocolException}, only. And
  * round trips through both halves of the codec for the replication fields (StreamConfig's
  * replication, ClusterMetadata's replica sets, ReplicaAppend, ReplicaJoin, ReplicaMove,
- * ReplicaCheck).
+ * ReplicaCheck, ReplicaTxn, ReplicaTxnFiles).
  */
 class ProtocolCodecTest {
 
@@ -106,9 +110,13 @@ class ProtocolCodecTest {
             case REPLICA_CHECK:
                 ProtocolCodec.decodeReplicaCheckResponse(body);
                 break;
+            case REPLICA_TXN_FILES:
+                ProtocolCodec.decodeReplicaTxnFilesResponse(body);
+                break;
             case REPLICA_APPEND:
             case REPLICA_JOIN:
             case REPLICA_MOVE:
+            case REPLICA_TXN:
                 ProtocolCodec.decodeEmpty(body, "empty");
                 break;
             case PUSH_SUBSCRIBE:
@@ -375,7 +383,7 @@ class ProtocolCodecTest {
     }
 
     // ---- replication: StreamConfig.replication, ReplicaSet, ReplicaAppend (14), ReplicaJoin (15),
-    // ReplicaMove (16), ReplicaCheck (17)
+    // ReplicaMove (16), ReplicaCheck (17), ReplicaTxn (18), ReplicaTxnFiles (19)
 
     @Test
     void streamConfigCarriesReplicationAsItsLastByte() {
@@ -633,9 +641,18 @@ class ProtocolCodecTest {
                 new ReplicaCheckRequest("s", 3, -2), Opcode.REPLICA_CHECK, 17, "ReplicaCheck");
     }
 
+    @Test
+    void replicaTxnFilesRequestLayoutAndRoundTrip() {
+        checkStreamletAndBrokerRequest(
+                new ReplicaTxnFilesRequest("s", 3, -2),
+                Opcode.REPLICA_TXN_FILES,
+                19,
+                "ReplicaTxnFiles");
+    }
+
     /**
-     * ReplicaMove and ReplicaCheck share one layout: stream "s", streamlet 3 and a broker id -2 (a
-     * u32 above 2^31).
+     * ReplicaMove, ReplicaCheck and ReplicaTxnFiles (whose body is a ReplicaCheck request's) share
+     * one layout: stream "s", streamlet 3 and a broker id -2 (a u32 above 2^31).
      */
     private static void checkStreamletAndBrokerRequest(
             ProtocolCodec.Request request, Opcode opcode, int code, String wireName) {
@@ -720,5 +737,277 @@ class ProtocolCodecTest {
         assertThatThrownBy(() -> ProtocolCodec.decodeReplicaCheckResponse(hugeSegments))
                 .isInstanceOf(NearstreamProtocolException.class)
                 .hasMessageContaining("s = 2");
+    }
+
+    @Test
+    void replicaTxnRequestLayoutAndRoundTrip() {
+        byte[] data = {1, 2, 3, (byte) 0xFF};
+        ReplicaTxnRequest r =
+                new ReplicaTxnRequest(
+                        "s",
+                        258,
+                        -2, // u32 0xFFFFFFFE
+                        -3L, // a u64 above 2^63
+                        ReplicaTxnRequest.Op.APPEND,
+                        "txn.log",
+                        0x100000040L,
+                        "",
+                        data);
+        byte[] bytes = encode(r);
+        ByteBuf expected = Unpooled.buffer().writeIntLE(0);
+        expected.writeByte(1).writeByte(0).writeShortLE(18).writeLongLE(0x0102030405060708L);
+        expected.writeShortLE(1).writeByte('s');
+        expected.writeIntLE(258).writeIntLE(-2).writeLongLE(-3L).writeByte(1);
+        expected.writeShortLE(7).writeBytes("txn.log".getBytes(StandardCharsets.UTF_8));
+        expected.writeLongLE(0x100000040L);
+        expected.writeShortLE(0);
+        expected.writeIntLE(4).writeBytes(data);
+        expected.setIntLE(0, expected.readableBytes() - 4);
+        // 12-byte header, then 2 + n + 4 + 4 + 8 + 1 + (2 + f) + 8 + (2 + t) + (4 + k) body bytes.
+        assertThat(bytes).hasSize(4 + 12 + 3 + 17 + 9 + 8 + 2 + 8);
+        assertThat(bytes).isEqualTo(ByteBufUtil.getBytes(expected));
+
+        ProtocolTestCodec.DecodedRequest d =
+                ProtocolTestCodec.decodeRequest(Unpooled.wrappedBuffer(bytes));
+        assertThat(d.header().opcode()).isEqualTo(Opcode.REPLICA_TXN.code());
+        assertThat(d.request()).isEqualTo(r).hasSameHashCodeAs(r);
+        // The data is a copy, not a view of the frame.
+        assertThat(((ReplicaTxnRequest) d.request()).data()).isNotSameAs(data).isEqualTo(data);
+        assertThat(Opcode.fromCode(18)).isEqualTo(Opcode.REPLICA_TXN);
+        assertThat(Opcode.REPLICA_TXN.wireName()).isEqualTo("ReplicaTxn");
+        decodeRequestFully(bytes);
+
+        // Every op round-trips, with a non-ASCII name, an empty one and empty data.
+        for (ReplicaTxnRequest r2 :
+                List.of(
+                        new ReplicaTxnRequest(
+                                "s",
+                                3,
+                                1,
+                                1,
+                                ReplicaTxnRequest.Op.REPLACE,
+                                "txn.log",
+                                0,
+                                "",
+                                new byte[100]),
+                        new ReplicaTxnRequest(
+                                "s",
+                                3,
+                                1,
+                                1,
+                                ReplicaTxnRequest.Op.RENAME,
+                                "txn-1-2.seg",
+                                0,
+                                "1-2.seg",
+                                new byte[0]),
+                        new ReplicaTxnRequest(
+                                "ü",
+                                0,
+                                0,
+                                0,
+                                ReplicaTxnRequest.Op.DELETE,
+                                "",
+                                0,
+                                "",
+                                new byte[0]))) {
+            byte[] frame = encode(r2);
+            assertThat(ProtocolTestCodec.decodeRequest(Unpooled.wrappedBuffer(frame)).request())
+                    .isEqualTo(r2);
+        }
+
+        // Content, not identity, makes two requests equal.
+        assertThat(r)
+                .isEqualTo(
+                        new ReplicaTxnRequest(
+                                "s",
+                                258,
+                                -2,
+                                -3L,
+                                ReplicaTxnRequest.Op.APPEND,
+                                "txn.log",
+                                0x100000040L,
+                                "",
+                                data.clone()))
+                .isNotEqualTo(
+                        new ReplicaTxnRequest(
+                                "s",
+                                258,
+                                -2,
+                                -3L,
+                                ReplicaTxnRequest.Op.APPEND,
+                                "txn.log",
+                                0x100000040L,
+                                "",
+                                new byte[] {1, 2, 3, 4}));
+
+        // Every truncation is refused, and so are trailing bytes.
+        for (int n = 0; n < bytes.length; n++) {
+            byte[] t = truncated(bytes, n);
+            assertThatThrownBy(() -> decodeRequestFully(t))
+                    .as("%d of %d bytes", n, bytes.length)
+                    .isInstanceOf(NearstreamProtocolException.class);
+        }
+        byte[] longer =
+                truncated(java.util.Arrays.copyOf(bytes, bytes.length + 1), bytes.length + 1);
+        assertThatThrownBy(() -> decodeRequestFully(longer))
+                .isInstanceOf(NearstreamProtocolException.class)
+                .hasMessageContaining("trailing");
+        // A data length that runs past the end is refused.
+        byte[] pastEnd = bytes.clone();
+        pastEnd[bytes.length - 8] = 5;
+        assertThatThrownBy(() -> decodeRequestFully(pastEnd))
+                .isInstanceOf(NearstreamProtocolException.class)
+                .hasMessageContaining("runs past the end");
+    }
+
+    @Test
+    void replicaTxnOpOutsideOneToFourIsMalformed() {
+        ReplicaTxnRequest r =
+                new ReplicaTxnRequest(
+                        "s",
+                        3,
+                        1,
+                        1,
+                        ReplicaTxnRequest.Op.DELETE,
+                        "txn-1-2.seg",
+                        0,
+                        "",
+                        new byte[0]);
+        byte[] bytes = encode(r);
+        int opAt = 4 + 12 + 3 + 4 + 4 + 8;
+        assertThat(bytes[opAt]).isEqualTo((byte) 4);
+        for (int code = 0; code < 256; code++) {
+            byte[] frame = bytes.clone();
+            frame[opAt] = (byte) code;
+            if (code >= 1 && code <= 4) {
+                ReplicaTxnRequest.Op op = ReplicaTxnRequest.Op.fromCode(code);
+                assertThat(op.code()).isEqualTo(code);
+                assertThat(
+                                ((ReplicaTxnRequest)
+                                                ProtocolTestCodec.decodeRequest(
+                                                                Unpooled.wrappedBuffer(frame))
+                                                        .request())
+                                        .op())
+                        .isEqualTo(op);
+                continue;
+            }
+            assertThat(ReplicaTxnRequest.Op.fromCode(code)).isNull();
+            assertThatThrownBy(() -> decodeRequestFully(frame))
+                    .as("op %d", code)
+                    .isInstanceOf(NearstreamProtocolException.class)
+                    .hasMessageContaining("op " + code)
+                    .satisfies(
+                            e ->
+                                    assertThat(((NearstreamProtocolException) e).status())
+                                            .isEqualTo(StatusCode.MALFORMED_REQUEST));
+        }
+    }
+
+    @Test
+    void replicaTxnFilesResponseLayoutAndRoundTrip() {
+        ReplicaTxnFilesResponse r =
+                new ReplicaTxnFilesResponse(
+                        List.of(
+                                new ReplicaTxnFilesResponse.TxnFile("txn.log", new byte[] {1, 2}),
+                                new ReplicaTxnFilesResponse.TxnFile("", new byte[0]),
+                                new ReplicaTxnFilesResponse.TxnFile(
+                                        "txn-ü.seg", new byte[] {(byte) 0xFF})));
+        ByteBuf body = Unpooled.buffer();
+        ProtocolTestCodec.writeReplicaTxnFilesResponse(body, r);
+        ByteBuf expected = Unpooled.buffer().writeIntLE(3);
+        expected.writeShortLE(7).writeBytes("txn.log".getBytes(StandardCharsets.UTF_8));
+        expected.writeIntLE(2).writeByte(1).writeByte(2);
+        expected.writeShortLE(0).writeIntLE(0);
+        expected.writeShortLE(10).writeBytes("txn-ü.seg".getBytes(StandardCharsets.UTF_8));
+        expected.writeIntLE(1).writeByte(0xFF);
+        // 4 + Σ (2 + n + 4 + k) bytes.
+        assertThat(body.readableBytes())
+                .isEqualTo(4 + (2 + 7 + 4 + 2) + (2 + 4) + (2 + 10 + 4 + 1));
+        byte[] bytes = ByteBufUtil.getBytes(body);
+        assertThat(bytes).isEqualTo(ByteBufUtil.getBytes(expected));
+        ReplicaTxnFilesResponse back =
+                ProtocolCodec.decodeReplicaTxnFilesResponse(Unpooled.wrappedBuffer(bytes));
+        assertThat(back).isEqualTo(r).hasSameHashCodeAs(r);
+
+        // A scope without files.
+        ReplicaTxnFilesResponse empty = new ReplicaTxnFilesResponse(List.of());
+        ByteBuf none = Unpooled.buffer();
+        ProtocolTestCodec.writeReplicaTxnFilesResponse(none, empty);
+        assertThat(none.readableBytes()).isEqualTo(4);
+        assertThat(ProtocolCodec.decodeReplicaTxnFilesResponse(none)).isEqualTo(empty);
+
+        // The contents are copies: they outlive the frame's bytes.
+        byte[] scratch = bytes.clone();
+        ReplicaTxnFilesResponse copied =
+                ProtocolCodec.decodeReplicaTxnFilesResponse(Unpooled.wrappedBuffer(scratch));
+        java.util.Arrays.fill(scratch, (byte) 0);
+        assertThat(copied).isEqualTo(r);
+
+        // Every truncation is refused, and so are trailing bytes.
+        for (int n = 0; n < bytes.length; n++) {
+            ByteBuf cut = Unpooled.wrappedBuffer(bytes, 0, n);
+            assertThatThrownBy(() -> ProtocolCodec.decodeReplicaTxnFilesResponse(cut))
+                    .as("%d of %d bytes", n, bytes.length)
+                    .isInstanceOf(NearstreamProtocolException.class);
+        }
+        ByteBuf trailing = Unpooled.buffer().writeBytes(bytes).writeByte(0);
+        assertThatThrownBy(() -> ProtocolCodec.decodeReplicaTxnFilesResponse(trailing))
+                .isInstanceOf(NearstreamProtocolException.class)
+                .hasMessageContaining("trailing");
+        // A count that cannot fit 6 bytes a file is refused before anything is allocated.
+        ByteBuf huge = Unpooled.buffer().writeIntLE(-1).writeZero(30);
+        assertThatThrownBy(() -> ProtocolCodec.decodeReplicaTxnFilesResponse(huge))
+                .isInstanceOf(NearstreamProtocolException.class)
+                .hasMessageContaining("count = 4294967295");
+        ByteBuf two = Unpooled.buffer().writeIntLE(2).writeZero(11);
+        assertThatThrownBy(() -> ProtocolCodec.decodeReplicaTxnFilesResponse(two))
+                .isInstanceOf(NearstreamProtocolException.class)
+                .hasMessageContaining("count = 2");
+        // A data length that runs past the end is refused.
+        ByteBuf pastEnd = Unpooled.buffer().writeIntLE(1).writeShortLE(0).writeIntLE(-2);
+        assertThatThrownBy(() -> ProtocolCodec.decodeReplicaTxnFilesResponse(pastEnd))
+                .isInstanceOf(NearstreamProtocolException.class)
+                .hasMessageContaining("runs past the end");
+    }
+
+    /**
+     * ReplicaTxn (18) and ReplicaTxnFiles (19) are known opcodes now; 0, 23–29 and 37–39 stay
+     * unassigned, and a request with one of them is refused as UNKNOWN_OPCODE.
+     */
+    @Test
+    void opcodesEighteenAndNineteenAreAssigned() {
+        assertThat(Opcode.fromCode(18)).isEqualTo(Opcode.REPLICA_TXN);
+        assertThat(Opcode.fromCode(19)).isEqualTo(Opcode.REPLICA_TXN_FILES);
+        assertThat(Opcode.REPLICA_TXN_FILES.wireName()).isEqualTo("ReplicaTxnFiles");
+        for (int code = 1; code <= 22; code++) {
+            assertThat(Opcode.fromCode(code)).as("opcode %d", code).isNotNull();
+            assertThat(Opcode.fromCode(code).code()).isEqualTo(code);
+        }
+        List<Integer> unassigned = new ArrayList<>(List.of(0, 37, 38, 39, 40, 99, 0xFFFF));
+        for (int code = 23; code <= 29; code++) {
+            unassigned.add(code);
+        }
+        for (int code : unassigned) {
+            assertThat(Opcode.fromCode(code)).as("opcode %d", code).isNull();
+            byte[] frame = encode(new ReplicaTxnFilesRequest("s", 3, 1));
+            frame[6] = (byte) code;
+            frame[7] = (byte) (code >>> 8);
+            assertThatThrownBy(() -> ProtocolTestCodec.decodeRequest(Unpooled.wrappedBuffer(frame)))
+                    .as("opcode %d", code)
+                    .isInstanceOf(NearstreamProtocolException.class)
+                    .satisfies(
+                            e ->
+                                    assertThat(((NearstreamProtocolException) e).status())
+                                            .isEqualTo(StatusCode.UNKNOWN_OPCODE));
+        }
+    }
+
+    private static byte[] encode(ProtocolCodec.Request request) {
+        ByteBuf frame = ProtocolCodec.encodeRequest(ALLOC, 0x0102030405060708L, request);
+        try {
+            return ByteBufUtil.getBytes(frame);
+        } finally {
+            frame.release();
+        }
     }
 }

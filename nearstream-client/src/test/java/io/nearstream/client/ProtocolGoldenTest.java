@@ -1,6 +1,7 @@
 package io.nearstream.client;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.tuple;
 
 import io.nearstream.client.ProtocolCodec.AppendEntry;
@@ -25,6 +26,9 @@ import io.nearstream.client.ProtocolCodec.ReplicaCheckRequest;
 import io.nearstream.client.ProtocolCodec.ReplicaCheckResponse;
 import io.nearstream.client.ProtocolCodec.ReplicaJoinRequest;
 import io.nearstream.client.ProtocolCodec.ReplicaMoveRequest;
+import io.nearstream.client.ProtocolCodec.ReplicaTxnFilesRequest;
+import io.nearstream.client.ProtocolCodec.ReplicaTxnFilesResponse;
+import io.nearstream.client.ProtocolCodec.ReplicaTxnRequest;
 import io.nearstream.client.ProtocolCodec.Request;
 import io.nearstream.client.ProtocolCodec.ResponseFrame;
 import io.nearstream.client.ProtocolCodec.SealStreamletRequest;
@@ -49,9 +53,11 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.function.Consumer;
 import java.util.stream.Collectors;
@@ -143,6 +149,167 @@ class ProtocolGoldenTest {
             assertThat(ByteBufUtil.getBytes(again)).isEqualTo(response);
         } finally {
             again.release();
+        }
+    }
+
+    /** The part file the ReplicaTxn and ReplicaTxnFiles golden frames name. */
+    private static final String GOLDEN_PART = "txn-00000000000000000007-00000000000000000003.seg";
+
+    /**
+     * The chunk of replica_txn_request.bin and replica_txn_files_response.bin, built by the Java
+     * chunk writer: producer 0x1122334455667788, sequence 2, one record.
+     */
+    private static byte[] goldenReplicaTxnChunk() {
+        return new ChunkBuilder()
+                .add("in a replica".getBytes(StandardCharsets.UTF_8))
+                .build(0x1122334455667788L, 2, 1_700_000_005_000L);
+    }
+
+    /** ReplicaTxn (18)'s golden frames, field by field (besides the generic check). */
+    @Test
+    void replicaTxnGoldenFrames() throws IOException {
+        byte[] request = Files.readAllBytes(protocolDir().resolve("replica_txn_request.bin"));
+        DecodedRequest d = ProtocolTestCodec.decodeRequest(Unpooled.wrappedBuffer(request));
+        assertThat(d.header().opcode()).isEqualTo(18);
+        assertThat(d.header().knownOpcode()).isEqualTo(Opcode.REPLICA_TXN);
+        assertThat(d.header().requestId()).isEqualTo(0x9A9B9C9D9E9F9091L);
+        ReplicaTxnRequest append = (ReplicaTxnRequest) d.request();
+        assertThat(append)
+                .isEqualTo(
+                        new ReplicaTxnRequest(
+                                "golden.stream-1_x",
+                                3,
+                                0x01020304,
+                                0x0102030405060708L,
+                                ReplicaTxnRequest.Op.APPEND,
+                                GOLDEN_PART,
+                                0x100000040L,
+                                "",
+                                goldenReplicaTxnChunk()));
+        assertThat(append.data()).hasSize(64);
+        assertEncodesTo(0x9A9B9C9D9E9F9091L, append, request);
+
+        byte[] rename = Files.readAllBytes(protocolDir().resolve("replica_txn_rename_request.bin"));
+        d = ProtocolTestCodec.decodeRequest(Unpooled.wrappedBuffer(rename));
+        assertThat(d.header().knownOpcode()).isEqualTo(Opcode.REPLICA_TXN);
+        assertThat(d.header().requestId()).isEqualTo(0xAAABACADAEAFA0A1L);
+        assertThat(d.request())
+                .isEqualTo(
+                        new ReplicaTxnRequest(
+                                "golden.stream-1_x",
+                                3,
+                                2,
+                                9,
+                                ReplicaTxnRequest.Op.RENAME,
+                                GOLDEN_PART,
+                                0,
+                                "00000000000000000012-00000000000000000003.seg",
+                                new byte[0]));
+        assertEncodesTo(0xAAABACADAEAFA0A1L, d.request(), rename);
+
+        byte[] response = Files.readAllBytes(protocolDir().resolve("replica_txn_response.bin"));
+        ResponseFrame r = ProtocolCodec.decodeResponse(Unpooled.wrappedBuffer(response));
+        assertThat(r.header().knownOpcode()).isEqualTo(Opcode.REPLICA_TXN);
+        assertThat(r.header().requestId()).isEqualTo(0x9A9B9C9D9E9F9091L);
+        assertThat(r.ok()).isTrue();
+        ProtocolCodec.decodeEmpty(r.body(), "ReplicaTxn response");
+        assertThat(response).hasSize(20);
+    }
+
+    /**
+     * The op byte of a ReplicaTxn request (body offset 18 + n) takes 1 (append) to 4 (delete): each
+     * decodes and re-encodes to the same bytes; any other value makes the body malformed.
+     */
+    @Test
+    void replicaTxnOpOutsideOneToFourIsMalformed() throws IOException {
+        byte[] request = Files.readAllBytes(protocolDir().resolve("replica_txn_request.bin"));
+        int opAt =
+                ProtocolCodec.LENGTH_BYTES
+                        + ProtocolCodec.HEADER_BYTES
+                        + 18
+                        + "golden.stream-1_x".length();
+        assertThat(request[opAt]).isEqualTo((byte) 1);
+        for (ReplicaTxnRequest.Op op : ReplicaTxnRequest.Op.values()) {
+            byte[] frame = request.clone();
+            frame[opAt] = (byte) op.code();
+            DecodedRequest d = ProtocolTestCodec.decodeRequest(Unpooled.wrappedBuffer(frame));
+            assertThat(((ReplicaTxnRequest) d.request()).op()).isEqualTo(op);
+            assertEncodesTo(0x9A9B9C9D9E9F9091L, d.request(), frame);
+        }
+        assertThat(ReplicaTxnRequest.Op.values())
+                .extracting(ReplicaTxnRequest.Op::code)
+                .containsExactly(1, 2, 3, 4);
+        for (int code : new int[] {0, 5, 6, 0x7F, 0x80, 0xFF}) {
+            byte[] frame = request.clone();
+            frame[opAt] = (byte) code;
+            assertThat(ReplicaTxnRequest.Op.fromCode(code)).isNull();
+            assertThatThrownBy(() -> ProtocolTestCodec.decodeRequest(Unpooled.wrappedBuffer(frame)))
+                    .as("op %s", code)
+                    .isInstanceOf(NearstreamProtocolException.class)
+                    .hasMessageContaining("op " + code)
+                    .satisfies(
+                            e ->
+                                    assertThat(((NearstreamProtocolException) e).status())
+                                            .isEqualTo(StatusCode.MALFORMED_REQUEST));
+        }
+    }
+
+    /** ReplicaTxnFiles (19)'s golden frames, field by field (besides the generic check). */
+    @Test
+    void replicaTxnFilesGoldenFrames() throws IOException {
+        byte[] request = Files.readAllBytes(protocolDir().resolve("replica_txn_files_request.bin"));
+        DecodedRequest d = ProtocolTestCodec.decodeRequest(Unpooled.wrappedBuffer(request));
+        assertThat(d.header().opcode()).isEqualTo(19);
+        assertThat(d.header().knownOpcode()).isEqualTo(Opcode.REPLICA_TXN_FILES);
+        assertThat(d.header().requestId()).isEqualTo(0xCACBCCCDCECFC0C1L);
+        assertThat(d.request())
+                .isEqualTo(new ReplicaTxnFilesRequest("golden.stream-1_x", 3, 0x01020304));
+        assertEncodesTo(0xCACBCCCDCECFC0C1L, d.request(), request);
+        // The body is a ReplicaCheck request's: only the opcode tells the two apart.
+        byte[] check = Files.readAllBytes(protocolDir().resolve("replica_check_request.bin"));
+        int bodyAt = ProtocolCodec.LENGTH_BYTES + ProtocolCodec.HEADER_BYTES;
+        assertThat(Arrays.copyOfRange(request, bodyAt, request.length))
+                .isEqualTo(Arrays.copyOfRange(check, bodyAt, check.length));
+
+        byte[] response =
+                Files.readAllBytes(protocolDir().resolve("replica_txn_files_response.bin"));
+        ResponseFrame r = ProtocolCodec.decodeResponse(Unpooled.wrappedBuffer(response));
+        assertThat(r.header().knownOpcode()).isEqualTo(Opcode.REPLICA_TXN_FILES);
+        assertThat(r.header().requestId()).isEqualTo(0xCACBCCCDCECFC0C1L);
+        assertThat(r.ok()).isTrue();
+        ReplicaTxnFilesResponse v = ProtocolCodec.decodeReplicaTxnFilesResponse(r.body());
+        byte[] txnLog = new byte[32];
+        for (int i = 0; i < txnLog.length; i++) {
+            txnLog[i] = (byte) (0x10 + i);
+        }
+        assertThat(v)
+                .isEqualTo(
+                        new ReplicaTxnFilesResponse(
+                                List.of(
+                                        new ReplicaTxnFilesResponse.TxnFile("txn.log", txnLog),
+                                        new ReplicaTxnFilesResponse.TxnFile(
+                                                GOLDEN_PART, goldenReplicaTxnChunk()))));
+        ByteBuf again =
+                ProtocolTestCodec.encodeResponse(
+                        ALLOC,
+                        Opcode.REPLICA_TXN_FILES.code(),
+                        0xCACBCCCDCECFC0C1L,
+                        0,
+                        "",
+                        out -> ProtocolTestCodec.writeReplicaTxnFilesResponse(out, v));
+        try {
+            assertThat(ByteBufUtil.getBytes(again)).isEqualTo(response);
+        } finally {
+            again.release();
+        }
+    }
+
+    private static void assertEncodesTo(long requestId, Request request, byte[] frame) {
+        ByteBuf encoded = ProtocolCodec.encodeRequest(ALLOC, requestId, request);
+        try {
+            assertThat(ByteBufUtil.getBytes(encoded)).isEqualTo(frame);
+        } finally {
+            encoded.release();
         }
     }
 
@@ -338,6 +505,7 @@ class ProtocolGoldenTest {
                 case REPLICA_APPEND:
                 case REPLICA_JOIN:
                 case REPLICA_MOVE:
+                case REPLICA_TXN:
                     ProtocolCodec.decodeEmpty(in, op.wireName());
                     writer = out -> {};
                     break;
@@ -370,6 +538,17 @@ class ProtocolGoldenTest {
                                                         "segment", u64(seg.segment()),
                                                         "bytes", u32(seg.bytes()))));
                         writer = out -> ProtocolTestCodec.writeReplicaCheckResponse(out, v);
+                        break;
+                    }
+                case REPLICA_TXN_FILES:
+                    {
+                        ReplicaTxnFilesResponse v = ProtocolCodec.decodeReplicaTxnFilesResponse(in);
+                        body.put(
+                                "files",
+                                list(
+                                        v.files(),
+                                        f -> obj("name", f.name(), "data", blobJson(f.data()))));
+                        writer = out -> ProtocolTestCodec.writeReplicaTxnFilesResponse(out, v);
                         break;
                     }
                 case PUSH_SUBSCRIBE:
@@ -578,6 +757,22 @@ class ProtocolGoldenTest {
                     "stream", r.stream(),
                     "streamlet", u32(r.streamlet()),
                     "follower", u32(r.follower()));
+        } else if (request instanceof ReplicaTxnRequest r) {
+            return obj(
+                    "stream", r.stream(),
+                    "streamlet", u32(r.streamlet()),
+                    "leader", u32(r.leader()),
+                    "leader_epoch", u64(r.leaderEpoch()),
+                    "op", r.op().name().toLowerCase(Locale.ROOT),
+                    "file", r.file(),
+                    "offset", u64(r.offset()),
+                    "to", r.to(),
+                    "data", blobJson(r.data()));
+        } else if (request instanceof ReplicaTxnFilesRequest r) {
+            return obj(
+                    "stream", r.stream(),
+                    "streamlet", u32(r.streamlet()),
+                    "follower", u32(r.follower()));
         } else if (request instanceof PushSubscribeRequest r) {
             return obj(
                     "stream", r.stream(),
@@ -595,6 +790,18 @@ class ProtocolGoldenTest {
             return obj("subscription_id", u64(r.subscriptionId()));
         }
         throw new AssertionError("no JSON form for " + request);
+    }
+
+    /**
+     * A Blob of ReplicaTxn or ReplicaTxnFiles as vectors.json writes it: a chunk (bytes that start
+     * with the chunk magic) as its fields, after full validation; anything else as lower-case hex.
+     */
+    private static Object blobJson(byte[] data) {
+        ByteBuffer b = ByteBuffer.wrap(data).order(ByteOrder.LITTLE_ENDIAN);
+        if (data.length >= Chunks.HEADER_BYTES && b.getInt(0) == Chunks.MAGIC) {
+            return chunkJson(b, 0, data.length);
+        }
+        return HexFormat.of().formatHex(data);
     }
 
     private static List<Object> appendEntriesJson(List<AppendEntry> entries) {

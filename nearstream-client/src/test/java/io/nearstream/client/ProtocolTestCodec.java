@@ -32,6 +32,9 @@ import io.nearstream.client.ProtocolCodec.ReplicaCheckRequest;
 import io.nearstream.client.ProtocolCodec.ReplicaCheckResponse;
 import io.nearstream.client.ProtocolCodec.ReplicaJoinRequest;
 import io.nearstream.client.ProtocolCodec.ReplicaMoveRequest;
+import io.nearstream.client.ProtocolCodec.ReplicaTxnFilesRequest;
+import io.nearstream.client.ProtocolCodec.ReplicaTxnFilesResponse;
+import io.nearstream.client.ProtocolCodec.ReplicaTxnRequest;
 import io.nearstream.client.ProtocolCodec.Request;
 import io.nearstream.client.ProtocolCodec.SealStreamletRequest;
 import io.nearstream.client.ProtocolCodec.StatsRequest;
@@ -212,6 +215,15 @@ final class ProtocolTestCodec {
                         new ReplicaCheckRequest(
                                 in.str("stream"), in.u32("streamlet"), in.u32("follower"));
                 break;
+            case REPLICA_TXN:
+                request = readReplicaTxnRequest(in);
+                break;
+            case REPLICA_TXN_FILES:
+                // A ReplicaCheck request's body.
+                request =
+                        new ReplicaTxnFilesRequest(
+                                in.str("stream"), in.u32("streamlet"), in.u32("follower"));
+                break;
             case PUSH_SUBSCRIBE:
                 request =
                         new PushSubscribeRequest(
@@ -270,6 +282,30 @@ final class ProtocolTestCodec {
             entries.add(new AppendEntry(streamlet, frame.slice(index, in.lastLength())));
         }
         return entries;
+    }
+
+    /** ReplicaTxn's body; an op outside 1 to 4 is malformed. The data is a copy. */
+    private static ReplicaTxnRequest readReplicaTxnRequest(WireReader in) {
+        String stream = in.str("stream");
+        int streamlet = in.u32("streamlet");
+        int leader = in.u32("leader");
+        long leaderEpoch = in.u64("leader_epoch");
+        int code = in.u8("op");
+        ReplicaTxnRequest.Op op = ReplicaTxnRequest.Op.fromCode(code);
+        if (op == null) {
+            throw NearstreamProtocolException.malformed(
+                    "ReplicaTxn request: op "
+                            + code
+                            + " is not 1 (append), 2 (replace), 3 (rename) or 4 (delete)");
+        }
+        String file = in.str("file");
+        long offset = in.u64("offset");
+        String to = in.str("to");
+        int index = in.blob("data");
+        byte[] data = new byte[in.lastLength()];
+        in.buffer().getBytes(index, data);
+        return new ReplicaTxnRequest(
+                stream, streamlet, leader, leaderEpoch, op, file, offset, to, data);
     }
 
     static TxnRef readTxnRef(WireReader in) {
@@ -483,6 +519,15 @@ final class ProtocolTestCodec {
             out.writeLongLE(seg.group());
             out.writeLongLE(seg.segment());
             out.writeIntLE(seg.bytes());
+        }
+    }
+
+    static void writeReplicaTxnFilesResponse(ByteBuf out, ReplicaTxnFilesResponse r) {
+        out.writeIntLE(r.files().size());
+        for (ReplicaTxnFilesResponse.TxnFile f : r.files()) {
+            writeStr(out, f.name());
+            out.writeIntLE(f.data().length);
+            out.writeBytes(f.data());
         }
     }
 
