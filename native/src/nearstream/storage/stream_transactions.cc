@@ -114,6 +114,16 @@ Status StreamTransactions::ReadyLocked() {
     TxnMirror* mirror = mirror_.load();
     if (mirror != nullptr) RETURN_IF_ERROR(mirror->Mirror(stream_->config().name, scope_, {}));
     mirror_pending_.store(false);
+    // Every in-sync follower holds the commits that waited for it: they are published now.
+    std::vector<UnpublishedCommit> waiting;
+    waiting.swap(unpublished_);
+    for (const UnpublishedCommit& u : waiting) {
+      IdState* st = FindLocked(u.id);
+      std::shared_ptr<Txn> txn = st == nullptr ? nullptr : LiveLocked(*st, u.serial);
+      if (txn == nullptr) continue;
+      std::lock_guard<std::mutex> txn_lock(txn->mu);
+      PublishCommitLocked(*st, txn, u.record, &published_);
+    }
   }
   return Status::Ok();
 }
@@ -501,6 +511,32 @@ Status StreamTransactions::CommitLocked(IdState& st, std::shared_ptr<Txn> txn, i
     for (const TxnLink& l : record.links) stream_->streamlet(l.streamlet)->DropReserved(l.group);
     return s;
   }
+  if (Mirrors()) {
+    // Followers rename at once, after their copy of the COMMIT record; and nothing is visible
+    // before every in-sync follower holds the commit (a failover must not take it back).
+    for (const TxnLink& l : record.links) {
+      for (const auto& [from, to] : txn->parts[l.streamlet]->RenamesTo(l.group)) {
+        MirrorLocked({TxnFileOp::Kind::kRename, from.substr(from.rfind('/') + 1), 0, nullptr, 0,
+                      to.substr(to.rfind('/') + 1)});
+      }
+    }
+    Status sent = SendBatchLocked();
+    if (!sent.ok()) {
+      // Readers wait at the reserved groups. Deposed, this broker forgets the scope; otherwise
+      // the commit is published once the followers that did not answer are out of the in-sync
+      // set (ReadyLocked), and a retried TxnCommit then finds it committed.
+      if (!sent.IsNotOwner()) unpublished_.push_back({txn->id, txn->serial, std::move(record)});
+      return sent;
+    }
+  }
+  PublishCommitLocked(st, txn, record, linked);
+  return Status::Ok();
+}
+
+// NOLINTNEXTLINE(performance-unnecessary-value-param): by value on purpose (see the header)
+void StreamTransactions::PublishCommitLocked(IdState& st, std::shared_ptr<Txn> txn,
+                                             const TxnRecord& record,
+                                             std::vector<uint32_t>* linked) {
   for (const TxnLink& l : record.links) {
     TxnPart& part = *txn->parts[l.streamlet];
     Streamlet* streamlet = stream_->streamlet(l.streamlet);
@@ -509,11 +545,6 @@ Status StreamTransactions::CommitLocked(IdState& st, std::shared_ptr<Txn> txn, i
     std::vector<std::shared_ptr<Segment>> segments = part.TakeSegments();  // in the same order
     for (size_t i = 0; i < renames.size(); ++i) {
       auto& [from, to] = renames[i];
-      if (Mirrors()) {
-        // Followers rename at once, after their copy of the COMMIT record (sent before).
-        MirrorLocked({TxnFileOp::Kind::kRename, from.substr(from.rfind('/') + 1), 0, nullptr, 0,
-                      to.substr(to.rfind('/') + 1)});
-      }
       if (!SyncEach()) {
         pending_renames_.push_back({l.streamlet, std::move(from), std::move(to), segments[i]});
         continue;
@@ -541,13 +572,15 @@ Status StreamTransactions::CommitLocked(IdState& st, std::shared_ptr<Txn> txn, i
   txn->phase = TxnPhase::kCommitted;
   FinishLocked(st, txn, true);
   totals_->committed.fetch_add(1);
-  return Status::Ok();
 }
 
 Status StreamTransactions::Commit(const std::string& id, uint32_t epoch, uint64_t serial,
                                   int64_t now_ms, std::vector<uint32_t>* linked) {
   MutexLock lock(&mu_);
   RETURN_IF_ERROR(ReadyLocked());
+  // Commits published late (ReadyLocked) wake their readers with this one's.
+  linked->insert(linked->end(), published_.begin(), published_.end());
+  published_.clear();
   return SentLocked(CommitRequestLocked(id, epoch, serial, now_ms, linked));
 }
 
@@ -923,6 +956,8 @@ void StreamTransactions::Forget() {
   pending_renames_.clear();
   log_.reset();
   batch_ = MirrorBatch();
+  unpublished_.clear();
+  published_.clear();
   mirror_pending_.store(false);
 }
 

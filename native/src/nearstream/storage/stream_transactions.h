@@ -204,6 +204,11 @@ class StreamTransactions {
   Status PrepareLocked(IdState& st, std::shared_ptr<Txn> txn) NS_REQUIRES(mu_);
   Status CommitLocked(IdState& st, std::shared_ptr<Txn> txn, int64_t now_ms,
                       std::vector<uint32_t>* linked) NS_REQUIRES(mu_);
+  // The commit's visible half, once its COMMIT record is durable (and, for a mirrored scope,
+  // held by every in-sync follower): renames, links the parts into their streamlets, finishes.
+  // The transaction's lock is held.
+  void PublishCommitLocked(IdState& st, std::shared_ptr<Txn> txn, const TxnRecord& record,
+                           std::vector<uint32_t>* linked) NS_REQUIRES(mu_);
   Status AbortLocked(IdState& st, std::shared_ptr<Txn> txn, const char* why) NS_REQUIRES(mu_);
   // RecoverLog: the numbers of committed transactions (their COMMIT links) whose files, all
   // still named for the transaction, hold fewer bytes than the links say; `listing` has each
@@ -253,6 +258,15 @@ class StreamTransactions {
   // A send failed: some follower may lack writes this broker made, so nothing is acknowledged
   // until the mirror confirms that every in-sync follower holds them (or has left the set).
   std::atomic<bool> mirror_pending_{false};
+  // Commits whose COMMIT record a follower may lack (a failed send): published by ReadyLocked
+  // once the mirror confirms the in-sync set; then their streamlets, for the next Commit to wake.
+  struct UnpublishedCommit {
+    std::string id;
+    uint64_t serial = 0;
+    TxnRecord record;
+  };
+  std::vector<UnpublishedCommit> unpublished_ NS_GUARDED_BY(mu_);
+  std::vector<uint32_t> published_ NS_GUARDED_BY(mu_);
 };
 
 }  // namespace nearstream::storage
