@@ -511,6 +511,7 @@ void ZkCluster::Install(const std::string& name, StreamRecord record) {
           std::shared_ptr<FollowerCopy>& c = copies_[{name, i}];
           if (c == nullptr) c = std::make_shared<FollowerCopy>();
           copy = c;
+          txn_unconfirmed_.erase({name, i});  // an earlier leadership's
         }
         locks.emplace_back(copy->mu);
         held.push_back(copy);

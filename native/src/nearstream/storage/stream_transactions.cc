@@ -110,10 +110,16 @@ Status StreamTransactions::ReadyLocked() {
                                    "' is sealed (a replica is being copied); retry after a "
                                    "back-off");
   }
-  if (mirror_pending_.load()) {
+  // Cleared before the mirror is asked, so that a failure an append reports meanwhile (it
+  // holds no mu_) stays pending.
+  if (mirror_pending_.exchange(false)) {
     TxnMirror* mirror = mirror_.load();
-    if (mirror != nullptr) RETURN_IF_ERROR(mirror->Mirror(stream_->config().name, scope_, {}));
-    mirror_pending_.store(false);
+    if (Status s =
+            mirror != nullptr ? mirror->Mirror(stream_->config().name, scope_, {}) : Status::Ok();
+        !s.ok()) {
+      mirror_pending_.store(true);
+      return s;
+    }
     // Every in-sync follower holds the commits that waited for it: they are published now.
     std::vector<UnpublishedCommit> waiting;
     waiting.swap(unpublished_);
@@ -406,10 +412,10 @@ Result<bool> StreamTransactions::Append(Txn& txn, uint32_t streamlet, const uint
         stream_->config().name + "' writes no other streamlet (" + std::to_string(streamlet) + ")");
   }
   if (mirror_pending_.load()) {
-    // An earlier write may be missing on a follower: nothing is acknowledged until it is not.
+    // An earlier write may be missing on a follower: nothing is acknowledged until the mirror
+    // confirms it is not. The flag stays for ReadyLocked, which also publishes waiting commits.
     TxnMirror* mirror = mirror_.load();
     if (mirror != nullptr) RETURN_IF_ERROR(mirror->Mirror(stream_->config().name, scope_, {}));
-    mirror_pending_.store(false);
   }
   std::lock_guard<std::mutex> lock(txn.mu);
   if (txn.forgotten) {

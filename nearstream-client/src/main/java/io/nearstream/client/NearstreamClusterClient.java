@@ -38,11 +38,14 @@ import java.util.function.IntFunction;
  *   <li><b>PushSubscribe, PushUpdate, PushClose</b> go to the one broker that stores every
  *       streamlet of the rings (a push subscription is per broker); rings over several brokers are
  *       refused.
- *   <li><b>Transactions</b> are per broker. {@link #txnInit} and the other requests that name one
- *       transaction go to the broker of the stream when all its streamlets are on one broker; a
- *       transaction over several brokers is one transaction per broker, sent with {@link #onBroker}
- *       and {@link #txnAppend(String, IntFunction, int[], List)} ({@link
- *       NearstreamTransactionalProducer} does this).
+ *   <li><b>Transactions</b> of a stream without replication are per broker. {@link #txnInit} and
+ *       the other requests that name one transaction go to the broker of the stream when all its
+ *       streamlets are on one broker; a transaction over several brokers is one transaction per
+ *       broker, sent with {@link #onBroker} and {@link #txnAppend(String, IntFunction, int[],
+ *       List)} ({@link NearstreamTransactionalProducer} does this). A replicated stream's are per
+ *       streamlet: a request in a streamlet scope goes to the streamlet's leader and follows it
+ *       through a failover as the streamlet's appends do ({@link #onStreamlet}, {@link
+ *       #streamletTxnAppend}).
  * </ul>
  *
  * <p>The view is refreshed on NOT_OWNER, BROKER_UNAVAILABLE, a stream it does not know yet, and a
@@ -403,6 +406,114 @@ public final class NearstreamClusterClient implements NearstreamClient {
                                         ref ->
                                                 c.txnAppend(
                                                         ref, streamletsOf(part), chunksOf(part))));
+    }
+
+    /**
+     * Appends chunks to a transaction of a replicated stream, whose parts are per streamlet: each
+     * streamlet's chunks go to its leader, in that streamlet's own transaction, which {@code
+     * txnOnStreamlet} names (and may begin). A broker leading several of the streamlets gets one
+     * TxnAppend per streamlet (a request names one scope). A failure of {@code txnOnStreamlet} or
+     * of one streamlet's TxnAppend fails that streamlet's entries with its status; when every
+     * streamlet of a broker failed, the broker's part fails whole, as a broker's refusal of one
+     * TxnAppend does, so that a refusal or a broken connection is handled as for any append.
+     */
+    public CompletableFuture<List<AppendResult>> streamletTxnAppend(
+            String stream,
+            IntFunction<CompletableFuture<TxnRef>> txnOnStreamlet,
+            int[] streamlets,
+            List<byte[]> chunks) {
+        return routeAppend(
+                stream, streamlets, chunks, (b, c, part) -> perStreamlet(c, part, txnOnStreamlet));
+    }
+
+    private static CompletableFuture<List<AppendResult>> perStreamlet(
+            NearstreamClient c,
+            List<Chunk> part,
+            IntFunction<CompletableFuture<TxnRef>> txnOnStreamlet) {
+        Map<Integer, List<Integer>> byStreamlet = new LinkedHashMap<>();
+        for (int i = 0; i < part.size(); i++) {
+            byStreamlet.computeIfAbsent(part.get(i).streamlet(), s -> new ArrayList<>()).add(i);
+        }
+        List<List<Integer>> groups = new ArrayList<>(byStreamlet.values());
+        List<CompletableFuture<List<AppendResult>>> sent = new ArrayList<>(groups.size());
+        for (List<Integer> group : groups) {
+            List<Chunk> chunks = new ArrayList<>(group.size());
+            for (int i : group) {
+                chunks.add(part.get(i));
+            }
+            int streamlet = chunks.get(0).streamlet();
+            CompletableFuture<List<AppendResult>> f;
+            try {
+                f =
+                        txnOnStreamlet
+                                .apply(streamlet)
+                                .thenCompose(
+                                        ref ->
+                                                c.txnAppend(
+                                                        ref,
+                                                        streamletsOf(chunks),
+                                                        chunksOf(chunks)));
+            } catch (RuntimeException e) {
+                f = CompletableFuture.failedFuture(e);
+            }
+            sent.add(f);
+        }
+        return CompletableFuture.allOf(sent.toArray(new CompletableFuture<?>[0]))
+                .handle((v, err) -> mergeStreamlets(part, groups, sent));
+    }
+
+    /** The answers of one broker's per-streamlet TxnAppends, in the order of {@code part}. */
+    private static List<AppendResult> mergeStreamlets(
+            List<Chunk> part,
+            List<List<Integer>> groups,
+            List<CompletableFuture<List<AppendResult>>> sent) {
+        AppendResult[] merged = new AppendResult[part.size()];
+        NearstreamClientException firstFailure = null;
+        boolean anyAnswered = false;
+        for (int g = 0; g < groups.size(); g++) {
+            List<Integer> group = groups.get(g);
+            CompletableFuture<List<AppendResult>> f = sent.get(g);
+            List<AppendResult> answered = null;
+            NearstreamClientException failure = null;
+            try {
+                answered = f.join();
+                if (answered.size() != group.size()) {
+                    failure =
+                            new NearstreamProtocolException(
+                                    StatusCode.INTERNAL,
+                                    "answered "
+                                            + answered.size()
+                                            + " results for "
+                                            + group.size()
+                                            + " entries");
+                }
+            } catch (RuntimeException e) {
+                failure = StreamletRouter.asClientException(e);
+            }
+            if (failure == null) {
+                anyAnswered = true;
+                for (int k = 0; k < group.size(); k++) {
+                    merged[group.get(k)] = answered.get(k);
+                }
+                continue;
+            }
+            if (firstFailure == null) {
+                firstFailure = failure;
+            }
+            for (int i : group) {
+                merged[i] =
+                        new AppendResult(
+                                part.get(i).streamlet(),
+                                failure.status(),
+                                failure.reason(),
+                                Position.EARLIEST,
+                                false);
+            }
+        }
+        if (!anyAnswered) {
+            throw firstFailure; // the whole part failed: the router handles it as one request
+        }
+        return List.of(merged);
     }
 
     private CompletableFuture<List<AppendResult>> routeAppend(
@@ -908,6 +1019,11 @@ public final class NearstreamClusterClient implements NearstreamClient {
         return router.placement(stream).thenApply(p -> List.copyOf(owners(p, null).keySet()));
     }
 
+    /** The placement of {@code stream}, looked up when the view does not have it. */
+    CompletableFuture<StreamPlacement> placementOf(String stream) {
+        return router.placement(stream);
+    }
+
     /**
      * Sends a request about {@code stream} to the broker with id {@code brokerId}: for the requests
      * of one broker's transaction. A broker the view does not know is looked up once (with the
@@ -952,37 +1068,79 @@ public final class NearstreamClusterClient implements NearstreamClient {
                 .thenAccept(m -> view.update(m, List.of(stream), false));
     }
 
+    /**
+     * Sends a request of {@code stream}'s streamlet scope {@code streamlet} (a replicated stream's
+     * transactions; docs/protocol.md, "Transaction scopes") to the streamlet's leader. A refusal
+     * (NOT_OWNER, BROKER_UNAVAILABLE: a failover or a move) refreshes the view and sends again, up
+     * to the client's rounds, as for the streamlet's appends; a broken connection refreshes the
+     * view from another broker. What still fails names the broker; the caller retries retriable
+     * failures (a failover outlasts the rounds), the transaction requests being idempotent.
+     */
+    public <T> CompletableFuture<T> onStreamlet(
+            String stream, int streamlet, Function<NearstreamClient, CompletableFuture<T>> op) {
+        return onOwner(
+                stream,
+                new int[] {streamlet},
+                owners -> {
+                    // One streamlet has one owner.
+                    throw new IllegalStateException("streamlet on several brokers: " + owners);
+                },
+                (b, c) -> op.apply(c),
+                0);
+    }
+
+    /**
+     * The leader of {@code streamlet} in this client's view, without asking any broker, or {@link
+     * BrokerTxnRef#ONLY_BROKER} when the view does not place it.
+     */
+    int leaderInView(String stream, int streamlet) {
+        return view.placement(stream)
+                .filter(p -> p.hasStreamlet(streamlet))
+                .map(p -> p.owner(streamlet))
+                .orElse(BrokerTxnRef.ONLY_BROKER);
+    }
+
+    /**
+     * The broker scope's requests go to the stream's one broker, a streamlet scope's to its leader.
+     */
+    private <T> CompletableFuture<T> onScope(
+            String stream, int scope, Function<NearstreamClient, CompletableFuture<T>> op) {
+        return scope == TxnRef.BROKER_SCOPE
+                ? onStreamBroker(stream, op)
+                : onStreamlet(stream, scope, op);
+    }
+
     @Override
     public CompletableFuture<TxnInitResult> txnInit(
             String stream, String transactionalId, long keepPreparedThrough, int scope) {
-        return onStreamBroker(
-                stream, c -> c.txnInit(stream, transactionalId, keepPreparedThrough, scope));
+        return onScope(
+                stream, scope, c -> c.txnInit(stream, transactionalId, keepPreparedThrough, scope));
     }
 
     @Override
     public CompletableFuture<TxnRef> txnBegin(TxnRef ref) {
-        return onStreamBroker(ref.stream(), c -> c.txnBegin(ref));
+        return onScope(ref.stream(), ref.scope(), c -> c.txnBegin(ref));
     }
 
     @Override
     public CompletableFuture<Void> txnPrepare(TxnRef ref) {
-        return onStreamBroker(ref.stream(), c -> c.txnPrepare(ref));
+        return onScope(ref.stream(), ref.scope(), c -> c.txnPrepare(ref));
     }
 
     @Override
     public CompletableFuture<Void> txnCommit(TxnRef ref) {
-        return onStreamBroker(ref.stream(), c -> c.txnCommit(ref));
+        return onScope(ref.stream(), ref.scope(), c -> c.txnCommit(ref));
     }
 
     @Override
     public CompletableFuture<Void> txnAbort(TxnRef ref) {
-        return onStreamBroker(ref.stream(), c -> c.txnAbort(ref));
+        return onScope(ref.stream(), ref.scope(), c -> c.txnAbort(ref));
     }
 
     @Override
     public CompletableFuture<List<TransactionInfo>> txnList(
             String stream, String idPrefix, int scope) {
-        return onStreamBroker(stream, c -> c.txnList(stream, idPrefix, scope));
+        return onScope(stream, scope, c -> c.txnList(stream, idPrefix, scope));
     }
 
     /** Closes every broker connection; requests in flight fail. Idempotent. */

@@ -31,18 +31,29 @@ import org.slf4j.LoggerFactory;
  *     producer.initTransactions(0); // fences earlier owners of the id, aborts what they left
  *     producer.beginTransaction();
  *     producer.send(key, value);
- *     // Flushes; survives broker restarts. One part per broker the transaction wrote to.
+ *     // Flushes; survives broker restarts. One part per broker the transaction wrote to (per
+ *     // streamlet, on a replicated stream).
  *     List<BrokerTxnRef> parts = producer.prepareTransaction();
  *     parts.forEach(producer::commit); // or later, elsewhere: the static commit(client, part, ...)
  * }
  * }</pre>
  *
- * <p><b>Errors.</b> Retriable failures (transport, {@code STORAGE_ERROR}, {@code SHUTTING_DOWN})
- * are retried with {@code retry.backoff} until {@code delivery.timeout}. Any other failure — of a
- * chunk ({@code CHUNK_TOO_LARGE}, a delivery timeout …) or of a transaction request ({@code
- * TXN_FENCED}: another producer took the transactional id over; {@code TXN_ABORTED}; {@code
- * STREAM_NOT_FOUND} …) — fails the producer: the records get the error, and every later call throws
- * it ({@link #failure()}), with a message naming the cause. Only {@link #close()} is left.
+ * <p><b>Replicated streams.</b> Their transactions are per streamlet (docs/protocol.md,
+ * "Transaction scopes"), so that a transaction survives its streamlet's leader: with a cluster
+ * client, the producer initialises the id in every streamlet's scope, begins a part in each
+ * streamlet the transaction writes, and sends each scope's requests to the streamlet's leader at
+ * the time, following it through a failover (NOT_OWNER, BROKER_UNAVAILABLE, {@code
+ * STREAMLET_MOVING} and refused connections are retried after refreshing the cluster's view) as
+ * plain appends do. Part keys, epochs and {@code keepPreparedThrough} are then by streamlet instead
+ * of by broker ({@link BrokerTxnRef#partKey()}).
+ *
+ * <p><b>Errors.</b> Retriable failures (transport, {@code STORAGE_ERROR}, {@code SHUTTING_DOWN},
+ * and a cluster's refusals while a streamlet fails over or moves) are retried with {@code
+ * retry.backoff} until {@code delivery.timeout}. Any other failure — of a chunk ({@code
+ * CHUNK_TOO_LARGE}, a delivery timeout …) or of a transaction request ({@code TXN_FENCED}: another
+ * producer took the transactional id over; {@code TXN_ABORTED}; {@code STREAM_NOT_FOUND} …) — fails
+ * the producer: the records get the error, and every later call throws it ({@link #failure()}),
+ * with a message naming the cause. Only {@link #close()} is left.
  *
  * <p>{@code send()} may be called from any thread while a transaction is open; the transaction
  * methods are meant for one thread, and not concurrently with {@code send()}. Records sent through
@@ -62,7 +73,13 @@ public final class NearstreamTransactionalProducer extends BatchingProducer {
     /** The brokers of the stream's transactions: the client's one broker, or a cluster's. */
     private final TxnBrokers brokers;
 
-    /** The epoch of the last TxnInit on each broker; empty before it. */
+    /**
+     * Whether the stream's transactions are per streamlet (a replicated stream); null until looked
+     * up. A stream's replication does not change while it exists.
+     */
+    private volatile Boolean streamletScopes;
+
+    /** The epoch of the last TxnInit in each part's scope, by part key; empty before it. */
     private volatile Map<Integer, Long> epochs = Map.of();
 
     /** The open transaction, or null. */
@@ -72,40 +89,57 @@ public final class NearstreamTransactionalProducer extends BatchingProducer {
     private volatile NearstreamClientException failure;
 
     /**
-     * The open transaction: its part on each broker that a chunk went to so far. A part is begun
-     * (TxnBegin) by the first chunk for that broker, from the sender; a begin that failed is tried
-     * again with the chunk's retry (TxnBegin of the same epoch is idempotent).
+     * The open transaction: its part on each broker (each streamlet, on a replicated stream) that a
+     * chunk went to so far. A part is begun (TxnBegin) by the first chunk for it, from the sender;
+     * a begin that failed is tried again with the chunk's retry (TxnBegin of the same epoch is
+     * idempotent).
      */
     private final class OpenTransaction {
+        private final boolean inStreamletScopes = streamletScopes();
         private final Map<Integer, CompletableFuture<TxnRef>> parts = new ConcurrentHashMap<>();
 
-        CompletableFuture<TxnRef> on(int broker) {
+        CompletableFuture<TxnRef> on(int part) {
             return parts.compute(
-                    broker,
-                    (b, begun) ->
-                            begun == null || begun.isCompletedExceptionally() ? begin(b) : begun);
+                    part,
+                    (p, begun) ->
+                            begun == null || begun.isCompletedExceptionally() ? begin(p) : begun);
         }
 
-        private CompletableFuture<TxnRef> begin(int broker) {
-            Long epoch = epochs.get(broker);
+        private CompletableFuture<TxnRef> begin(int part) {
+            Long epoch = epochs.get(part);
             if (epoch == null) {
+                String what =
+                        inStreamletScopes
+                                ? "streamlet " + part + " of stream '" + stream() + "' was not"
+                                : "broker "
+                                        + part
+                                        + " stores a streamlet of stream '"
+                                        + stream()
+                                        + "' but was not one of its brokers";
                 return CompletableFuture.failedFuture(
                         new NearstreamClientException(
                                 StatusCode.INVALID_TXN_STATE,
-                                "broker "
-                                        + broker
-                                        + " stores a streamlet of stream '"
-                                        + stream()
-                                        + "' but was not one of its brokers at initTransactions()"
-                                        + " (the placement changed): initialise again"));
+                                what
+                                        + " at initTransactions() (the placement changed):"
+                                        + " initialise again"));
+            }
+            if (inStreamletScopes) {
+                TxnRef ref = new TxnRef(stream(), transactionalId, epoch, 0, part);
+                return brokers.onStreamlet(stream(), part, c -> c.txnBegin(ref));
             }
             TxnRef ref = new TxnRef(stream(), transactionalId, epoch, 0);
-            return brokers.on(stream(), broker, c -> c.txnBegin(ref));
+            return brokers.on(stream(), part, c -> c.txnBegin(ref));
+        }
+
+        CompletableFuture<List<AppendResult>> append(int[] streamlets, List<byte[]> chunks) {
+            return inStreamletScopes
+                    ? brokers.streamletTxnAppend(stream(), this::on, streamlets, chunks)
+                    : brokers.txnAppend(stream(), this::on, streamlets, chunks);
         }
 
         /**
-         * The parts begun, by broker; after a flush every one is (a chunk whose part could not
-         * begin failed the producer).
+         * The parts begun, by part key; after a flush every one is (a chunk whose part could not
+         * begin failed the producer). A streamlet's part names the broker that leads it now.
          */
         List<BrokerTxnRef> begun() {
             List<BrokerTxnRef> refs = new ArrayList<>(parts.size());
@@ -113,7 +147,9 @@ public final class NearstreamTransactionalProducer extends BatchingProducer {
                     new TreeMap<>(parts).entrySet()) {
                 CompletableFuture<TxnRef> begin = e.getValue();
                 if (begin.isDone() && !begin.isCompletedExceptionally()) {
-                    refs.add(new BrokerTxnRef(e.getKey(), begin.join()));
+                    int broker =
+                            inStreamletScopes ? brokers.leaderOf(stream(), e.getKey()) : e.getKey();
+                    refs.add(new BrokerTxnRef(broker, begin.join()));
                 }
             }
             return refs;
@@ -123,7 +159,8 @@ public final class NearstreamTransactionalProducer extends BatchingProducer {
     /**
      * Connects (unless the config carries a client) and looks up the stream; call {@link
      * #initTransactions} next. With a cluster client (a bootstrap list of several brokers) a
-     * transaction spans the brokers it writes to: one broker transaction each.
+     * transaction spans the brokers it writes to: one broker transaction each (on a replicated
+     * stream, one transaction per streamlet it writes to).
      *
      * @param transactionalId 1 to 255 UTF-8 bytes, none below 0x20; scoped to the config's stream
      * @throws IllegalArgumentException for a bad id, or a config with producer id 0 (a
@@ -183,11 +220,35 @@ public final class NearstreamTransactionalProducer extends BatchingProducer {
     }
 
     /**
-     * The epoch of the last {@link #initTransactions} on each broker ({@link
-     * BrokerTxnRef#ONLY_BROKER} for a single-broker client); empty before it.
+     * The epoch of the last {@link #initTransactions} in each part's scope, by {@link
+     * BrokerTxnRef#partKey() part key}: by broker ({@link BrokerTxnRef#ONLY_BROKER} for a
+     * single-broker client), or by streamlet on a replicated stream; empty before it.
      */
     public Map<Integer, Long> epochs() {
         return epochs;
+    }
+
+    /**
+     * Whether the stream's transactions are per streamlet (a replicated stream, through a cluster
+     * client) rather than per broker: what the part keys of {@link #epochs()}, {@link
+     * #initTransactions(Map)} and {@link BrokerTxnRef#partKey()} are. Looked up once.
+     */
+    public boolean streamletScopes() {
+        Boolean known = streamletScopes;
+        if (known == null) {
+            known = lookUpParts().streamletScopes();
+        }
+        return known;
+    }
+
+    private TxnBrokers.Parts lookUpParts() {
+        TxnBrokers.Parts parts =
+                control(
+                        "the transaction parts of stream '" + stream() + "'",
+                        () -> brokers.partsOf(stream()),
+                        false);
+        streamletScopes = parts.streamletScopes();
+        return parts;
     }
 
     /** Whether a transaction is open (begun and neither prepared, committed nor aborted). */
@@ -204,9 +265,10 @@ public final class NearstreamTransactionalProducer extends BatchingProducer {
 
     /**
      * {@link #initTransactions(Map)} with the same {@code keepPreparedThrough} on every broker: for
-     * a single-broker client, or 0 (keep nothing) on a cluster, whose serials are per broker.
+     * a single-broker client, or 0 (keep nothing) on a cluster, whose serials are per broker (per
+     * streamlet, on a replicated stream).
      *
-     * @return the new epoch (the highest, over several brokers)
+     * @return the new epoch (the highest, over several parts)
      * @throws IllegalArgumentException for a serial other than 0 on a cluster
      */
     public long initTransactions(long keepPreparedThrough) {
@@ -214,8 +276,8 @@ public final class NearstreamTransactionalProducer extends BatchingProducer {
         if (keepPreparedThrough != 0) {
             if (!brokers.single()) {
                 throw new IllegalArgumentException(
-                        "serials are per broker in a cluster: give initTransactions a serial per"
-                                + " broker");
+                        "serials are per broker (per streamlet, on a replicated stream) in a"
+                                + " cluster: give initTransactions a serial per part");
             }
             keep = Map.of(BrokerTxnRef.ONLY_BROKER, keepPreparedThrough);
         }
@@ -227,52 +289,57 @@ public final class NearstreamTransactionalProducer extends BatchingProducer {
     }
 
     /**
-     * Registers this producer as the owner of its transactional id on every broker of the stream
-     * (and every broker named in {@code keepPreparedThroughByBroker}): every earlier owner is
+     * Registers this producer as the owner of its transactional id in every part's scope of the
+     * stream (and every part named in {@code keepPreparedThroughByPart}): every earlier owner is
      * fenced (its requests get {@code TXN_FENCED}), its open transaction is aborted, and so are its
-     * prepared transactions with a serial above the broker's {@code keepPreparedThrough}; those at
-     * or below it stay prepared for a committer to commit (a broker not in the map keeps none).
+     * prepared transactions with a serial above the part's {@code keepPreparedThrough}; those at or
+     * below it stay prepared for a committer to commit (a part not in the map keeps none).
      *
-     * @return the new epoch on each broker
+     * @param keepPreparedThroughByPart by {@link BrokerTxnRef#partKey() part key}: broker id, or
+     *     streamlet on a replicated stream ({@link #streamletScopes()})
+     * @return the new epoch in each part's scope
      */
-    public Map<Integer, Long> initTransactions(Map<Integer, Long> keepPreparedThroughByBroker) {
+    public Map<Integer, Long> initTransactions(Map<Integer, Long> keepPreparedThroughByPart) {
         throwIfFailed();
         if (current != null) {
             throw new IllegalStateException("a transaction is open: commit or abort it first");
         }
         Map<Integer, Long> initialised = new TreeMap<>();
-        for (int broker : brokersToInit(keepPreparedThroughByBroker.keySet())) {
-            long keep = keepPreparedThroughByBroker.getOrDefault(broker, 0L);
+        for (int part : partsToInit(keepPreparedThroughByPart.keySet())) {
+            long keep = keepPreparedThroughByPart.getOrDefault(part, 0L);
             TxnInitResult r =
                     control(
-                            "TxnInit of " + transactionalId + onBroker(broker),
-                            () ->
-                                    brokers.on(
-                                            stream(),
-                                            broker,
-                                            c -> c.txnInit(stream(), transactionalId, keep)),
+                            "TxnInit of " + transactionalId + inPart(part),
+                            () -> txnInit(transactionalId, part, keep),
                             true);
-            initialised.put(broker, r.epoch());
+            initialised.put(part, r.epoch());
         }
         epochs = Collections.unmodifiableMap(initialised);
         return epochs;
     }
 
-    /** The brokers of the stream and {@code named}, ascending. */
-    private Set<Integer> brokersToInit(Set<Integer> named) {
-        Set<Integer> all =
-                new TreeSet<>(
-                        control(
-                                "the brokers of stream '" + stream() + "'",
-                                () -> brokers.brokersOf(stream()),
-                                false));
+    /**
+     * The parts of the stream in the client's view of its placement now (a stream without
+     * replication may have gained or lost brokers since the last call), and {@code named},
+     * ascending.
+     */
+    private Set<Integer> partsToInit(Set<Integer> named) {
+        Set<Integer> all = new TreeSet<>(lookUpParts().keys());
         all.addAll(named);
         return all;
     }
 
+    /** TxnInit of {@code id} in the scope of part {@code part}, where that scope lives now. */
+    private CompletableFuture<TxnInitResult> txnInit(String id, int part, long keep) {
+        if (streamletScopes()) {
+            return brokers.onStreamlet(stream(), part, c -> c.txnInit(stream(), id, keep, part));
+        }
+        return brokers.on(stream(), part, c -> c.txnInit(stream(), id, keep));
+    }
+
     /**
-     * One request about {@code part} (TxnPrepare, TxnCommit, TxnAbort), sent to its broker through
-     * {@link #control}.
+     * One request about {@code part} (TxnPrepare, TxnCommit, TxnAbort), sent to where its scope
+     * lives through {@link #control}.
      */
     private void onPart(
             String what,
@@ -281,17 +348,20 @@ public final class NearstreamTransactionalProducer extends BatchingProducer {
             boolean own) {
         control(
                 what + " of " + part,
-                () -> brokers.on(stream(), part.broker(), c -> request.apply(c, part.ref())),
+                () -> brokers.onPart(part, c -> request.apply(c, part.ref())),
                 own);
     }
 
-    private static String onBroker(int broker) {
-        return broker == BrokerTxnRef.ONLY_BROKER ? "" : " on broker " + broker;
+    private String inPart(int part) {
+        if (streamletScopes()) {
+            return " in streamlet " + part + "'s scope";
+        }
+        return part == BrokerTxnRef.ONLY_BROKER ? "" : " on broker " + part;
     }
 
     /**
-     * Begins a transaction; records sent from now on belong to it. Its part on each broker begins
-     * (TxnBegin) with the first chunk for that broker.
+     * Begins a transaction; records sent from now on belong to it. Its part on each broker (each
+     * streamlet, on a replicated stream) begins (TxnBegin) with the first chunk for it.
      */
     public void beginTransaction() {
         throwIfFailed();
@@ -317,7 +387,7 @@ public final class NearstreamTransactionalProducer extends BatchingProducer {
     }
 
     /**
-     * Flushes, then prepares the open transaction on every broker it wrote to: it takes no more
+     * Flushes, then prepares the open transaction in every part it wrote to: it takes no more
      * records, survives broker restarts and never times out, until {@link #commit(BrokerTxnRef)} or
      * {@link #abort(BrokerTxnRef)} of each returned part (from here or from anywhere else). A
      * transaction that wrote nothing has no part. The next transaction needs {@link
@@ -338,12 +408,12 @@ public final class NearstreamTransactionalProducer extends BatchingProducer {
     }
 
     /**
-     * Flushes and commits the open transaction. On one broker that is one TxnCommit; over several,
-     * every part is prepared first and then committed, so a failure before the last prepare leaves
-     * none committed (a successor's {@link #initTransactions} aborts them). A failure while
-     * committing leaves the rest prepared: this producer is the only coordinator, so for
-     * all-or-nothing across brokers keep the parts of {@link #prepareTransaction()} in a durable
-     * record and commit from it.
+     * Flushes and commits the open transaction. With one part that is one TxnCommit; over several
+     * (brokers, or streamlets of a replicated stream), every part is prepared first and then
+     * committed, so a failure before the last prepare leaves none committed (a successor's {@link
+     * #initTransactions} aborts them). A failure while committing leaves the rest prepared: this
+     * producer is the only coordinator, so for all-or-nothing across parts keep the parts of {@link
+     * #prepareTransaction()} in a durable record and commit from it.
      */
     public void commitTransaction() {
         OpenTransaction txn = requireOpen();
@@ -393,7 +463,9 @@ public final class NearstreamTransactionalProducer extends BatchingProducer {
     /**
      * Commits {@code part} through {@code client} (one broker's, or a cluster's that knows the
      * part's broker), retrying retriable failures with {@code backoff} for up to {@code timeout}:
-     * for a committer that has no producer. Committing a committed transaction is OK.
+     * for a committer that has no producer. A streamlet scope's part goes to whichever broker leads
+     * the streamlet now, which after a failover is not the one that prepared it. Committing a
+     * committed transaction is OK.
      */
     public static void commit(
             NearstreamClient client, BrokerTxnRef part, Duration backoff, Duration timeout) {
@@ -418,54 +490,56 @@ public final class NearstreamTransactionalProducer extends BatchingProducer {
             Duration timeout) {
         TxnBrokers brokers = TxnBrokers.of(client);
         RetryingCall.call(
-                what + " of " + part,
-                () -> brokers.on(part.ref().stream(), part.broker(), request),
-                backoff,
-                timeout);
+                what + " of " + part, () -> brokers.onPart(part, request), backoff, timeout);
     }
 
     /**
-     * TxnInit of <em>another</em> transactional id of the stream on every broker of the stream (and
-     * every broker named in {@code keepPreparedThroughByBroker}): fences its owner, aborts its open
-     * transaction and its prepared ones above the broker's serial (all of them on a broker not in
-     * the map). For taking over the ids of a previous run (e.g. a Flink job restored with another
-     * parallelism).
+     * TxnInit of <em>another</em> transactional id of the stream in every part's scope of the
+     * stream (and every part named in {@code keepPreparedThroughByPart}, keyed as for {@link
+     * #initTransactions(Map)}): fences its owner, aborts its open transaction and its prepared ones
+     * above the part's serial (all of them in a part not in the map). For taking over the ids of a
+     * previous run (e.g. a Flink job restored with another parallelism).
      */
-    public void fence(String otherTransactionalId, Map<Integer, Long> keepPreparedThroughByBroker) {
+    public void fence(String otherTransactionalId, Map<Integer, Long> keepPreparedThroughByPart) {
         checkTransactionalId(otherTransactionalId);
-        for (int broker : brokersToInit(keepPreparedThroughByBroker.keySet())) {
-            long keep = keepPreparedThroughByBroker.getOrDefault(broker, 0L);
+        for (int part : partsToInit(keepPreparedThroughByPart.keySet())) {
+            long keep = keepPreparedThroughByPart.getOrDefault(part, 0L);
             control(
-                    "TxnInit of " + otherTransactionalId + onBroker(broker),
-                    () ->
-                            brokers.on(
-                                    stream(),
-                                    broker,
-                                    c -> c.txnInit(stream(), otherTransactionalId, keep)),
+                    "TxnInit of " + otherTransactionalId + inPart(part),
+                    () -> txnInit(otherTransactionalId, part, keep),
                     false);
         }
     }
 
     /**
-     * The open and prepared transactions whose ids start with {@code idPrefix}, on every broker of
-     * the stream (a transaction over several brokers is listed once per broker).
+     * The open and prepared transactions whose ids start with {@code idPrefix}, in every part's
+     * scope of the stream (a transaction over several parts is listed once per part).
      */
     public List<TransactionInfo> listTransactions(String idPrefix) {
         List<TransactionInfo> all = new ArrayList<>();
-        for (int broker : brokersToInit(Set.of())) {
+        for (int part : partsToInit(Set.of())) {
             all.addAll(
                     control(
-                            "TxnList of '" + idPrefix + "'" + onBroker(broker),
-                            () -> brokers.on(stream(), broker, c -> c.txnList(stream(), idPrefix)),
+                            "TxnList of '" + idPrefix + "'" + inPart(part),
+                            () ->
+                                    streamletScopes()
+                                            ? brokers.onStreamlet(
+                                                    stream(),
+                                                    part,
+                                                    c -> c.txnList(stream(), idPrefix, part))
+                                            : brokers.on(
+                                                    stream(),
+                                                    part,
+                                                    c -> c.txnList(stream(), idPrefix)),
                             false));
         }
         return all;
     }
 
     /**
-     * Aborts the open transaction, if any, with one attempt per broker (records not sent yet are
-     * dropped; a broker that cannot be reached aborts its part when the id is initialised again, or
-     * after its transaction timeout), then stops the sender and closes the connection it opened.
+     * Aborts the open transaction, if any, with one attempt per part (records not sent yet are
+     * dropped; a part that cannot be reached is aborted when the id is initialised again, or after
+     * its transaction timeout), then stops the sender and closes the connection it opened.
      */
     @Override
     public void close(Duration timeout) {
@@ -489,7 +563,7 @@ public final class NearstreamTransactionalProducer extends BatchingProducer {
         }
         for (BrokerTxnRef part : txn.begun()) {
             try {
-                brokers.on(stream(), part.broker(), c -> c.txnAbort(part.ref()))
+                brokers.onPart(part, c -> c.txnAbort(part.ref()))
                         .get(waitMs, TimeUnit.MILLISECONDS);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
@@ -524,7 +598,7 @@ public final class NearstreamTransactionalProducer extends BatchingProducer {
                     new NearstreamClientException(
                             StatusCode.INVALID_TXN_STATE, "no open transaction for the chunks"));
         }
-        return brokers.txnAppend(stream(), txn::on, streamlets, chunks);
+        return txn.append(streamlets, chunks);
     }
 
     @Override

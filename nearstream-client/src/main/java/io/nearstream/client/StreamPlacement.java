@@ -63,6 +63,20 @@ public record StreamPlacement(
         return replicaSets.get(streamlet);
     }
 
+    /**
+     * Whether the stream keeps more than one copy of its streamlets. Its transactions are then per
+     * streamlet (docs/protocol.md, "Transaction scopes"), so that everything a transaction holds
+     * fails over with the streamlet's replicas.
+     */
+    public boolean replicated() {
+        for (ReplicaSet set : replicaSets) {
+            if (set.replication() > 1) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     /** Whether {@code streamlet} is one of the stream's ({@code 0 … streamlets−1}). */
     public boolean hasStreamlet(int streamlet) {
         return streamlet >= 0 && streamlet < owners.size();

@@ -22,9 +22,10 @@ import java.util.concurrent.atomic.AtomicLong;
  * Brokers of a pretend cluster for {@link NearstreamClusterClient} tests, each behind the {@link
  * NearstreamClient} interface, with the cluster rules of docs/protocol.md: a placement per stream,
  * NOT_OWNER (naming the owner) or BROKER_UNAVAILABLE per entry for streamlets a broker does not
- * own, whole-request refusals for Metadata and PushSubscribe, ClusterMetadata from any broker. The
- * test changes the placement, unregisters brokers or takes them down behind the client's back.
- * Every request a broker gets is logged ({@link Broker#calls()}).
+ * own, whole-request refusals for Metadata and PushSubscribe, ClusterMetadata from any broker. A
+ * replicated stream ({@link #placeReplicated}) takes transaction requests in streamlet scopes only,
+ * each on the streamlet's leader. The test changes the placement, unregisters brokers or takes them
+ * down behind the client's back. Every request a broker gets is logged ({@link Broker#calls()}).
  */
 final class FakeCluster implements AutoCloseable {
 
@@ -57,6 +58,20 @@ final class FakeCluster implements AutoCloseable {
     /** Places {@code stream}: streamlet {@code i} on broker {@code owners[i]}. */
     void place(String stream, int version, Integer... owners) {
         placements.put(stream, new StreamPlacement(stream, version, List.of(owners)));
+    }
+
+    /**
+     * Places {@code stream} with two copies per streamlet: streamlet {@code i} led by broker {@code
+     * leaders[i]}, followed by the next broker id (wrapping), at leader epoch {@code version}.
+     */
+    void placeReplicated(String stream, int version, Integer... leaders) {
+        List<Integer> ids = new ArrayList<>(new TreeMap<>(brokers).keySet());
+        List<ReplicaSet> sets = new ArrayList<>();
+        for (int leader : leaders) {
+            int follower = ids.get((ids.indexOf(leader) + 1) % ids.size());
+            sets.add(new ReplicaSet(version, List.of(leader, follower), List.of(leader, follower)));
+        }
+        placements.put(stream, new StreamPlacement(stream, version, List.of(leaders), sets));
     }
 
     void unregister(int id) {
@@ -459,13 +474,30 @@ final class FakeCluster implements AutoCloseable {
             return f != null ? f : CompletableFuture.completedFuture(null);
         }
 
-        /** Transactions: this broker must own every streamlet of the stream. */
-        private <T> CompletableFuture<T> txn(String stream, String call, T value) {
+        /**
+         * Transactions: in the broker scope this broker must own every streamlet of the stream, in
+         * a streamlet scope lead that streamlet; a replicated stream has streamlet scopes only.
+         */
+        private <T> CompletableFuture<T> txn(String stream, int scope, String call, T value) {
             CompletableFuture<T> f = check(stream, call);
             if (f != null) {
                 return f;
             }
             StreamPlacement p = placements.get(stream);
+            if (p.replicated() != (scope != TxnRef.BROKER_SCOPE)) {
+                return failed(
+                        StatusCode.INVALID_ARGUMENT,
+                        "stream '" + stream + "' does not have scope " + scope);
+            }
+            if (scope != TxnRef.BROKER_SCOPE) {
+                if (!p.hasStreamlet(scope)) {
+                    return failed(StatusCode.STREAMLET_NOT_FOUND, "no streamlet " + scope);
+                }
+                AppendResult refused = refusal(stream, scope);
+                return refused != null
+                        ? failed(refused.status(), refused.message())
+                        : CompletableFuture.completedFuture(value);
+            }
             for (int s = 0; s < p.streamlets(); s++) {
                 AppendResult refused = refusal(stream, s);
                 if (refused != null) {
@@ -475,42 +507,75 @@ final class FakeCluster implements AutoCloseable {
             return CompletableFuture.completedFuture(value);
         }
 
+        private static String scoped(int scope) {
+            return scope == TxnRef.BROKER_SCOPE ? "" : " scope " + scope;
+        }
+
         @Override
         public CompletableFuture<TxnInitResult> txnInit(
                 String stream, String transactionalId, long keepPreparedThrough, int scope) {
-            return txn(stream, "txnInit " + stream, new TxnInitResult(id, 0));
+            return txn(
+                    stream, scope, "txnInit " + stream + scoped(scope), new TxnInitResult(id, 0));
         }
 
         @Override
         public CompletableFuture<TxnRef> txnBegin(TxnRef ref) {
-            return txn(ref.stream(), "txnBegin " + ref, ref.withSerial(1));
+            return txn(ref.stream(), ref.scope(), "txnBegin " + ref, ref.withSerial(1));
         }
 
+        /**
+         * In the broker scope an Append; in a streamlet scope, refused whole by a broker that does
+         * not lead the streamlet, and every entry must name it.
+         */
         @Override
         public CompletableFuture<List<AppendResult>> txnAppend(
                 TxnRef ref, int[] streamlets, List<byte[]> chunks) {
-            return append(ref.stream(), streamlets, chunks);
+            if (ref.scope() == TxnRef.BROKER_SCOPE) {
+                return append(ref.stream(), streamlets, chunks);
+            }
+            CompletableFuture<List<AppendResult>> f =
+                    txn(
+                            ref.stream(),
+                            ref.scope(),
+                            "txnAppend " + ref + " " + Arrays.toString(streamlets),
+                            null);
+            if (f.isCompletedExceptionally()) {
+                return f;
+            }
+            List<AppendResult> results = new ArrayList<>();
+            for (int s : streamlets) {
+                results.add(
+                        s == ref.scope()
+                                ? new AppendResult(s, StatusCode.OK, "", Position.EARLIEST, false)
+                                : new AppendResult(
+                                        s,
+                                        StatusCode.INVALID_ARGUMENT,
+                                        "streamlet " + s + " is outside scope " + ref.scope(),
+                                        Position.EARLIEST,
+                                        false));
+            }
+            return CompletableFuture.completedFuture(results);
         }
 
         @Override
         public CompletableFuture<Void> txnPrepare(TxnRef ref) {
-            return txn(ref.stream(), "txnPrepare " + ref, null);
+            return txn(ref.stream(), ref.scope(), "txnPrepare " + ref, null);
         }
 
         @Override
         public CompletableFuture<Void> txnCommit(TxnRef ref) {
-            return txn(ref.stream(), "txnCommit " + ref, null);
+            return txn(ref.stream(), ref.scope(), "txnCommit " + ref, null);
         }
 
         @Override
         public CompletableFuture<Void> txnAbort(TxnRef ref) {
-            return txn(ref.stream(), "txnAbort " + ref, null);
+            return txn(ref.stream(), ref.scope(), "txnAbort " + ref, null);
         }
 
         @Override
         public CompletableFuture<List<TransactionInfo>> txnList(
                 String stream, String idPrefix, int scope) {
-            return txn(stream, "txnList " + stream, List.of());
+            return txn(stream, scope, "txnList " + stream + scoped(scope), List.of());
         }
 
         @Override

@@ -324,6 +324,28 @@ class NearstreamClusterClientTest {
     }
 
     @Test
+    void aStreamletScopedRequestGoesToTheStreamletsLeaderAndFollowsIt() throws Exception {
+        cluster.placeReplicated("r", 1, 1, 2);
+
+        assertThat(get(client.txnInit("r", "t", 0, 1)).epoch()).isEqualTo(2);
+        assertThat(broker2.calls("txnInit")).containsExactly("txnInit r scope 1");
+        TxnRef ref = new TxnRef("r", "t", 1, 5, 0);
+        get(client.txnPrepare(ref));
+        assertThat(broker1.calls("txnPrepare")).containsExactly("txnPrepare " + ref);
+
+        // Streamlet 0 failed over to broker 2: broker 1 answers NOT_OWNER naming it.
+        cluster.placeReplicated("r", 2, 2, 2);
+        get(client.txnCommit(ref));
+        assertThat(broker1.calls("txnCommit")).containsExactly("txnCommit " + ref);
+        assertThat(broker2.calls("txnCommit")).containsExactly("txnCommit " + ref);
+
+        // The broker scope still goes to the stream's one broker, which refuses it.
+        NearstreamClientException e = failure(client.txnInit("r", "t", 0));
+        assertThat(e.status()).isEqualTo(StatusCode.INVALID_ARGUMENT);
+        assertThat(broker2.calls("txnInit")).last().isEqualTo("txnInit r");
+    }
+
+    @Test
     void anUnknownStreamIsLookedUpAndThenNotFound() throws Exception {
         NearstreamClientException e = failure(client.append("nope", new int[] {0}, chunks(1)));
 

@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import io.nearstream.client.FakeNearstreamClient.AppendCall;
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
@@ -13,8 +14,11 @@ import org.junit.jupiter.api.Test;
 /**
  * The transaction side of {@link NearstreamTransactionalProducer} against a scripted client: which
  * requests it sends in which order, sequences per transaction, retries of retriable failures (which
- * the real broker cannot be made to answer on demand) and what a fatal one does. The broker's
- * transaction rules themselves are tested against the real broker ({@code TransactionsITCase}).
+ * the real broker cannot be made to answer on demand) and what a fatal one does; and, against a
+ * {@link FakeCluster}, where a replicated stream's per-streamlet parts go while their leaders
+ * change, which a real cluster shows only with seconds of failover. The broker's transaction rules
+ * themselves are tested against the real broker ({@code TransactionsITCase}, {@code
+ * ReplicatedTransactionsITCase}).
  */
 class NearstreamTransactionalProducerTest {
 
@@ -217,5 +221,173 @@ class NearstreamTransactionalProducerTest {
                 .hasMessageContaining("control characters");
         assertThatThrownBy(() -> new NearstreamTransactionalProducer(config, "x".repeat(256)))
                 .hasMessageContaining("got 256");
+    }
+
+    // ---- a replicated stream over a cluster: one part per streamlet, on its leader ----------
+
+    /** Brokers 1 to 3; stream {@code r} has streamlets 0 and 2 led by broker 1, 1 by broker 2. */
+    private static FakeCluster replicatedCluster() {
+        FakeCluster cluster = new FakeCluster();
+        cluster.add(1, "b1:1");
+        cluster.add(2, "b2:2");
+        cluster.add(3, "b3:3");
+        cluster.placeReplicated("r", 1, 1, 2, 1);
+        return cluster;
+    }
+
+    private static NearstreamClusterClient clusterClient(FakeCluster cluster) {
+        return new NearstreamClusterClient(
+                "b1:1,b2:2,b3:3", cluster::open, 3, Duration.ofMillis(1), () -> {});
+    }
+
+    private static NearstreamTransactionalProducer producer(NearstreamClusterClient client) {
+        return new NearstreamTransactionalProducer(
+                NearstreamProducerConfig.builder(client, "r")
+                        .producerId(42)
+                        .linger(Duration.ZERO)
+                        .retryBackoff(Duration.ofMillis(5))
+                        .deliveryTimeout(Duration.ofSeconds(10))
+                        .build(),
+                "t");
+    }
+
+    @Test
+    void aReplicatedStreamsTransactionIsOnePartPerStreamletOnItsLeader() {
+        try (FakeCluster cluster = replicatedCluster();
+                NearstreamClusterClient client = clusterClient(cluster);
+                NearstreamTransactionalProducer p = producer(client)) {
+            FakeCluster.Broker b1 = cluster.broker(1);
+            FakeCluster.Broker b2 = cluster.broker(2);
+            // The fake's epoch is the answering broker's id: each scope was initialised on its
+            // leader.
+            assertThat(p.initTransactions(Map.of())).isEqualTo(Map.of(0, 1L, 1, 2L, 2, 1L));
+            assertThat(p.streamletScopes()).isTrue();
+            assertThat(b1.calls("txnInit"))
+                    .containsExactly("txnInit r scope 0", "txnInit r scope 2");
+            assertThat(b2.calls("txnInit")).containsExactly("txnInit r scope 1");
+            assertThat(cluster.broker(3).calls("txn")).isEmpty();
+
+            p.beginTransaction();
+            p.sendTo(0, new byte[] {1});
+            p.sendTo(2, new byte[] {2});
+            List<BrokerTxnRef> parts = p.prepareTransaction();
+
+            // Two streamlets of one broker: two parts, each in its own scope.
+            assertThat(parts)
+                    .containsExactly(
+                            new BrokerTxnRef(1, new TxnRef("r", "t", 1, 1, 0)),
+                            new BrokerTxnRef(1, new TxnRef("r", "t", 1, 1, 2)));
+            assertThat(parts).extracting(BrokerTxnRef::partKey).containsExactly(0, 2);
+            assertThat(b1.calls("txnAppend"))
+                    .containsExactlyInAnyOrder(
+                            "txnAppend r/t epoch 1 serial 1 scope 0 [0]",
+                            "txnAppend r/t epoch 1 serial 1 scope 2 [2]");
+            assertThat(b1.calls("txnPrepare"))
+                    .containsExactly(
+                            "txnPrepare r/t epoch 1 serial 1 scope 0",
+                            "txnPrepare r/t epoch 1 serial 1 scope 2");
+            assertThat(b2.calls("txnBegin")).as("streamlet 1 was not written").isEmpty();
+            assertThat(b2.calls("append")).isEmpty();
+        }
+    }
+
+    @Test
+    void aStreamletPartFollowsItsNewLeaderAfterNotOwner() throws Exception {
+        try (FakeCluster cluster = replicatedCluster();
+                NearstreamClusterClient client = clusterClient(cluster);
+                NearstreamTransactionalProducer p = producer(client)) {
+            FakeCluster.Broker b1 = cluster.broker(1);
+            FakeCluster.Broker b3 = cluster.broker(3);
+            p.initTransactions(Map.of());
+            p.beginTransaction();
+            p.sendTo(0, new byte[] {1});
+            p.flush();
+
+            // Streamlet 0 fails over to broker 3; the client's view still names broker 1, which
+            // answers NOT_OWNER naming broker 3.
+            cluster.placeReplicated("r", 2, 3, 2, 1);
+            p.sendTo(0, new byte[] {2});
+            p.flush();
+            assertThat(b3.calls("txnAppend"))
+                    .containsExactly("txnAppend r/t epoch 1 serial 1 scope 0 [0]");
+            List<BrokerTxnRef> parts = p.prepareTransaction();
+            assertThat(parts).containsExactly(new BrokerTxnRef(3, new TxnRef("r", "t", 1, 1, 0)));
+            assertThat(b3.calls("txnPrepare")).hasSize(1);
+
+            // Once more, for a committer that knows only the reference: the leader moves back.
+            cluster.placeReplicated("r", 3, 1, 2, 1);
+            NearstreamTransactionalProducer.commit(
+                    client, parts.get(0), Duration.ofMillis(5), Duration.ofSeconds(10));
+            assertThat(b3.calls("txnCommit")).as("refused: NOT_OWNER").hasSize(1);
+            assertThat(b1.calls("txnCommit"))
+                    .containsExactly("txnCommit r/t epoch 1 serial 1 scope 0");
+        }
+    }
+
+    @Test
+    void aStreamletPartWaitsOutAFailoverWithinTheDeliveryTimeout() throws Exception {
+        try (FakeCluster cluster = replicatedCluster();
+                NearstreamClusterClient client = clusterClient(cluster);
+                NearstreamTransactionalProducer p = producer(client)) {
+            p.initTransactions(Map.of());
+            p.beginTransaction();
+            p.sendTo(1, new byte[] {1});
+            List<BrokerTxnRef> parts = p.prepareTransaction();
+            assertThat(parts).containsExactly(new BrokerTxnRef(2, new TxnRef("r", "t", 2, 1, 1)));
+
+            // The leader dies: refused connections, then BROKER_UNAVAILABLE once its session
+            // ends, for longer than the cluster client's own rounds; then broker 3 leads.
+            FakeCluster.Broker b2 = cluster.broker(2);
+            b2.down = true;
+            CompletableFuture<Void> commit =
+                    CompletableFuture.runAsync(
+                            () ->
+                                    NearstreamTransactionalProducer.commit(
+                                            client,
+                                            parts.get(0),
+                                            Duration.ofMillis(5),
+                                            Duration.ofSeconds(10)));
+            Thread.sleep(100);
+            cluster.unregister(2);
+            Thread.sleep(100);
+            assertThat(commit).isNotDone();
+            cluster.placeReplicated("r", 2, 1, 3, 1);
+            commit.get(10, TimeUnit.SECONDS);
+            assertThat(cluster.broker(3).calls("txnCommit"))
+                    .containsExactly("txnCommit r/t epoch 2 serial 1 scope 1");
+            assertThat(b2.calls("txnCommit")).isNotEmpty();
+        }
+    }
+
+    @Test
+    void aStreamWithoutReplicationKeepsOneBrokerPart() {
+        try (FakeCluster cluster = new FakeCluster()) {
+            cluster.add(1, "b1:1");
+            cluster.add(2, "b2:2");
+            cluster.place("one", 1, 2, 2);
+            try (NearstreamClusterClient client =
+                            new NearstreamClusterClient(
+                                    "b1:1,b2:2", cluster::open, 3, Duration.ofMillis(1), () -> {});
+                    NearstreamTransactionalProducer p =
+                            new NearstreamTransactionalProducer(
+                                    NearstreamProducerConfig.builder(client, "one")
+                                            .producerId(42)
+                                            .linger(Duration.ZERO)
+                                            .build(),
+                                    "t")) {
+                assertThat(p.initTransactions(Map.of())).isEqualTo(Map.of(2, 2L));
+                assertThat(p.streamletScopes()).isFalse();
+                p.beginTransaction();
+                p.sendTo(0, new byte[] {1});
+                p.sendTo(1, new byte[] {2});
+                assertThat(p.prepareTransaction())
+                        .containsExactly(new BrokerTxnRef(2, new TxnRef("one", "t", 2, 1)));
+                assertThat(cluster.broker(2).calls("txn"))
+                        .containsExactly(
+                                "txnInit one",
+                                "txnBegin one/t epoch 2 serial 0",
+                                "txnPrepare one/t epoch 2 serial 1");
+            }
+        }
     }
 }

@@ -16,7 +16,8 @@ import org.slf4j.LoggerFactory;
  * Commits the transactions the exactly-once writers prepared, once their checkpoint is complete
  * (TxnCommit with the transaction's own epoch, which a restored writer's TxnInit may have passed):
  * phase two of the commit, one committable per broker a transaction wrote to, each sent to its
- * broker.
+ * broker; on a replicated stream one per streamlet, each sent to the broker that leads the
+ * streamlet at commit time (which a failover since the checkpoint may have changed).
  *
  * <ul>
  *   <li>OK — also for a transaction committed before (a retried or recovered commit).

@@ -10,15 +10,17 @@ import org.apache.flink.core.memory.DataInputDeserializer;
 import org.apache.flink.core.memory.DataOutputSerializer;
 
 /**
- * Version 2: transactional id (modified UTF-8), count (int), then count × (broker int, last
- * prepared serial long), ascending broker. Version 1, written before transactions spanned brokers:
- * transactional id, last prepared serial (long) on the sink's one broker (0: none).
+ * Version 3: transactional id (modified UTF-8), whether the parts are streamlets (boolean), count
+ * (int), then count × (part key int, last prepared serial long), ascending part key. Version 2,
+ * written before replicated streams took transactions, has no flag: its parts are brokers. Version
+ * 1, written before transactions spanned brokers: transactional id, last prepared serial (long) on
+ * the sink's one broker (0: none).
  */
 @Internal
 public final class NearstreamWriterStateSerializer
         implements SimpleVersionedSerializer<NearstreamWriterState> {
 
-    private static final int VERSION = 2;
+    private static final int VERSION = 3;
 
     @Override
     public int getVersion() {
@@ -29,7 +31,8 @@ public final class NearstreamWriterStateSerializer
     public byte[] serialize(NearstreamWriterState state) throws IOException {
         DataOutputSerializer out = new DataOutputSerializer(32);
         out.writeUTF(state.transactionalId());
-        Map<Integer, Long> serials = new TreeMap<>(state.lastPreparedSerialByBroker());
+        out.writeBoolean(state.streamletScopes());
+        Map<Integer, Long> serials = new TreeMap<>(state.lastPreparedSerialByPart());
         out.writeInt(serials.size());
         for (Map.Entry<Integer, Long> e : serials.entrySet()) {
             out.writeInt(e.getKey());
@@ -47,17 +50,18 @@ public final class NearstreamWriterStateSerializer
             return new NearstreamWriterState(
                     id, serial == 0 ? Map.of() : Map.of(BrokerTxnRef.ONLY_BROKER, serial));
         }
-        if (version != VERSION) {
+        if (version != 2 && version != VERSION) {
             throw new IOException("unknown Nearstream writer state version " + version);
         }
+        boolean streamletScopes = version == VERSION && in.readBoolean();
         int count = in.readInt();
         if (count < 0) {
-            throw new IOException("corrupt Nearstream writer state: " + count + " brokers");
+            throw new IOException("corrupt Nearstream writer state: " + count + " parts");
         }
         Map<Integer, Long> serials = new TreeMap<>();
         for (int i = 0; i < count; i++) {
             serials.put(in.readInt(), in.readLong());
         }
-        return new NearstreamWriterState(id, serials);
+        return new NearstreamWriterState(id, streamletScopes, serials);
     }
 }

@@ -23,19 +23,21 @@ import org.slf4j.LoggerFactory;
  * The writer of {@code EXACTLY_ONCE}: one transaction per checkpoint, under the writer's own
  * transactional id {@code <prefix>-<parallelism>-<subtask>} ({@link TransactionalIds}). Over a
  * broker cluster the transaction is one broker transaction on each broker the checkpoint's records
- * went to, committed in two phases: {@link #prepareCommit} prepares every part (phase one), Flink's
- * completed checkpoint, which holds the parts as committables, is the coordinator's record of the
- * decision, and the committer commits every part (phase two), again after a failure from the
- * restored checkpoint (docs/flink-connector.md, "Exactly once over a broker cluster").
+ * went to (on a replicated stream, one transaction in each streamlet's scope it wrote to, which
+ * follows the streamlet's leader through a failover: its parts), committed in two phases: {@link
+ * #prepareCommit} prepares every part (phase one), Flink's completed checkpoint, which holds the
+ * parts as committables, is the coordinator's record of the decision, and the committer commits
+ * every part (phase two), again after a failure from the restored checkpoint
+ * (docs/flink-connector.md, "Exactly once over a broker cluster").
  *
  * <ul>
  *   <li>A transaction begins with the first record after the last prepare; {@link #prepareCommit}
  *       flushes and prepares it (TxnPrepare: it survives broker restarts and never expires) and
  *       hands its parts to the committer, which commits them once the checkpoint is complete.
- *   <li>The state is (own id, highest prepared serial per broker). On a restore every restored id
- *       is initialised on every broker with {@code keep = its serial there}: its owner (a zombie of
- *       the failed run) is fenced, its transactions after the checkpoint are aborted, those up to
- *       it stay prepared for the restored committables. An id of another subtask or parallelism is
+ *   <li>The state is (own id, highest prepared serial per part). On a restore every restored id is
+ *       initialised in every part with {@code keep = its serial there}: its owner (a zombie of the
+ *       failed run) is fenced, its transactions after the checkpoint are aborted, those up to it
+ *       stay prepared for the restored committables. An id of another subtask or parallelism is
  *       taken over by whichever writer restores its state.
  *   <li>On a fresh start (no restored checkpoint) nothing needs keeping: the ids of the prefix that
  *       a current writer does not use (a previous run of other parallelism) are listed with TxnList
@@ -50,7 +52,10 @@ public final class TransactionalNearstreamWriter<IN>
 
     private final String prefix;
 
-    /** Per broker, the highest serial whose transaction a committer may still commit; the state. */
+    /**
+     * Per part (broker, or streamlet of a replicated stream), the highest serial whose transaction
+     * a committer may still commit; the state.
+     */
     private final Map<Integer, Long> keepThrough = new TreeMap<>();
 
     public TransactionalNearstreamWriter(
@@ -87,16 +92,16 @@ public final class TransactionalNearstreamWriter<IN>
         int subtask = context.getTaskInfo().getIndexOfThisSubtask();
         Map<Integer, Long> keepOwn = new TreeMap<>();
         for (NearstreamWriterState state : restored) {
+            Map<Integer, Long> keep = keptParts(state);
             if (state.transactionalId().equals(own)) {
-                state.lastPreparedSerialByBroker()
-                        .forEach((b, s) -> keepOwn.merge(b, s, Math::max));
+                keep.forEach((part, s) -> keepOwn.merge(part, s, Math::max));
             } else {
                 LOG.info(
-                        "Taking over transactional id {} (prepared through serials {} by broker)"
+                        "Taking over transactional id {} (prepared through serials {} by part)"
                                 + " from the restored state",
                         state.transactionalId(),
-                        state.lastPreparedSerialByBroker());
-                producer.fence(state.transactionalId(), state.lastPreparedSerialByBroker());
+                        keep);
+                producer.fence(state.transactionalId(), keep);
             }
         }
         if (context.getRestoredCheckpointId().isEmpty()) {
@@ -110,10 +115,32 @@ public final class TransactionalNearstreamWriter<IN>
         Map<Integer, Long> epochs = producer.initTransactions(keepOwn);
         keepThrough.putAll(keepOwn);
         LOG.info(
-                "Writer {} is at epochs {} by broker, keeping prepared through {}",
+                "Writer {} is at epochs {} by {}, keeping prepared through {}",
                 own,
                 epochs,
+                producer.streamletScopes() ? "streamlet" : "broker",
                 keepOwn);
+    }
+
+    /**
+     * The restored serials to keep, by part. A state whose parts are of the other kind (brokers for
+     * a replicated stream, or streamlets for one without replication: the stream was created again
+     * with another replication) names no transaction the stream can hold now, and taking a broker
+     * id for a streamlet would keep a transaction of the wrong part: nothing of it is kept.
+     */
+    private Map<Integer, Long> keptParts(NearstreamWriterState state) {
+        if (state.streamletScopes() == producer.streamletScopes()) {
+            return state.lastPreparedSerialByPart();
+        }
+        LOG.warn(
+                "The restored state of transactional id {} keeps serials {} by {}, but stream '{}'"
+                        + " has transactions by {} now: keeping none of them",
+                state.transactionalId(),
+                state.lastPreparedSerialByPart(),
+                state.streamletScopes() ? "streamlet" : "broker",
+                settings.stream(),
+                producer.streamletScopes() ? "streamlet" : "broker");
+        return Map.of();
     }
 
     /** The ids of this prefix with open or prepared transactions that no current writer uses. */
@@ -157,7 +184,7 @@ public final class TransactionalNearstreamWriter<IN>
         }
         List<NearstreamCommittable> committables = new ArrayList<>(parts.size());
         for (BrokerTxnRef part : parts) {
-            keepThrough.put(part.broker(), part.ref().serial());
+            keepThrough.put(part.partKey(), part.ref().serial());
             committables.add(NearstreamCommittable.of(part));
         }
         return committables;
@@ -165,7 +192,9 @@ public final class TransactionalNearstreamWriter<IN>
 
     @Override
     public List<NearstreamWriterState> snapshotState(long checkpointId) {
-        return List.of(new NearstreamWriterState(producer.transactionalId(), keepThrough));
+        return List.of(
+                new NearstreamWriterState(
+                        producer.transactionalId(), producer.streamletScopes(), keepThrough));
     }
 
     @Override

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The long run of the replicated-transaction fault test
+# (native/src/nearstream/broker/replicated_txn_test.cc,
+# CommittedTransactionsSurviveFaultsAtAnyStepWholeAndOnce): ZooKeeper and three brokers on
+# 127.0.0.1, a stream with replication 2, one transactional writer running transaction after
+# transaction (begin, 3 appends, prepare, commit, each retried through failovers) while faults
+# at random steps kill the leader, kill the follower or pause the leader past its ZooKeeper
+# session; then every committed transaction must be read whole, once, in commit order. CI runs
+# the same test with 3 faults.
+#
+# Usage: scripts/replicated-txn-chaos.sh [FAULTS] [REPORT]
+#   FAULTS  faults in the run, default 100
+#   REPORT  the markdown report, default docs/results/replicated-txn-chaos.md
+#   NEARSTREAM_TXN_CHAOS_SEED=N repeats a run's fault sequence.
+# Needs the native build (native/build/default) and ZooKeeper's jars (zookeeper-server/target/lib,
+# built with `mvn -pl zookeeper-server package` when missing).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+FAULTS="${1:-100}"
+REPORT="${2:-$ROOT/docs/results/replicated-txn-chaos.md}"
+TESTS="$ROOT/native/build/default/nearstream_tests"
+SEED="${NEARSTREAM_TXN_CHAOS_SEED:-$(date +%s)}"
+
+[[ -x "$TESTS" ]] || { echo "build the native module first (cmake --build --preset default)" >&2; exit 1; }
+if [[ ! -d "$ROOT/zookeeper-server/target/lib" ]]; then
+  (cd "$ROOT" && mvn -B -q -pl zookeeper-server package -DskipTests)
+fi
+
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
+started="$(date -u +%Y-%m-%dT%H:%MZ)"
+status=0
+begin=$(date +%s)
+NEARSTREAM_TXN_CHAOS_FAULTS="$FAULTS" NEARSTREAM_TXN_CHAOS_SEED="$SEED" \
+  "$TESTS" --gtest_filter='ReplicatedTxnTest.CommittedTransactions*' >"$log" 2>&1 || status=$?
+seconds=$(( $(date +%s) - begin ))
+{
+  echo "# Replicated transactions under faults"
+  echo
+  echo "\`NEARSTREAM_TXN_CHAOS_SEED=$SEED scripts/replicated-txn-chaos.sh $FAULTS\` on $started"
+  echo "($(nproc) cores, ${seconds} s): ZooKeeper and three brokers on 127.0.0.1 (ZooKeeper session"
+  echo "2 s), a stream of 1 streamlet with replication 2 and durability sync, one transactional"
+  echo "writer running $(( 4 * FAULTS + 2 )) transactions (begin, 3 appends, prepare, commit; each"
+  echo "request sent to the current leader and retried through failovers). $FAULTS faults at random"
+  echo "steps of random transactions: the leader killed (SIGKILL), the follower killed, or the"
+  echo "leader paused (SIGSTOP) past its session; each is healed (restart, SIGCONT) and both"
+  echo "replicas are in sync before the next."
+  echo
+  if [[ $status -eq 0 ]]; then
+    echo "Passed: every committed transaction was read whole, once and in commit order from the"
+    echo "last leader, nothing else was read, and the transactional id's epoch survived every"
+    echo "failover (the next TxnInit fenced at the next epoch)."
+  else
+    echo "FAILED (exit $status):"
+    echo
+    echo '```'
+    grep -A8 "Failure$" "$log" | grep -v "ZOO_" | head -60
+    echo '```'
+  fi
+} >"$REPORT"
+cat "$REPORT"
+exit "$status"
