@@ -748,18 +748,23 @@ struct TxnOptions {
   std::string id_prefix;              // list, abort-all
   net::TxnRef txn;                    // abort, commit
   std::optional<uint32_t> broker_id;  // abort, commit: the part's broker, over a cluster
+  bool streamlet_scope = false;       // abort, commit: --streamlet, a replicated stream's part
 };
 
 // One line per transaction, tab-separated: a transactional id holds no byte below 0x20, so
-// `cut -f1` gives the ids whatever else they contain.
+// `cut -f1` gives the ids whatever else they contain. A replicated stream's transaction (a
+// streamlet scope) says which streamlet: "\tstreamlet N".
 // `where` ends the line: empty, or "\tbroker N" over a cluster.
 void PrintTxn(const net::TxnInfo& t, int64_t now_ms, const std::string& where) {
   // The broker's clock set started_ms; a client clock behind it would give a negative age.
   const long long age_s = std::max<int64_t>(0, now_ms - t.started_ms) / 1000;
-  std::printf("%s\tepoch %u\tserial %llu\t%s\t%llu bytes\t%u chunks\t%u streamlets\tage %llds%s\n",
-              t.transactional_id.c_str(), t.epoch, static_cast<unsigned long long>(t.serial),
-              net::TxnStateName(t.state), static_cast<unsigned long long>(t.bytes), t.chunks,
-              t.streamlets, age_s, where.c_str());
+  const std::string scope =
+      t.scope == net::kBrokerScope ? std::string() : "\tstreamlet " + std::to_string(t.scope);
+  std::printf(
+      "%s\tepoch %u\tserial %llu\t%s\t%llu bytes\t%u chunks\t%u streamlets\tage %llds%s%s\n",
+      t.transactional_id.c_str(), t.epoch, static_cast<unsigned long long>(t.serial),
+      net::TxnStateName(t.state), static_cast<unsigned long long>(t.bytes), t.chunks, t.streamlets,
+      age_s, scope.c_str(), where.c_str());
 }
 
 std::string TxnName(const std::string& id, uint64_t serial) {
@@ -775,7 +780,7 @@ Status AbortAll(Client& client, const TxnOptions& o, const std::string& where) {
   size_t aborted = 0;
   Status first_failure;
   for (const net::TxnInfo& t : list.transactions) {
-    Status s = client.TxnAbort({o.stream, t.transactional_id, t.epoch, t.serial});
+    Status s = client.TxnAbort({o.stream, t.transactional_id, t.epoch, t.serial, t.scope});
     if (s.ok()) {
       std::printf("aborted %s%s\n", TxnName(t.transactional_id, t.serial).c_str(), where.c_str());
       ++aborted;
@@ -824,6 +829,25 @@ Status RunTxn(Client& client, const TxnOptions& o, const std::string& where) {
 // commit go to the broker --broker-id names. A broker that fails does not stop the others; the
 // first failure is returned at the end.
 Status RunTxnOnCluster(BrokerConnections& brokers, const TxnOptions& o) {
+  if (o.streamlet_scope) {
+    // A replicated stream's part lives with its streamlet: its leader now answers for it.
+    ASSIGN_OR_RETURN(Client * first, brokers.First());
+    ASSIGN_OR_RETURN(net::ClusterMetadataResponse m, first->ClusterMetadata({o.stream}));
+    const uint32_t streamlet = o.txn.scope;
+    if (m.streams.size() != 1 || streamlet >= m.streams[0].owners.size()) {
+      return Status::StreamletNotFound("stream '" + o.stream + "' has no streamlet " +
+                                       std::to_string(streamlet));
+    }
+    const uint32_t leader = m.streams[0].owners[streamlet];
+    for (const net::BrokerInfo& b : m.brokers) {
+      if (b.id != leader) continue;
+      ASSIGN_OR_RETURN(Client * client, brokers.To(b.address));
+      return RunTxn(*client, o, " on broker " + std::to_string(b.id));
+    }
+    return Status::BrokerUnavailable("broker " + std::to_string(leader) +
+                                     ", the leader of streamlet " + std::to_string(streamlet) +
+                                     ", is not registered");
+  }
   ASSIGN_OR_RETURN(std::vector<net::BrokerInfo> registered, brokers.Registered(o.stream));
   const bool one_part =
       o.action == TxnOptions::Action::kAbort || o.action == TxnOptions::Action::kCommit;
@@ -911,6 +935,17 @@ Result<Runner> PrepareTxn(const Flags& flags) {
     ASSIGN_OR_RETURN(uint64_t id, flags.Unsigned("broker-id", 0, 0, INT32_MAX));
     o.broker_id = static_cast<uint32_t>(id);
   }
+  if (flags.Has("streamlet")) {
+    if (!wants_txn) return Status::InvalidArgument("txn " + sub + " takes no --streamlet");
+    if (o.broker_id) {
+      return Status::InvalidArgument(
+          "--streamlet names a replicated stream's part, which its streamlet's leader holds: "
+          "leave --broker-id out");
+    }
+    ASSIGN_OR_RETURN(uint64_t streamlet, flags.Unsigned("streamlet", 0, 0, UINT32_MAX - 1));
+    o.streamlet_scope = true;
+    o.txn.scope = static_cast<uint32_t>(streamlet);
+  }
   return Runner([o](BrokerConnections& brokers) -> Status {
     if (brokers.routed()) return RunTxnOnCluster(brokers, o);
     if (o.broker_id) {
@@ -996,10 +1031,10 @@ std::vector<Command> Commands() {
       {"stats", "Usage: nearstream --broker HOST:PORT stats\n", {}, PrepareStats},
       {"txn",
        "Usage: nearstream --broker HOST:PORT txn list STREAM [--prefix P]\n"
-       "       nearstream --broker HOST:PORT txn abort STREAM ID --epoch E --serial S [--broker-id "
-       "N]\n"
-       "       nearstream --broker HOST:PORT txn commit STREAM ID --epoch E --serial S "
-       "[--broker-id N]\n"
+       "       nearstream --broker HOST:PORT txn abort STREAM ID --epoch E --serial S\n"
+       "         [--broker-id N | --streamlet S]\n"
+       "       nearstream --broker HOST:PORT txn commit STREAM ID --epoch E --serial S\n"
+       "         [--broker-id N | --streamlet S]\n"
        "       nearstream --broker HOST:PORT txn abort-all STREAM --prefix P\n"
        "list prints the stream's open and prepared transactions whose transactional id starts\n"
        "with P (default: all), one per line, tab-separated: id, epoch, serial, state (open or\n"
@@ -1009,8 +1044,10 @@ std::vector<Command> Commands() {
        "what a cancelled job left behind; it goes on past one it cannot abort and then fails.\n"
        "With a cluster's bootstrap list (HOST:PORT,HOST:PORT...) transactions are per broker:\n"
        "list and abort-all ask every registered broker (list ends each line with 'broker N'),\n"
-       "abort and commit need --broker-id N, the broker of the transaction's part.\n",
-       {{"prefix"}, {"epoch"}, {"serial"}, {"broker-id"}},
+       "abort and commit need --broker-id N, the broker of the transaction's part.\n"
+       "A replicated stream's transactions are per streamlet: list adds 'streamlet S' to each\n"
+       "line, and abort and commit take --streamlet S instead (sent to its leader).\n",
+       {{"prefix"}, {"epoch"}, {"serial"}, {"broker-id"}, {"streamlet"}},
        PrepareTxn},
   };
 }

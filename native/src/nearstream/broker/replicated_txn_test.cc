@@ -185,6 +185,38 @@ TEST_F(ReplicatedTxnTest, AStreamletScopeIsServedByItsLeaderOnly) {
   EXPECT_EQ(mine->transactions[0].scope, kScope);
   ASSERT_TRUE(l.TxnCommit(t).ok());
   EXPECT_EQ(Read(leader), (std::vector<std::string>{"x"}));
+
+  // The operator's view: `txn list` names the streamlet and its leader; `txn abort --streamlet`
+  // finds the leader itself.
+  t.serial = l.TxnBegin(t).value();
+  Append(l, t, {"y"}, 1);
+  ASSERT_TRUE(l.TxnPrepare(t).ok());
+  r = Cli(List(), {"txn", "list", kStream});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  const std::vector<std::string> lines = Lines(r.out);
+  ASSERT_EQ(lines.size(), 1u) << r.out;
+  EXPECT_EQ(lines[0].rfind("sink-1\tepoch " + std::to_string(t.epoch) + "\tserial " +
+                               std::to_string(t.serial) + "\tprepared",
+                           0),
+            0u)
+      << lines[0];
+  EXPECT_NE(lines[0].find("\tstreamlet 0\tbroker " + std::to_string(leader)), std::string::npos)
+      << lines[0];
+  const std::vector<std::string> abort = {"txn",         "abort",
+                                          kStream,       "sink-1",
+                                          "--epoch",     std::to_string(t.epoch),
+                                          "--serial",    std::to_string(t.serial),
+                                          "--streamlet", "0"};
+  r = Cli(List(), abort);
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_NE(r.out.find("on broker " + std::to_string(leader)), std::string::npos) << r.out;
+  EXPECT_TRUE(Listed(leader).empty());
+  std::vector<std::string> both = abort;
+  both.insert(both.end(), {"--broker-id", std::to_string(leader)});
+  r = Cli(List(), both);
+  EXPECT_NE(r.exit_code, 0) << Describe(r);
+  EXPECT_NE(r.err.find("leave --broker-id out"), std::string::npos) << r.err;
+  EXPECT_EQ(Read(leader), (std::vector<std::string>{"x"}));
 }
 
 // Faults at random points of transactions' lives (seeded; NEARSTREAM_TXN_CHAOS_FAULTS faults,
