@@ -2,14 +2,14 @@
 # The long run of the replicated-transaction fault test
 # (native/src/nearstream/broker/replicated_txn_test.cc,
 # CommittedTransactionsSurviveFaultsAtAnyStepWholeAndOnce): ZooKeeper and three brokers on
-# 127.0.0.1, a stream with replication 2, one transactional writer running transaction after
+# 127.0.0.1, a stream with replication 2 and then 3, one transactional writer running transaction after
 # transaction (begin, 3 appends, prepare, commit, each retried through failovers) while faults
 # at random steps kill the leader, kill the follower or pause the leader past its ZooKeeper
 # session; then every committed transaction must be read whole, once, in commit order. CI runs
-# the same test with 3 faults.
+# the same test with 3 faults per replication factor.
 #
 # Usage: scripts/replicated-txn-chaos.sh [FAULTS] [REPORT]
-#   FAULTS  faults in the run, default 100
+#   FAULTS  faults per replication factor, default 100
 #   REPORT  the markdown report, default docs/results/replicated-txn-chaos.md
 #   NEARSTREAM_TXN_CHAOS_SEED=N repeats a run's fault sequence.
 # Needs the native build (native/build/default) and ZooKeeper's jars (zookeeper-server/target/lib,
@@ -33,19 +33,26 @@ started="$(date -u +%Y-%m-%dT%H:%MZ)"
 status=0
 begin=$(date +%s)
 NEARSTREAM_TXN_CHAOS_FAULTS="$FAULTS" NEARSTREAM_TXN_CHAOS_SEED="$SEED" \
-  "$TESTS" --gtest_filter='ReplicatedTxnTest.CommittedTransactions*' >"$log" 2>&1 || status=$?
+  "$TESTS" --gtest_filter='*ReplicatedTxnFaultTest.CommittedTransactions*' >"$log" 2>&1 || status=$?
 seconds=$(( $(date +%s) - begin ))
 {
   echo "# Replicated transactions under faults"
   echo
   echo "\`NEARSTREAM_TXN_CHAOS_SEED=$SEED scripts/replicated-txn-chaos.sh $FAULTS\` on $started"
   echo "($(nproc) cores, ${seconds} s): ZooKeeper and three brokers on 127.0.0.1 (ZooKeeper session"
-  echo "2 s), a stream of 1 streamlet with replication 2 and durability sync, one transactional"
-  echo "writer running $(( 4 * FAULTS + 2 )) transactions (begin, 3 appends, prepare, commit; each"
-  echo "request sent to the current leader and retried through failovers). $FAULTS faults at random"
-  echo "steps of random transactions: the leader killed (SIGKILL), the follower killed, or the"
-  echo "leader paused (SIGSTOP) past its session; each is healed (restart, SIGCONT) and both"
-  echo "replicas are in sync before the next."
+  echo "2 s), a stream of 1 streamlet with durability sync, once with replication 2 and once"
+  echo "with 3; in each, one transactional writer running $(( 4 * FAULTS + 2 )) transactions (begin,"
+  echo "3 appends, prepare, commit; each request sent to the current leader and retried through"
+  echo "failovers) and $FAULTS faults at random steps of random transactions: the leader killed"
+  echo "(SIGKILL), a follower killed, or the leader paused (SIGSTOP) past its session; each is"
+  echo "healed (restart, SIGCONT) and every replica is in sync before the next."
+  echo
+  echo "| run | result |"
+  echo "|---|---|"
+  for r in R2 R3; do
+    line="$(grep -E "(OK|FAILED) \] .*/$r" "$log" | head -1)"
+    echo "| replication ${r#R} | ${line:-not run} |"
+  done
   echo
   if [[ $status -eq 0 ]]; then
     echo "Passed: every committed transaction was read whole, once and in commit order from the"

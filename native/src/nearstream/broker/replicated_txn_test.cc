@@ -225,8 +225,12 @@ TEST_F(ReplicatedTxnTest, AStreamletScopeIsServedByItsLeaderOnly) {
 // begin / 3 appends / prepare / commit sent to whichever broker leads now and retried through
 // every failover; each fault is healed (restart, SIGCONT) and the replicas are in sync again
 // before the next. Every committed transaction must then be read whole, once, in commit order,
-// and nothing else.
-TEST_F(ReplicatedTxnTest, CommittedTransactionsSurviveFaultsAtAnyStepWholeAndOnce) {
+// and nothing else. Replication 2 and 3 (with two followers, one may fail while the other holds
+// everything).
+class ReplicatedTxnFaultTest : public ReplicatedTxnTest,
+                               public ::testing::WithParamInterface<uint32_t> {};
+
+TEST_P(ReplicatedTxnFaultTest, CommittedTransactionsSurviveFaultsAtAnyStepWholeAndOnce) {
   const char* faults_env = std::getenv("NEARSTREAM_TXN_CHAOS_FAULTS");
   const char* seed_env = std::getenv("NEARSTREAM_TXN_CHAOS_SEED");
   const int faults = faults_env != nullptr ? std::atoi(faults_env) : 3;
@@ -236,7 +240,7 @@ TEST_F(ReplicatedTxnTest, CommittedTransactionsSurviveFaultsAtAnyStepWholeAndOnc
   SCOPED_TRACE("NEARSTREAM_TXN_CHAOS_SEED=" + std::to_string(seed));
   std::mt19937 rng(seed);
   ProcessResult r = Cli(List(), {"create", kStream, "--streamlets", "1", "--durability", "sync",
-                                 "--replication", "2"});
+                                 "--replication", std::to_string(GetParam())});
   ASSERT_EQ(r.exit_code, 0) << Describe(r);
   const std::vector<uint32_t> replicas = Placement(1, kStream).replicas[0].replicas;
   AwaitIsr(replicas[0], kStream, 0, replicas);
@@ -326,7 +330,11 @@ TEST_F(ReplicatedTxnTest, CommittedTransactionsSurviveFaultsAtAnyStepWholeAndOnc
     if (!points.contains(at)) return;
     const uint32_t leader = heal();
     ASSERT_NE(leader, 0u);
-    const uint32_t follower = leader == replicas[0] ? replicas[1] : replicas[0];
+    std::vector<uint32_t> followers;
+    for (uint32_t id : replicas) {
+      if (id != leader) followers.push_back(id);
+    }
+    const uint32_t follower = followers[rng() % followers.size()];
     switch (rng() % 3) {
       case 0:
         Broker(leader).Kill();
@@ -397,6 +405,11 @@ TEST_F(ReplicatedTxnTest, CommittedTransactionsSurviveFaultsAtAnyStepWholeAndOnc
   });
   EXPECT_TRUE(fenced.ok()) << fenced.ToString();
 }
+
+INSTANTIATE_TEST_SUITE_P(Replication, ReplicatedTxnFaultTest, ::testing::Values(2u, 3u),
+                         [](const ::testing::TestParamInfo<uint32_t>& info) {
+                           return "R" + std::to_string(info.param);
+                         });
 
 }  // namespace
 }  // namespace nearstream::testing
