@@ -79,7 +79,11 @@ constexpr char kUsage[] =
     "  --verify           consumers check every chunk of this run (CRC, records, producer\n"
     "                     sequence without gap or duplicate) and read until they have seen\n"
     "                     everything producers got acknowledged; exit 1 on mismatch\n"
-    "  --drain-timeout-s  with --verify: give up draining after T s without progress (10)\n";
+    "  --drain-timeout-s  with --verify: give up draining after T s without progress (10)\n"
+    "  --txn-chunks N     producers write transactions instead: TxnBegin, N appends of one\n"
+    "                     chunk per streamlet, TxnPrepare, TxnCommit, one request at a time;\n"
+    "                     records count once committed. A replicated stream's transactions\n"
+    "                     are per streamlet (one scope each), any other stream's per broker\n";
 
 struct Options {
   std::string broker;
@@ -103,6 +107,7 @@ struct Options {
   uint64_t records = 0;
   bool verify = false;
   uint32_t drain_timeout_s = 10;
+  uint32_t txn_chunks = 0;  // 0 = plain appends
   bool help = false;
 };
 
@@ -117,7 +122,8 @@ Result<Options> ParseOptions(int argc, char** argv) {
                                       {"segment-bytes"},   {"active-groups"},
                                       {"retention-bytes"}, {"all-streamlets", false},
                                       {"records"},         {"verify", false},
-                                      {"drain-timeout-s"}, {"help", false}};
+                                      {"drain-timeout-s"}, {"txn-chunks"},
+                                      {"help", false}};
   ASSIGN_OR_RETURN(Flags f, Flags::Parse(std::vector<std::string>(argv + 1, argv + argc), spec));
   Options o;
   if (f.Has("help")) {
@@ -148,6 +154,7 @@ Result<Options> ParseOptions(int argc, char** argv) {
   RETURN_IF_ERROR(u32("fetch-wait-ms", 100, 0, 60000, &o.fetch_wait_ms));
   RETURN_IF_ERROR(u32("active-groups", 0, 0, 1024, &o.active_groups));
   RETURN_IF_ERROR(u32("drain-timeout-s", 10, 1, 3600, &o.drain_timeout_s));
+  RETURN_IF_ERROR(u32("txn-chunks", 0, 1, 1u << 20, &o.txn_chunks));
   ASSIGN_OR_RETURN(uint64_t chunk_size, f.Size("chunk-size", 16u << 10, 64, 1u << 30));
   ASSIGN_OR_RETURN(uint64_t fetch_bytes, f.Size("fetch-bytes", 1u << 20, 1, 1u << 30));
   ASSIGN_OR_RETURN(uint64_t segment_bytes, f.Size("segment-bytes", 0, 0, 1u << 30));
@@ -165,6 +172,11 @@ Result<Options> ParseOptions(int argc, char** argv) {
   }
   if (o.producers == 0 && o.consumers == 0) {
     return Status::InvalidArgument("nothing to do: --producers and --consumers are both 0");
+  }
+  if (o.txn_chunks > 0 && (o.inflight > 1 || o.rate > 0 || o.verify)) {
+    return Status::InvalidArgument(
+        "--txn-chunks runs its transactions one request at a time, unthrottled and unverified: "
+        "leave --inflight, --rate and --verify out");
   }
   if (o.records > 0 && o.producers > 0) {
     return Status::InvalidArgument("--records only applies when consuming alone (--producers 0)");
@@ -365,6 +377,7 @@ class Producer {
     }
     client_.emplace(std::move(client).value());
     if (!run_.Ready()) return Status::Ok();
+    if (run_.options.txn_chunks > 0) return TxnLoop();
     // The first request goes alone: the broker accepts any first sequence of a new producer, so
     // a pipelined second request overtaking the first would be taken as the start.
     RETURN_IF_ERROR(SendRequest(/*retries_only=*/false));
@@ -397,6 +410,60 @@ class Producer {
       } else {
         RETURN_IF_ERROR(ReceiveOne());
       }
+    }
+    return Status::Ok();
+  }
+
+  // --txn-chunks: one transaction after another in each scope of the share (the share's
+  // streamlets on a replicated stream, else the broker's one scope), every request answered
+  // before the next, as an exactly-once sink's writer and committer go.
+  Status TxnLoop() {
+    const Options& o = run_.options;
+    ASSIGN_OR_RETURN(storage::StreamConfig config, client_->DescribeStream(o.stream));
+    std::vector<uint32_t> scopes = {net::kBrokerScope};
+    if (config.replication > 1) scopes = share_;
+    const std::string id = "nearstream-perf-" + std::to_string(producer_id_);
+    std::vector<net::TxnRef> refs;
+    for (uint32_t scope : scopes) {
+      ASSIGN_OR_RETURN(net::TxnInitResponse init, client_->TxnInit({o.stream, id, 0, scope}));
+      refs.push_back({o.stream, id, init.epoch, 0, scope});
+    }
+    const Workload& w = run_.workload;
+    storage::ChunkHeader h;
+    h.payload_length = static_cast<uint32_t>(w.payload.size());
+    h.payload_crc = w.payload_crc;
+    h.producer_id = producer_id_;
+    h.record_count = w.records_per_chunk;
+    while (!run_.stop_producers.load(std::memory_order_relaxed)) {
+      for (net::TxnRef& ref : refs) {
+        ASSIGN_OR_RETURN(ref.serial, client_->TxnBegin(ref));
+      }
+      uint64_t chunks = 0;
+      for (uint32_t k = 0; k < o.txn_chunks; ++k) {
+        for (const net::TxnRef& ref : refs) {
+          net::TxnAppendRequest request{ref, {}};
+          h.sequence = k;  // sequences start afresh in every transaction
+          h.first_timestamp_ms = WallNowMs();
+          for (size_t i = 0; i < share_.size(); ++i) {
+            if (ref.scope != net::kBrokerScope && share_[i] != ref.scope) continue;
+            EncodeChunkHeader(h, chunks_[i].data());
+            request.entries.push_back(
+                {share_[i], chunks_[i].data(), static_cast<uint32_t>(chunks_[i].size())});
+          }
+          ASSIGN_OR_RETURN(net::AppendResponse r, client_->TxnAppend(request));
+          for (const net::AppendResult& result : r.results) {
+            if (result.status != 0) {
+              return Status(static_cast<StatusCode>(result.status),
+                            "transactional append to streamlet " +
+                                std::to_string(result.streamlet) + ": " + result.message);
+            }
+            if (!result.duplicate) ++chunks;
+          }
+        }
+      }
+      for (const net::TxnRef& ref : refs) RETURN_IF_ERROR(client_->TxnPrepare(ref));
+      for (const net::TxnRef& ref : refs) RETURN_IF_ERROR(client_->TxnCommit(ref));
+      counter_.Add(chunks * w.records_per_chunk, chunks * w.record_bytes());
     }
     return Status::Ok();
   }

@@ -4,7 +4,12 @@ replication 1 vs 2 over chunk sizes, on two brokers kept in ZooKeeper (docs/clus
 it, so each append waits for one more round trip and the backup's write. Each point also reports
 the brokers' CPU seconds per million records. Then the failover time: the leader of a replicated
 streamlet killed with SIGKILL, to the first append the new leader acknowledges, as `nearstream
-produce` (which follows the failover) sees it, with the ZooKeeper session timeout used."""
+produce` (which follows the failover) sees it, with the ZooKeeper session timeout used.
+
+With --txn-chunks N the producers write transactions instead (TxnBegin, N appends of one chunk
+per streamlet, TxnPrepare, TxnCommit, one request at a time, records counted once committed):
+replication 2 then also copies every transaction write to the backup (docs/cluster.md,
+"Replication", "Transactions")."""
 import os
 import signal
 import subprocess
@@ -32,6 +37,9 @@ def add_arguments(p):
                    help="ZooKeeper session timeout of the brokers (the failover waits for it)")
     p.add_argument("--failovers", type=int, default=3, help="failover measurements")
     p.add_argument("--repetitions", type=int, default=1)
+    p.add_argument("--txn-chunks", type=int, default=0,
+                   help="producers write transactions of this many chunks per streamlet "
+                        "(0: plain appends)")
 
 
 def _cluster(stack, workdir, args, count=2):
@@ -78,7 +86,8 @@ def run(args, out_dir, workdir):
                     _create(brokers[0], args, replication, args.streamlets)
                     cpu0 = [b.cpu() for b in brokers]
                     p = perf.start(Bootstrap(brokers), workdir, "repl", args.producers, chunk,
-                                   args.record_size, args.duration_s, consumers=0)
+                                   args.record_size, args.duration_s, consumers=0,
+                                   txn_chunks=args.txn_chunks)
                     r = perf.result(p, args.duration_s + 60)
                     cpu = sum(b.cpu() - c for b, c in zip(brokers, cpu0))
                 produced = r["produced"]
@@ -91,11 +100,16 @@ def run(args, out_dir, workdir):
         [f"Two brokers (--workers {args.workers}) and ZooKeeper on one machine; a stream of "
          f"{args.streamlets} streamlets, durability {args.durability}, {args.record_size}-byte "
          f"records, {args.producers} nearstream-perf producers, no consumers, {args.duration_s} s "
-         "per point. producer_rps: median records/s of the run's seconds; cpu_s_per_m: both "
+         "per point"
+         + (f"; the producers write transactions of {args.txn_chunks} chunks per streamlet "
+            "(TxnBegin, the appends, TxnPrepare, TxnCommit, one request at a time; records "
+            "count once committed)" if args.txn_chunks else "")
+         + ". producer_rps: median records/s of the run's seconds; cpu_s_per_m: both "
          "brokers' CPU seconds (user + system, from /proc) per million records appended.",
-         f"Failover (replication 2, ZooKeeper session {args.session_ms} ms): SIGKILL of the "
-         "leader to the first append acknowledged by the new leader, "
-         f"{len(failovers)} runs: " + ", ".join(f"{ms:.0f} ms" for ms in failovers) + "."])
+         *([f"Failover (replication 2, ZooKeeper session {args.session_ms} ms): SIGKILL of the "
+            "leader to the first append acknowledged by the new leader, "
+            f"{len(failovers)} runs: " + ", ".join(f"{ms:.0f} ms" for ms in failovers) + "."]
+           if failovers else [])])
     draw(res.csv_path, out_dir)
     return res
 

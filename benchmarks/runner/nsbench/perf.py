@@ -9,13 +9,20 @@ _RESULT = re.compile(r"^RESULT (.*)$", re.M)
 
 
 def start(broker, workdir, stream, producers, chunk_size, record_size=100, duration_s=10,
-          consumers=0, inflight=4, fetch_bytes=None, rate=0, name="perf", cpus=None):
+          consumers=0, inflight=4, fetch_bytes=None, rate=0, name="perf", cpus=None,
+          txn_chunks=0):
+    """txn_chunks > 0: the producers write transactions of that many chunks per streamlet,
+    one request at a time (nearstream-perf --txn-chunks; inflight is then 1)."""
+    if txn_chunks:
+        inflight = 1
     argv = [paths.binary("nearstream-perf"), "--broker", broker.address, "--stream", stream,
             "--producers", str(producers), "--chunk-size", str(chunk_size),
             "--record-size", str(record_size), "--duration-s", str(duration_s),
             "--consumers", str(consumers), "--inflight", str(inflight), "--rate", str(rate)]
     if fetch_bytes:
         argv += ["--fetch-bytes", str(fetch_bytes)]
+    if txn_chunks:
+        argv += ["--txn-chunks", str(txn_chunks)]
     return Process(name, argv, os.path.join(workdir, f"{name}.log"), cpus=cpus)
 
 
