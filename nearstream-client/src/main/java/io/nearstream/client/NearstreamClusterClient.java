@@ -1137,10 +1137,48 @@ public final class NearstreamClusterClient implements NearstreamClient {
         return onScope(ref.stream(), ref.scope(), c -> c.txnAbort(ref));
     }
 
+    /**
+     * {@inheritDoc}
+     *
+     * <p>Every scope ({@link TxnRef#BROKER_SCOPE}) of a replicated stream: each streamlet's scope
+     * asked of its leader, the answers in streamlet order (the broker's own order too). Of a stream
+     * without replication: the stream's one broker, as for the other requests.
+     */
     @Override
     public CompletableFuture<List<TransactionInfo>> txnList(
             String stream, String idPrefix, int scope) {
-        return onScope(stream, scope, c -> c.txnList(stream, idPrefix, scope));
+        if (scope != TxnRef.BROKER_SCOPE) {
+            return onStreamlet(stream, scope, c -> c.txnList(stream, idPrefix, scope));
+        }
+        return router.placement(stream)
+                .thenCompose(
+                        p -> {
+                            if (!p.replicated()) {
+                                return onStreamBroker(
+                                        stream, c -> c.txnList(stream, idPrefix, scope));
+                            }
+                            List<CompletableFuture<List<TransactionInfo>>> scopes =
+                                    new ArrayList<>();
+                            for (int s = 0; s < p.streamlets(); s++) {
+                                int streamlet = s;
+                                scopes.add(
+                                        onStreamlet(
+                                                stream,
+                                                streamlet,
+                                                c -> c.txnList(stream, idPrefix, streamlet)));
+                            }
+                            return CompletableFuture.allOf(
+                                            scopes.toArray(new CompletableFuture<?>[0]))
+                                    .thenApply(
+                                            v -> {
+                                                List<TransactionInfo> all = new ArrayList<>();
+                                                for (CompletableFuture<List<TransactionInfo>> f :
+                                                        scopes) {
+                                                    all.addAll(f.join());
+                                                }
+                                                return List.copyOf(all);
+                                            });
+                        });
     }
 
     /** Closes every broker connection; requests in flight fail. Idempotent. */

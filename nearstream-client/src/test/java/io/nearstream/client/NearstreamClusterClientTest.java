@@ -346,6 +346,21 @@ class NearstreamClusterClientTest {
     }
 
     @Test
+    void everyScopeOfAReplicatedStreamIsListedFromEachStreamletsLeader() throws Exception {
+        cluster.placeReplicated("r", 1, 1, 2);
+
+        assertThat(get(client.txnList("r", "job-"))).isEmpty();
+        assertThat(broker1.calls("txnList")).containsExactly("txnList r scope 0");
+        assertThat(broker2.calls("txnList")).containsExactly("txnList r scope 1");
+
+        // One streamlet's scope: its leader alone.
+        get(client.txnList("r", "job-", 1));
+        assertThat(broker1.calls("txnList")).hasSize(1);
+        assertThat(broker2.calls("txnList"))
+                .containsExactly("txnList r scope 1", "txnList r scope 1");
+    }
+
+    @Test
     void anUnknownStreamIsLookedUpAndThenNotFound() throws Exception {
         NearstreamClientException e = failure(client.append("nope", new int[] {0}, chunks(1)));
 
