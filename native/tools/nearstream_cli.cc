@@ -748,7 +748,8 @@ struct TxnOptions {
   std::string id_prefix;              // list, abort-all
   net::TxnRef txn;                    // abort, commit
   std::optional<uint32_t> broker_id;  // abort, commit: the part's broker, over a cluster
-  bool streamlet_scope = false;       // abort, commit: --streamlet, a replicated stream's part
+  // abort, commit: txn.scope is a streamlet (--streamlet), a replicated stream's part.
+  bool streamlet_scope() const { return txn.scope != net::kBrokerScope; }
 };
 
 // One line per transaction, tab-separated: a transactional id holds no byte below 0x20, so
@@ -829,7 +830,7 @@ Status RunTxn(Client& client, const TxnOptions& o, const std::string& where) {
 // commit go to the broker --broker-id names. A broker that fails does not stop the others; the
 // first failure is returned at the end.
 Status RunTxnOnCluster(BrokerConnections& brokers, const TxnOptions& o) {
-  if (o.streamlet_scope) {
+  if (o.streamlet_scope()) {
     // A replicated stream's part lives with its streamlet: its leader now answers for it.
     ASSIGN_OR_RETURN(Client * first, brokers.First());
     ASSIGN_OR_RETURN(net::ClusterMetadataResponse m, first->ClusterMetadata({o.stream}));
@@ -943,7 +944,6 @@ Result<Runner> PrepareTxn(const Flags& flags) {
           "leave --broker-id out");
     }
     ASSIGN_OR_RETURN(uint64_t streamlet, flags.Unsigned("streamlet", 0, 0, UINT32_MAX - 1));
-    o.streamlet_scope = true;
     o.txn.scope = static_cast<uint32_t>(streamlet);
   }
   return Runner([o](BrokerConnections& brokers) -> Status {
