@@ -5,18 +5,81 @@
 // replica up holds no file of it, and a producer writing through the move loses and repeats
 // nothing.
 #include <gtest/gtest.h>
+#include <zookeeper/zookeeper.h>
 
+#include <algorithm>
+#include <atomic>
+#include <fstream>
+#include <functional>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "nearstream/cluster/placement.h"
 #include "nearstream/net/client.h"
 #include "nearstream/testing/replicated_cluster.h"
 
 namespace nearstream::testing {
 namespace {
 
-using ReplicaMoveTest = ReplicatedCluster;
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+class ReplicaMoveTest : public ReplicatedCluster {
+ protected:
+  // Rewrites stream `name`'s node in ZooKeeper as `change` says, with the compare-and-set a
+  // broker's change makes.
+  void EditStreamNode(const std::string& name,
+                      const std::function<void(cluster::StreamRecord&)>& change) {
+    zhandle_t* zh = zookeeper_init(("127.0.0.1:" + std::to_string(zookeeper_->port())).c_str(),
+                                   nullptr, 10000, nullptr, nullptr, 0);
+    ASSERT_NE(zh, nullptr);
+    const int64_t deadline = MonotonicNowMs() + 10000;
+    while (zoo_state(zh) != ZOO_CONNECTED_STATE && MonotonicNowMs() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    const std::string path = "/nearstream/streams/" + name;
+    std::string data(1 << 20, '\0');
+    int len = static_cast<int>(data.size());
+    ::Stat node{};
+    const int got = zoo_get(zh, path.c_str(), 0, data.data(), &len, &node);
+    Result<cluster::StreamRecord> record =
+        got == ZOK ? cluster::ParseStreamRecord(data.substr(0, len), node.version)
+                   : Status::Internal("zoo_get " + path + ": " + zerror(got));
+    if (record.ok()) {
+      change(*record);
+      const std::string text = cluster::FormatStreamRecord(*record);
+      const int set =
+          zoo_set(zh, path.c_str(), text.data(), static_cast<int>(text.size()), node.version);
+      if (set != ZOK) record = Status::Internal("zoo_set " + path + ": " + zerror(set));
+    }
+    zookeeper_close(zh);
+    ASSERT_TRUE(record.ok()) << record.status().ToString();
+  }
+
+  // Broker `copy`'s files of streamlet 0 of `stream` are broker `leader`'s, byte for byte.
+  void ExpectSameCopy(uint32_t leader, uint32_t copy, const std::string& stream) {
+    const std::vector<std::string> files = SegmentFiles(leader, stream, 0);
+    for (const std::string& file : SegmentFiles(copy, stream, 0)) {
+      EXPECT_TRUE(std::binary_search(files.begin(), files.end(), file))
+          << "broker " << copy << " holds " << file << ", which the leader, broker " << leader
+          << ", does not";
+    }
+    const std::string dir = "/streams/" + stream + "/0/";
+    for (const std::string& file : files) {
+      const std::string mine = ReadAll(std::string(Broker(leader).data_dir()).append(dir + file));
+      const std::string theirs = ReadAll(std::string(Broker(copy).data_dir()).append(dir + file));
+      EXPECT_TRUE(mine == theirs) << file << " holds " << mine.size()
+                                  << " bytes on the leader, broker " << leader << ", and "
+                                  << theirs.size() << " different ones on broker " << copy;
+    }
+  }
+};
 
 bool Contains(const std::vector<uint32_t>& ids, uint32_t id) {
   return std::find(ids.begin(), ids.end(), id) != ids.end();
@@ -117,6 +180,113 @@ TEST_F(ReplicaMoveTest, MovingALeaderToItsFollowerWhileAProducerWritesLosesAndRe
   r = Cli(List(), {"consume", "ticks", "--timeout-ms", "1000"});
   ASSERT_EQ(r.exit_code, 0) << Describe(r);
   EXPECT_EQ(Lines(r.out), Lines(Numbered(0, 20000)));
+}
+
+// A follower's replica moved back and forth while a producer writes: each move removes a
+// follower the leader may still send a chunk to before its watch tells it. That follower's
+// refusal must not make the leader take back a chunk the other follower already holds (the
+// leader would write the producer's retry elsewhere, and the follower's copy would hold the
+// chunk twice once it leads). Afterwards the follower's files are the leader's, byte for byte.
+TEST_F(ReplicaMoveTest, MovingAFollowersReplicaUnderAppendsLeavesItsCopyEqualToTheLeaders) {
+  ProcessResult r = Cli(List(), {"create", "flow", "--streamlets", "1", "--durability", "sync",
+                                 "--replication", "2", "--segment-bytes", "16K"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  const net::StreamPlacement before = Placement(1, "flow");
+  const uint32_t leader = before.owners[0];
+  uint32_t follower = before.replicas[0].replicas[1];
+  uint32_t spare = 1;
+  while (spare == leader || spare == follower) ++spare;
+
+  // Three producers: more chunks in flight when a move removes a follower.
+  constexpr int kProducers = 3;
+  constexpr int kEach = 10000;
+  std::atomic<int> running{kProducers};
+  std::vector<ProcessResult> produced(kProducers);
+  std::vector<std::thread> producers;
+  for (int p = 0; p < kProducers; ++p) {
+    producers.emplace_back([&, p] {
+      produced[p] =
+          Cli(List(),
+              {"produce", "flow", "--batch-records", "5", "--producer-id", std::to_string(41 + p)},
+              Numbered(p * kEach, (p + 1) * kEach));
+      --running;
+    });
+  }
+  int moves = 0;
+  while (running > 0 && moves < 12) {
+    r = Cli(List(), {"move", "flow", "0", "--to", std::to_string(spare), "--replica-of",
+                     std::to_string(follower)});
+    if (r.exit_code != 0) break;
+    std::swap(follower, spare);
+    ++moves;
+    AwaitIsr(leader, "flow", 0, {leader, follower});
+  }
+  for (std::thread& t : producers) t.join();
+  ASSERT_EQ(r.exit_code, 0) << "move " << moves + 1 << ": " << Describe(r);
+  for (const ProcessResult& p : produced) ASSERT_EQ(p.exit_code, 0) << Describe(p);
+  EXPECT_GE(moves, 2);
+
+  ExpectSameCopy(leader, follower, "flow");
+  // And as the follower serves it once it leads: every record once.
+  Broker(leader).Kill();
+  AwaitNewLeader(follower, "flow", 0, leader);
+  r = Cli(List({follower}), {"consume", "flow", "--timeout-ms", "1000"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_EQ(Sorted(Lines(r.out)), Sorted(Lines(Numbered(0, kProducers * kEach))));
+}
+
+// The same moment, made certain: the leader, paused, cannot hear that a move took its
+// follower's place, while that follower already gave its copy up. Resumed, it sends the next
+// chunk to both its followers as it knows them: the new one takes it, the old one refuses it.
+// ZooKeeper says the refusal does not matter (the old follower is out of the in-sync set), so
+// the chunk is acknowledged once and stays where it is on both remaining replicas.
+TEST_F(ReplicaMoveTest, ARefusalFromAFollowerAMoveRemovedTakesNoChunkBack) {
+  ProcessResult r = Cli(List(), {"create", "gone", "--streamlets", "1", "--durability", "async",
+                                 "--replication", "2", "--segment-bytes", "16K"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  const net::StreamPlacement before = Placement(1, "gone");
+  const uint32_t leader = before.owners[0];
+  const uint32_t old_follower = before.replicas[0].replicas[1];
+  uint32_t target = 1;
+  while (target == leader || target == old_follower) ++target;
+  r = Cli(List(), {"produce", "gone", "--batch-records", "10"}, Numbered(0, 100));
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+
+  // A move's first steps: the target joins the replicas and, caught up, the in-sync set.
+  EditStreamNode("gone", [&](cluster::StreamRecord& record) {
+    record.replicas[0].replicas.push_back(target);
+  });
+  AwaitIsr(leader, "gone", 0, {leader, old_follower, target});
+
+  // Its last step while the leader is paused: the old follower leaves and removes its copy.
+  paused_ = Broker(leader).pid();
+  kill(paused_, SIGSTOP);
+  EditStreamNode("gone", [&](cluster::StreamRecord& record) {
+    for (std::vector<uint32_t>* ids : {&record.replicas[0].replicas, &record.replicas[0].isr}) {
+      ids->erase(std::remove(ids->begin(), ids->end(), old_follower), ids->end());
+    }
+  });
+  AwaitNoStreamFiles(old_follower, "gone", 1);
+  ProcessResult produced;
+  std::thread producer([&] {
+    // Bootstrapped from the live brokers: their placement routes it to the paused leader.
+    produced =
+        Cli(List({target, old_follower}),
+            {"produce", "gone", "--batch-records", "10", "--producer-id", "7"}, Numbered(100, 200));
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  kill(paused_, SIGCONT);
+  paused_ = -1;
+  producer.join();
+  ASSERT_EQ(produced.exit_code, 0) << Describe(produced);
+
+  AwaitIsr(leader, "gone", 0, {leader, target});
+  ExpectSameCopy(leader, target, "gone");
+  Broker(leader).Kill();
+  AwaitNewLeader(target, "gone", 0, leader);
+  r = Cli(List({target}), {"consume", "gone", "--timeout-ms", "1000"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_EQ(Lines(r.out), Lines(Numbered(0, 200)));
 }
 
 TEST_F(ReplicaMoveTest, AFollowersReplicaMovesToABrokerThatHeldNone) {

@@ -147,22 +147,18 @@ std::vector<Status> ZkCluster::Replicate(const std::vector<ReplicaBatch>& batche
     const ReplicaBatch& batch = batches[send.batch];
     if (send.status.ok() || !out[send.batch].ok()) continue;
     if (send.status.IsNotOwner()) {
-      // The follower knows a newer leader epoch: another broker leads now. Nothing is published
-      // here; the watch of the stream's node tells this broker soon, and a re-read now.
-      {
-        MutexLock lock(&mu_);
-        changed_streams_.insert(batch.name);
-        changed_.SignalAll();
-      }
-      out[send.batch] = Status::NotOwner("broker " + std::to_string(options_.broker_id) +
-                                         " no longer leads " + StreamletName(batch.name, batch.id) +
-                                         " (broker " + std::to_string(send.follower) + ": " +
-                                         std::string(send.status.message()) + ")");
-      continue;
+      // Either another broker leads now (the follower knows a newer leader epoch) or the
+      // follower is no replica any more (a move took its place; this broker's watch has not
+      // told it yet). ShrinkIsr asks ZooKeeper which: deposed, nothing is published; otherwise
+      // the chunk stands on the members that stay. Taking it back would leave it on those
+      // that hold it already, and the producer's retry would land a second time elsewhere.
+      NS_LOG(kInfo) << "broker " << send.follower << " refused a chunk of "
+                    << StreamletName(batch.name, batch.id) << ": " << send.status.ToString();
+    } else {
+      NS_LOG(kWarning) << "replicating " << StreamletName(batch.name, batch.id) << " to broker "
+                       << send.follower << " failed: " << send.status.ToString()
+                       << "; it leaves the in-sync set";
     }
-    NS_LOG(kWarning) << "replicating " << StreamletName(batch.name, batch.id) << " to broker "
-                     << send.follower << " failed: " << send.status.ToString()
-                     << "; it leaves the in-sync set";
     failed[send.batch].push_back(send.follower);
   }
   for (size_t n = 0; n < batches.size(); ++n) {
@@ -208,11 +204,20 @@ Status ZkCluster::ShrinkIsr(const std::string& name, uint32_t id, uint64_t epoch
                               what);
     }
     std::vector<uint32_t>& isr = record.replicas[id].isr;
+    const size_t members = isr.size();
     isr.erase(std::remove_if(isr.begin(), isr.end(),
                              [&failed](uint32_t b) {
                                return std::find(failed.begin(), failed.end(), b) != failed.end();
                              }),
               isr.end());
+    if (isr.size() == members) {
+      // None of them is in the set any more (a replica move removed it): every member holds
+      // the chunk. The cache, which still names them, is read again.
+      MutexLock lock(&mu_);
+      changed_streams_.insert(name);
+      changed_.SignalAll();
+      return Status::Ok();
+    }
     bool stale = false;
     RETURN_IF_ERROR(SetStreamNode(name, record, /*fenced=*/false, &stale));
     if (stale) continue;

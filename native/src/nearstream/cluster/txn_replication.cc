@@ -116,19 +116,15 @@ Status ZkCluster::Mirror(const std::string& name, uint32_t id,
     }
     if (sent.ok()) continue;
     if (sent.IsNotOwner()) {
-      // The follower knows a newer leader epoch: another broker leads now (see Replicate).
-      {
-        MutexLock lock(&mu_);
-        changed_streams_.insert(name);
-        changed_.SignalAll();
-      }
-      return Status::NotOwner("broker " + std::to_string(options_.broker_id) + " no longer leads " +
-                              StreamletText(name, id) + " (broker " + std::to_string(t.follower) +
-                              ": " + std::string(sent.message()) + ")");
+      // Another broker leads now, or the follower is no replica any more: ShrinkIsr asks
+      // ZooKeeper which (see Replicate).
+      NS_LOG(kInfo) << "broker " << t.follower << " refused a transaction write of "
+                    << StreamletText(name, id) << ": " << sent.ToString();
+    } else {
+      NS_LOG(kWarning) << "copying a transaction write of " << StreamletText(name, id)
+                       << " to broker " << t.follower << " failed: " << sent.ToString()
+                       << "; it leaves the in-sync set";
     }
-    NS_LOG(kWarning) << "copying a transaction write of " << StreamletText(name, id)
-                     << " to broker " << t.follower << " failed: " << sent.ToString()
-                     << "; it leaves the in-sync set";
     failed.push_back(t.follower);
   }
   if (failed.empty()) return Status::Ok();

@@ -718,7 +718,14 @@ Status ZkCluster::CopyStreamlet(net::Client& source, const std::string& name, ui
   while (true) {
     while (at < tail) {
       const storage::Position before = at;
-      RETURN_IF_ERROR(copy_once().status());
+      ASSIGN_OR_RETURN(uint32_t got, copy_once());
+      if (!(before < at) && got == 0 && source_tail == tail) {
+        // Nothing to read past `at`, though the tail is further on: only empty segments lie in
+        // between (a leader that took an append back keeps the segment it opened for it, empty
+        // and sealed).
+        at = tail;
+        break;
+      }
       if (!(before < at)) {
         return Status::Internal("the copy stopped at " + at.ToString() + " before the tail " +
                                 tail.ToString());
