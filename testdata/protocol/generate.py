@@ -490,11 +490,27 @@ def enc_replica_txn_request(m):
     return w.bytes()
 
 
+def enc_replica_txn_files_request(m):
+    w = Writer()
+    w.str(m["stream"])
+    w.u32(m["streamlet"])
+    w.u32(m["follower"])
+    w.u32(m["max_bytes"])
+    w.u32(len(m["held"]))
+    for h in m["held"]:
+        w.str(h["name"])
+        w.u64(h["have"])
+    return w.bytes()
+
+
 def enc_replica_txn_files_response(m):
     w = Writer()
+    w.u8(1 if m["complete"] else 0)
     w.u32(len(m["files"]))
     for f in m["files"]:
         w.str(f["name"])
+        w.u64(f["size"])
+        w.u64(f["offset"])
         w.blob(f["data"])
     return w.bytes()
 
@@ -1050,15 +1066,24 @@ def build():
     req("replica_txn_rename_request.bin", "ReplicaTxn", rid, dict(m, data=""),
         enc_replica_txn_request(m))
 
-    # ReplicaTxnFiles: a ReplicaCheck request's body; the scope's txn.log and one part file.
+    # ReplicaTxnFiles: a follower that holds the first 0x100000040 bytes of a part file asks for
+    # at most 4 MiB more; the answer lists txn.log (whole) and that part from there.
     rid = 0xCACBCCCDCECFC0C1
-    m = {"stream": STREAM, "streamlet": 3, "follower": 0x01020304}
-    req("replica_txn_files_request.bin", "ReplicaTxnFiles", rid, m, enc_replica_check_request(m))
-    m = {"files": [{"name": "txn.log", "data": bytes(range(0x10, 0x30))},
-                   {"name": part, "data": chunk}]}
+    m = {"stream": STREAM, "streamlet": 3, "follower": 0x01020304, "max_bytes": 0x00400000,
+         "held": [{"name": part, "have": 0x100000040}]}
+    req("replica_txn_files_request.bin", "ReplicaTxnFiles", rid, m,
+        enc_replica_txn_files_request(m))
+    m = {"complete": True,
+         "files": [{"name": "txn.log", "size": 32, "offset": 0,
+                    "data": bytes(range(0x10, 0x30))},
+                   {"name": part, "size": 0x100000040 + len(chunk), "offset": 0x100000040,
+                    "data": chunk}]}
     resp("replica_txn_files_response.bin", "ReplicaTxnFiles", rid, "OK", "",
-         {"files": [{"name": "txn.log", "data": bytes(range(0x10, 0x30)).hex()},
-                    {"name": part, "data": chunk_data}]},
+         {"complete": True,
+          "files": [{"name": "txn.log", "size": 32, "offset": 0,
+                     "data": bytes(range(0x10, 0x30)).hex()},
+                    {"name": part, "size": 0x100000040 + len(chunk), "offset": 0x100000040,
+                     "data": chunk_data}]},
          enc_replica_txn_files_response(m))
 
     # A Metadata request sent to a broker that does not own the streamlet.

@@ -156,6 +156,76 @@ TEST_F(ReplicatedTxnTest, TransactionsGoOnThroughFailoversAsLastAcknowledged) {
   EXPECT_EQ(c.TxnInit({kStream, "sink-0", 0, kScope}).value().epoch, 3u);
 }
 
+// Brokers that take frames of 16 MiB at most.
+class ReplicatedTxnSmallFrameTest : public ReplicatedTxnTest {
+ protected:
+  ReplicatedTxnSmallFrameTest() { extra_broker_args_ = {"--max-frame-bytes", "16M"}; }
+};
+
+// Open and prepared transactions larger than a frame: a follower that was down copies their parts
+// a page of ReplicaTxnFiles at a time, most of them before its leader seals the streamlet, and
+// leads with them whole.
+TEST_F(ReplicatedTxnSmallFrameTest, AFollowerCopiesTransactionsLargerThanAFrameAndLeadsWithThem) {
+  ProcessResult r = Cli(List(), {"create", kStream, "--streamlets", "1", "--durability", "sync",
+                                 "--replication", "2"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  const net::StreamPlacement p = Placement(1, kStream);
+  const uint32_t leader = p.owners[0];
+  const uint32_t follower = p.replicas[0].replicas[1];
+  AwaitIsr(leader, kStream, 0, {leader, follower});
+  Broker(follower).Kill();
+
+  // 20 chunks of about 1 MB in an open transaction, 4 in a prepared one: 24 MB of parts, more
+  // than a frame carries.
+  constexpr int kRecordsPerChunk = 1000;
+  auto record = [](const std::string& txn, int n) {
+    std::string text = txn + "-" + std::to_string(n) + "-";
+    text.resize(1000, 'x');
+    return text;
+  };
+  auto append = [&](net::Client& c, const net::TxnRef& ref, const std::string& txn, int chunks) {
+    for (int k = 0; k < chunks; ++k) {
+      storage::ChunkBuilder b;
+      for (int i = 0; i < kRecordsPerChunk; ++i) b.Add(record(txn, k * kRecordsPerChunk + i));
+      const Bytes chunk = b.Finish(kProducer, k + 1, WallNowMs());
+      auto a = c.TxnAppend({ref, {{kScope, chunk.data(), static_cast<uint32_t>(chunk.size())}}});
+      ASSERT_TRUE(a.ok()) << a.status().ToString();
+      ASSERT_EQ(a->results[0].status, 0) << a->results[0].message;
+    }
+  };
+  net::Client a = Connect(leader);
+  auto init = a.TxnInit({kStream, "big", 0, kScope});
+  ASSERT_TRUE(init.ok()) << init.status().ToString();
+  net::TxnRef prepared{kStream, "big", init->epoch, 0, kScope};
+  prepared.serial = a.TxnBegin(prepared).value();
+  ASSERT_NO_FATAL_FAILURE(append(a, prepared, "p", 4));
+  ASSERT_TRUE(a.TxnPrepare(prepared).ok());
+  net::TxnRef open = prepared;
+  open.serial = a.TxnBegin(open).value();
+  ASSERT_NO_FATAL_FAILURE(append(a, open, "o", 20));
+
+  ASSERT_TRUE(Broker(follower).Restart().ok());
+  AwaitIsr(leader, kStream, 0, {leader, follower});
+  const std::string log = Broker(follower).log();
+  const size_t at = log.find("transaction files (");
+  ASSERT_NE(at, std::string::npos) << log;
+  EXPECT_GT(std::stoull(log.substr(at + 19)), 16ull << 20)
+      << "not past two 8 MiB pages: " << log.substr(at, 80);
+
+  Broker(leader).Kill();
+  AwaitNewLeader(follower, kStream, 0, leader);
+  EXPECT_EQ(Listed(follower), (std::vector<std::string>{"1 prepared", "2 open"}));
+  net::Client b = Connect(follower);
+  ASSERT_TRUE(b.TxnCommit(prepared).ok());
+  ASSERT_TRUE(b.TxnCommit(open).ok());
+  std::vector<std::string> expected;
+  for (int i = 0; i < 4 * kRecordsPerChunk; ++i) expected.push_back(record("p", i));
+  for (int i = 0; i < 20 * kRecordsPerChunk; ++i) expected.push_back(record("o", i));
+  const std::vector<std::string> read = Read(follower);
+  EXPECT_EQ(read.size(), expected.size());
+  EXPECT_TRUE(read == expected) << "the records read are not the transactions' whole and once";
+}
+
 // A scope's requests reach its leader only; another broker answers NOT_OWNER naming it, and a
 // broker that only follows lists nothing of the scope.
 TEST_F(ReplicatedTxnTest, AStreamletScopeIsServedByItsLeaderOnly) {

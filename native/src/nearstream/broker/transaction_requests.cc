@@ -186,12 +186,12 @@ void RequestHandler::ReplicaTxn(const Request& req, Bytes* out) {
 }
 
 void RequestHandler::ReplicaTxnFiles(const Request& req, Bytes* out) {
-  auto m = net::DecodeReplicaCheckRequest(req.frame.body.data(), req.frame.body.size());
+  auto m = net::DecodeReplicaTxnFilesRequest(req.frame.body.data(), req.frame.body.size());
   if (!m.ok()) return Error(req, m.status(), out);
   if (cluster_ == nullptr) {
     return Error(req, Status::InvalidArgument("a standalone broker has no followers"), out);
   }
-  // Room for the frame's header and the response's counts and names.
+  // Room for the frame's header and the response's status.
   const size_t room = options_.max_frame_bytes > 4096 ? options_.max_frame_bytes - 4096 : 0;
   auto r = cluster_->TxnFiles(*m, room);
   if (!r.ok()) return Error(req, r.status(), out);

@@ -252,14 +252,20 @@ Result<ZkCluster::LeaderCopy> ZkCluster::CopyFromLeader(const std::string& name,
   }
   NS_LOG(kInfo) << "copying streamlet " << id << " of stream " << name << " from its leader, "
                 << copy.at << " (epoch " << copy.epoch << ") from " << from.ToString();
-  uint64_t bytes = 0;
+  // The transaction scope's files first, while the leader takes requests: most of the bytes of
+  // its open transactions' parts, so that the seal covers little of them.
+  TxnFilesCopy txn_files;
+  const bool scoped = stream->transactions_of(id) != nullptr;
   Status copied =
-      CopyStreamlet(*copy.client, name, id, *s, &copy.tail, /*load=*/false, from, &bytes);
+      scoped ? CopyTxnFiles(*copy.client, name, id, *s, nullptr, &txn_files) : Status::Ok();
+  if (!copied.ok()) return Status(copied.code(), copy.at + ": " + std::string(copied.message()));
+  uint64_t bytes = 0;
+  copied = CopyStreamlet(*copy.client, name, id, *s, &copy.tail, /*load=*/false, from, &bytes);
   catch_up_copied_bytes_.fetch_add(bytes, std::memory_order_relaxed);
   if (copied.ok()) copied = MatchSealedLeader(*copy.client, name, id, *s);
-  // Under the seal, which holds off the scope's transaction requests too: its files as they are.
-  if (copied.ok() && stream->transactions_of(id) != nullptr) {
-    copied = CopyTxnFiles(*copy.client, name, id, *s);
+  // Under the seal, which holds off the scope's transaction requests too: the rest of its files.
+  if (copied.ok() && scoped) {
+    copied = CopyTxnFiles(*copy.client, name, id, *s, &copy.tail, &txn_files);
   }
   if (!copied.ok() && kept_some &&
       (copied.IsPositionOutOfRange() || copied.code() == StatusCode::kInternal)) {

@@ -6,6 +6,7 @@
 // Followers only write the files; a promotion recovers the scope from them exactly as a restart
 // does, so a new leader holds every transaction as last acknowledged.
 #include <algorithm>
+#include <set>
 
 #include "nearstream/cluster/zk_cluster.h"
 #include "nearstream/common/log.h"
@@ -16,6 +17,10 @@ namespace {
 
 // As long as a leader waits for a follower's ReplicaAppend answer (replication.cc).
 constexpr int kReplicaTxnTimeoutMs = 10000;
+// A catching-up follower's page of transaction files, and the seal it renews between pages
+// (a move's, zk_cluster.cc).
+constexpr uint32_t kTxnFilesPageBytes = 8u << 20;
+constexpr uint32_t kTxnFilesSealMs = 30000;
 
 // Whether `name` is a file of a transaction scope: txn.log or a transaction part's file.
 bool IsTxnFile(const std::string& name) {
@@ -189,7 +194,7 @@ Status ZkCluster::AcceptReplicaTxn(const net::ReplicaTxnRequest& m) {
   return Status::InvalidArgument("unknown ReplicaTxn op");
 }
 
-Result<net::ReplicaTxnFilesResponse> ZkCluster::TxnFiles(const net::ReplicaCheckRequest& m,
+Result<net::ReplicaTxnFilesResponse> ZkCluster::TxnFiles(const net::ReplicaTxnFilesRequest& m,
                                                          size_t max_bytes) {
   std::shared_ptr<storage::Stream> stream = store_->Find(m.stream);
   storage::Streamlet* s = stream == nullptr ? nullptr : stream->streamlet(m.streamlet);
@@ -199,55 +204,112 @@ Result<net::ReplicaTxnFilesResponse> ZkCluster::TxnFiles(const net::ReplicaCheck
     return Status::InvalidArgument("stream '" + m.stream +
                                    "' is not replicated: its transactions are its brokers' own");
   }
-  RETURN_IF_ERROR(CheckLeaderFor(m).status());
-  if (!s->sealed()) {
-    return Status::PositionOutOfRange(StreamletText(m.stream, m.streamlet) +
-                                      " is not sealed: its transaction files may change");
-  }
-  ASSIGN_OR_RETURN(auto files, scope->SnapshotFiles());
+  RETURN_IF_ERROR(CheckLeaderFor({m.stream, m.streamlet, m.follower}).status());
+  std::map<std::string, uint64_t> held;
+  for (const net::ReplicaTxnHeld& h : m.held) held[h.name] = h.have;
+  // Half the frame for the parts' bytes leaves the rest to txn.log and the names.
   net::ReplicaTxnFilesResponse r;
+  ASSIGN_OR_RETURN(
+      std::vector<storage::StreamTransactions::FilePiece> pieces,
+      scope->FilesFrom(held, std::min<size_t>(m.max_bytes, max_bytes / 2), &r.complete));
   size_t total = 0;
-  for (auto& [name, data] : files) {
-    total += name.size() + data.size() + 6;
-    r.files.push_back({std::move(name), std::move(data)});
+  for (storage::StreamTransactions::FilePiece& p : pieces) {
+    total += p.name.size() + p.data.size() + 22;
+    r.files.push_back({std::move(p.name), p.size, p.offset, std::move(p.data)});
   }
   if (total > max_bytes) {
-    return Status::StorageError(
-        "the open and prepared transactions of " + StreamletText(m.stream, m.streamlet) + " hold " +
-        std::to_string(total) + " bytes, more than a frame carries (" + std::to_string(max_bytes) +
-        "); a follower catches up once they end");
+    return Status::StorageError("the transaction files of " + StreamletText(m.stream, m.streamlet) +
+                                " need " + std::to_string(total) +
+                                " bytes in one answer, more than a frame " + "carries (" +
+                                std::to_string(max_bytes) + ")");
   }
   return r;
 }
 
 Status ZkCluster::CopyTxnFiles(net::Client& leader, const std::string& name, uint32_t id,
-                               storage::Streamlet& s) {
-  ASSIGN_OR_RETURN(net::ReplicaTxnFilesResponse files,
-                   leader.ReplicaTxnFiles({name, id, options_.broker_id}));
+                               storage::Streamlet& s, const storage::Position* sealed_tail,
+                               TxnFilesCopy* copy) {
   storage::Env* env = storage::Env::Default();
   const std::string& dir = s.dir();
-  for (const net::ReplicaTxnFile& f : files.files) {
-    if (!IsTxnFile(f.name)) {
-      return Status::Internal("the leader of " + StreamletText(name, id) + " sent '" + f.name +
-                              "', not a transaction file");
+  auto path_of = [&dir](const std::string& file) { return std::string(dir).append("/" + file); };
+  if (!copy->started) {
+    // The copy's own transaction files go first: only the leader's count.
+    ASSIGN_OR_RETURN(std::vector<std::string> present, env->ListDir(dir));
+    for (const std::string& file : present) {
+      if (IsTxnFile(file)) RETURN_IF_ERROR(env->RemoveFile(path_of(file)));
+    }
+    copy->started = true;
+  }
+  // Unsealed, the leader's files still change: copy about as much as its first answer lists
+  // (the rest comes under the seal). Sealed, copy to the end.
+  uint64_t to_copy = UINT64_MAX;
+  uint64_t copied = 0;
+  while (true) {
+    net::ReplicaTxnFilesRequest request{name, id, options_.broker_id, kTxnFilesPageBytes, {}};
+    for (const auto& [file, have] : copy->held) {
+      if (file != "txn.log") request.held.push_back({file, have});
+    }
+    ASSIGN_OR_RETURN(net::ReplicaTxnFilesResponse page, leader.ReplicaTxnFiles(request));
+    std::set<std::string> listed;
+    uint64_t left = 0;
+    for (const net::ReplicaTxnFile& f : page.files) {
+      if (!IsTxnFile(f.name) || (f.name == "txn.log" && f.offset != 0)) {
+        return Status::Internal("the leader of " + StreamletText(name, id) + " sent '" + f.name +
+                                "' from offset " + std::to_string(f.offset) +
+                                ", not a transaction file's piece");
+      }
+      listed.insert(f.name);
+      left += f.size - f.offset;
+      if (f.name == "txn.log") {
+        RETURN_IF_ERROR(env->WriteFileAtomically(path_of(f.name), f.data));
+      } else {
+        ASSIGN_OR_RETURN(std::unique_ptr<storage::WritableFile> file,
+                         env->OpenAppendable(path_of(f.name)));
+        if (f.offset == 0 && file->size() > 0) RETURN_IF_ERROR(file->Truncate(0));
+        if (file->size() != f.offset) {
+          return Status::Internal("the copy of " + f.name + " holds " +
+                                  std::to_string(file->size()) + " bytes; the leader sent from " +
+                                  std::to_string(f.offset));
+        }
+        RETURN_IF_ERROR(file->Append(f.data.data(), f.data.size()));
+        RETURN_IF_ERROR(file->Sync());
+      }
+      copy->held[f.name] = f.offset + f.data.size();
+      copied += f.data.size();
+      copy->bytes += f.data.size();
+    }
+    if (to_copy == UINT64_MAX) to_copy = left;
+    if (page.complete && sealed_tail != nullptr) {
+      // The scope's whole state: what the leader no longer lists (committed, aborted) goes.
+      for (auto it = copy->held.begin(); it != copy->held.end();) {
+        if (listed.contains(it->first)) {
+          ++it;
+          continue;
+        }
+        RETURN_IF_ERROR(env->RemoveFile(path_of(it->first)));
+        it = copy->held.erase(it);
+      }
+      break;
+    }
+    if (sealed_tail == nullptr && (page.complete || copied >= to_copy)) break;
+    if (sealed_tail != nullptr) {
+      // Another page under the seal: renewed first, and still at the copy's end (a seal that
+      // lapsed let requests change the files since the last page).
+      ASSIGN_OR_RETURN(net::SealStreamletResponse renewed,
+                       leader.SealStreamlet({name, id, kTxnFilesSealMs}));
+      if (!(renewed.tail == *sealed_tail)) {
+        return Status::Internal("the seal of " + StreamletText(name, id) +
+                                " lapsed while its transaction files were copied");
+      }
     }
   }
-  // The copy's own transaction files go first: what the leader has is the whole state.
-  ASSIGN_OR_RETURN(std::vector<std::string> present, env->ListDir(dir));
-  for (const std::string& file : present) {
-    if (IsTxnFile(file))
-      RETURN_IF_ERROR(env->RemoveFile(std::string(dir).append("/").append(file)));
-  }
-  uint64_t bytes = 0;
-  for (const net::ReplicaTxnFile& f : files.files) {
-    RETURN_IF_ERROR(env->WriteFileAtomically(std::string(dir).append("/").append(f.name), f.data));
-    bytes += f.data.size();
-  }
   RETURN_IF_ERROR(env->SyncDir(dir));
-  catch_up_copied_bytes_.fetch_add(bytes, std::memory_order_relaxed);
-  if (!files.files.empty()) {
-    NS_LOG(kInfo) << "copied " << files.files.size() << " transaction files (" << bytes
-                  << " bytes) of " << StreamletText(name, id) << " from its leader";
+  if (sealed_tail != nullptr) {
+    catch_up_copied_bytes_.fetch_add(copy->bytes, std::memory_order_relaxed);
+    if (copy->bytes > 0) {
+      NS_LOG(kInfo) << "copied " << copy->held.size() << " transaction files (" << copy->bytes
+                    << " bytes) of " << StreamletText(name, id) << " from its leader";
+    }
   }
   return Status::Ok();
 }

@@ -137,9 +137,9 @@ class ZkCluster : public storage::TxnMirror {
                 const std::vector<storage::TxnFileOp>& ops) override NS_EXCLUDES(mu_, zk_mu_);
   // A follower's side of ReplicaTxn: the checks of AcceptReplica, then the write.
   Status AcceptReplicaTxn(const net::ReplicaTxnRequest& m) NS_EXCLUDES(mu_, zk_mu_);
-  // The leader's side of ReplicaTxnFiles: the scope's files, while the streamlet is sealed.
-  Result<net::ReplicaTxnFilesResponse> TxnFiles(const net::ReplicaCheckRequest& m, size_t max_bytes)
-      NS_EXCLUDES(mu_, zk_mu_);
+  // The leader's side of ReplicaTxnFiles: a page of the scope's files, within `max_bytes`.
+  Result<net::ReplicaTxnFilesResponse> TxnFiles(const net::ReplicaTxnFilesRequest& m,
+                                                size_t max_bytes) NS_EXCLUDES(mu_, zk_mu_);
 
   // OK when this broker stores `streamlet` of `stream`, or when the cluster does not place the
   // stream (a local stream from before the broker joined); NOT_OWNER / BROKER_UNAVAILABLE naming
@@ -407,10 +407,18 @@ class ZkCluster : public storage::TxnMirror {
   // The leader's check of a follower's ReplicaCheck or ReplicaTxnFiles: this broker leads the
   // streamlet and the sender is a replica of it. Returns the leader epoch.
   Result<uint64_t> CheckLeaderFor(const net::ReplicaCheckRequest& m) NS_EXCLUDES(mu_, zk_mu_);
-  // A catching-up follower, under its leader's seal: replaces its copy's transaction files by
-  // the leader's (txn_replication.cc).
+  // What a catching-up follower copied of its leader's transaction files so far.
+  struct TxnFilesCopy {
+    bool started = false;                  // its own files are gone
+    std::map<std::string, uint64_t> held;  // bytes of each file copied
+    uint64_t bytes = 0;
+  };
+  // A catching-up follower replaces its copy's transaction files by the leader's, a page at a
+  // time (txn_replication.cc): first while the leader takes requests (`sealed_tail` null), most
+  // of them, then, with the leader sealed at `sealed_tail`, to the end.
   Status CopyTxnFiles(net::Client& leader, const std::string& name, uint32_t id,
-                      storage::Streamlet& s) NS_EXCLUDES(mu_, zk_mu_);
+                      storage::Streamlet& s, const storage::Position* sealed_tail,
+                      TxnFilesCopy* copy) NS_EXCLUDES(mu_, zk_mu_);
   // Followers a transaction write could not reach and that could not leave the in-sync set yet,
   // per streamlet this broker leads: nothing of its transactions is acknowledged until they do.
   std::map<std::pair<std::string, uint32_t>, std::vector<uint32_t>> txn_unconfirmed_

@@ -442,9 +442,9 @@ Status Client::ReplicaTxn(const ReplicaTxnRequest& request) {
   return Call(Opcode::kReplicaTxn, EncodeBody(EncodeReplicaTxnRequest, request)).status();
 }
 
-Result<ReplicaTxnFilesResponse> Client::ReplicaTxnFiles(const ReplicaCheckRequest& request) {
-  ASSIGN_OR_RETURN(Response r,
-                   Call(Opcode::kReplicaTxnFiles, EncodeBody(EncodeReplicaCheckRequest, request)));
+Result<ReplicaTxnFilesResponse> Client::ReplicaTxnFiles(const ReplicaTxnFilesRequest& request) {
+  ASSIGN_OR_RETURN(Response r, Call(Opcode::kReplicaTxnFiles,
+                                    EncodeBody(EncodeReplicaTxnFilesRequest, request)));
   return DecodeReplicaTxnFilesResponse(r.body.data(), r.body.size());
 }
 

@@ -117,7 +117,7 @@ class Client {
   // A leader's write to a transaction file, for a follower (docs/protocol.md, "ReplicaTxn"),
   // and a catching-up follower's copy of those files.
   Status ReplicaTxn(const ReplicaTxnRequest& request);
-  Result<ReplicaTxnFilesResponse> ReplicaTxnFiles(const ReplicaCheckRequest& request);
+  Result<ReplicaTxnFilesResponse> ReplicaTxnFiles(const ReplicaTxnFilesRequest& request);
   Result<SealStreamletResponse> SealStreamlet(const SealStreamletRequest& request);
   // A leader's chunks for a follower, pipelined: writes `count` ReplicaAppend requests in one
   // gathered write, each chunk taken from where it is (no copy into a frame), and returns the

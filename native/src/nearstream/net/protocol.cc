@@ -318,10 +318,42 @@ Result<ReplicaTxnRequest> DecodeReplicaTxnRequest(const uint8_t* p, size_t n) {
   return Finish(r, std::move(m), "ReplicaTxn request");
 }
 
+void EncodeReplicaTxnFilesRequest(ByteWriter& w, const ReplicaTxnFilesRequest& m) {
+  w.Str(m.stream);
+  w.U32(m.streamlet);
+  w.U32(m.follower);
+  w.U32(m.max_bytes);
+  w.U32(static_cast<uint32_t>(m.held.size()));
+  for (const ReplicaTxnHeld& h : m.held) {
+    w.Str(h.name);
+    w.U64(h.have);
+  }
+}
+
+Result<ReplicaTxnFilesRequest> DecodeReplicaTxnFilesRequest(const uint8_t* p, size_t n) {
+  ByteReader r(p, n);
+  ReplicaTxnFilesRequest m;
+  m.stream = r.Str();
+  m.streamlet = r.U32();
+  m.follower = r.U32();
+  m.max_bytes = r.U32();
+  const uint32_t count = r.Count(2 + 8);  // an empty name and its u64 at least
+  for (uint32_t i = 0; i < count && r.ok(); ++i) {
+    ReplicaTxnHeld h;
+    h.name = r.Str();
+    h.have = r.U64();
+    m.held.push_back(std::move(h));
+  }
+  return Finish(r, std::move(m), "ReplicaTxnFiles request");
+}
+
 void EncodeReplicaTxnFilesResponse(ByteWriter& w, const ReplicaTxnFilesResponse& m) {
+  w.U8(m.complete ? 1 : 0);
   w.U32(static_cast<uint32_t>(m.files.size()));
   for (const ReplicaTxnFile& f : m.files) {
     w.Str(f.name);
+    w.U64(f.size);
+    w.U64(f.offset);
     w.Blob(f.data.data(), static_cast<uint32_t>(f.data.size()));
   }
 }
@@ -329,13 +361,20 @@ void EncodeReplicaTxnFilesResponse(ByteWriter& w, const ReplicaTxnFilesResponse&
 Result<ReplicaTxnFilesResponse> DecodeReplicaTxnFilesResponse(const uint8_t* p, size_t n) {
   ByteReader r(p, n);
   ReplicaTxnFilesResponse m;
-  const uint32_t count = r.Count(2 + 4);  // an empty name and an empty blob at least
+  const uint8_t complete = r.U8();
+  if (complete > 1) r.Fail();  // a flag: any other byte would not re-encode the same
+  m.complete = complete == 1;
+  const uint32_t count = r.Count(2 + 8 + 8 + 4);  // an empty name, two u64s, an empty blob
   for (uint32_t i = 0; i < count && r.ok(); ++i) {
     ReplicaTxnFile f;
     f.name = r.Str();
+    f.size = r.U64();
+    f.offset = r.U64();
     const uint32_t size = r.U32();
     const uint8_t* data = r.Take(size);
     if (data != nullptr) f.data.assign(data, data + size);
+    // A piece past its file's end describes no file.
+    if (f.offset > f.size || f.size - f.offset < size) r.Fail();
     m.files.push_back(std::move(f));
   }
   return Finish(r, std::move(m), "ReplicaTxnFiles response");

@@ -180,8 +180,7 @@ struct ReplicaCheckResponse {
   std::vector<SegmentExtent> segments;  // by group, then segment
 };
 // A leader's write to a file of a replicated streamlet's transaction scope, for a follower to
-// repeat (docs/protocol.md, "ReplicaTxn (18)"). ReplicaTxnFiles' request is a
-// ReplicaCheckRequest.
+// repeat (docs/protocol.md, "ReplicaTxn (18)").
 enum class ReplicaTxnOp : uint8_t { kAppend = 1, kReplace = 2, kRename = 3, kDelete = 4 };
 struct ReplicaTxnRequest {
   std::string stream;
@@ -195,12 +194,29 @@ struct ReplicaTxnRequest {
   const uint8_t* data = nullptr;  // into the request's body when decoded
   uint32_t data_size = 0;
 };
+// A page of a transaction scope's files for a follower catching up (docs/protocol.md,
+// "ReplicaTxnFiles (19)"): each part file from what the follower holds of it already.
+struct ReplicaTxnHeld {
+  std::string name;
+  uint64_t have = 0;
+  bool operator==(const ReplicaTxnHeld&) const = default;
+};
+struct ReplicaTxnFilesRequest {
+  std::string stream;
+  uint32_t streamlet = 0;
+  uint32_t follower = 0;
+  uint32_t max_bytes = 0;
+  std::vector<ReplicaTxnHeld> held;
+};
 struct ReplicaTxnFile {
   std::string name;
+  uint64_t size = 0;    // the whole file's
+  uint64_t offset = 0;  // where `data` starts in it
   Bytes data;
   bool operator==(const ReplicaTxnFile&) const = default;
 };
 struct ReplicaTxnFilesResponse {
+  bool complete = false;  // every file's data reaches its size
   std::vector<ReplicaTxnFile> files;
 };
 struct AppendRequest {
@@ -467,6 +483,8 @@ Result<ReplicaJoinRequest> DecodeReplicaJoinRequest(const uint8_t* p, size_t n);
 void EncodeReplicaMoveRequest(ByteWriter& w, const ReplicaMoveRequest& m);
 void EncodeReplicaTxnRequest(ByteWriter& w, const ReplicaTxnRequest& m);
 Result<ReplicaTxnRequest> DecodeReplicaTxnRequest(const uint8_t* p, size_t n);
+void EncodeReplicaTxnFilesRequest(ByteWriter& w, const ReplicaTxnFilesRequest& m);
+Result<ReplicaTxnFilesRequest> DecodeReplicaTxnFilesRequest(const uint8_t* p, size_t n);
 void EncodeReplicaTxnFilesResponse(ByteWriter& w, const ReplicaTxnFilesResponse& m);
 Result<ReplicaTxnFilesResponse> DecodeReplicaTxnFilesResponse(const uint8_t* p, size_t n);
 void EncodeReplicaCheckRequest(ByteWriter& w, const ReplicaCheckRequest& m);

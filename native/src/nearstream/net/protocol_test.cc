@@ -946,27 +946,60 @@ TEST(ProtocolGoldenTest, ReplicaTxnFiles) {
   GoldenFrame f;
   ASSERT_NO_FATAL_FAILURE(LoadFrame("replica_txn_files_request.bin", &f));
   ExpectHeader(f, Opcode::kReplicaTxnFiles, kReplicaTxnFilesId, /*response=*/false);
-  auto m = DecodeReplicaCheckRequest(f.body(), f.body_size());
+  auto m = DecodeReplicaTxnFilesRequest(f.body(), f.body_size());
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   EXPECT_EQ(m->stream, kStream);
   EXPECT_EQ(m->streamlet, 3u);
   EXPECT_EQ(m->follower, 0x01020304u);
+  EXPECT_EQ(m->max_bytes, 4u << 20);
+  EXPECT_EQ(m->held, (std::vector<ReplicaTxnHeld>{{kPartFile, 0x100000040ull}}));
+  ExpectSameBytes(EncodeRequest(Opcode::kReplicaTxnFiles, kReplicaTxnFilesId,
+                                [&](ByteWriter& w) { EncodeReplicaTxnFilesRequest(w, *m); }),
+                  f.bytes, "replica_txn_files_request.bin");
 
   ASSERT_NO_FATAL_FAILURE(LoadFrame("replica_txn_files_response.bin", &f));
   ExpectOkResponse(f, Opcode::kReplicaTxnFiles, kReplicaTxnFilesId);
   auto resp = DecodeReplicaTxnFilesResponse(f.body(), f.body_size());
   ASSERT_TRUE(resp.ok()) << resp.status().ToString();
+  EXPECT_TRUE(resp->complete);
   ASSERT_EQ(resp->files.size(), 2u);
   EXPECT_EQ(resp->files[0].name, "txn.log");
+  EXPECT_EQ(resp->files[0].size, 32u);
+  EXPECT_EQ(resp->files[0].offset, 0u);
   Bytes log;
   for (uint8_t b = 0x10; b < 0x30; ++b) log.push_back(b);
   EXPECT_EQ(resp->files[0].data, log);
   EXPECT_EQ(resp->files[1].name, kPartFile);
+  EXPECT_EQ(resp->files[1].offset, 0x100000040ull);
+  EXPECT_EQ(resp->files[1].size, 0x100000040ull + resp->files[1].data.size());
   ExpectChunk(resp->files[1].data.data(), static_cast<uint32_t>(resp->files[1].data.size()),
               kProducer, 2, 1700000005000, {"in a replica"});
   ExpectSameBytes(EncodeResponse(Opcode::kReplicaTxnFiles, kReplicaTxnFilesId, Status::Ok(),
                                  [&](ByteWriter& w) { EncodeReplicaTxnFilesResponse(w, *resp); }),
                   f.bytes, "replica_txn_files_response.bin");
+}
+
+// A piece that reaches past its file's end, or a complete flag other than 0 or 1, describes no
+// answer a leader makes.
+TEST(ProtocolRobustnessTest, AReplicaTxnFilesPiecePastItsFileIsRefused) {
+  auto encode = [](uint8_t complete, uint64_t size, uint64_t offset, uint32_t data) {
+    Bytes body;
+    ByteWriter w(&body);
+    w.U8(complete);
+    w.U32(1);
+    w.Str("txn.log");
+    w.U64(size);
+    w.U64(offset);
+    const Bytes bytes(data, 7);
+    w.Blob(bytes.data(), data);
+    return body;
+  };
+  const Bytes ok = encode(1, 10, 6, 4);
+  EXPECT_TRUE(DecodeReplicaTxnFilesResponse(ok.data(), ok.size()).ok());
+  for (const Bytes& bad : {encode(1, 10, 6, 5), encode(1, 10, 11, 0), encode(2, 10, 6, 4)}) {
+    EXPECT_EQ(DecodeReplicaTxnFilesResponse(bad.data(), bad.size()).status().code(),
+              StatusCode::kMalformedRequest);
+  }
 }
 
 TEST(ProtocolGoldenTest, SealStreamlet) {
@@ -1466,7 +1499,7 @@ std::vector<DecoderCase> AllDecoders() {
       {"replica_check_response.bin", d(DecodeReplicaCheckResponse)},
       {"replica_txn_request.bin", d(DecodeReplicaTxnRequest)},
       {"replica_txn_rename_request.bin", d(DecodeReplicaTxnRequest)},
-      {"replica_txn_files_request.bin", d(DecodeReplicaCheckRequest)},
+      {"replica_txn_files_request.bin", d(DecodeReplicaTxnFilesRequest)},
       {"replica_txn_files_response.bin", d(DecodeReplicaTxnFilesResponse)},
       {"push_subscribe_request.bin", d(DecodePushSubscribeRequest)},
       {"push_subscribe_request_json_filter.bin", d(DecodePushSubscribeRequest)},

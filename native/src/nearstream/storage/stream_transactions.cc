@@ -967,18 +967,30 @@ void StreamTransactions::Forget() {
   mirror_pending_.store(false);
 }
 
-Result<std::vector<std::pair<std::string, Bytes>>> StreamTransactions::SnapshotFiles() const {
+Result<std::vector<StreamTransactions::FilePiece>> StreamTransactions::FilesFrom(
+    const std::map<std::string, uint64_t>& held, size_t max_part_bytes, bool* complete) const {
   MutexLock lock(&mu_);
-  std::vector<std::pair<std::string, Bytes>> out;
+  *complete = true;
+  std::vector<FilePiece> out;
   if (!durable_) return out;
   if (env_->Exists(dir_ + "/txn.log")) {
+    // Whole: a compaction replaces it, so a prefix the follower holds proves nothing.
     ASSIGN_OR_RETURN(Bytes log, env_->ReadFile(dir_ + "/txn.log"));
-    out.emplace_back("txn.log", std::move(log));
+    const uint64_t size = log.size();
+    out.push_back({"txn.log", size, 0, std::move(log)});
   }
-  auto add = [&out](const Txn& t) {
+  size_t room = max_part_bytes;
+  // A part only grows while it exists, and one leader never reuses its name (segment ids only
+  // increase), so what the follower copied of it earlier is a prefix of it.
+  auto add = [&](const Txn& t) {
     for (const auto& [streamlet, part] : t.parts) {
-      part->ForEachFile([&out](std::string name, const uint8_t* data, uint32_t size) {
-        out.emplace_back(std::move(name), Bytes(data, data + size));
+      part->ForEachFile([&](std::string name, const uint8_t* data, uint32_t size) {
+        auto it = held.find(name);
+        const uint64_t from = it == held.end() || it->second > size ? 0 : it->second;
+        const size_t take = std::min<size_t>(size - from, room);
+        room -= take;
+        if (from + take < size) *complete = false;
+        out.push_back({std::move(name), size, from, Bytes(data + from, data + from + take)});
       });
     }
   };

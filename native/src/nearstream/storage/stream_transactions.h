@@ -96,9 +96,20 @@ class StreamTransactions {
   // flight fail with NOT_OWNER) and keeps the files, which a promotion recovers (RecoverLog,
   // RecoverParts) and a catch-up replaces.
   void Forget() NS_EXCLUDES(mu_);
-  // The scope's files as they are (a follower catching up, with the streamlet sealed): txn.log
-  // and the part files of every open and prepared transaction, by name.
-  Result<std::vector<std::pair<std::string, Bytes>>> SnapshotFiles() const NS_EXCLUDES(mu_);
+  // A page of the scope's files for a follower catching up (docs/protocol.md, "ReplicaTxnFiles
+  // (19)"): txn.log whole, then every open and prepared transaction's part files, each from
+  // what `held` says the follower holds of it (0 when it names none, or more than the file
+  // has), with at most `max_part_bytes` of part bytes in all. `*complete` says whether every
+  // piece reaches its file's end.
+  struct FilePiece {
+    std::string name;
+    uint64_t size = 0;
+    uint64_t offset = 0;
+    Bytes data;
+  };
+  Result<std::vector<FilePiece>> FilesFrom(const std::map<std::string, uint64_t>& held,
+                                           size_t max_part_bytes, bool* complete) const
+      NS_EXCLUDES(mu_);
   ~StreamTransactions();
 
   // Recovery, step 1 (before the streamlets recover): replays txn.log, finishes the renames of

@@ -42,6 +42,8 @@ class ThreeBrokerCluster : public ::testing::Test {
                             std::to_string(id),
                             "--zookeeper-session-ms",
                             "2000"};
+      options.extra_args.insert(options.extra_args.end(), extra_broker_args_.begin(),
+                                extra_broker_args_.end());
       auto b = TestBroker::Start(options);
       ASSERT_TRUE(b.ok()) << "broker " << id << ": " << b.status().ToString();
       brokers_.push_back(std::move(b).value());
@@ -85,6 +87,7 @@ class ThreeBrokerCluster : public ::testing::Test {
 
   std::unique_ptr<ZooKeeperProcess> zookeeper_;
   std::vector<std::unique_ptr<TestBroker>> brokers_;
+  std::vector<std::string> extra_broker_args_;  // more flags for every broker, set before SetUp
 };
 
 }  // namespace nearstream::testing

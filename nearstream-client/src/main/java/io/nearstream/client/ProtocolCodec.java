@@ -57,8 +57,11 @@ final class ProtocolCodec {
 
     private static final int REPLICA_CHECK_SEGMENT_BYTES = 8 + 8 + 4;
 
-    /** A ReplicaTxnFiles response entry at its smallest: an empty name and an empty blob. */
-    private static final int REPLICA_TXN_FILE_BYTES = 2 + 4;
+    /**
+     * A ReplicaTxnFiles response entry at its smallest: an empty name, its size and offset and an
+     * empty blob.
+     */
+    private static final int REPLICA_TXN_FILE_BYTES = 2 + 8 + 8 + 4;
 
     private ProtocolCodec() {}
 
@@ -440,15 +443,30 @@ final class ProtocolCodec {
 
     /**
      * ReplicaTxnFiles (19), broker to broker: a catching-up follower asks its leader for the files
-     * of the sealed streamlet's transaction scope. Its body is a ReplicaCheck request's ({@code
-     * streamlet} and {@code follower}, the sending broker's id, are {@code u32}s); the OK response
-     * body is a {@link ReplicaTxnFilesResponse}. Java clients never send it: it is here so that its
-     * golden frames are checked from Java too.
+     * of the streamlet's transaction scope, a page at a time. {@code streamlet}, {@code follower}
+     * (the sending broker's id) and {@code maxBytes} (the most file bytes the answer may carry) are
+     * {@code u32}s; {@code held} names the bytes of part files the follower copied from earlier
+     * answers of the same catch-up, so that the answer goes on from there. The OK response body is
+     * a {@link ReplicaTxnFilesResponse}. Java clients never send it: it is here so that its golden
+     * frames are checked from Java too.
      */
-    record ReplicaTxnFilesRequest(String stream, int streamlet, int follower) implements Request {
+    record ReplicaTxnFilesRequest(
+            String stream, int streamlet, int follower, int maxBytes, List<Held> held)
+            implements Request {
+        ReplicaTxnFilesRequest {
+            held = List.copyOf(held);
+        }
+
         @Override
         public Opcode opcode() {
             return Opcode.REPLICA_TXN_FILES;
+        }
+
+        /** The first {@code have} bytes ({@code u64}) of the part file {@code name}. */
+        record Held(String name, long have) {
+            Held {
+                Objects.requireNonNull(name, "name");
+            }
         }
     }
 
@@ -662,10 +680,15 @@ final class ProtocolCodec {
             out.writeIntLE(r.data().length);
             out.writeBytes(r.data());
         } else if (request instanceof ReplicaTxnFilesRequest r) {
-            // A ReplicaCheck request's body.
             writeStr(out, r.stream());
             out.writeIntLE(r.streamlet());
             out.writeIntLE(r.follower());
+            out.writeIntLE(r.maxBytes());
+            out.writeIntLE(r.held().size());
+            for (ReplicaTxnFilesRequest.Held h : r.held()) {
+                writeStr(out, h.name());
+                out.writeLongLE(h.have());
+            }
         } else if (request instanceof PushSubscribeRequest r) {
             writeStr(out, r.stream());
             out.writeIntLE(r.slotsPerRing());
@@ -1092,17 +1115,22 @@ final class ProtocolCodec {
     }
 
     /**
-     * ReplicaTxnFiles' response body: every file of the streamlet's transaction scope, its name and
-     * its whole content ({@code txn.log}, when the scope has one, and the part files of its open
-     * and prepared transactions).
+     * ReplicaTxnFiles' response body, one page: every file of the streamlet's transaction scope now
+     * ({@code txn.log}, when the scope has one, whole and first, and the part files of its open and
+     * prepared transactions), each with its size and its bytes from {@code offset} on, as many as
+     * the request's {@code max_bytes} left. {@code complete} is set when every file's bytes reach
+     * its size in this answer.
      */
-    record ReplicaTxnFilesResponse(List<TxnFile> files) {
+    record ReplicaTxnFilesResponse(boolean complete, List<TxnFile> files) {
         ReplicaTxnFilesResponse {
             files = List.copyOf(files);
         }
 
-        /** One file: its name and content; the array is held as given and compared by content. */
-        record TxnFile(String name, byte[] data) {
+        /**
+         * One file: its name, its size ({@code u64}) and its bytes from {@code offset} ({@code
+         * u64}) on; the array is held as given and compared by content.
+         */
+        record TxnFile(String name, long size, long offset, byte[] data) {
             TxnFile {
                 Objects.requireNonNull(name, "name");
                 Objects.requireNonNull(data, "data");
@@ -1110,35 +1138,66 @@ final class ProtocolCodec {
 
             @Override
             public boolean equals(Object o) {
-                return o instanceof TxnFile f && name.equals(f.name) && Arrays.equals(data, f.data);
+                return o instanceof TxnFile f
+                        && name.equals(f.name)
+                        && size == f.size
+                        && offset == f.offset
+                        && Arrays.equals(data, f.data);
             }
 
             @Override
             public int hashCode() {
-                return name.hashCode() * 31 + Arrays.hashCode(data);
+                return Objects.hash(name, size, offset) * 31 + Arrays.hashCode(data);
             }
 
             @Override
             public String toString() {
-                return "TxnFile[name=" + name + ", data=" + data.length + " bytes]";
+                return "TxnFile[name="
+                        + name
+                        + ", size="
+                        + Long.toUnsignedString(size)
+                        + ", offset="
+                        + Long.toUnsignedString(offset)
+                        + ", data="
+                        + data.length
+                        + " bytes]";
             }
         }
     }
 
-    /** The file contents are copies: they stay valid once the frame is released. */
+    /**
+     * The file contents are copies: they stay valid once the frame is released. A piece that runs
+     * past its file's size is malformed.
+     */
     static ReplicaTxnFilesResponse decodeReplicaTxnFilesResponse(ByteBuf body) {
         WireReader in = new WireReader(body, "ReplicaTxnFiles response");
+        boolean complete = in.bool("complete");
         int n = in.count("count", REPLICA_TXN_FILE_BYTES);
         List<ReplicaTxnFilesResponse.TxnFile> files = new ArrayList<>(n);
         for (int i = 0; i < n; i++) {
             String name = in.str("name");
+            long size = in.u64("size");
+            long offset = in.u64("offset");
             int index = in.blob("data");
-            byte[] data = new byte[in.lastLength()];
+            int length = in.lastLength();
+            if (Long.compareUnsigned(offset, size) > 0
+                    || Long.compareUnsigned(size - offset, Integer.toUnsignedLong(length)) < 0) {
+                throw NearstreamProtocolException.malformed(
+                        "ReplicaTxnFiles response: file "
+                                + name
+                                + " has "
+                                + Integer.toUnsignedString(length)
+                                + " bytes at offset "
+                                + Long.toUnsignedString(offset)
+                                + ", past its size "
+                                + Long.toUnsignedString(size));
+            }
+            byte[] data = new byte[length];
             in.buffer().getBytes(index, data);
-            files.add(new ReplicaTxnFilesResponse.TxnFile(name, data));
+            files.add(new ReplicaTxnFilesResponse.TxnFile(name, size, offset, data));
         }
         in.end();
-        return new ReplicaTxnFilesResponse(files);
+        return new ReplicaTxnFilesResponse(complete, files);
     }
 
     static PushSubscription decodePushSubscribeResponse(ByteBuf body) {

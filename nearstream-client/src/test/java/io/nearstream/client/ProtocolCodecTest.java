@@ -643,16 +643,74 @@ class ProtocolCodecTest {
 
     @Test
     void replicaTxnFilesRequestLayoutAndRoundTrip() {
-        checkStreamletAndBrokerRequest(
-                new ReplicaTxnFilesRequest("s", 3, -2),
-                Opcode.REPLICA_TXN_FILES,
-                19,
-                "ReplicaTxnFiles");
+        ReplicaTxnFilesRequest r =
+                new ReplicaTxnFilesRequest(
+                        "s",
+                        3,
+                        -2, // a u32 above 2^31
+                        0x00400000,
+                        List.of(
+                                new ReplicaTxnFilesRequest.Held("txn-ü.seg", 0x100000040L),
+                                new ReplicaTxnFilesRequest.Held("", -5L))); // u64 above 2^63
+        byte[] bytes = encode(r);
+        int n = 1;
+        int body = 4 + 12;
+        // 12-byte header, then 2 + n + 4 + 4 + 4 + 4 + Σ (2 + k + 8) body bytes.
+        assertThat(bytes).hasSize(body + 2 + n + 16 + (2 + 10 + 8) + (2 + 8));
+        ByteBuf b = Unpooled.wrappedBuffer(bytes);
+        assertThat(b.getShortLE(6)).isEqualTo((short) 19);
+        assertThat(b.getShortLE(body)).isEqualTo((short) n);
+        assertThat(b.getByte(body + 2)).isEqualTo((byte) 's');
+        assertThat(b.getIntLE(body + 2 + n)).isEqualTo(3);
+        assertThat(b.getIntLE(body + 6 + n)).isEqualTo(-2);
+        assertThat(b.getIntLE(body + 10 + n)).isEqualTo(0x00400000);
+        assertThat(b.getIntLE(body + 14 + n)).isEqualTo(2);
+        int held = body + 18 + n;
+        assertThat(b.getShortLE(held)).isEqualTo((short) 10);
+        assertThat(b.toString(held + 2, 10, StandardCharsets.UTF_8)).isEqualTo("txn-ü.seg");
+        assertThat(b.getLongLE(held + 12)).isEqualTo(0x100000040L);
+        assertThat(b.getShortLE(held + 20)).isEqualTo((short) 0);
+        assertThat(b.getLongLE(held + 22)).isEqualTo(-5L);
+
+        ProtocolTestCodec.DecodedRequest d =
+                ProtocolTestCodec.decodeRequest(Unpooled.wrappedBuffer(bytes));
+        assertThat(d.header().opcode()).isEqualTo(Opcode.REPLICA_TXN_FILES.code());
+        assertThat(d.request()).isEqualTo(r).hasSameHashCodeAs(r);
+        assertThat(Opcode.fromCode(19)).isEqualTo(Opcode.REPLICA_TXN_FILES);
+        assertThat(Opcode.REPLICA_TXN_FILES.wireName()).isEqualTo("ReplicaTxnFiles");
+        decodeRequestFully(bytes);
+
+        // A first request holds nothing: its count is 0 and the body ends there.
+        ReplicaTxnFilesRequest first = new ReplicaTxnFilesRequest("s", 3, 1, 1 << 20, List.of());
+        byte[] firstBytes = encode(first);
+        assertThat(firstBytes).hasSize(body + 2 + n + 16);
+        assertThat(Unpooled.wrappedBuffer(firstBytes).getIntLE(body + 14 + n)).isZero();
+        assertThat(ProtocolTestCodec.decodeRequest(Unpooled.wrappedBuffer(firstBytes)).request())
+                .isEqualTo(first);
+
+        // Every truncation is refused, and so are trailing bytes.
+        for (int size = 0; size < bytes.length; size++) {
+            byte[] t = truncated(bytes, size);
+            assertThatThrownBy(() -> decodeRequestFully(t))
+                    .as("%d of %d bytes", size, bytes.length)
+                    .isInstanceOf(NearstreamProtocolException.class);
+        }
+        byte[] longer =
+                truncated(java.util.Arrays.copyOf(bytes, bytes.length + 1), bytes.length + 1);
+        assertThatThrownBy(() -> decodeRequestFully(longer))
+                .isInstanceOf(NearstreamProtocolException.class)
+                .hasMessageContaining("trailing");
+        // A count that cannot fit 10 bytes a held entry is refused before anything is allocated.
+        byte[] huge = firstBytes.clone();
+        Unpooled.wrappedBuffer(huge).setIntLE(body + 14 + n, -1);
+        assertThatThrownBy(() -> decodeRequestFully(huge))
+                .isInstanceOf(NearstreamProtocolException.class)
+                .hasMessageContaining("count = 4294967295");
     }
 
     /**
-     * ReplicaMove, ReplicaCheck and ReplicaTxnFiles (whose body is a ReplicaCheck request's) share
-     * one layout: stream "s", streamlet 3 and a broker id -2 (a u32 above 2^31).
+     * ReplicaMove and ReplicaCheck share one layout: stream "s", streamlet 3 and a broker id -2 (a
+     * u32 above 2^31). (ReplicaTxnFiles' body starts so too, then pages: see its own test.)
      */
     private static void checkStreamletAndBrokerRequest(
             ProtocolCodec.Request request, Opcode opcode, int code, String wireName) {
@@ -907,34 +965,61 @@ class ProtocolCodecTest {
     void replicaTxnFilesResponseLayoutAndRoundTrip() {
         ReplicaTxnFilesResponse r =
                 new ReplicaTxnFilesResponse(
+                        false,
                         List.of(
-                                new ReplicaTxnFilesResponse.TxnFile("txn.log", new byte[] {1, 2}),
-                                new ReplicaTxnFilesResponse.TxnFile("", new byte[0]),
                                 new ReplicaTxnFilesResponse.TxnFile(
-                                        "txn-ü.seg", new byte[] {(byte) 0xFF})));
+                                        "txn.log", 2, 0, new byte[] {1, 2}),
+                                new ReplicaTxnFilesResponse.TxnFile("", 0, 0, new byte[0]),
+                                // a page of a part above 4 GiB, u64 size and offset above 2^63
+                                new ReplicaTxnFilesResponse.TxnFile(
+                                        "txn-ü.seg", -2L, -4L, new byte[] {(byte) 0xFF})));
         ByteBuf body = Unpooled.buffer();
         ProtocolTestCodec.writeReplicaTxnFilesResponse(body, r);
-        ByteBuf expected = Unpooled.buffer().writeIntLE(3);
+        ByteBuf expected = Unpooled.buffer().writeByte(0).writeIntLE(3);
         expected.writeShortLE(7).writeBytes("txn.log".getBytes(StandardCharsets.UTF_8));
+        expected.writeLongLE(2).writeLongLE(0);
         expected.writeIntLE(2).writeByte(1).writeByte(2);
-        expected.writeShortLE(0).writeIntLE(0);
+        expected.writeShortLE(0).writeLongLE(0).writeLongLE(0).writeIntLE(0);
         expected.writeShortLE(10).writeBytes("txn-ü.seg".getBytes(StandardCharsets.UTF_8));
+        expected.writeLongLE(-2L).writeLongLE(-4L);
         expected.writeIntLE(1).writeByte(0xFF);
-        // 4 + Σ (2 + n + 4 + k) bytes.
+        // 1 + 4 + Σ (2 + n + 8 + 8 + 4 + k) bytes.
         assertThat(body.readableBytes())
-                .isEqualTo(4 + (2 + 7 + 4 + 2) + (2 + 4) + (2 + 10 + 4 + 1));
+                .isEqualTo(1 + 4 + (2 + 7 + 20 + 2) + (2 + 20) + (2 + 10 + 20 + 1));
         byte[] bytes = ByteBufUtil.getBytes(body);
         assertThat(bytes).isEqualTo(ByteBufUtil.getBytes(expected));
+        // complete at 0, count at 1, the first file's size at 5 + 2 + 7, its offset 8 bytes on.
+        ByteBuf at = Unpooled.wrappedBuffer(bytes);
+        assertThat(at.getByte(0)).isZero();
+        assertThat(at.getIntLE(1)).isEqualTo(3);
+        assertThat(at.getLongLE(14)).isEqualTo(2);
+        assertThat(at.getLongLE(22)).isZero();
+        assertThat(at.getIntLE(30)).isEqualTo(2);
+        int third = 5 + (2 + 7 + 20 + 2) + (2 + 20);
+        assertThat(at.getLongLE(third + 12)).isEqualTo(-2L);
+        assertThat(at.getLongLE(third + 20)).isEqualTo(-4L);
         ReplicaTxnFilesResponse back =
                 ProtocolCodec.decodeReplicaTxnFilesResponse(Unpooled.wrappedBuffer(bytes));
         assertThat(back).isEqualTo(r).hasSameHashCodeAs(r);
+        // Size and offset take part in equality.
+        assertThat(new ReplicaTxnFilesResponse.TxnFile("a", 2, 0, new byte[1]))
+                .isNotEqualTo(new ReplicaTxnFilesResponse.TxnFile("a", 2, 1, new byte[1]))
+                .isNotEqualTo(new ReplicaTxnFilesResponse.TxnFile("a", 3, 0, new byte[1]));
 
-        // A scope without files.
-        ReplicaTxnFilesResponse empty = new ReplicaTxnFilesResponse(List.of());
+        // A scope without files: the answer is complete.
+        ReplicaTxnFilesResponse empty = new ReplicaTxnFilesResponse(true, List.of());
         ByteBuf none = Unpooled.buffer();
         ProtocolTestCodec.writeReplicaTxnFilesResponse(none, empty);
-        assertThat(none.readableBytes()).isEqualTo(4);
+        assertThat(none.readableBytes()).isEqualTo(5);
+        assertThat(none.getByte(0)).isEqualTo((byte) 1);
         assertThat(ProtocolCodec.decodeReplicaTxnFilesResponse(none)).isEqualTo(empty);
+        assertThat(empty).isNotEqualTo(new ReplicaTxnFilesResponse(false, List.of()));
+
+        // complete is a flag: any byte but 0 and 1 is refused.
+        ByteBuf flag = Unpooled.buffer().writeByte(2).writeIntLE(0);
+        assertThatThrownBy(() -> ProtocolCodec.decodeReplicaTxnFilesResponse(flag))
+                .isInstanceOf(NearstreamProtocolException.class)
+                .hasMessageContaining("complete");
 
         // The contents are copies: they outlive the frame's bytes.
         byte[] scratch = bytes.clone();
@@ -954,20 +1039,57 @@ class ProtocolCodecTest {
         assertThatThrownBy(() -> ProtocolCodec.decodeReplicaTxnFilesResponse(trailing))
                 .isInstanceOf(NearstreamProtocolException.class)
                 .hasMessageContaining("trailing");
-        // A count that cannot fit 6 bytes a file is refused before anything is allocated.
-        ByteBuf huge = Unpooled.buffer().writeIntLE(-1).writeZero(30);
+        // A count that cannot fit 22 bytes a file is refused before anything is allocated.
+        ByteBuf huge = Unpooled.buffer().writeByte(1).writeIntLE(-1).writeZero(100);
         assertThatThrownBy(() -> ProtocolCodec.decodeReplicaTxnFilesResponse(huge))
                 .isInstanceOf(NearstreamProtocolException.class)
                 .hasMessageContaining("count = 4294967295");
-        ByteBuf two = Unpooled.buffer().writeIntLE(2).writeZero(11);
+        ByteBuf two = Unpooled.buffer().writeByte(1).writeIntLE(2).writeZero(43);
         assertThatThrownBy(() -> ProtocolCodec.decodeReplicaTxnFilesResponse(two))
                 .isInstanceOf(NearstreamProtocolException.class)
                 .hasMessageContaining("count = 2");
         // A data length that runs past the end is refused.
-        ByteBuf pastEnd = Unpooled.buffer().writeIntLE(1).writeShortLE(0).writeIntLE(-2);
+        ByteBuf pastEnd =
+                Unpooled.buffer()
+                        .writeByte(1)
+                        .writeIntLE(1)
+                        .writeShortLE(0)
+                        .writeLongLE(0)
+                        .writeLongLE(0)
+                        .writeIntLE(-2);
         assertThatThrownBy(() -> ProtocolCodec.decodeReplicaTxnFilesResponse(pastEnd))
                 .isInstanceOf(NearstreamProtocolException.class)
                 .hasMessageContaining("runs past the end");
+        // A piece past its file's size is refused: an offset beyond the size, or more bytes than
+        // the size leaves (also when the u64s sit above 2^63).
+        for (long[] sizeAndOffset :
+                new long[][] {{4, 5}, {4, 3}, {-1L, -1L}, {1L << 63, (1L << 63) + 1}}) {
+            ByteBuf past =
+                    Unpooled.buffer()
+                            .writeByte(1)
+                            .writeIntLE(1)
+                            .writeShortLE(0)
+                            .writeLongLE(sizeAndOffset[0])
+                            .writeLongLE(sizeAndOffset[1])
+                            .writeIntLE(2)
+                            .writeShort(0);
+            assertThatThrownBy(() -> ProtocolCodec.decodeReplicaTxnFilesResponse(past))
+                    .as("size %s, offset %s", sizeAndOffset[0], sizeAndOffset[1])
+                    .isInstanceOf(NearstreamProtocolException.class)
+                    .hasMessageContaining("past its size");
+        }
+        // A piece that ends at its file's size is fine.
+        ByteBuf toEnd =
+                Unpooled.buffer()
+                        .writeByte(1)
+                        .writeIntLE(1)
+                        .writeShortLE(0)
+                        .writeLongLE(-1L)
+                        .writeLongLE(-3L)
+                        .writeIntLE(2)
+                        .writeShort(0);
+        assertThat(ProtocolCodec.decodeReplicaTxnFilesResponse(toEnd).files().get(0).data())
+                .hasSize(2);
     }
 
     /**
@@ -989,7 +1111,7 @@ class ProtocolCodecTest {
         }
         for (int code : unassigned) {
             assertThat(Opcode.fromCode(code)).as("opcode %d", code).isNull();
-            byte[] frame = encode(new ReplicaTxnFilesRequest("s", 3, 1));
+            byte[] frame = encode(new ReplicaTxnFilesRequest("s", 3, 1, 1 << 20, List.of()));
             frame[6] = (byte) code;
             frame[7] = (byte) (code >>> 8);
             assertThatThrownBy(() -> ProtocolTestCodec.decodeRequest(Unpooled.wrappedBuffer(frame)))

@@ -53,7 +53,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -262,14 +261,20 @@ class ProtocolGoldenTest {
         assertThat(d.header().opcode()).isEqualTo(19);
         assertThat(d.header().knownOpcode()).isEqualTo(Opcode.REPLICA_TXN_FILES);
         assertThat(d.header().requestId()).isEqualTo(0xCACBCCCDCECFC0C1L);
+        // A follower holding the first 0x100000040 bytes of the part asks for at most 4 MiB more.
         assertThat(d.request())
-                .isEqualTo(new ReplicaTxnFilesRequest("golden.stream-1_x", 3, 0x01020304));
+                .isEqualTo(
+                        new ReplicaTxnFilesRequest(
+                                "golden.stream-1_x",
+                                3,
+                                0x01020304,
+                                0x00400000,
+                                List.of(
+                                        new ReplicaTxnFilesRequest.Held(
+                                                GOLDEN_PART, 0x100000040L))));
         assertEncodesTo(0xCACBCCCDCECFC0C1L, d.request(), request);
-        // The body is a ReplicaCheck request's: only the opcode tells the two apart.
-        byte[] check = Files.readAllBytes(protocolDir().resolve("replica_check_request.bin"));
-        int bodyAt = ProtocolCodec.LENGTH_BYTES + ProtocolCodec.HEADER_BYTES;
-        assertThat(Arrays.copyOfRange(request, bodyAt, request.length))
-                .isEqualTo(Arrays.copyOfRange(check, bodyAt, check.length));
+        // 12-byte header, then (2 + 17) + 4 + 4 + 4 + 4 + (2 + 49 + 8) body bytes.
+        assertThat(request).hasSize(4 + 12 + 19 + 16 + 2 + GOLDEN_PART.length() + 8);
 
         byte[] response =
                 Files.readAllBytes(protocolDir().resolve("replica_txn_files_response.bin"));
@@ -277,18 +282,33 @@ class ProtocolGoldenTest {
         assertThat(r.header().knownOpcode()).isEqualTo(Opcode.REPLICA_TXN_FILES);
         assertThat(r.header().requestId()).isEqualTo(0xCACBCCCDCECFC0C1L);
         assertThat(r.ok()).isTrue();
-        ReplicaTxnFilesResponse v = ProtocolCodec.decodeReplicaTxnFilesResponse(r.body());
         byte[] txnLog = new byte[32];
         for (int i = 0; i < txnLog.length; i++) {
             txnLog[i] = (byte) (0x10 + i);
         }
+        byte[] chunk = goldenReplicaTxnChunk();
+        // complete and count, then (Str name, u64 size, u64 offset, Blob data) a file.
+        assertThat(r.body().readableBytes())
+                .isEqualTo(
+                        1
+                                + 4
+                                + (2 + 7 + 8 + 8 + 4 + txnLog.length)
+                                + (2 + GOLDEN_PART.length() + 8 + 8 + 4 + chunk.length));
+        ReplicaTxnFilesResponse v = ProtocolCodec.decodeReplicaTxnFilesResponse(r.body());
+        // txn.log whole, from 0; the part from the 0x100000040 bytes the follower holds, to its
+        // end.
         assertThat(v)
                 .isEqualTo(
                         new ReplicaTxnFilesResponse(
+                                true,
                                 List.of(
-                                        new ReplicaTxnFilesResponse.TxnFile("txn.log", txnLog),
                                         new ReplicaTxnFilesResponse.TxnFile(
-                                                GOLDEN_PART, goldenReplicaTxnChunk()))));
+                                                "txn.log", 32, 0, txnLog),
+                                        new ReplicaTxnFilesResponse.TxnFile(
+                                                GOLDEN_PART,
+                                                0x100000040L + chunk.length,
+                                                0x100000040L,
+                                                chunk))));
         ByteBuf again =
                 ProtocolTestCodec.encodeResponse(
                         ALLOC,
@@ -543,11 +563,17 @@ class ProtocolGoldenTest {
                 case REPLICA_TXN_FILES:
                     {
                         ReplicaTxnFilesResponse v = ProtocolCodec.decodeReplicaTxnFilesResponse(in);
+                        body.put("complete", v.complete());
                         body.put(
                                 "files",
                                 list(
                                         v.files(),
-                                        f -> obj("name", f.name(), "data", blobJson(f.data()))));
+                                        f ->
+                                                obj(
+                                                        "name", f.name(),
+                                                        "size", u64(f.size()),
+                                                        "offset", u64(f.offset()),
+                                                        "data", blobJson(f.data()))));
                         writer = out -> ProtocolTestCodec.writeReplicaTxnFilesResponse(out, v);
                         break;
                     }
@@ -770,9 +796,16 @@ class ProtocolGoldenTest {
                     "data", blobJson(r.data()));
         } else if (request instanceof ReplicaTxnFilesRequest r) {
             return obj(
-                    "stream", r.stream(),
-                    "streamlet", u32(r.streamlet()),
-                    "follower", u32(r.follower()));
+                    "stream",
+                    r.stream(),
+                    "streamlet",
+                    u32(r.streamlet()),
+                    "follower",
+                    u32(r.follower()),
+                    "max_bytes",
+                    u32(r.maxBytes()),
+                    "held",
+                    list(r.held(), h -> obj("name", h.name(), "have", u64(h.have()))));
         } else if (request instanceof PushSubscribeRequest r) {
             return obj(
                     "stream", r.stream(),

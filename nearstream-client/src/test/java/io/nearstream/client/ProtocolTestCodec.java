@@ -219,11 +219,21 @@ final class ProtocolTestCodec {
                 request = readReplicaTxnRequest(in);
                 break;
             case REPLICA_TXN_FILES:
-                // A ReplicaCheck request's body.
-                request =
-                        new ReplicaTxnFilesRequest(
-                                in.str("stream"), in.u32("streamlet"), in.u32("follower"));
-                break;
+                {
+                    String stream = in.str("stream");
+                    int streamlet = in.u32("streamlet");
+                    int follower = in.u32("follower");
+                    int maxBytes = in.u32("max_bytes");
+                    // An empty name and its u64 at least.
+                    int n = in.count("count", 2 + 8);
+                    List<ReplicaTxnFilesRequest.Held> held = new ArrayList<>(n);
+                    for (int i = 0; i < n; i++) {
+                        held.add(new ReplicaTxnFilesRequest.Held(in.str("name"), in.u64("have")));
+                    }
+                    request =
+                            new ReplicaTxnFilesRequest(stream, streamlet, follower, maxBytes, held);
+                    break;
+                }
             case PUSH_SUBSCRIBE:
                 request =
                         new PushSubscribeRequest(
@@ -523,9 +533,12 @@ final class ProtocolTestCodec {
     }
 
     static void writeReplicaTxnFilesResponse(ByteBuf out, ReplicaTxnFilesResponse r) {
+        out.writeByte(r.complete() ? 1 : 0);
         out.writeIntLE(r.files().size());
         for (ReplicaTxnFilesResponse.TxnFile f : r.files()) {
             writeStr(out, f.name());
+            out.writeLongLE(f.size());
+            out.writeLongLE(f.offset());
             out.writeIntLE(f.data().length);
             out.writeBytes(f.data());
         }
