@@ -235,7 +235,7 @@ Result<ZkCluster::LeaderCopy> ZkCluster::CopyFromLeader(const std::string& name,
       follower = c;
     }
     std::lock_guard<std::mutex> lock(follower->mu);
-    follower->file.reset();
+    follower->Close();
     (void)s->DropAll();
     Result<storage::Position> kept =
         options_.whole_catch_up

@@ -520,13 +520,14 @@ void ZkCluster::Install(const std::string& name, StreamRecord record) {
         }
         locks.emplace_back(copy->mu);
         held.push_back(copy);
-        if (copy->file != nullptr) {
-          Status synced = copy->file->Sync();
+        for (storage::WritableFile* f : {copy->file.get(), copy->txn_file.get()}) {
+          if (f == nullptr) continue;
+          Status synced = f->Sync();
           if (!synced.ok())
             NS_LOG(kError) << "syncing the copy of " << StreamletName(name, i) << ": "
                            << synced.ToString();
-          copy->file.reset();
         }
+        copy->Close();
         // Its transactions too, from the files the old leader's writes made here, as a restart
         // loads them: committed ones' renames finished before the streamlet loads its files,
         // open and prepared ones' parts after. The log stays byte for byte the followers'.
@@ -568,7 +569,7 @@ void ZkCluster::Install(const std::string& name, StreamRecord record) {
         }
         locks.emplace_back(copy->mu);
         held.push_back(copy);
-        copy->file.reset();
+        copy->Close();
         // A leader that gave the streamlet up is sealed at once: no append slips in before the
         // cache names its successor (it would be acknowledged without the new leader).
         if (led) s->Seal();

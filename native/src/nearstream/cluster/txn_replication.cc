@@ -32,11 +32,11 @@ std::string StreamletText(const std::string& name, uint32_t id) {
   return "streamlet " + std::to_string(id) + " of stream '" + name + "'";
 }
 
-// Sends `ops` over `client`, connecting first when needed, each answered before the next goes
-// (they are few: a record, or a chunk, and a commit's renames). A connection that failed is
-// dropped so that the next call connects again.
-Status SendOps(std::optional<net::Client>& client, const std::string& address,
-               const net::ReplicaTxnRequest& header, const std::vector<storage::TxnFileOp>& ops) {
+// Writes `requests` over `client`, connecting first when needed, without awaiting their
+// answers; returns the first one's id. A connection that failed is dropped so that the next call
+// connects again.
+Result<uint64_t> SendTxnWrites(std::optional<net::Client>& client, const std::string& address,
+                               const std::vector<net::ReplicaTxnRequest>& requests) {
   if (!client.has_value() || !client->ok()) {
     client.reset();
     Result<net::Client> connected = net::Client::Connect(address, kReplicaTxnTimeoutMs);
@@ -44,19 +44,9 @@ Status SendOps(std::optional<net::Client>& client, const std::string& address,
     connected->set_io_timeout_ms(kReplicaTxnTimeoutMs);
     client.emplace(std::move(*connected));
   }
-  for (const storage::TxnFileOp& op : ops) {
-    net::ReplicaTxnRequest r = header;
-    r.op = static_cast<net::ReplicaTxnOp>(op.kind);
-    r.file = op.name;
-    r.offset = op.offset;
-    r.to = op.to;
-    r.data = op.data;
-    r.data_size = op.size;
-    Status s = client->ReplicaTxn(r);
-    if (!client->ok()) client.reset();
-    RETURN_IF_ERROR(s);
-  }
-  return Status::Ok();
+  Result<uint64_t> first = client->SendReplicaTxns(requests.data(), requests.size());
+  if (!client->ok()) client.reset();
+  return first;
 }
 
 }  // namespace
@@ -104,30 +94,65 @@ Status ZkCluster::Mirror(const std::string& name, uint32_t id,
     MutexLock lock(&mu_);
     txn_unconfirmed_.erase({name, id});
   }
-  net::ReplicaTxnRequest header;
-  header.stream = name;
-  header.streamlet = id;
-  header.leader = options_.broker_id;
-  header.leader_epoch = epoch;
-  std::vector<uint32_t> failed;
-  for (Target& t : targets) {
-    Status sent;
-    if (t.address.empty()) {
-      sent =
-          Status::BrokerUnavailable("broker " + std::to_string(t.follower) + " is not registered");
-    } else {
-      std::lock_guard<std::mutex> lock(t.link->mu);
-      sent = SendOps(t.link->client, t.address, header, ops);
+  std::vector<net::ReplicaTxnRequest> requests;
+  for (const storage::TxnFileOp& op : ops) {
+    net::ReplicaTxnRequest r;
+    r.stream = name;
+    r.streamlet = id;
+    r.leader = options_.broker_id;
+    r.leader_epoch = epoch;
+    r.op = static_cast<net::ReplicaTxnOp>(op.kind);
+    r.file = op.name;
+    r.offset = op.offset;
+    r.to = op.to;
+    r.data = op.data;
+    r.data_size = op.size;
+    requests.push_back(std::move(r));
+  }
+  // Every write goes to every follower before any answer is awaited: the followers write at the
+  // same time, and a commit's renames cost one round trip, not one each (a follower applies
+  // them in order; one that refuses a write leaves the set and copies the files again). The
+  // links are locked in follower order, as Replicate locks them, until their answers are in.
+  std::sort(targets.begin(), targets.end(),
+            [](const Target& x, const Target& y) { return x.follower < y.follower; });
+  std::vector<Status> sent(targets.size());
+  std::vector<uint64_t> first_ids(targets.size(), 0);
+  {
+    std::vector<std::unique_lock<std::mutex>> held;
+    held.reserve(targets.size());
+    for (const Target& t : targets) held.emplace_back(t.link->mu);
+    for (size_t k = 0; k < targets.size(); ++k) {
+      if (targets[k].address.empty()) {
+        sent[k] = Status::BrokerUnavailable("broker " + std::to_string(targets[k].follower) +
+                                            " is not registered");
+        continue;
+      }
+      Result<uint64_t> first = SendTxnWrites(targets[k].link->client, targets[k].address, requests);
+      if (first.ok()) {
+        first_ids[k] = *first;
+      } else {
+        sent[k] = first.status();
+      }
     }
-    if (sent.ok()) continue;
-    if (sent.IsNotOwner()) {
+    for (size_t k = 0; k < targets.size(); ++k) {
+      if (!sent[k].ok()) continue;
+      std::optional<net::Client>& client = targets[k].link->client;
+      sent[k] = client->AwaitAnswers(net::Opcode::kReplicaTxn, first_ids[k], requests.size());
+      if (!client->ok()) client.reset();
+    }
+  }
+  std::vector<uint32_t> failed;
+  for (size_t k = 0; k < targets.size(); ++k) {
+    const Target& t = targets[k];
+    if (sent[k].ok()) continue;
+    if (sent[k].IsNotOwner()) {
       // Another broker leads now, or the follower is no replica any more: ShrinkIsr asks
       // ZooKeeper which (see Replicate).
       NS_LOG(kInfo) << "broker " << t.follower << " refused a transaction write of "
-                    << StreamletText(name, id) << ": " << sent.ToString();
+                    << StreamletText(name, id) << ": " << sent[k].ToString();
     } else {
       NS_LOG(kWarning) << "copying a transaction write of " << StreamletText(name, id)
-                       << " to broker " << t.follower << " failed: " << sent.ToString()
+                       << " to broker " << t.follower << " failed: " << sent[k].ToString()
                        << "; it leaves the in-sync set";
     }
     failed.push_back(t.follower);
@@ -152,13 +177,37 @@ Status ZkCluster::AcceptReplicaTxn(const net::ReplicaTxnRequest& m) {
                    FollowerWriteTarget(m.stream, m.streamlet, m.leader_epoch));
   std::lock_guard<std::mutex> lock(target.copy->mu);
   RETURN_IF_ERROR(CheckFollowerWrite(m.stream, m.streamlet, m.leader, m.leader_epoch));
-  storage::Env* env = storage::Env::Default();
   const std::string& dir = target.streamlet->dir();
   const std::string path = dir + "/" + m.file;
   const bool sync = target.stream->config().durability == storage::Durability::kSync;
+  Status written = WriteTxnFile(m, dir, path, sync, *target.copy);
+  if (!written.ok()) {
+    // The leader pipelines a request's writes: the ones after a failed write must not land on
+    // a copy that missed it (a commit's renames after its COMMIT record failed). This copy
+    // takes nothing more until it copied the streamlet again.
+    target.copy->txn_file.reset();  // its end is unknown now
+    target.copy->txn_file_name.clear();
+    MutexLock cache(&mu_);
+    rebuilding_.insert({m.stream, m.streamlet});
+  }
+  return written;
+}
+
+Status ZkCluster::WriteTxnFile(const net::ReplicaTxnRequest& m, const std::string& dir,
+                               const std::string& path, bool sync, FollowerCopy& copy) const {
+  storage::Env* env = storage::Env::Default();
+  // Any write but an append to it, or a failed one, closes the part file kept open.
+  if (m.op != net::ReplicaTxnOp::kAppend || copy.txn_file_name != m.file) {
+    copy.txn_file.reset();
+    copy.txn_file_name.clear();
+  }
   switch (m.op) {
     case net::ReplicaTxnOp::kAppend: {
-      ASSIGN_OR_RETURN(std::unique_ptr<storage::WritableFile> file, env->OpenAppendable(path));
+      if (copy.txn_file == nullptr) {
+        ASSIGN_OR_RETURN(copy.txn_file, env->OpenAppendable(path));
+        copy.txn_file_name = m.file;
+      }
+      storage::WritableFile* file = copy.txn_file.get();
       if (file->size() != m.offset) {
         return Status::PositionOutOfRange(
             "broker " + std::to_string(options_.broker_id) + "'s copy of " + m.file + " of " +

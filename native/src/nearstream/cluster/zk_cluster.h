@@ -382,13 +382,21 @@ class ZkCluster : public storage::TxnMirror {
   };
   std::map<std::tuple<std::string, uint32_t, uint32_t>, std::shared_ptr<ReplicaLink>> links_
       NS_GUARDED_BY(mu_);
-  // A follower's copy of one streamlet: the segment file it appends to. `mu` is held for a
-  // whole ReplicaAppend or ReplicaTxn, and by a promotion, which closes the file before it
-  // loads the copy.
+  // A follower's copy of one streamlet: the segment file it appends to, and the transaction
+  // part file it appended to last (kept open: a transaction's chunks go to it one after the
+  // other). `mu` is held for a whole ReplicaAppend or ReplicaTxn, and by a promotion, a catch-up
+  // and a give-up, which close both files (Close) before they load or replace the copy.
   struct FollowerCopy {
     std::mutex mu;
     std::unique_ptr<storage::WritableFile> file;
     storage::Position file_at;  // the segment `file` holds and where its next byte goes
+    std::unique_ptr<storage::WritableFile> txn_file;
+    std::string txn_file_name;
+    void Close() {
+      file.reset();
+      txn_file.reset();
+      txn_file_name.clear();
+    }
   };
   // What a leader's write to a follower lands in (AcceptReplica, AcceptReplicaTxn).
   struct FollowerTarget {
@@ -407,6 +415,10 @@ class ZkCluster : public storage::TxnMirror {
   // The leader's check of a follower's ReplicaCheck or ReplicaTxnFiles: this broker leads the
   // streamlet and the sender is a replica of it. Returns the leader epoch.
   Result<uint64_t> CheckLeaderFor(const net::ReplicaCheckRequest& m) NS_EXCLUDES(mu_, zk_mu_);
+  // The write of a checked ReplicaTxn into `path` of the streamlet's directory `dir`, under
+  // `copy`'s lock.
+  Status WriteTxnFile(const net::ReplicaTxnRequest& m, const std::string& dir,
+                      const std::string& path, bool sync, FollowerCopy& copy) const;
   // What a catching-up follower copied of its leader's transaction files so far.
   struct TxnFilesCopy {
     bool started = false;                  // its own files are gone

@@ -253,17 +253,29 @@ Result<uint64_t> Client::SendReplicaAppends(const ReplicaAppendRequest* requests
   return first_id;
 }
 
-Status Client::AwaitReplicaAppends(uint64_t first_id, size_t count, int timeout_ms) {
+Result<uint64_t> Client::SendReplicaTxns(const ReplicaTxnRequest* requests, size_t count) {
+  const uint64_t first_id = next_request_id_;
+  Bytes body;
+  for (size_t k = 0; k < count; ++k) {
+    body.clear();
+    ByteWriter w(&body);
+    EncodeReplicaTxnRequest(w, requests[k]);
+    RETURN_IF_ERROR(Send(Opcode::kReplicaTxn, body).status());
+  }
+  return first_id;
+}
+
+Status Client::AwaitAnswers(Opcode opcode, uint64_t first_id, size_t count, int timeout_ms) {
   // Every answer is read, a refusal included, so that the connection stays in step.
   Status first_refusal;
   for (size_t k = 0; k < count; ++k) {
     Result<Response> r = Receive(timeout_ms);
     if (!r.ok()) return Fail(r.status());  // a late answer would be taken for the next one's
-    if (r->header.request_id != first_id + k ||
-        r->header.opcode != static_cast<uint16_t>(Opcode::kReplicaAppend)) {
+    if (r->header.request_id != first_id + k || r->header.opcode != static_cast<uint16_t>(opcode)) {
       return Fail(Status::MalformedRequest("broker " + address_.ToString() + " answered request " +
                                            std::to_string(r->header.request_id) + " (" +
-                                           OpcodeName(r->header.opcode) + ") where ReplicaAppend " +
+                                           OpcodeName(r->header.opcode) + ") where " +
+                                           OpcodeName(static_cast<uint16_t>(opcode)) + " " +
                                            std::to_string(first_id + k) + " was next"));
     }
     if (!r->status.ok() && first_refusal.ok()) first_refusal = r->status;

@@ -124,7 +124,15 @@ class Client {
   // first one's id (the others follow it); AwaitReplicaAppends then reads their `count` answers
   // in order and returns the first refusal, or the failure that ended the connection.
   Result<uint64_t> SendReplicaAppends(const ReplicaAppendRequest* requests, size_t count);
-  Status AwaitReplicaAppends(uint64_t first_id, size_t count, int timeout_ms = -1);
+  Status AwaitReplicaAppends(uint64_t first_id, size_t count, int timeout_ms = -1) {
+    return AwaitAnswers(Opcode::kReplicaAppend, first_id, count, timeout_ms);
+  }
+  // A leader's transaction file writes for a follower, pipelined the same way: `count`
+  // ReplicaTxn requests written one after the other, answered through AwaitAnswers.
+  Result<uint64_t> SendReplicaTxns(const ReplicaTxnRequest* requests, size_t count);
+  // Reads the `count` answers to the `opcode` requests sent from `first_id` on, in order, and
+  // returns the first refusal, or the failure that ended the connection.
+  Status AwaitAnswers(Opcode opcode, uint64_t first_id, size_t count, int timeout_ms = -1);
   // `streamlets` empty = all streamlets of the stream.
   Result<MetadataResponse> Metadata(const std::string& stream,
                                     const std::vector<uint32_t>& streamlets = {});

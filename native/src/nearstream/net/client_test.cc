@@ -251,6 +251,57 @@ TEST(ClientTest, ReplicaAppendsWriteTheSameBytesAsTheCodec) {
   EXPECT_TRUE(client.ok());
 }
 
+// A leader's transaction writes, pipelined: written back to back with consecutive ids, every
+// answer read (a refusal is the result, the later answers still consumed), and an answer to
+// another opcode where a ReplicaTxn answer was due breaks the connection.
+TEST(ClientTest, ReplicaTxnsArePipelinedAndAnsweredInOrder) {
+  const uint8_t data[3] = {1, 2, 3};
+  ReplicaTxnRequest append;
+  append.stream = "s";
+  append.streamlet = 2;
+  append.leader = 7;
+  append.leader_epoch = 9;
+  append.op = ReplicaTxnOp::kAppend;
+  append.file = "txn.log";
+  append.offset = 64;
+  append.data = data;
+  append.data_size = sizeof(data);
+  ReplicaTxnRequest rename = append;
+  rename.op = ReplicaTxnOp::kRename;
+  rename.file = "txn-00000000000000000001-00000000000000000002.seg";
+  rename.to = "00000000000000000003-00000000000000000002.seg";
+  rename.data = nullptr;
+  rename.data_size = 0;
+  const std::vector<ReplicaTxnRequest> writes = {append, rename};
+
+  FakeBroker broker([&](FakeBroker& b) {
+    auto first = b.Read();
+    auto second = b.Read();
+    EXPECT_EQ(first.header.opcode, static_cast<uint16_t>(Opcode::kReplicaTxn));
+    EXPECT_EQ(first.body, Encode(EncodeReplicaTxnRequest, append));
+    EXPECT_EQ(second.body, Encode(EncodeReplicaTxnRequest, rename));
+    EXPECT_EQ(second.header.request_id, first.header.request_id + 1);
+    b.Respond(first, Status::PositionOutOfRange("the copy has 60 bytes"), {});
+    b.Respond(second, Status::Ok(), {});
+    auto third = b.Read();
+    b.RespondRaw(static_cast<uint16_t>(Opcode::kReplicaAppend), third.header.request_id,
+                 Status::Ok(), {});
+  });
+  Client client = MustConnect(broker.address());
+  Result<uint64_t> id = client.SendReplicaTxns(writes.data(), writes.size());
+  ASSERT_TRUE(id.ok()) << id.status().ToString();
+  EXPECT_EQ(client.in_flight(), 2u);
+  Status both = client.AwaitAnswers(Opcode::kReplicaTxn, *id, 2);
+  EXPECT_TRUE(both.IsPositionOutOfRange()) << both.ToString();
+  EXPECT_EQ(client.in_flight(), 0u) << "an answer was left unread";
+  EXPECT_TRUE(client.ok());
+  id = client.SendReplicaTxns(writes.data(), 1);
+  ASSERT_TRUE(id.ok()) << id.status().ToString();
+  Status wrong = client.AwaitAnswers(Opcode::kReplicaTxn, *id, 1);
+  EXPECT_EQ(wrong.code(), StatusCode::kMalformedRequest) << wrong.ToString();
+  EXPECT_FALSE(client.ok());
+}
+
 // ---- fetch -----------------------------------------------------------------------------------
 
 // Every transaction call sends its opcode and exactly the codec's body, and decodes the answer;
