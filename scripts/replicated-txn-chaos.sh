@@ -4,8 +4,8 @@
 # CommittedTransactionsSurviveFaultsAtAnyStepWholeAndOnce): ZooKeeper and three brokers on
 # 127.0.0.1, a stream with replication 2 and then 3, one transactional writer running transaction after
 # transaction (begin, 3 appends, prepare, commit, each retried through failovers) while faults
-# at random steps kill the leader, kill the follower or pause the leader past its ZooKeeper
-# session; then every committed transaction must be read whole, once, in commit order. CI runs
+# at random steps kill the leader, kill the follower, move the leadership to a follower (the
+# operator's `move`) or pause the leader past its ZooKeeper session; then every committed transaction must be read whole, once, in commit order. CI runs
 # the same test with 3 faults per replication factor.
 #
 # Usage: scripts/replicated-txn-chaos.sh [FAULTS] [REPORT]
@@ -44,7 +44,8 @@ seconds=$(( $(date +%s) - begin ))
   echo "with 3; in each, one transactional writer running $(( 4 * FAULTS + 2 )) transactions (begin,"
   echo "3 appends, prepare, commit; each request sent to the current leader and retried through"
   echo "failovers) and $FAULTS faults at random steps of random transactions: the leader killed"
-  echo "(SIGKILL), a follower killed, or the leader paused (SIGSTOP) past its session; each is"
+  echo "(SIGKILL), a follower killed, the leadership moved to a follower, or the leader paused"
+  echo "(SIGSTOP) past its session; each is"
   echo "healed (restart, SIGCONT) and every replica is in sync before the next."
   echo
   echo "| run | result |"

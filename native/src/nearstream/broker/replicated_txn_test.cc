@@ -290,13 +290,13 @@ TEST_F(ReplicatedTxnTest, AStreamletScopeIsServedByItsLeaderOnly) {
 }
 
 // Faults at random points of transactions' lives (seeded; NEARSTREAM_TXN_CHAOS_FAULTS faults,
-// 3 by default, NEARSTREAM_TXN_CHAOS_SEED): the leader killed, a follower killed, the leader
-// paused past its ZooKeeper session. One writer runs transaction after transaction, each
-// begin / 3 appends / prepare / commit sent to whichever broker leads now and retried through
-// every failover; each fault is healed (restart, SIGCONT) and the replicas are in sync again
-// before the next. Every committed transaction must then be read whole, once, in commit order,
-// and nothing else. Replication 2 and 3 (with two followers, one may fail while the other holds
-// everything).
+// 3 by default, NEARSTREAM_TXN_CHAOS_SEED): the leader killed, a follower killed, the leadership
+// moved to a follower, the leader paused past its ZooKeeper session. One writer runs transaction
+// after transaction, each begin / 3 appends / prepare / commit sent to whichever broker leads now
+// and retried through every failover; each fault is healed (restart, SIGCONT) and the replicas are
+// in sync again before the next. Every committed transaction must then be read whole, once, in
+// commit order, and nothing else. Replication 2 and 3 (with two followers, one may fail while the
+// other holds everything).
 class ReplicatedTxnFaultTest : public ReplicatedTxnTest,
                                public ::testing::WithParamInterface<uint32_t> {};
 
@@ -405,7 +405,7 @@ TEST_P(ReplicatedTxnFaultTest, CommittedTransactionsSurviveFaultsAtAnyStepWholeA
       if (id != leader) followers.push_back(id);
     }
     const uint32_t follower = followers[rng() % followers.size()];
-    switch (rng() % 3) {
+    switch (rng() % 4) {
       case 0:
         Broker(leader).Kill();
         down = leader;
@@ -414,6 +414,14 @@ TEST_P(ReplicatedTxnFaultTest, CommittedTransactionsSurviveFaultsAtAnyStepWholeA
         Broker(follower).Kill();
         down = follower;
         break;
+      case 2: {
+        // The operator moves the leadership to a follower: the scope's files go with the
+        // streamlet's copy, the transaction where it stands.
+        const ProcessResult moved =
+            Cli(List(), {"move", kStream, "0", "--to", std::to_string(follower)});
+        ASSERT_EQ(moved.exit_code, 0) << Describe(moved);
+        break;
+      }
       default:
         stopped = Broker(leader).pid();
         stopped_id = leader;
