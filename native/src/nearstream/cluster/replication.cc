@@ -172,22 +172,29 @@ std::vector<Status> ZkCluster::Replicate(const std::vector<ReplicaBatch>& batche
 Status ZkCluster::ShrinkIsr(const std::string& name, uint32_t id, uint64_t epoch,
                             const std::vector<uint32_t>& failed) {
   const std::string what = StreamletName(name, id);
+  // Acknowledging without the failed followers needs the in-sync set to say so first. Out of
+  // ZooKeeper's reach (in the read, or in the write, which may or may not have been applied:
+  // the next read tells), wait while this broker's session lives; once it expired, the
+  // controller may have chosen another leader, and this one must not publish. Giving up
+  // earlier would take the chunks back while this broker still leads, and the followers that
+  // took them would keep them.
+  auto wait_for_zookeeper = [&]() -> Status {
+    bool expired;
+    {
+      MutexLock lock(&mu_);
+      expired = expired_ || stopping_;
+    }
+    if (expired) {
+      return Status::ClusterUnavailable("cannot remove a failed follower of " + what +
+                                        " from its in-sync set: ZooKeeper session expired");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    return Status::Ok();
+  };
   while (true) {
     Result<std::optional<StreamRecord>> read = FetchStream(name, /*watch=*/false);
     if (!read.ok() && read.status().IsClusterUnavailable()) {
-      // Acknowledging without the failed followers needs the in-sync set to say so first. Wait
-      // for ZooKeeper while this broker's session lives: once it expired, the controller may
-      // have chosen another leader, and this one must not publish.
-      bool expired;
-      {
-        MutexLock lock(&mu_);
-        expired = expired_ || stopping_;
-      }
-      if (expired) {
-        return Status::ClusterUnavailable("cannot remove a failed follower of " + what +
-                                          " from its in-sync set: ZooKeeper session expired");
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      RETURN_IF_ERROR(wait_for_zookeeper());
       continue;
     }
     RETURN_IF_ERROR(read.status());
@@ -219,7 +226,12 @@ Status ZkCluster::ShrinkIsr(const std::string& name, uint32_t id, uint64_t epoch
       return Status::Ok();
     }
     bool stale = false;
-    RETURN_IF_ERROR(SetStreamNode(name, record, /*fenced=*/false, &stale));
+    Status set = SetStreamNode(name, record, /*fenced=*/false, &stale);
+    if (set.IsClusterUnavailable()) {
+      RETURN_IF_ERROR(wait_for_zookeeper());
+      continue;
+    }
+    RETURN_IF_ERROR(set);
     if (stale) continue;
     NS_LOG(kWarning) << "the in-sync set of " << what << " is now " << FormatIds(isr);
     // This thread holds the slot lock a demotion would wait for, so not through Install: into
