@@ -269,7 +269,7 @@ Result<net::ReplicaTxnFilesResponse> ZkCluster::TxnFiles(const net::ReplicaTxnFi
   if (total > max_bytes) {
     return Status::StorageError("the transaction files of " + StreamletText(m.stream, m.streamlet) +
                                 " need " + std::to_string(total) +
-                                " bytes in one answer, more than a frame " + "carries (" +
+                                " bytes in one answer, more than a frame carries (" +
                                 std::to_string(max_bytes) + ")");
   }
   return r;
@@ -301,6 +301,7 @@ Status ZkCluster::CopyTxnFiles(net::Client& leader, const std::string& name, uin
     ASSIGN_OR_RETURN(net::ReplicaTxnFilesResponse page, leader.ReplicaTxnFiles(request));
     std::set<std::string> listed;
     uint64_t left = 0;
+    uint64_t part_bytes = 0;
     for (const net::ReplicaTxnFile& f : page.files) {
       if (!IsTxnFile(f.name) || (f.name == "txn.log" && f.offset != 0)) {
         return Status::Internal("the leader of " + StreamletText(name, id) + " sent '" + f.name +
@@ -326,6 +327,12 @@ Status ZkCluster::CopyTxnFiles(net::Client& leader, const std::string& name, uin
       copy->held[f.name] = f.offset + f.data.size();
       copied += f.data.size();
       copy->bytes += f.data.size();
+      if (f.name != "txn.log") part_bytes += f.data.size();
+    }
+    if (!page.complete && part_bytes == 0) {
+      // A leader whose frames leave no room for part bytes (a tiny --max-frame-bytes).
+      return Status::StorageError("the leader of " + StreamletText(name, id) +
+                                  " answers pages of its transaction files without their bytes");
     }
     if (to_copy == UINT64_MAX) to_copy = left;
     if (page.complete && sealed_tail != nullptr) {
