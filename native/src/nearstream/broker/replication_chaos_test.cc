@@ -1,8 +1,9 @@
 // A chaos test of replication in the manner of Jepsen's Kafka checker: ZooKeeper and three
 // brokers on 127.0.0.1, a replicated stream, one idempotent producer per streamlet writing
 // numbered records and one reader per streamlet reading while a fault loop kills leaders and
-// followers with SIGKILL, pauses leaders with SIGSTOP past their ZooKeeper session, restarts
-// brokers, drains a broker (replication 2) and moves leaders to followers. Afterwards a checker
+// followers with SIGKILL (a follower also while ZooKeeper is paused), pauses leaders with SIGSTOP
+// past their ZooKeeper session, restarts brokers, drains a broker (replication 2) and moves
+// leaders to followers. Afterwards a checker
 // reads every streamlet and reports:
 //  - lost writes: acknowledged records missing from the final log;
 //  - duplicates: a record stored twice;
@@ -355,6 +356,19 @@ TEST_P(ReplicationChaosTest, NoAcknowledgedRecordIsLostDuplicatedReorderedOrRead
         kill(pid, SIGSTOP);
         std::this_thread::sleep_for(std::chrono::milliseconds(2500 + random() % 2000));
         kill(pid, SIGCONT);
+        break;
+      }
+      case 3: {  // a follower crashes while ZooKeeper is paused (well inside the sessions): the
+                 // leader must wait for ZooKeeper to take it out of the in-sync set, and must not
+                 // take back what the other followers hold meanwhile
+        ++kinds["kill -9 a follower while ZooKeeper is paused"];
+        const pid_t zk = zookeeper_->pid();
+        kill(zk, SIGSTOP);
+        Broker(follower).Kill();
+        down[follower - 1] = true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(400 + random() % 400));
+        kill(zk, SIGCONT);
+        std::this_thread::sleep_for(std::chrono::milliseconds(500 + random() % 1000));
         break;
       }
       case 4: {  // an operator drains a broker (R = 2) or moves a leader to a follower (R = 3:

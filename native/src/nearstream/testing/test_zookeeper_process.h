@@ -108,6 +108,7 @@ class ZooKeeperProcess {
   }
 
   uint16_t port() const { return port_; }
+  pid_t pid() const { return pid_; }
   std::string log() const { return internal::ReadFile(temp_.path() + "/zookeeper.log"); }
 
  private:
