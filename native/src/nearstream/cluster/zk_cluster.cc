@@ -927,7 +927,11 @@ Result<std::shared_ptr<storage::Stream>> ZkCluster::AfterDelete(const std::strin
     streams_.erase(name);
   }
   std::shared_ptr<storage::Stream> stream = store_->Find(name);
-  if (stream != nullptr) RETURN_IF_ERROR(store_->Delete(name));
+  if (stream != nullptr) {
+    // The node's watch may have removed the local copy since Find: the delete is done either way.
+    Status deleted = store_->Delete(name);
+    if (!deleted.ok() && !deleted.IsStreamNotFound()) return deleted;
+  }
   return stream;
 }
 
