@@ -17,10 +17,8 @@ namespace {
 
 // As long as a leader waits for a follower's ReplicaAppend answer (replication.cc).
 constexpr int kReplicaTxnTimeoutMs = 10000;
-// A catching-up follower's page of transaction files, and the seal it renews between pages
-// (a move's, zk_cluster.cc).
+// A catching-up follower's page of transaction files.
 constexpr uint32_t kTxnFilesPageBytes = 8u << 20;
-constexpr uint32_t kTxnFilesSealMs = 30000;
 
 // Whether `name` is a file of a transaction scope: txn.log or a transaction part's file.
 bool IsTxnFile(const std::string& name) {
@@ -352,7 +350,7 @@ Status ZkCluster::CopyTxnFiles(net::Client& leader, const std::string& name, uin
       // Another page under the seal: renewed first, and still at the copy's end (a seal that
       // lapsed let requests change the files since the last page).
       ASSIGN_OR_RETURN(net::SealStreamletResponse renewed,
-                       leader.SealStreamlet({name, id, kTxnFilesSealMs}));
+                       leader.SealStreamlet({name, id, kMoveSealMs}));
       if (!(renewed.tail == *sealed_tail)) {
         return Status::Internal("the seal of " + StreamletText(name, id) +
                                 " lapsed while its transaction files were copied");

@@ -15,9 +15,7 @@ namespace nearstream::cluster {
 
 namespace {
 
-// How long a move's seal holds on the source before it asks ZooKeeper for the outcome, and how
-// much one Fetch of the copy asks for.
-constexpr uint32_t kMoveSealMs = 30000;
+// How much one Fetch of a move's or a catch-up's copy asks for.
 constexpr uint32_t kMoveFetchBytes = 1u << 20;
 // How long a move waits for the transactions that hold chunks of the streamlet to end.
 constexpr int64_t kMoveTxnWaitMs = 60000;

@@ -44,6 +44,10 @@ typedef struct _zhandle zhandle_t;
 
 namespace nearstream::cluster {
 
+// How long a copy's seal holds on its source from each renewal (a move's or a catch-up's, the
+// segments' copy and the transaction files' pages alike) before the source lifts it itself.
+inline constexpr uint32_t kMoveSealMs = 30000;
+
 struct ClusterOptions {
   std::string zookeeper;  // host:port[,...][/root]
   uint32_t broker_id = 0;

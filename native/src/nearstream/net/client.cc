@@ -450,10 +450,6 @@ Result<ReplicaCheckResponse> Client::ReplicaCheck(const ReplicaCheckRequest& req
   return DecodeReplicaCheckResponse(r.body.data(), r.body.size());
 }
 
-Status Client::ReplicaTxn(const ReplicaTxnRequest& request) {
-  return Call(Opcode::kReplicaTxn, EncodeBody(EncodeReplicaTxnRequest, request)).status();
-}
-
 Result<ReplicaTxnFilesResponse> Client::ReplicaTxnFiles(const ReplicaTxnFilesRequest& request) {
   ASSIGN_OR_RETURN(Response r, Call(Opcode::kReplicaTxnFiles,
                                     EncodeBody(EncodeReplicaTxnFilesRequest, request)));

@@ -114,9 +114,8 @@ class Client {
   Status MoveStreamlet(const StreamletRef& streamlet);
   Status ReplicaMove(const ReplicaMoveRequest& request);
   Result<ReplicaCheckResponse> ReplicaCheck(const ReplicaCheckRequest& request);
-  // A leader's write to a transaction file, for a follower (docs/protocol.md, "ReplicaTxn"),
-  // and a catching-up follower's copy of those files.
-  Status ReplicaTxn(const ReplicaTxnRequest& request);
+  // A catching-up follower's copy of its leader's transaction files (docs/protocol.md,
+  // "ReplicaTxnFiles"); the leader's writes go pipelined (SendReplicaTxns).
   Result<ReplicaTxnFilesResponse> ReplicaTxnFiles(const ReplicaTxnFilesRequest& request);
   Result<SealStreamletResponse> SealStreamlet(const SealStreamletRequest& request);
   // A leader's chunks for a follower, pipelined: writes `count` ReplicaAppend requests in one
