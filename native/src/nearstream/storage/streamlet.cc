@@ -76,6 +76,7 @@ uint64_t Streamlet::ReserveGroup(int64_t now_ms) {
     Slot& slot = slots_[k];
     if (slot.group == nullptr) continue;
     slot.group->closed = true;
+    TouchLocked(slot.group);
     if (slot.segment != nullptr) slot.segment->Seal();
     slot.group = nullptr;
     slot.segment = nullptr;
@@ -83,6 +84,7 @@ uint64_t Streamlet::ReserveGroup(int64_t now_ms) {
   auto reserved = std::make_unique<Group>();
   reserved->id = next_group_id_++;
   reserved->last_append_ms = now_ms;
+  TouchLocked(reserved.get());
   groups_.push_back(std::move(reserved));
   return groups_.back()->id;
 }
@@ -99,12 +101,16 @@ void Streamlet::LinkReserved(uint64_t group, std::vector<std::shared_ptr<Segment
     g->segments.push_back(std::move(seg));
   }
   g->closed = true;
+  TouchLocked(g);
 }
 
 void Streamlet::DropReserved(uint64_t group) {
   MutexLock lock(&mu_);
   Group* g = FindGroupLocked(group);
-  if (g != nullptr && g->segments.empty()) g->closed = true;
+  if (g != nullptr && g->segments.empty()) {
+    g->closed = true;
+    TouchLocked(g);
+  }
 }
 
 Streamlet::Group* Streamlet::NewGroupFromRecovery(uint64_t id, int64_t now_ms) {
@@ -152,7 +158,10 @@ Result<Segment*> Streamlet::NextSegmentSlotLocked(Slot& slot, int64_t now_ms) {
     if (slot.segment != nullptr) slot.segment->Seal();  // the group's last segment
     new_group = g == nullptr || g->segments.size() >= config_->segments_per_group;
     if (new_group) {
-      if (g != nullptr) g->closed = true;
+      if (g != nullptr) {
+        g->closed = true;
+        TouchLocked(g);
+      }
       slot.group = nullptr;
       slot.segment = nullptr;
       // Registered now, empty and open, so that groups_ stays in id order and a reader that
@@ -160,6 +169,7 @@ Result<Segment*> Streamlet::NextSegmentSlotLocked(Slot& slot, int64_t now_ms) {
       auto fresh = std::make_unique<Group>();
       fresh->id = next_group_id_++;
       fresh->last_append_ms = now_ms;
+      TouchLocked(fresh.get());
       groups_.push_back(std::move(fresh));
       target = groups_.back().get();
     } else {
@@ -173,13 +183,17 @@ Result<Segment*> Streamlet::NextSegmentSlotLocked(Slot& slot, int64_t now_ms) {
   MutexLock lock(&mu_);
   if (!seg.ok()) {
     // The failed open registers no group and, unless another slot took a later id meanwhile,
-    // consumes no id.
+    // consumes no id. When one did, the group stays, closed and empty (readers pass it): a
+    // follower may have been told of it already, and its readers would wait there forever.
     if (next_segment_id_ == segment_id + 1) --next_segment_id_;
-    if (new_group) {
-      if (next_group_id_ == target->id + 1) --next_group_id_;
+    if (new_group && next_group_id_ == target->id + 1) {
+      --next_group_id_;
       groups_.erase(
           std::find_if(groups_.begin(), groups_.end(),
                        [&](const std::unique_ptr<Group>& x) { return x.get() == target; }));
+    } else if (new_group) {
+      target->closed = true;
+      TouchLocked(target);
     }
     return seg.status();
   }
@@ -305,6 +319,7 @@ void Streamlet::PublishChunk(Group* g, Segment* seg, uint32_t offset, uint32_t s
   g->last_append_ms = now_ms;
   g->bytes += size;
   bytes_ += size;
+  TouchLocked(g);
 }
 
 Status Streamlet::TooLarge(uint32_t size) const {
@@ -554,6 +569,7 @@ void Streamlet::CloseActiveGroups() {
     MutexLock lock(&mu_);
     if (Group* g = slot.group; g != nullptr) {
       g->closed = true;
+      TouchLocked(g);
       if (!g->segments.empty()) g->segments.back()->Seal();
     }
     slot.group = nullptr;
@@ -579,7 +595,9 @@ std::vector<std::string> Streamlet::DropAll(bool reopen) {
       }
     }
     groups_.clear();
+    unlinked_.clear();
     bytes_ = 0;
+    ++version_;
     for (size_t k = 0; k < slot_count_; ++k) {
       slots_[k].group = nullptr;
       slots_[k].segment = nullptr;
@@ -595,6 +613,7 @@ std::vector<std::string> Streamlet::Maintain(int64_t now_ms, int64_t group_idle_
   // the groups after it, so it is closed once it has been idle long enough (KerA does the same).
   // Closing takes the slot's lock, so no append is half done in the group; a slot whose lock is
   // held is appending (perhaps waiting on an fsync), not idle, and is left alone.
+  if (mirror()) return {};
   if (slot_count_ > 1 && group_idle_close_ms > 0) {
     for (size_t k = 0; k < slot_count_; ++k) {
       Slot& slot = slots_[k];
@@ -605,6 +624,7 @@ std::vector<std::string> Streamlet::Maintain(int64_t now_ms, int64_t group_idle_
       if (g != nullptr && g != groups_.back().get() &&
           now_ms - g->last_append_ms >= group_idle_close_ms) {
         g->closed = true;
+        TouchLocked(g);
         if (!g->segments.empty()) g->segments.back()->Seal();
         slot.group = nullptr;
         slot.segment = nullptr;
@@ -643,6 +663,7 @@ std::vector<std::string> Streamlet::Maintain(int64_t now_ms, int64_t group_idle_
     g->segments.erase(g->segments.begin());
     g->bytes -= n;
     bytes_ -= n;
+    ++version_;  // the head moved: followers drop what lies before it
     if (g->segments.empty() && g->closed) groups_.pop_front();
   }
   return doomed;
@@ -703,7 +724,10 @@ Status Streamlet::Recover(int64_t now_ms) {
       RETURN_IF_ERROR(RecoverFile(files[i].name, files[i].group, files[i].segment, group_tail,
                                   now_ms, &producers));
     }
-    for (auto& g : groups_) g->closed = true;
+    for (auto& g : groups_) {
+      g->closed = true;
+      TouchLocked(g.get());
+    }
     next_segment_id_ = std::max(next_segment_id_, txn_segments_above + 1);
   }
   // Each producer's state goes to the slot it appends through (slot locks come before mu_).

@@ -23,6 +23,7 @@
 #include <atomic>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -34,6 +35,7 @@
 #include "nearstream/storage/chunk.h"
 #include "nearstream/storage/env.h"
 #include "nearstream/storage/position.h"
+#include "nearstream/storage/published_view.h"
 #include "nearstream/storage/segment.h"
 #include "nearstream/storage/stream_config.h"
 
@@ -203,10 +205,39 @@ class Streamlet {
   // take an append before its cache says another broker leads).
   std::vector<std::string> DropAll(bool reopen = true);
 
-  // Retention (size, age) and closing of idle active groups; returns the files to delete.
+  // Retention (size, age) and closing of idle active groups; returns the files to delete. Does
+  // nothing on a follower's copy (its leader decides both; see ApplyPublished).
   std::vector<std::string> Maintain(int64_t now_ms, int64_t group_idle_close_ms);
   // fsyncs segments appended to since the last call (async durability). Returns the first error.
   Status SyncDirty();
+
+  // ---- follower reads (streamlet_mirror.cc; docs/cluster.md, "Follower reads") ---------------
+  // A replicated streamlet's leader tells its followers what its readers can see; a follower
+  // keeps its copy in memory too (a mirror) and shows its readers exactly that, no more.
+
+  // The leader's side: every change readers can see (a chunk published, a group registered,
+  // closed or linked) moves the publish version on.
+  uint64_t published_version() const NS_EXCLUDES(mu_);
+  // The groups changed after version `since`, with the leader's head (0: all of them).
+  PublishedView PublishedSince(uint64_t since) const NS_EXCLUDES(mu_);
+
+  // The follower's side. A mirror refuses appends and runs no retention or idle close: its
+  // leader decides those. Set on an empty streamlet or right after Recover (which loads a
+  // caught-up copy whole: its leader sealed and closed every group first).
+  void SetMirror(bool mirror) { mirror_.store(mirror, std::memory_order_release); }
+  bool mirror() const { return mirror_.load(std::memory_order_acquire); }
+  // A chunk the leader wrote at `at`, kept in memory and shown to no reader until a view
+  // publishes it. Chunks of one segment come in order; an error when `at` is not where the
+  // segment's copy ends (a chunk missed: the copy must be rebuilt).
+  Status MirrorChunk(const Position& at, const uint8_t* chunk, uint32_t size, int64_t now_ms)
+      NS_EXCLUDES(mu_);
+  // Publishes what `view` says the leader's readers see: groups registered in id order, each
+  // segment's bytes up to its committed length (chunks given by MirrorChunk, or, for a group a
+  // transaction's commit linked, loaded from the segment files its renames left here), closes,
+  // and the head (what lies before it leaves memory; the files are the caller's). An error when
+  // the copy lacks bytes the view publishes: the mirror then no longer matches its leader's
+  // readers, and the caller drops it (DropAll; the files stay) and has the copy rebuilt.
+  Status ApplyPublished(const PublishedView& view, int64_t now_ms) NS_EXCLUDES(mu_);
 
  private:
   // Everything but `id` is guarded by mu_ (a nested struct's members cannot name the streamlet's
@@ -215,6 +246,7 @@ class Streamlet {
   struct Group {
     uint64_t id = 0;
     bool closed = false;
+    uint64_t version = 0;  // the publish version of its last change readers can see
     uint64_t bytes = 0;
     int64_t last_append_ms = 0;
     std::vector<std::shared_ptr<Segment>> segments;
@@ -246,6 +278,14 @@ class Streamlet {
   Status TooLarge(uint32_t size) const;
   Status Moving() const;
   static Status CheckNext(const ChunkHeader& header, const ProducerState& p);
+  // Marks `g` changed for followers' views (see PublishedSince).
+  void TouchLocked(Group* g) NS_REQUIRES(mu_) { g->version = ++version_; }
+  // ApplyPublished's steps: one group of the view, and the head.
+  Status ApplyGroupLocked(const PublishedGroup& pg, int64_t now_ms) NS_REQUIRES(mu_);
+  void DropBeforeLocked(const Position& head) NS_REQUIRES(mu_);
+  // A segment of a group a transaction's commit linked, read from its file.
+  Result<std::shared_ptr<Segment>> LoadMirrorSegment(uint64_t group, const PublishedSegment& ps,
+                                                     int64_t now_ms) const;
   // Makes the chunk written at `offset` of `seg` (of group `g`) visible to readers; takes mu_.
   void PublishChunk(Group* g, Segment* seg, uint32_t offset, uint32_t size,
                     int64_t first_timestamp_ms, int64_t now_ms);
@@ -285,6 +325,11 @@ class Streamlet {
   std::atomic<bool> sealed_{false};      // moving away: appends are refused
   std::atomic<uint64_t> parts_mark_{0};  // about to move: no parts of transactions from here
   std::shared_ptr<SegmentFiles> segment_files_ NS_GUARDED_BY(mu_);  // null: private memory
+  uint64_t version_ NS_GUARDED_BY(mu_) = 0;  // the publish version (see PublishedSince)
+  std::atomic<bool> mirror_{false};
+  // A mirror's segments that hold chunks no view has published yet, by (group, segment): not
+  // linked, so no reader finds them before the leader's readers could.
+  std::map<std::pair<uint64_t, uint64_t>, std::shared_ptr<Segment>> unlinked_ NS_GUARDED_BY(mu_);
 };
 
 }  // namespace nearstream::storage

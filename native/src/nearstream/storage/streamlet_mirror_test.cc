@@ -1,0 +1,261 @@
+// A follower's copy in memory (streamlet_mirror.cc): after each view its readers see exactly
+// what the leader's readers saw when the view was taken.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "nearstream/storage/chunk.h"
+#include "nearstream/storage/held_appends.h"
+#include "nearstream/storage/streamlet.h"
+
+namespace nearstream::storage {
+
+namespace {
+
+constexpr uint32_t kSegmentBytes = 4096;
+
+Bytes MakeChunk(uint64_t producer, uint64_t sequence, uint32_t size) {
+  const uint32_t record_size = size - kChunkHeaderSize - kRecordLengthPrefix;
+  std::string record(record_size, 'a');
+  for (uint32_t i = 0; i < record_size; ++i) {
+    record[i] = static_cast<char>('a' + (producer * 31 + sequence * 7 + i) % 26);
+  }
+  ChunkBuilder b;
+  b.Add(record);
+  return b.Finish(producer, sequence, 1700000000000 + static_cast<int64_t>(sequence));
+}
+
+struct ReadChunk {
+  Position at;
+  Bytes bytes;
+  bool operator==(const ReadChunk& o) const { return at == o.at && bytes == o.bytes; }
+};
+
+void PrintTo(const ReadChunk& c, std::ostream* os) {
+  *os << "{" << c.at.ToString() << ", " << c.bytes.size() << " bytes}";
+}
+
+// Every chunk a reader from the earliest position gets, in reads of `max_bytes`, and where it
+// then waits.
+std::vector<ReadChunk> ReadAll(const Streamlet& s, uint32_t max_bytes, Position* end) {
+  std::vector<ReadChunk> out;
+  Position from;
+  for (int i = 0; i < 100000; ++i) {
+    auto r = s.Read(from, max_bytes, [&](const Position& at, const uint8_t* data, uint32_t size) {
+      for (uint32_t off = 0; off < size;) {
+        auto h = DecodeChunkHeader(data + off, size - off);
+        if (!h.ok()) {
+          ADD_FAILURE() << h.status().ToString();
+          return;
+        }
+        out.push_back({Position{at.group, at.segment, at.offset + off},
+                       Bytes(data + off, data + off + h->total_size())});
+        off += h->total_size();
+      }
+    });
+    if (!r.ok()) {
+      ADD_FAILURE() << "read at " << from.ToString() << ": " << r.status().ToString();
+      break;
+    }
+    from = r->next;
+    if (r->bytes == 0) break;
+  }
+  *end = from;
+  return out;
+}
+
+class StreamletMirrorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/nearstream_mirror_XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    root_ = tmpl;
+    config_.name = "mirrored";
+    config_.segment_bytes = kSegmentBytes;
+    config_.segments_per_group = 2;
+    config_.active_groups = 3;
+    config_.durability = Durability::kNone;
+  }
+  void TearDown() override {
+    std::error_code ec;
+    std::filesystem::remove_all(root_, ec);
+  }
+
+  void MakeStreamlets(const std::string& follower_dir = "") {
+    leader_ = std::make_unique<Streamlet>(0, &config_, Env::Default(), "");
+    follower_ = std::make_unique<Streamlet>(0, &config_, Env::Default(), follower_dir);
+    follower_->SetMirror(true);
+  }
+
+  // Appends on the leader (published at once) and gives the follower the chunk, as the leader's
+  // ReplicaAppend would.
+  Position Append(uint64_t producer, uint32_t size) {
+    const Bytes chunk = MakeChunk(producer, ++sequences_[producer], size);
+    auto h = ValidateChunk(chunk.data(), chunk.size());
+    EXPECT_TRUE(h.ok());
+    auto r = leader_->Append(chunk.data(), *h, now_ms_);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    Status m = follower_->MirrorChunk(r->position, chunk.data(), size, now_ms_);
+    EXPECT_TRUE(m.ok()) << m.ToString();
+    return r->position;
+  }
+
+  // The view since the last one, applied; then both are read whole from the earliest position.
+  void ApplyAndCompare(uint32_t max_bytes) {
+    const PublishedView view = leader_->PublishedSince(told_);
+    told_ = view.version;
+    Status st = follower_->ApplyPublished(view, now_ms_);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    Position leader_end, follower_end;
+    const std::vector<ReadChunk> want = ReadAll(*leader_, max_bytes, &leader_end);
+    const std::vector<ReadChunk> got = ReadAll(*follower_, max_bytes, &follower_end);
+    ASSERT_EQ(got, want);
+    EXPECT_EQ(follower_end, leader_end);
+    EXPECT_EQ(follower_->tail(), leader_->tail());
+  }
+
+  std::string root_;
+  StreamConfig config_;
+  std::unique_ptr<Streamlet> leader_;
+  std::unique_ptr<Streamlet> follower_;
+  uint64_t sequences_[8] = {};
+  uint64_t told_ = 0;
+  int64_t now_ms_ = 1000;
+};
+
+TEST_F(StreamletMirrorTest, ReadersSeeWhatTheLeadersSawAtEveryView) {
+  // Three active groups of two segments, idle closes, commits' reserved groups and retention:
+  // every change readers can see, in a random order.
+  config_.retention_bytes = 40000;
+  MakeStreamlets();
+  std::mt19937 rng(20261127);
+  // Producers come and go in phases, so some active groups go idle and are closed.
+  std::vector<uint64_t> producers;
+  for (int step = 0; step < 3000; ++step) {
+    if (step % 100 == 0) {
+      producers.clear();
+      for (uint64_t p = 1; p <= 5; ++p) {
+        if (rng() % 2 == 0) producers.push_back(p);
+      }
+      if (producers.empty()) producers.push_back(1 + rng() % 5);
+    }
+    now_ms_ += 1 + static_cast<int64_t>(rng() % 5);
+    switch (rng() % 10) {
+      case 0: (void)leader_->Maintain(now_ms_, /*group_idle_close_ms=*/8); break;
+      case 1:
+        if (rng() % 4 == 0) leader_->DropReserved(leader_->ReserveGroup(now_ms_));
+        break;
+      case 2:
+        if (rng() % 8 == 0) leader_->CloseActiveGroups();
+        break;
+      default:
+        Append(producers[rng() % producers.size()], 100 + static_cast<uint32_t>(rng() % 1900));
+    }
+    if (rng() % 3 == 0) {
+      ASSERT_NO_FATAL_FAILURE(ApplyAndCompare(rng() % 2 == 0 ? 1u << 30 : 2500));
+    }
+  }
+  ASSERT_NO_FATAL_FAILURE(ApplyAndCompare(1u << 30));
+  // Retention ran on the leader only; the head reached the follower through the views.
+  EXPECT_EQ(follower_->Describe().head, leader_->Describe().head);
+  EXPECT_GT(leader_->Describe().head.group, 1u);
+  EXPECT_EQ(follower_->bytes(), leader_->bytes());
+}
+
+TEST_F(StreamletMirrorTest, ChunksTheLeaderHoldsOrTakesBackNeverShow) {
+  config_.active_groups = 1;
+  MakeStreamlets();
+  const Position first = Append(1, 1000);
+  ASSERT_NO_FATAL_FAILURE(ApplyAndCompare(1u << 30));
+
+  // Written and held on the leader (its followers have not answered yet), copied here.
+  HeldAppends held;
+  const Bytes chunk = MakeChunk(1, ++sequences_[1], 1000);
+  auto h = ValidateChunk(chunk.data(), chunk.size());
+  ASSERT_TRUE(h.ok());
+  bool flush = false;
+  auto r = leader_->AppendHeld(chunk.data(), *h, now_ms_, &held, &flush);
+  ASSERT_TRUE(r.ok() && !flush);
+  ASSERT_TRUE(follower_->MirrorChunk(r->position, chunk.data(), 1000, now_ms_).ok());
+  ASSERT_NO_FATAL_FAILURE(ApplyAndCompare(1u << 30));
+  Position end;
+  EXPECT_EQ(ReadAll(*follower_, 1u << 30, &end).size(), 1u);
+  EXPECT_EQ(end, (Position{first.group, first.segment, 1000}));
+
+  // Taken back (the in-sync set could not be changed): the segment takes no more chunks, and
+  // the producer's retry goes to the next one, where readers on both go on.
+  held.Discard(leader_.get());
+  held.Release();
+  --sequences_[1];
+  const Position retry = Append(1, 1000);
+  EXPECT_NE(retry.segment, first.segment);
+  ASSERT_NO_FATAL_FAILURE(ApplyAndCompare(1u << 30));
+  EXPECT_EQ(ReadAll(*follower_, 1u << 30, &end).size(), 2u);
+}
+
+TEST_F(StreamletMirrorTest, ACommittedTransactionsGroupComesFromItsFiles) {
+  const std::string dir = root_ + "/follower";
+  std::filesystem::create_directories(dir);
+  MakeStreamlets(dir);
+  Append(1, 1000);
+  // A commit links a transaction's private segment into a reserved group; on the follower, the
+  // commit's renames left that segment's file under the group's name.
+  const uint64_t group = leader_->ReserveGroup(now_ms_);
+  const uint64_t id = leader_->AllocateSegmentId();
+  auto seg = Segment::Create(id, kSegmentBytes, now_ms_);
+  ASSERT_TRUE(seg.ok());
+  const Bytes a = MakeChunk(7, 1, 700), b = MakeChunk(7, 2, 900);
+  ASSERT_TRUE((*seg)->WriteChunk(a.data(), 700, false).ok());
+  ASSERT_TRUE((*seg)->WriteChunk(b.data(), 900, false).ok());
+  (*seg)->Publish(1600);
+  leader_->LinkReserved(group, {*seg});
+  {
+    std::ofstream f(follower_->GroupSegmentPath(group, id), std::ios::binary);
+    f.write(reinterpret_cast<const char*>(a.data()), 700);
+    f.write(reinterpret_cast<const char*>(b.data()), 900);
+  }
+  Append(2, 500);
+  ASSERT_NO_FATAL_FAILURE(ApplyAndCompare(1u << 30));
+  Position end;
+  EXPECT_EQ(ReadAll(*follower_, 1u << 30, &end).size(), 4u);
+}
+
+TEST_F(StreamletMirrorTest, AViewBeyondTheCopyOrAChunkOutOfPlaceIsAnError) {
+  config_.active_groups = 1;
+  MakeStreamlets();
+  const Position at = Append(1, 1000);
+  // A chunk the follower missed: the next one does not start where its copy ends.
+  const Bytes next = MakeChunk(1, 9, 800);
+  EXPECT_FALSE(
+      follower_->MirrorChunk(Position{at.group, at.segment, 1800}, next.data(), 800, now_ms_).ok());
+  // The leader publishes bytes the copy lacks.
+  const Bytes lost = MakeChunk(1, ++sequences_[1], 800);
+  auto h = ValidateChunk(lost.data(), lost.size());
+  ASSERT_TRUE(leader_->Append(lost.data(), *h, now_ms_).ok());
+  Status st = follower_->ApplyPublished(leader_->PublishedSince(0), now_ms_);
+  EXPECT_TRUE(st.IsStorageError()) << st.ToString();
+}
+
+TEST_F(StreamletMirrorTest, AMirrorRunsNoRetentionOrIdleCloseOfItsOwn) {
+  config_.retention_bytes = 1;
+  MakeStreamlets();
+  for (uint64_t p = 1; p <= 3; ++p) Append(p, 3000);
+  Append(1, 3000);  // a second segment, so the leader's retention could drop the first
+  ASSERT_TRUE(follower_->ApplyPublished(leader_->PublishedSince(0), now_ms_).ok());
+  const StreamletInfo before = follower_->Describe();
+  EXPECT_TRUE(follower_->Maintain(now_ms_ + 100000, /*group_idle_close_ms=*/1).empty());
+  const StreamletInfo after = follower_->Describe();
+  ASSERT_EQ(after.groups.size(), before.groups.size());
+  for (const GroupInfo& g : after.groups) EXPECT_FALSE(g.closed) << g.id;
+  EXPECT_EQ(after.head, before.head);
+}
+
+}  // namespace
+
+}  // namespace nearstream::storage
