@@ -167,6 +167,7 @@ OPCODES = {
     "TxnCommit": 34,
     "TxnAbort": 35,
     "TxnList": 36,
+    "ReplicaPublished": 40,
 }
 
 STATUS = {
@@ -428,6 +429,25 @@ def enc_replica_append_request(m, chunk):
     w.u64(m["leader_epoch"])
     w.position(m["at"])
     w.blob(chunk)  # a Bytes/Blob field: u32 length + the chunk's bytes
+    return w.bytes()
+
+
+def enc_replica_published_request(m):
+    w = Writer()
+    w.str(m["stream"])
+    w.u32(m["streamlet"])
+    w.u32(m["leader"])
+    w.u64(m["leader_epoch"])
+    w.u64(m["version"])
+    w.position(m["head"])
+    w.u32(len(m["groups"]))
+    for g in m["groups"]:
+        w.u64(g["id"])
+        w.u8(1 if g["closed"] else 0)
+        w.u32(len(g["segments"]))
+        for seg in g["segments"]:
+            w.u64(seg["id"])
+            w.u32(seg["committed"])
     return w.bytes()
 
 
@@ -1024,6 +1044,20 @@ def build():
     req("replica_append_request.bin", "ReplicaAppend", rid, m,
         enc_replica_append_request(m, chunk))
     resp("replica_append_response.bin", "ReplicaAppend", rid, "OK", "", {}, b"")
+
+    # ReplicaPublished: a leader's view with a closed group of two segments, an open one whose
+    # first segment is being opened, and ids above 2^32.
+    rid = 0x5061626364656667
+    m = {"stream": STREAM, "streamlet": 258, "leader": 0x01020304,
+         "leader_epoch": 0x0A0B0C0D0E0F1011, "version": 0x1000000020000003,
+         "head": pos(0x100000002, 0x200000003, 0),
+         "groups": [{"id": 0x100000005, "closed": True,
+                     "segments": [{"id": 0x200000007, "committed": 0x00800000},
+                                  {"id": 0x200000009, "committed": 0x1234}]},
+                    {"id": 0x100000006, "closed": False, "segments": []}]}
+    req("replica_published_request.bin", "ReplicaPublished", rid, m,
+        enc_replica_published_request(m))
+    resp("replica_published_response.bin", "ReplicaPublished", rid, "OK", "", {}, b"")
 
     # ReplicaJoin: a follower whose copy ends at a tail above 2^32 asks the leader to be in sync.
     rid = 0x6A6B6C6D6E6F6061

@@ -134,6 +134,9 @@ bool RequestHandler::Handle(Request& req, net::OutFrame* response, AppendBatch* 
     case Opcode::kTxnCommit:
     case Opcode::kTxnAbort: TxnEnd(req, out); return true;
     case Opcode::kTxnList: TxnList(req, out); return true;
+    // Specified (docs/protocol.md) for follower reads, which are not served yet: no leader
+    // sends it, and a broker answers it as an opcode it does not take.
+    case Opcode::kReplicaPublished: break;
   }
   Error(req, Status::UnknownOpcode("unknown opcode " + std::to_string(h.opcode)), out);
   return true;

@@ -49,6 +49,7 @@ const char* OpcodeName(uint16_t opcode) {
     case Opcode::kTxnCommit: return "TxnCommit";
     case Opcode::kTxnAbort: return "TxnAbort";
     case Opcode::kTxnList: return "TxnList";
+    case Opcode::kReplicaPublished: return "ReplicaPublished";
   }
   return "Unknown";
 }
@@ -378,6 +379,53 @@ Result<ReplicaTxnFilesResponse> DecodeReplicaTxnFilesResponse(const uint8_t* p, 
     m.files.push_back(std::move(f));
   }
   return Finish(r, std::move(m), "ReplicaTxnFiles response");
+}
+
+void EncodeReplicaPublishedRequest(ByteWriter& w, const ReplicaPublishedRequest& m) {
+  w.Str(m.stream);
+  w.U32(m.streamlet);
+  w.U32(m.leader);
+  w.U64(m.leader_epoch);
+  w.U64(m.view.version);
+  EncodePosition(w, m.view.head);
+  w.U32(static_cast<uint32_t>(m.view.groups.size()));
+  for (const storage::PublishedGroup& g : m.view.groups) {
+    w.U64(g.id);
+    w.U8(g.closed ? 1 : 0);
+    w.U32(static_cast<uint32_t>(g.segments.size()));
+    for (const storage::PublishedSegment& s : g.segments) {
+      w.U64(s.id);
+      w.U32(s.committed);
+    }
+  }
+}
+
+Result<ReplicaPublishedRequest> DecodeReplicaPublishedRequest(const uint8_t* p, size_t n) {
+  ByteReader r(p, n);
+  ReplicaPublishedRequest m;
+  m.stream = r.Str();
+  m.streamlet = r.U32();
+  m.leader = r.U32();
+  m.leader_epoch = r.U64();
+  m.view.version = r.U64();
+  m.view.head = DecodePosition(r);
+  const uint32_t groups = r.Count(8 + 1 + 4);  // a group without segments
+  for (uint32_t i = 0; i < groups && r.ok(); ++i) {
+    storage::PublishedGroup g;
+    g.id = r.U64();
+    const uint8_t closed = r.U8();
+    if (closed > 1) r.Fail();  // a flag: any other byte would not re-encode the same
+    g.closed = closed == 1;
+    const uint32_t segments = r.Count(8 + 4);
+    for (uint32_t k = 0; k < segments && r.ok(); ++k) {
+      storage::PublishedSegment s;
+      s.id = r.U64();
+      s.committed = r.U32();
+      g.segments.push_back(s);
+    }
+    m.view.groups.push_back(std::move(g));
+  }
+  return Finish(r, std::move(m), "ReplicaPublished request");
 }
 
 void EncodeReplicaCheckRequest(ByteWriter& w, const ReplicaCheckRequest& m) {

@@ -19,6 +19,7 @@
 #include "nearstream/common/byte_io.h"
 #include "nearstream/common/status.h"
 #include "nearstream/storage/position.h"
+#include "nearstream/storage/published_view.h"
 #include "nearstream/storage/stream_config.h"
 
 namespace nearstream::net {
@@ -63,6 +64,7 @@ enum class Opcode : uint16_t {
   kTxnCommit = 34,
   kTxnAbort = 35,
   kTxnList = 36,
+  kReplicaPublished = 40,
 };
 
 const char* OpcodeName(uint16_t opcode);
@@ -200,6 +202,15 @@ struct ReplicaTxnHeld {
   std::string name;
   uint64_t have = 0;
   bool operator==(const ReplicaTxnHeld&) const = default;
+};
+// A leader's view of what its readers see, for a follower's readers (storage::PublishedView).
+struct ReplicaPublishedRequest {
+  std::string stream;
+  uint32_t streamlet = 0;
+  uint32_t leader = 0;
+  uint64_t leader_epoch = 0;
+  storage::PublishedView view;
+  bool operator==(const ReplicaPublishedRequest&) const = default;
 };
 struct ReplicaTxnFilesRequest {
   std::string stream;
@@ -487,6 +498,8 @@ void EncodeReplicaTxnFilesRequest(ByteWriter& w, const ReplicaTxnFilesRequest& m
 Result<ReplicaTxnFilesRequest> DecodeReplicaTxnFilesRequest(const uint8_t* p, size_t n);
 void EncodeReplicaTxnFilesResponse(ByteWriter& w, const ReplicaTxnFilesResponse& m);
 Result<ReplicaTxnFilesResponse> DecodeReplicaTxnFilesResponse(const uint8_t* p, size_t n);
+void EncodeReplicaPublishedRequest(ByteWriter& w, const ReplicaPublishedRequest& m);
+Result<ReplicaPublishedRequest> DecodeReplicaPublishedRequest(const uint8_t* p, size_t n);
 void EncodeReplicaCheckRequest(ByteWriter& w, const ReplicaCheckRequest& m);
 Result<ReplicaCheckRequest> DecodeReplicaCheckRequest(const uint8_t* p, size_t n);
 void EncodeReplicaCheckResponse(ByteWriter& w, const ReplicaCheckResponse& m);

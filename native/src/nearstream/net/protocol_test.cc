@@ -244,6 +244,7 @@ constexpr uint64_t kReplicaCheckId = 0x8A8B8C8D8E8F8081ull;
 constexpr uint64_t kReplicaTxnId = 0x9A9B9C9D9E9F9091ull;
 constexpr uint64_t kReplicaTxnRenameId = 0xAAABACADAEAFA0A1ull;
 constexpr uint64_t kReplicaTxnFilesId = 0xCACBCCCDCECFC0C1ull;
+constexpr uint64_t kReplicaPublishedId = 0x5061626364656667ull;
 constexpr const char* kPartFile = "txn-00000000000000000007-00000000000000000003.seg";
 constexpr const char* kTxnId = "job-42.sink-3";
 constexpr const char* kTxnIdNonAscii = "job-42.sink-\xc3\xbc";  // "ü": Str counts bytes
@@ -298,6 +299,8 @@ const std::set<std::string> kGoldenFiles = {
     "replica_txn_rename_request.bin",
     "replica_txn_files_request.bin",
     "replica_txn_files_response.bin",
+    "replica_published_request.bin",
+    "replica_published_response.bin",
     "append_response_moving.bin",
     "push_subscribe_request.bin",
     "push_subscribe_request_json_filter.bin",
@@ -420,7 +423,8 @@ TEST(ProtocolGoldenTest, EmptyOkResponses) {
         Case{"replica_append_response.bin", Opcode::kReplicaAppend, kReplicaAppendId},
         Case{"replica_join_response.bin", Opcode::kReplicaJoin, kReplicaJoinId},
         Case{"replica_move_response.bin", Opcode::kReplicaMove, kReplicaMoveId},
-        Case{"replica_txn_response.bin", Opcode::kReplicaTxn, kReplicaTxnId}}) {
+        Case{"replica_txn_response.bin", Opcode::kReplicaTxn, kReplicaTxnId},
+        Case{"replica_published_response.bin", Opcode::kReplicaPublished, kReplicaPublishedId}}) {
     SCOPED_TRACE(c.file);
     GoldenFrame f;
     ASSERT_NO_FATAL_FAILURE(LoadFrame(c.file, &f));
@@ -942,6 +946,33 @@ TEST(ProtocolGoldenTest, ReplicaTxn) {
   }
 }
 
+TEST(ProtocolGoldenTest, ReplicaPublished) {
+  GoldenFrame f;
+  ASSERT_NO_FATAL_FAILURE(LoadFrame("replica_published_request.bin", &f));
+  ExpectHeader(f, Opcode::kReplicaPublished, kReplicaPublishedId, /*response=*/false);
+  auto m = DecodeReplicaPublishedRequest(f.body(), f.body_size());
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->stream, kStream);
+  EXPECT_EQ(m->streamlet, 258u);
+  EXPECT_EQ(m->leader, 0x01020304u);
+  EXPECT_EQ(m->leader_epoch, 0x0A0B0C0D0E0F1011ull);
+  EXPECT_EQ(m->view.version, 0x1000000020000003ull);
+  EXPECT_EQ(m->view.head, (storage::Position{0x100000002ull, 0x200000003ull, 0}));
+  const std::vector<storage::PublishedGroup> groups = {
+      {0x100000005ull, true, {{0x200000007ull, 0x00800000u}, {0x200000009ull, 0x1234u}}},
+      {0x100000006ull, false, {}}};
+  EXPECT_EQ(m->view.groups, groups);
+  ExpectSameBytes(EncodeRequest(Opcode::kReplicaPublished, kReplicaPublishedId,
+                                [&](ByteWriter& w) { EncodeReplicaPublishedRequest(w, *m); }),
+                  f.bytes, "replica_published_request.bin");
+
+  // A closed flag other than 0 or 1 is malformed (it would not re-encode the same).
+  Bytes body(f.body(), f.body() + f.body_size());
+  body[2 + std::string(kStream).size() + 4 + 4 + 8 + 8 + 20 + 4 + 8] = 2;
+  EXPECT_TRUE(
+      DecodeReplicaPublishedRequest(body.data(), body.size()).status().IsMalformedRequest());
+}
+
 TEST(ProtocolGoldenTest, ReplicaTxnFiles) {
   GoldenFrame f;
   ASSERT_NO_FATAL_FAILURE(LoadFrame("replica_txn_files_request.bin", &f));
@@ -1417,7 +1448,9 @@ TEST(ProtocolGoldenTest, OpcodesAndStatusCodesMatchTheDocument) {
     EXPECT_TRUE(IsKnownOpcode(op)) << op;
     EXPECT_STREQ(OpcodeName(op), txn_opcodes[op - 30]);
   }
-  for (uint16_t op : {0, 23, 29, 37, 39, 0xFFFF}) EXPECT_FALSE(IsKnownOpcode(op)) << op;
+  EXPECT_TRUE(IsKnownOpcode(40));
+  EXPECT_STREQ(OpcodeName(40), "ReplicaPublished");
+  for (uint16_t op : {0, 23, 29, 37, 39, 41, 0xFFFF}) EXPECT_FALSE(IsKnownOpcode(op)) << op;
 
   const char* statuses[] = {"OK",
                             "MALFORMED_REQUEST",
@@ -1501,6 +1534,7 @@ std::vector<DecoderCase> AllDecoders() {
       {"replica_txn_rename_request.bin", d(DecodeReplicaTxnRequest)},
       {"replica_txn_files_request.bin", d(DecodeReplicaTxnFilesRequest)},
       {"replica_txn_files_response.bin", d(DecodeReplicaTxnFilesResponse)},
+      {"replica_published_request.bin", d(DecodeReplicaPublishedRequest)},
       {"push_subscribe_request.bin", d(DecodePushSubscribeRequest)},
       {"push_subscribe_request_json_filter.bin", d(DecodePushSubscribeRequest)},
       {"push_subscribe_request_bytes_filter.bin", d(DecodePushSubscribeRequest)},

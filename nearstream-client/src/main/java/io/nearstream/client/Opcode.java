@@ -32,9 +32,10 @@ enum Opcode {
     TXN_PREPARE(33, "TxnPrepare"),
     TXN_COMMIT(34, "TxnCommit"),
     TXN_ABORT(35, "TxnAbort"),
-    TXN_LIST(36, "TxnList");
+    TXN_LIST(36, "TxnList"),
+    REPLICA_PUBLISHED(40, "ReplicaPublished");
 
-    private static final Opcode[] BY_CODE = new Opcode[37];
+    private static final Opcode[] BY_CODE = new Opcode[41];
 
     static {
         for (Opcode op : values()) {

@@ -147,6 +147,7 @@ final class ProtocolCodec {
                     ReplicaCheckRequest,
                     ReplicaTxnRequest,
                     ReplicaTxnFilesRequest,
+                    ReplicaPublishedRequest,
                     PushSubscribeRequest,
                     PushUpdateRequest,
                     PushCloseRequest,
@@ -471,6 +472,52 @@ final class ProtocolCodec {
     }
 
     /**
+     * ReplicaPublished (40), broker to broker: a streamlet's leader tells an in-sync follower what
+     * its readers see, so that the follower's readers see exactly that (docs/protocol.md,
+     * "ReplicaPublished (40)"). {@code streamlet} and {@code leader} (the sending broker's id) are
+     * {@code u32}s, {@code leaderEpoch} and {@code version} (the leader's publish version the view
+     * was taken at) {@code u64}s; {@code head} is the leader's first retained group and its first
+     * segment (all zero when it holds no group); {@code groups}, in ascending ids, are the groups
+     * changed since the version the leader last told this follower. The OK response body is empty.
+     * Java clients never send it: it is here so that its golden frames are checked from Java too.
+     */
+    record ReplicaPublishedRequest(
+            String stream,
+            int streamlet,
+            int leader,
+            long leaderEpoch,
+            long version,
+            Position head,
+            List<PublishedGroup> groups)
+            implements Request {
+        ReplicaPublishedRequest {
+            Objects.requireNonNull(head, "head");
+            groups = List.copyOf(groups);
+        }
+
+        @Override
+        public Opcode opcode() {
+            return Opcode.REPLICA_PUBLISHED;
+        }
+
+        /**
+         * One group ({@code u64} id): whether it is closed (a {@code bool}: any byte but 0 and 1
+         * makes the body malformed) and every segment it holds on the leader, in ascending ids.
+         */
+        record PublishedGroup(long id, boolean closed, List<PublishedSegment> segments) {
+            PublishedGroup {
+                segments = List.copyOf(segments);
+            }
+        }
+
+        /**
+         * A segment ({@code u64} id) and its {@code committed} bytes ({@code u32}): those of whole
+         * chunks published in it.
+         */
+        record PublishedSegment(long id, int committed) {}
+    }
+
+    /**
      * PushSubscribe (20): slot geometry, consumer timeout, one ring per local reader, the record
      * filter the push thread applies and the slot format it writes.
      */
@@ -688,6 +735,23 @@ final class ProtocolCodec {
             for (ReplicaTxnFilesRequest.Held h : r.held()) {
                 writeStr(out, h.name());
                 out.writeLongLE(h.have());
+            }
+        } else if (request instanceof ReplicaPublishedRequest r) {
+            writeStr(out, r.stream());
+            out.writeIntLE(r.streamlet());
+            out.writeIntLE(r.leader());
+            out.writeLongLE(r.leaderEpoch());
+            out.writeLongLE(r.version());
+            writePosition(out, r.head());
+            out.writeIntLE(r.groups().size());
+            for (ReplicaPublishedRequest.PublishedGroup g : r.groups()) {
+                out.writeLongLE(g.id());
+                out.writeByte(g.closed() ? 1 : 0);
+                out.writeIntLE(g.segments().size());
+                for (ReplicaPublishedRequest.PublishedSegment seg : g.segments()) {
+                    out.writeLongLE(seg.id());
+                    out.writeIntLE(seg.committed());
+                }
             }
         } else if (request instanceof PushSubscribeRequest r) {
             writeStr(out, r.stream());

@@ -12,6 +12,7 @@ import io.nearstream.client.ProtocolCodec.ReplicaCheckRequest;
 import io.nearstream.client.ProtocolCodec.ReplicaCheckResponse;
 import io.nearstream.client.ProtocolCodec.ReplicaJoinRequest;
 import io.nearstream.client.ProtocolCodec.ReplicaMoveRequest;
+import io.nearstream.client.ProtocolCodec.ReplicaPublishedRequest;
 import io.nearstream.client.ProtocolCodec.ReplicaTxnFilesRequest;
 import io.nearstream.client.ProtocolCodec.ReplicaTxnFilesResponse;
 import io.nearstream.client.ProtocolCodec.ReplicaTxnRequest;
@@ -35,7 +36,7 @@ import org.junit.jupiter.api.Test;
  * Malformed input: every decoder refuses it with {@link NearstreamProtocolException}, only. And
  * round trips through both halves of the codec for the replication fields (StreamConfig's
  * replication, ClusterMetadata's replica sets, ReplicaAppend, ReplicaJoin, ReplicaMove,
- * ReplicaCheck, ReplicaTxn, ReplicaTxnFiles).
+ * ReplicaCheck, ReplicaTxn, ReplicaTxnFiles, ReplicaPublished).
  */
 class ProtocolCodecTest {
 
@@ -117,6 +118,7 @@ class ProtocolCodecTest {
             case REPLICA_JOIN:
             case REPLICA_MOVE:
             case REPLICA_TXN:
+            case REPLICA_PUBLISHED:
                 ProtocolCodec.decodeEmpty(body, "empty");
                 break;
             case PUSH_SUBSCRIBE:
@@ -163,6 +165,38 @@ class ProtocolCodecTest {
     }
 
     /** Cuts the frame to {@code size} bytes and fixes its length prefix, so the body is short. */
+    /** Every truncation of a request frame is refused, and so is a trailing byte. */
+    private static void assertEveryCutAndTrailingByteRefused(byte[] frame) {
+        for (int size = 0; size < frame.length; size++) {
+            byte[] t = truncated(frame, size);
+            assertThatThrownBy(() -> decodeRequestFully(t))
+                    .as("%d of %d bytes", size, frame.length)
+                    .isInstanceOf(NearstreamProtocolException.class);
+        }
+        byte[] longer =
+                truncated(java.util.Arrays.copyOf(frame, frame.length + 1), frame.length + 1);
+        assertThatThrownBy(() -> decodeRequestFully(longer))
+                .isInstanceOf(NearstreamProtocolException.class)
+                .hasMessageContaining("trailing");
+    }
+
+    /**
+     * Every truncation of a response body is refused by {@code decode}, and so is a trailing byte.
+     */
+    private static void assertEveryCutAndTrailingByteRefused(
+            byte[] body, java.util.function.Consumer<ByteBuf> decode) {
+        for (int n = 0; n < body.length; n++) {
+            ByteBuf cut = Unpooled.wrappedBuffer(body, 0, n);
+            assertThatThrownBy(() -> decode.accept(cut))
+                    .as("%d of %d bytes", n, body.length)
+                    .isInstanceOf(NearstreamProtocolException.class);
+        }
+        ByteBuf trailing = Unpooled.buffer().writeBytes(body).writeByte(0);
+        assertThatThrownBy(() -> decode.accept(trailing))
+                .isInstanceOf(NearstreamProtocolException.class)
+                .hasMessageContaining("trailing");
+    }
+
     private static byte[] truncated(byte[] frame, int size) {
         byte[] t = java.util.Arrays.copyOf(frame, size);
         if (size >= 4) {
@@ -383,7 +417,8 @@ class ProtocolCodecTest {
     }
 
     // ---- replication: StreamConfig.replication, ReplicaSet, ReplicaAppend (14), ReplicaJoin (15),
-    // ReplicaMove (16), ReplicaCheck (17), ReplicaTxn (18), ReplicaTxnFiles (19)
+    // ReplicaMove (16), ReplicaCheck (17), ReplicaTxn (18), ReplicaTxnFiles (19),
+    // ReplicaPublished (40)
 
     @Test
     void streamConfigCarriesReplicationAsItsLastByte() {
@@ -688,18 +723,7 @@ class ProtocolCodecTest {
         assertThat(ProtocolTestCodec.decodeRequest(Unpooled.wrappedBuffer(firstBytes)).request())
                 .isEqualTo(first);
 
-        // Every truncation is refused, and so are trailing bytes.
-        for (int size = 0; size < bytes.length; size++) {
-            byte[] t = truncated(bytes, size);
-            assertThatThrownBy(() -> decodeRequestFully(t))
-                    .as("%d of %d bytes", size, bytes.length)
-                    .isInstanceOf(NearstreamProtocolException.class);
-        }
-        byte[] longer =
-                truncated(java.util.Arrays.copyOf(bytes, bytes.length + 1), bytes.length + 1);
-        assertThatThrownBy(() -> decodeRequestFully(longer))
-                .isInstanceOf(NearstreamProtocolException.class)
-                .hasMessageContaining("trailing");
+        assertEveryCutAndTrailingByteRefused(bytes);
         // A count that cannot fit 10 bytes a held entry is refused before anything is allocated.
         byte[] huge = firstBytes.clone();
         Unpooled.wrappedBuffer(huge).setIntLE(body + 14 + n, -1);
@@ -775,16 +799,7 @@ class ProtocolCodecTest {
         assertThat(none.readableBytes()).isEqualTo(16);
         assertThat(ProtocolCodec.decodeReplicaCheckResponse(none)).isEqualTo(empty);
 
-        // Every truncation is refused, and so are trailing bytes.
-        for (int n = 0; n < bytes.length; n++) {
-            ByteBuf cut = Unpooled.wrappedBuffer(bytes, 0, n);
-            assertThatThrownBy(() -> ProtocolCodec.decodeReplicaCheckResponse(cut))
-                    .as("%d of %d bytes", n, bytes.length)
-                    .isInstanceOf(NearstreamProtocolException.class);
-        }
-        ByteBuf trailing = Unpooled.buffer().writeBytes(bytes).writeByte(0);
-        assertThatThrownBy(() -> ProtocolCodec.decodeReplicaCheckResponse(trailing))
-                .isInstanceOf(NearstreamProtocolException.class);
+        assertEveryCutAndTrailingByteRefused(bytes, ProtocolCodec::decodeReplicaCheckResponse);
         // Counts that cannot fit the bytes left are refused before anything is allocated.
         ByteBuf hugeEpochs = Unpooled.buffer().writeLongLE(1).writeIntLE(-1).writeZero(20);
         assertThatThrownBy(() -> ProtocolCodec.decodeReplicaCheckResponse(hugeEpochs))
@@ -898,18 +913,7 @@ class ProtocolCodecTest {
                                 "",
                                 new byte[] {1, 2, 3, 4}));
 
-        // Every truncation is refused, and so are trailing bytes.
-        for (int n = 0; n < bytes.length; n++) {
-            byte[] t = truncated(bytes, n);
-            assertThatThrownBy(() -> decodeRequestFully(t))
-                    .as("%d of %d bytes", n, bytes.length)
-                    .isInstanceOf(NearstreamProtocolException.class);
-        }
-        byte[] longer =
-                truncated(java.util.Arrays.copyOf(bytes, bytes.length + 1), bytes.length + 1);
-        assertThatThrownBy(() -> decodeRequestFully(longer))
-                .isInstanceOf(NearstreamProtocolException.class)
-                .hasMessageContaining("trailing");
+        assertEveryCutAndTrailingByteRefused(bytes);
         // A data length that runs past the end is refused.
         byte[] pastEnd = bytes.clone();
         pastEnd[bytes.length - 8] = 5;
@@ -1028,17 +1032,7 @@ class ProtocolCodecTest {
         java.util.Arrays.fill(scratch, (byte) 0);
         assertThat(copied).isEqualTo(r);
 
-        // Every truncation is refused, and so are trailing bytes.
-        for (int n = 0; n < bytes.length; n++) {
-            ByteBuf cut = Unpooled.wrappedBuffer(bytes, 0, n);
-            assertThatThrownBy(() -> ProtocolCodec.decodeReplicaTxnFilesResponse(cut))
-                    .as("%d of %d bytes", n, bytes.length)
-                    .isInstanceOf(NearstreamProtocolException.class);
-        }
-        ByteBuf trailing = Unpooled.buffer().writeBytes(bytes).writeByte(0);
-        assertThatThrownBy(() -> ProtocolCodec.decodeReplicaTxnFilesResponse(trailing))
-                .isInstanceOf(NearstreamProtocolException.class)
-                .hasMessageContaining("trailing");
+        assertEveryCutAndTrailingByteRefused(bytes, ProtocolCodec::decodeReplicaTxnFilesResponse);
         // A count that cannot fit 22 bytes a file is refused before anything is allocated.
         ByteBuf huge = Unpooled.buffer().writeByte(1).writeIntLE(-1).writeZero(100);
         assertThatThrownBy(() -> ProtocolCodec.decodeReplicaTxnFilesResponse(huge))
@@ -1092,9 +1086,117 @@ class ProtocolCodecTest {
                 .hasSize(2);
     }
 
+    /** ReplicaPublished's view in the golden frame's shape, with values above 2^31 and 2^63. */
+    private static ReplicaPublishedRequest publishedView() {
+        return new ReplicaPublishedRequest(
+                "s",
+                258,
+                -2, // u32 0xFFFFFFFE
+                -3L, // a u64 above 2^63
+                -4L,
+                new Position(0x100000002L, 0x200000003L, 0),
+                List.of(
+                        new ReplicaPublishedRequest.PublishedGroup(
+                                -5L,
+                                true,
+                                List.of(
+                                        new ReplicaPublishedRequest.PublishedSegment(
+                                                0x200000007L, -1), // u32 0xFFFFFFFF
+                                        new ReplicaPublishedRequest.PublishedSegment(-6L, 0))),
+                        // A group whose first segment is being opened holds none yet.
+                        new ReplicaPublishedRequest.PublishedGroup(
+                                0x100000006L, false, List.of())));
+    }
+
+    @Test
+    void replicaPublishedRequestLayoutAndRoundTrip() {
+        ReplicaPublishedRequest r = publishedView();
+        byte[] bytes = encode(r);
+        ByteBuf expected = Unpooled.buffer().writeIntLE(0);
+        expected.writeByte(1).writeByte(0).writeShortLE(40).writeLongLE(0x0102030405060708L);
+        expected.writeShortLE(1).writeByte('s');
+        expected.writeIntLE(258).writeIntLE(-2).writeLongLE(-3L).writeLongLE(-4L);
+        expected.writeLongLE(0x100000002L).writeLongLE(0x200000003L).writeIntLE(0);
+        expected.writeIntLE(2);
+        expected.writeLongLE(-5L).writeByte(1).writeIntLE(2);
+        expected.writeLongLE(0x200000007L).writeIntLE(-1);
+        expected.writeLongLE(-6L).writeIntLE(0);
+        expected.writeLongLE(0x100000006L).writeByte(0).writeIntLE(0);
+        expected.setIntLE(0, expected.readableBytes() - 4);
+        // 12-byte header, then 2 + n + 4 + 4 + 8 + 8 + 20 + 4 + Σ (13 + 12 × segments) body bytes.
+        assertThat(bytes).hasSize(4 + 12 + 3 + 48 + (13 + 2 * 12) + 13);
+        assertThat(bytes).isEqualTo(ByteBufUtil.getBytes(expected));
+
+        ProtocolTestCodec.DecodedRequest d =
+                ProtocolTestCodec.decodeRequest(Unpooled.wrappedBuffer(bytes));
+        assertThat(d.header().opcode()).isEqualTo(Opcode.REPLICA_PUBLISHED.code());
+        assertThat(d.request()).isEqualTo(r).hasSameHashCodeAs(r);
+        assertThat(Opcode.fromCode(40)).isEqualTo(Opcode.REPLICA_PUBLISHED);
+        assertThat(Opcode.REPLICA_PUBLISHED.wireName()).isEqualTo("ReplicaPublished");
+        decodeRequestFully(bytes);
+
+        // A leader that holds no group: an all-zero head, no groups, the body ends at the count.
+        ReplicaPublishedRequest empty =
+                new ReplicaPublishedRequest("ü", 0, 1, 1, 0, Position.EARLIEST, List.of());
+        byte[] emptyBytes = encode(empty);
+        int body = 4 + 12;
+        int n = "ü".getBytes(StandardCharsets.UTF_8).length;
+        assertThat(emptyBytes).hasSize(body + 2 + n + 48);
+        assertThat(Unpooled.wrappedBuffer(emptyBytes).getIntLE(body + 46 + n)).isZero();
+        assertThat(ProtocolTestCodec.decodeRequest(Unpooled.wrappedBuffer(emptyBytes)).request())
+                .isEqualTo(empty);
+
+        assertEveryCutAndTrailingByteRefused(bytes);
+        // Counts that cannot fit 13 bytes a group, 12 a segment, are refused before allocating.
+        byte[] hugeGroups = emptyBytes.clone();
+        Unpooled.wrappedBuffer(hugeGroups).setIntLE(body + 46 + n, -1);
+        assertThatThrownBy(() -> decodeRequestFully(hugeGroups))
+                .isInstanceOf(NearstreamProtocolException.class)
+                .hasMessageContaining("group_count = 4294967295");
+        // The first group's segment_count (group offset 9): 4 × 12 bytes do not fit in 37.
+        byte[] hugeSegments = bytes.clone();
+        Unpooled.wrappedBuffer(hugeSegments).setIntLE(body + 50 + 1 + 9, 4);
+        assertThatThrownBy(() -> decodeRequestFully(hugeSegments))
+                .isInstanceOf(NearstreamProtocolException.class)
+                .hasMessageContaining("segment_count = 4");
+    }
+
+    @Test
+    void replicaPublishedClosedOtherThanZeroOrOneIsMalformed() {
+        byte[] bytes = encode(publishedView());
+        // Each group's closed byte: group offset 8; the second group starts 13 + 2 × 12 bytes on.
+        int groupsAt = 4 + 12 + 50 + 1; // body offset 50 + n, n = 1
+        int[] closedAt = {groupsAt + 8, groupsAt + 13 + 2 * 12 + 8};
+        assertThat(bytes[closedAt[0]]).isEqualTo((byte) 1);
+        assertThat(bytes[closedAt[1]]).isEqualTo((byte) 0);
+        for (int g = 0; g < closedAt.length; g++) {
+            for (int code = 0; code < 256; code++) {
+                byte[] frame = bytes.clone();
+                frame[closedAt[g]] = (byte) code;
+                if (code <= 1) {
+                    ReplicaPublishedRequest r =
+                            (ReplicaPublishedRequest)
+                                    ProtocolTestCodec.decodeRequest(Unpooled.wrappedBuffer(frame))
+                                            .request();
+                    assertThat(r.groups().get(g).closed()).isEqualTo(code == 1);
+                    assertThat(encode(r)).isEqualTo(frame);
+                    continue;
+                }
+                assertThatThrownBy(() -> decodeRequestFully(frame))
+                        .as("group %d, closed %d", g, code)
+                        .isInstanceOf(NearstreamProtocolException.class)
+                        .hasMessageContaining("closed is a bool but holds " + code)
+                        .satisfies(
+                                e ->
+                                        assertThat(((NearstreamProtocolException) e).status())
+                                                .isEqualTo(StatusCode.MALFORMED_REQUEST));
+            }
+        }
+    }
+
     /**
-     * ReplicaTxn (18) and ReplicaTxnFiles (19) are known opcodes now; 0, 23–29 and 37–39 stay
-     * unassigned, and a request with one of them is refused as UNKNOWN_OPCODE.
+     * ReplicaTxn (18) and ReplicaTxnFiles (19) are known opcodes now; 0, 23–29, 37–39 and 41 on
+     * stay unassigned, and a request with one of them is refused as UNKNOWN_OPCODE.
      */
     @Test
     void opcodesEighteenAndNineteenAreAssigned() {
@@ -1105,7 +1207,7 @@ class ProtocolCodecTest {
             assertThat(Opcode.fromCode(code)).as("opcode %d", code).isNotNull();
             assertThat(Opcode.fromCode(code).code()).isEqualTo(code);
         }
-        List<Integer> unassigned = new ArrayList<>(List.of(0, 37, 38, 39, 40, 99, 0xFFFF));
+        List<Integer> unassigned = new ArrayList<>(List.of(0, 37, 38, 39, 41, 99, 0xFFFF));
         for (int code = 23; code <= 29; code++) {
             unassigned.add(code);
         }

@@ -26,6 +26,7 @@ import io.nearstream.client.ProtocolCodec.ReplicaCheckRequest;
 import io.nearstream.client.ProtocolCodec.ReplicaCheckResponse;
 import io.nearstream.client.ProtocolCodec.ReplicaJoinRequest;
 import io.nearstream.client.ProtocolCodec.ReplicaMoveRequest;
+import io.nearstream.client.ProtocolCodec.ReplicaPublishedRequest;
 import io.nearstream.client.ProtocolCodec.ReplicaTxnFilesRequest;
 import io.nearstream.client.ProtocolCodec.ReplicaTxnFilesResponse;
 import io.nearstream.client.ProtocolCodec.ReplicaTxnRequest;
@@ -324,6 +325,91 @@ class ProtocolGoldenTest {
         }
     }
 
+    /** ReplicaPublished (40)'s golden frames, field by field (besides the generic check). */
+    @Test
+    void replicaPublishedGoldenFrames() throws IOException {
+        byte[] request = Files.readAllBytes(protocolDir().resolve("replica_published_request.bin"));
+        DecodedRequest d = ProtocolTestCodec.decodeRequest(Unpooled.wrappedBuffer(request));
+        assertThat(d.header().opcode()).isEqualTo(40);
+        assertThat(d.header().knownOpcode()).isEqualTo(Opcode.REPLICA_PUBLISHED);
+        assertThat(d.header().requestId()).isEqualTo(0x5061626364656667L);
+        // A closed group of two segments, an open one whose first segment is being opened.
+        List<ReplicaPublishedRequest.PublishedSegment> segments =
+                List.of(
+                        new ReplicaPublishedRequest.PublishedSegment(0x200000007L, 0x00800000),
+                        new ReplicaPublishedRequest.PublishedSegment(0x200000009L, 0x1234));
+        assertThat(d.request())
+                .isEqualTo(
+                        new ReplicaPublishedRequest(
+                                "golden.stream-1_x",
+                                258,
+                                0x01020304,
+                                0x0A0B0C0D0E0F1011L,
+                                0x1000000020000003L,
+                                new Position(0x100000002L, 0x200000003L, 0),
+                                List.of(
+                                        new ReplicaPublishedRequest.PublishedGroup(
+                                                0x100000005L, true, segments),
+                                        new ReplicaPublishedRequest.PublishedGroup(
+                                                0x100000006L, false, List.of()))));
+        assertEncodesTo(0x5061626364656667L, d.request(), request);
+        // 12-byte header, then (2 + 17) + 4 + 4 + 8 + 8 + 20 + 4 + Σ (13 + 12 × segments) body
+        // bytes.
+        assertThat(request).hasSize(4 + 12 + 19 + 48 + (13 + 2 * 12) + 13);
+
+        byte[] response =
+                Files.readAllBytes(protocolDir().resolve("replica_published_response.bin"));
+        ResponseFrame r = ProtocolCodec.decodeResponse(Unpooled.wrappedBuffer(response));
+        assertThat(r.header().knownOpcode()).isEqualTo(Opcode.REPLICA_PUBLISHED);
+        assertThat(r.header().requestId()).isEqualTo(0x5061626364656667L);
+        assertThat(r.ok()).isTrue();
+        ProtocolCodec.decodeEmpty(r.body(), "ReplicaPublished response");
+        assertThat(response).hasSize(20);
+    }
+
+    /**
+     * Each group's closed byte of the ReplicaPublished golden request (group offset 8) is a bool: 0
+     * and 1 decode and re-encode to the same bytes; any other value makes the body malformed.
+     */
+    @Test
+    void replicaPublishedClosedOtherThanZeroOrOneIsMalformed() throws IOException {
+        byte[] request = Files.readAllBytes(protocolDir().resolve("replica_published_request.bin"));
+        int groupsAt =
+                ProtocolCodec.LENGTH_BYTES
+                        + ProtocolCodec.HEADER_BYTES
+                        + 50
+                        + "golden.stream-1_x".length();
+        // The first group holds two segments, so the second starts 13 + 24 bytes on.
+        int[] closedAt = {groupsAt + 8, groupsAt + 13 + 2 * 12 + 8};
+        assertThat(request[closedAt[0]]).isEqualTo((byte) 1);
+        assertThat(request[closedAt[1]]).isEqualTo((byte) 0);
+        for (int g = 0; g < closedAt.length; g++) {
+            for (int flag = 0; flag <= 1; flag++) {
+                byte[] frame = request.clone();
+                frame[closedAt[g]] = (byte) flag;
+                DecodedRequest d = ProtocolTestCodec.decodeRequest(Unpooled.wrappedBuffer(frame));
+                assertThat(((ReplicaPublishedRequest) d.request()).groups().get(g).closed())
+                        .isEqualTo(flag == 1);
+                assertEncodesTo(0x5061626364656667L, d.request(), frame);
+            }
+            for (int code : new int[] {2, 3, 0x7F, 0x80, 0xFF}) {
+                byte[] frame = request.clone();
+                frame[closedAt[g]] = (byte) code;
+                assertThatThrownBy(
+                                () ->
+                                        ProtocolTestCodec.decodeRequest(
+                                                Unpooled.wrappedBuffer(frame)))
+                        .as("group %s, closed %s", g, code)
+                        .isInstanceOf(NearstreamProtocolException.class)
+                        .hasMessageContaining("closed is a bool but holds " + code)
+                        .satisfies(
+                                e ->
+                                        assertThat(((NearstreamProtocolException) e).status())
+                                                .isEqualTo(StatusCode.MALFORMED_REQUEST));
+            }
+        }
+    }
+
     private static void assertEncodesTo(long requestId, Request request, byte[] frame) {
         ByteBuf encoded = ProtocolCodec.encodeRequest(ALLOC, requestId, request);
         try {
@@ -526,6 +612,7 @@ class ProtocolGoldenTest {
                 case REPLICA_JOIN:
                 case REPLICA_MOVE:
                 case REPLICA_TXN:
+                case REPLICA_PUBLISHED:
                     ProtocolCodec.decodeEmpty(in, op.wireName());
                     writer = out -> {};
                     break;
@@ -806,6 +893,15 @@ class ProtocolGoldenTest {
                     u32(r.maxBytes()),
                     "held",
                     list(r.held(), h -> obj("name", h.name(), "have", u64(h.have()))));
+        } else if (request instanceof ReplicaPublishedRequest r) {
+            return obj(
+                    "stream", r.stream(),
+                    "streamlet", u32(r.streamlet()),
+                    "leader", u32(r.leader()),
+                    "leader_epoch", u64(r.leaderEpoch()),
+                    "version", u64(r.version()),
+                    "head", positionJson(r.head()),
+                    "groups", list(r.groups(), ProtocolGoldenTest::publishedGroupJson));
         } else if (request instanceof PushSubscribeRequest r) {
             return obj(
                     "stream", r.stream(),
@@ -823,6 +919,20 @@ class ProtocolGoldenTest {
             return obj("subscription_id", u64(r.subscriptionId()));
         }
         throw new AssertionError("no JSON form for " + request);
+    }
+
+    /** A PublishedGroup as vectors.json writes it: segment_count is implied by the list. */
+    private static Map<String, Object> publishedGroupJson(
+            ReplicaPublishedRequest.PublishedGroup g) {
+        return obj(
+                "id",
+                u64(g.id()),
+                "closed",
+                g.closed(),
+                "segments",
+                list(
+                        g.segments(),
+                        seg -> obj("id", u64(seg.id()), "committed", u32(seg.committed()))));
     }
 
     /**

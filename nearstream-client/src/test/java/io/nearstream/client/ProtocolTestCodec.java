@@ -32,6 +32,7 @@ import io.nearstream.client.ProtocolCodec.ReplicaCheckRequest;
 import io.nearstream.client.ProtocolCodec.ReplicaCheckResponse;
 import io.nearstream.client.ProtocolCodec.ReplicaJoinRequest;
 import io.nearstream.client.ProtocolCodec.ReplicaMoveRequest;
+import io.nearstream.client.ProtocolCodec.ReplicaPublishedRequest;
 import io.nearstream.client.ProtocolCodec.ReplicaTxnFilesRequest;
 import io.nearstream.client.ProtocolCodec.ReplicaTxnFilesResponse;
 import io.nearstream.client.ProtocolCodec.ReplicaTxnRequest;
@@ -234,6 +235,9 @@ final class ProtocolTestCodec {
                             new ReplicaTxnFilesRequest(stream, streamlet, follower, maxBytes, held);
                     break;
                 }
+            case REPLICA_PUBLISHED:
+                request = readReplicaPublishedRequest(in);
+                break;
             case PUSH_SUBSCRIBE:
                 request =
                         new PushSubscribeRequest(
@@ -316,6 +320,33 @@ final class ProtocolTestCodec {
         in.buffer().getBytes(index, data);
         return new ReplicaTxnRequest(
                 stream, streamlet, leader, leaderEpoch, op, file, offset, to, data);
+    }
+
+    /** ReplicaPublished's body; a group's closed byte other than 0 or 1 is malformed. */
+    private static ReplicaPublishedRequest readReplicaPublishedRequest(WireReader in) {
+        String stream = in.str("stream");
+        int streamlet = in.u32("streamlet");
+        int leader = in.u32("leader");
+        long leaderEpoch = in.u64("leader_epoch");
+        long version = in.u64("version");
+        Position head = in.position("head");
+        // A group without segments: id, closed, segment_count.
+        int n = in.count("group_count", 8 + 1 + 4);
+        List<ReplicaPublishedRequest.PublishedGroup> groups = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+            long id = in.u64("id");
+            boolean closed = in.bool("closed");
+            int k = in.count("segment_count", 8 + 4);
+            List<ReplicaPublishedRequest.PublishedSegment> segments = new ArrayList<>(k);
+            for (int j = 0; j < k; j++) {
+                segments.add(
+                        new ReplicaPublishedRequest.PublishedSegment(
+                                in.u64("segment"), in.u32("committed")));
+            }
+            groups.add(new ReplicaPublishedRequest.PublishedGroup(id, closed, segments));
+        }
+        return new ReplicaPublishedRequest(
+                stream, streamlet, leader, leaderEpoch, version, head, groups);
     }
 
     static TxnRef readTxnRef(WireReader in) {
