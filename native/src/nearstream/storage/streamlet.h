@@ -221,8 +221,8 @@ class Streamlet {
   // The groups changed after version `since`, with the leader's head (0: all of them).
   PublishedView PublishedSince(uint64_t since) const NS_EXCLUDES(mu_);
 
-  // The follower's side. A mirror refuses appends and runs no retention or idle close: its
-  // leader decides those. Set on an empty streamlet or right after Recover (which loads a
+  // The follower's side. A mirror takes no appends (its broker, not the owner, refuses them)
+  // and runs no retention or idle close: its leader decides those. Set on an empty streamlet or right after Recover (which loads a
   // caught-up copy whole: its leader sealed and closed every group first).
   void SetMirror(bool mirror) { mirror_.store(mirror, std::memory_order_release); }
   bool mirror() const { return mirror_.load(std::memory_order_acquire); }
