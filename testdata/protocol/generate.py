@@ -438,6 +438,7 @@ def enc_replica_published_request(m):
     w.u32(m["streamlet"])
     w.u32(m["leader"])
     w.u64(m["leader_epoch"])
+    w.u64(m["since"])
     w.u64(m["version"])
     w.position(m["head"])
     w.u32(len(m["groups"]))
@@ -1049,7 +1050,8 @@ def build():
     # first segment is being opened, and ids above 2^32.
     rid = 0x5061626364656667
     m = {"stream": STREAM, "streamlet": 258, "leader": 0x01020304,
-         "leader_epoch": 0x0A0B0C0D0E0F1011, "version": 0x1000000020000003,
+         "leader_epoch": 0x0A0B0C0D0E0F1011, "since": 0x1000000020000001,
+         "version": 0x1000000020000003,
          "head": pos(0x100000002, 0x200000003, 0),
          "groups": [{"id": 0x100000005, "closed": True,
                      "segments": [{"id": 0x200000007, "committed": 0x00800000},

@@ -386,6 +386,7 @@ void EncodeReplicaPublishedRequest(ByteWriter& w, const ReplicaPublishedRequest&
   w.U32(m.streamlet);
   w.U32(m.leader);
   w.U64(m.leader_epoch);
+  w.U64(m.since);
   w.U64(m.view.version);
   EncodePosition(w, m.view.head);
   w.U32(static_cast<uint32_t>(m.view.groups.size()));
@@ -407,6 +408,7 @@ Result<ReplicaPublishedRequest> DecodeReplicaPublishedRequest(const uint8_t* p, 
   m.streamlet = r.U32();
   m.leader = r.U32();
   m.leader_epoch = r.U64();
+  m.since = r.U64();
   m.view.version = r.U64();
   m.view.head = DecodePosition(r);
   const uint32_t groups = r.Count(8 + 1 + 4);  // a group without segments

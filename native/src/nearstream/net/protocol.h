@@ -209,6 +209,7 @@ struct ReplicaPublishedRequest {
   uint32_t streamlet = 0;
   uint32_t leader = 0;
   uint64_t leader_epoch = 0;
+  uint64_t since = 0;  // the view's base: the version the follower last applied; 0 = whole
   storage::PublishedView view;
   bool operator==(const ReplicaPublishedRequest&) const = default;
 };

@@ -956,6 +956,7 @@ TEST(ProtocolGoldenTest, ReplicaPublished) {
   EXPECT_EQ(m->streamlet, 258u);
   EXPECT_EQ(m->leader, 0x01020304u);
   EXPECT_EQ(m->leader_epoch, 0x0A0B0C0D0E0F1011ull);
+  EXPECT_EQ(m->since, 0x1000000020000001ull);
   EXPECT_EQ(m->view.version, 0x1000000020000003ull);
   EXPECT_EQ(m->view.head, (storage::Position{0x100000002ull, 0x200000003ull, 0}));
   const std::vector<storage::PublishedGroup> groups = {
@@ -968,7 +969,7 @@ TEST(ProtocolGoldenTest, ReplicaPublished) {
 
   // A closed flag other than 0 or 1 is malformed (it would not re-encode the same).
   Bytes body(f.body(), f.body() + f.body_size());
-  body[2 + std::string(kStream).size() + 4 + 4 + 8 + 8 + 20 + 4 + 8] = 2;
+  body[2 + std::string(kStream).size() + 4 + 4 + 8 + 8 + 8 + 20 + 4 + 8] = 2;
   EXPECT_TRUE(
       DecodeReplicaPublishedRequest(body.data(), body.size()).status().IsMalformedRequest());
 }

@@ -222,21 +222,24 @@ class Streamlet {
   PublishedView PublishedSince(uint64_t since) const NS_EXCLUDES(mu_);
 
   // The follower's side. A mirror takes no appends (its broker, not the owner, refuses them)
-  // and runs no retention or idle close: its leader decides those. Set on an empty streamlet or right after Recover (which loads a
-  // caught-up copy whole: its leader sealed and closed every group first).
+  // and runs no retention or idle close: its leader decides those. Set on an empty streamlet or
+  // right after Recover (which loads a caught-up copy whole: its leader sealed and closed every
+  // group first).
   void SetMirror(bool mirror) { mirror_.store(mirror, std::memory_order_release); }
   bool mirror() const { return mirror_.load(std::memory_order_acquire); }
-  // A chunk the leader wrote at `at`, kept in memory and shown to no reader until a view
-  // publishes it. Chunks of one segment come in order; an error when `at` is not where the
-  // segment's copy ends (a chunk missed: the copy must be rebuilt).
+  // A chunk the leader wrote at `at` (and the follower to its file first), kept in memory and
+  // shown to no reader until a view publishes it. Chunks of one segment come in order; an error
+  // when `at` is not where the segment's copy in memory ends (a chunk missed). A chunk of a
+  // segment this mirror does not hold is left to the file (a view loads the segment from it).
   Status MirrorChunk(const Position& at, const uint8_t* chunk, uint32_t size, int64_t now_ms)
       NS_EXCLUDES(mu_);
   // Publishes what `view` says the leader's readers see: groups registered in id order, each
-  // segment's bytes up to its committed length (chunks given by MirrorChunk, or, for a group a
-  // transaction's commit linked, loaded from the segment files its renames left here), closes,
-  // and the head (what lies before it leaves memory; the files are the caller's). An error when
-  // the copy lacks bytes the view publishes: the mirror then no longer matches its leader's
-  // readers, and the caller drops it (DropAll; the files stay) and has the copy rebuilt.
+  // segment's bytes up to its committed length (chunks given by MirrorChunk, or, for a segment
+  // memory does not hold, loaded from the copy's file), closes, and the head (what lies before
+  // it leaves memory; the files are the caller's). A whole view (every group the leader holds)
+  // applies to an empty mirror (DropAll first). An error when the copy lacks bytes the view
+  // publishes: the mirror then no longer matches its leader's readers, and the caller drops it
+  // (DropAll; the files stay) until a whole view applies.
   Status ApplyPublished(const PublishedView& view, int64_t now_ms) NS_EXCLUDES(mu_);
 
  private:

@@ -53,11 +53,9 @@ Status Streamlet::MirrorChunk(const Position& at, const uint8_t* chunk, uint32_t
     }
   }
   if (seg == nullptr) {
-    if (at.offset != 0) {
-      return Status::StorageError("the copy of streamlet " + std::to_string(id_) +
-                                  " misses the start of the segment of the chunk at " +
-                                  at.ToString());
-    }
+    // A segment begun before this mirror was (re)started: its file holds it, this chunk
+    // included, and a view that publishes it loads it from there.
+    if (at.offset != 0) return Status::Ok();
     if (size > config_->segment_bytes) return TooLarge(size);
     ASSIGN_OR_RETURN(seg, Segment::Create(at.segment, config_->segment_bytes, now_ms));
     MutexLock lock(&mu_);
@@ -78,7 +76,8 @@ Result<std::shared_ptr<Segment>> Streamlet::LoadMirrorSegment(uint64_t group,
                                                               const PublishedSegment& ps,
                                                               int64_t now_ms) const {
   const std::string path = SegmentPath(group, ps.id);
-  if (dir_.empty()) {
+  if (dir_.empty() || !env_->Exists(path)) {
+    if (ps.committed == 0) return Segment::Create(ps.id, config_->segment_bytes, now_ms);
     return Status::StorageError("streamlet " + std::to_string(id_) + " has no copy of segment " +
                                 std::to_string(ps.id) + " of group " + std::to_string(group));
   }
@@ -87,10 +86,13 @@ Result<std::shared_ptr<Segment>> Streamlet::LoadMirrorSegment(uint64_t group,
     return Status::StorageError(path + " holds " + std::to_string(data.size()) +
                                 " bytes; its leader published " + std::to_string(ps.committed));
   }
+  // The whole file: what is past `committed` are chunks the leader sent and has not published
+  // yet, and the next chunk of the segment goes after them.
+  const uint32_t size = static_cast<uint32_t>(data.size());
   ASSIGN_OR_RETURN(std::shared_ptr<Segment> seg,
-                   Segment::Create(ps.id, std::max(ps.committed, config_->segment_bytes), now_ms));
+                   Segment::Create(ps.id, std::max(size, config_->segment_bytes), now_ms));
   // Written as chunks are (no file: the follower's is the one read), published by the caller.
-  RETURN_IF_ERROR(seg->WriteChunk(data.data(), ps.committed, /*sync=*/false));
+  RETURN_IF_ERROR(seg->WriteChunk(data.data(), size, /*sync=*/false));
   return seg;
 }
 
@@ -124,13 +126,10 @@ Status Streamlet::ApplyGroupLocked(const PublishedGroup& pg, int64_t now_ms) {
       if (it != unlinked_.end()) {
         seg = std::move(it->second);
         unlinked_.erase(it);
-      } else if (ps.committed == 0) {
-        ASSIGN_OR_RETURN(seg, Segment::Create(ps.id, config_->segment_bytes, now_ms));
       } else {
-        // Not written through MirrorChunk: a transaction's segment, which its commit linked
-        // into the group and whose file the commit's renames put here.
+        // Not written through MirrorChunk: copied while catching up, begun before this mirror
+        // started, or a transaction's segment (its commit's renames put the file here).
         ASSIGN_OR_RETURN(seg, LoadMirrorSegment(pg.id, ps, now_ms));
-        seg->Seal();
       }
       g->segments.push_back(seg);
     }

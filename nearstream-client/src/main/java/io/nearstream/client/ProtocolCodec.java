@@ -475,8 +475,9 @@ final class ProtocolCodec {
      * ReplicaPublished (40), broker to broker: a streamlet's leader tells an in-sync follower what
      * its readers see, so that the follower's readers see exactly that (docs/protocol.md,
      * "ReplicaPublished (40)"). {@code streamlet} and {@code leader} (the sending broker's id) are
-     * {@code u32}s, {@code leaderEpoch} and {@code version} (the leader's publish version the view
-     * was taken at) {@code u64}s; {@code head} is the leader's first retained group and its first
+     * {@code u32}s, {@code leaderEpoch}, {@code since} (the version of the view the follower last
+     * applied; 0 = a whole view) and {@code version} (the leader's publish version the view was
+     * taken at) {@code u64}s; {@code head} is the leader's first retained group and its first
      * segment (all zero when it holds no group); {@code groups}, in ascending ids, are the groups
      * changed since the version the leader last told this follower. The OK response body is empty.
      * Java clients never send it: it is here so that its golden frames are checked from Java too.
@@ -486,6 +487,7 @@ final class ProtocolCodec {
             int streamlet,
             int leader,
             long leaderEpoch,
+            long since,
             long version,
             Position head,
             List<PublishedGroup> groups)
@@ -741,6 +743,7 @@ final class ProtocolCodec {
             out.writeIntLE(r.streamlet());
             out.writeIntLE(r.leader());
             out.writeLongLE(r.leaderEpoch());
+            out.writeLongLE(r.since());
             out.writeLongLE(r.version());
             writePosition(out, r.head());
             out.writeIntLE(r.groups().size());

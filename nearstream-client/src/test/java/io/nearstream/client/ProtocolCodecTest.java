@@ -1093,6 +1093,7 @@ class ProtocolCodecTest {
                 258,
                 -2, // u32 0xFFFFFFFE
                 -3L, // a u64 above 2^63
+                -7L,
                 -4L,
                 new Position(0x100000002L, 0x200000003L, 0),
                 List.of(
@@ -1115,7 +1116,7 @@ class ProtocolCodecTest {
         ByteBuf expected = Unpooled.buffer().writeIntLE(0);
         expected.writeByte(1).writeByte(0).writeShortLE(40).writeLongLE(0x0102030405060708L);
         expected.writeShortLE(1).writeByte('s');
-        expected.writeIntLE(258).writeIntLE(-2).writeLongLE(-3L).writeLongLE(-4L);
+        expected.writeIntLE(258).writeIntLE(-2).writeLongLE(-3L).writeLongLE(-7L).writeLongLE(-4L);
         expected.writeLongLE(0x100000002L).writeLongLE(0x200000003L).writeIntLE(0);
         expected.writeIntLE(2);
         expected.writeLongLE(-5L).writeByte(1).writeIntLE(2);
@@ -1123,8 +1124,9 @@ class ProtocolCodecTest {
         expected.writeLongLE(-6L).writeIntLE(0);
         expected.writeLongLE(0x100000006L).writeByte(0).writeIntLE(0);
         expected.setIntLE(0, expected.readableBytes() - 4);
-        // 12-byte header, then 2 + n + 4 + 4 + 8 + 8 + 20 + 4 + Σ (13 + 12 × segments) body bytes.
-        assertThat(bytes).hasSize(4 + 12 + 3 + 48 + (13 + 2 * 12) + 13);
+        // 12-byte header, then 2 + n + 4 + 4 + 8 + 8 + 8 + 20 + 4 + Σ (13 + 12 × segments) body
+        // bytes.
+        assertThat(bytes).hasSize(4 + 12 + 3 + 56 + (13 + 2 * 12) + 13);
         assertThat(bytes).isEqualTo(ByteBufUtil.getBytes(expected));
 
         ProtocolTestCodec.DecodedRequest d =
@@ -1137,25 +1139,25 @@ class ProtocolCodecTest {
 
         // A leader that holds no group: an all-zero head, no groups, the body ends at the count.
         ReplicaPublishedRequest empty =
-                new ReplicaPublishedRequest("ü", 0, 1, 1, 0, Position.EARLIEST, List.of());
+                new ReplicaPublishedRequest("ü", 0, 1, 1, 0, 0, Position.EARLIEST, List.of());
         byte[] emptyBytes = encode(empty);
         int body = 4 + 12;
         int n = "ü".getBytes(StandardCharsets.UTF_8).length;
-        assertThat(emptyBytes).hasSize(body + 2 + n + 48);
-        assertThat(Unpooled.wrappedBuffer(emptyBytes).getIntLE(body + 46 + n)).isZero();
+        assertThat(emptyBytes).hasSize(body + 2 + n + 56);
+        assertThat(Unpooled.wrappedBuffer(emptyBytes).getIntLE(body + 54 + n)).isZero();
         assertThat(ProtocolTestCodec.decodeRequest(Unpooled.wrappedBuffer(emptyBytes)).request())
                 .isEqualTo(empty);
 
         assertEveryCutAndTrailingByteRefused(bytes);
         // Counts that cannot fit 13 bytes a group, 12 a segment, are refused before allocating.
         byte[] hugeGroups = emptyBytes.clone();
-        Unpooled.wrappedBuffer(hugeGroups).setIntLE(body + 46 + n, -1);
+        Unpooled.wrappedBuffer(hugeGroups).setIntLE(body + 54 + n, -1);
         assertThatThrownBy(() -> decodeRequestFully(hugeGroups))
                 .isInstanceOf(NearstreamProtocolException.class)
                 .hasMessageContaining("group_count = 4294967295");
         // The first group's segment_count (group offset 9): 4 × 12 bytes do not fit in 37.
         byte[] hugeSegments = bytes.clone();
-        Unpooled.wrappedBuffer(hugeSegments).setIntLE(body + 50 + 1 + 9, 4);
+        Unpooled.wrappedBuffer(hugeSegments).setIntLE(body + 58 + 1 + 9, 4);
         assertThatThrownBy(() -> decodeRequestFully(hugeSegments))
                 .isInstanceOf(NearstreamProtocolException.class)
                 .hasMessageContaining("segment_count = 4");
@@ -1165,7 +1167,7 @@ class ProtocolCodecTest {
     void replicaPublishedClosedOtherThanZeroOrOneIsMalformed() {
         byte[] bytes = encode(publishedView());
         // Each group's closed byte: group offset 8; the second group starts 13 + 2 × 12 bytes on.
-        int groupsAt = 4 + 12 + 50 + 1; // body offset 50 + n, n = 1
+        int groupsAt = 4 + 12 + 58 + 1; // body offset 58 + n, n = 1
         int[] closedAt = {groupsAt + 8, groupsAt + 13 + 2 * 12 + 8};
         assertThat(bytes[closedAt[0]]).isEqualTo((byte) 1);
         assertThat(bytes[closedAt[1]]).isEqualTo((byte) 0);

@@ -345,6 +345,7 @@ class ProtocolGoldenTest {
                                 258,
                                 0x01020304,
                                 0x0A0B0C0D0E0F1011L,
+                                0x1000000020000001L,
                                 0x1000000020000003L,
                                 new Position(0x100000002L, 0x200000003L, 0),
                                 List.of(
@@ -353,9 +354,9 @@ class ProtocolGoldenTest {
                                         new ReplicaPublishedRequest.PublishedGroup(
                                                 0x100000006L, false, List.of()))));
         assertEncodesTo(0x5061626364656667L, d.request(), request);
-        // 12-byte header, then (2 + 17) + 4 + 4 + 8 + 8 + 20 + 4 + Σ (13 + 12 × segments) body
+        // 12-byte header, then (2 + 17) + 4 + 4 + 8 + 8 + 8 + 20 + 4 + Σ (13 + 12 × segments) body
         // bytes.
-        assertThat(request).hasSize(4 + 12 + 19 + 48 + (13 + 2 * 12) + 13);
+        assertThat(request).hasSize(4 + 12 + 19 + 56 + (13 + 2 * 12) + 13);
 
         byte[] response =
                 Files.readAllBytes(protocolDir().resolve("replica_published_response.bin"));
@@ -377,7 +378,7 @@ class ProtocolGoldenTest {
         int groupsAt =
                 ProtocolCodec.LENGTH_BYTES
                         + ProtocolCodec.HEADER_BYTES
-                        + 50
+                        + 58
                         + "golden.stream-1_x".length();
         // The first group holds two segments, so the second starts 13 + 24 bytes on.
         int[] closedAt = {groupsAt + 8, groupsAt + 13 + 2 * 12 + 8};
@@ -899,6 +900,7 @@ class ProtocolGoldenTest {
                     "streamlet", u32(r.streamlet()),
                     "leader", u32(r.leader()),
                     "leader_epoch", u64(r.leaderEpoch()),
+                    "since", u64(r.since()),
                     "version", u64(r.version()),
                     "head", positionJson(r.head()),
                     "groups", list(r.groups(), ProtocolGoldenTest::publishedGroupJson));

@@ -328,6 +328,7 @@ final class ProtocolTestCodec {
         int streamlet = in.u32("streamlet");
         int leader = in.u32("leader");
         long leaderEpoch = in.u64("leader_epoch");
+        long since = in.u64("since");
         long version = in.u64("version");
         Position head = in.position("head");
         // A group without segments: id, closed, segment_count.
@@ -346,7 +347,7 @@ final class ProtocolTestCodec {
             groups.add(new ReplicaPublishedRequest.PublishedGroup(id, closed, segments));
         }
         return new ReplicaPublishedRequest(
-                stream, streamlet, leader, leaderEpoch, version, head, groups);
+                stream, streamlet, leader, leaderEpoch, since, version, head, groups);
     }
 
     static TxnRef readTxnRef(WireReader in) {
