@@ -41,6 +41,7 @@ struct BrokerMetrics {
   PaddedCounter fetch_records;
   PaddedCounter fetch_bytes;
   PaddedCounter fetch_parked;
+  PaddedCounter fetch_follower_chunks;  // served from this broker's copy of a followed streamlet
   PaddedCounter async_flush_failures;
   PaddedCounter dispatcher_busy_ns;
   std::vector<PaddedCounter> worker_busy_ns;

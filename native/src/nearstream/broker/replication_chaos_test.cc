@@ -57,6 +57,36 @@ Result<net::Client> ConnectToLeader(const std::string& bootstrap, const std::str
   return client;
 }
 
+// A replica read's connection (docs/cluster.md, "Follower reads"): to an in-sync follower of the
+// streamlet, or to its leader when it has none.
+Result<net::Client> ConnectToFollower(const std::string& bootstrap, const std::string& stream,
+                                      uint32_t streamlet) {
+  ASSIGN_OR_RETURN(std::vector<std::string> addresses,
+                   net::ClusterPlacement::SplitBootstrap(bootstrap));
+  for (const std::string& address : addresses) {
+    Result<net::Client> asked = net::Client::Connect(address, 1000);
+    if (!asked.ok()) continue;
+    Result<net::ClusterMetadataResponse> view = asked->ClusterMetadata({stream});
+    if (!view.ok() || view->streams.size() != 1 || streamlet >= view->streams[0].replicas.size()) {
+      continue;
+    }
+    const net::StreamPlacement& p = view->streams[0];
+    uint32_t chosen = p.owners[streamlet];
+    for (uint32_t b : p.replicas[streamlet].isr) {
+      if (b != p.owners[streamlet]) chosen = b;
+    }
+    for (const net::BrokerInfo& b : view->brokers) {
+      if (b.id != chosen) continue;
+      ASSIGN_OR_RETURN(net::Client client, net::Client::Connect(b.address, 2000));
+      client.set_io_timeout_ms(15000);
+      client.set_replica_reads(true);
+      return client;
+    }
+  }
+  return Status::BrokerUnavailable("no broker named a replica of streamlet " +
+                                   std::to_string(streamlet));
+}
+
 // Sends chunks of numbered records ("<streamlet>:<n>") to one streamlet with one producer id,
 // one at a time, each until it is acknowledged (following the leader through failovers with a
 // refreshed placement): its sequence never changes, so a retry of a stored chunk is a duplicate
@@ -135,12 +165,17 @@ void AppendRecords(const net::FetchBlock& block, std::vector<std::string>* out) 
   }
 }
 
-// Reads one streamlet from its leader, following failovers at the position it reached, and
-// keeps every record in the order read. `Drain` reads up to the tail and returns (the checker).
+// Reads one streamlet from its leader (or, `from_follower`, from an in-sync follower's copy),
+// following failovers at the position it reached, and keeps every record in the order read.
+// `Drain` reads up to the tail and returns (the checker).
 class ChaosReader {
  public:
-  ChaosReader(std::string bootstrap, std::string stream, uint32_t streamlet)
-      : bootstrap_(std::move(bootstrap)), stream_(std::move(stream)), streamlet_(streamlet) {}
+  ChaosReader(std::string bootstrap, std::string stream, uint32_t streamlet,
+              bool from_follower = false)
+      : bootstrap_(std::move(bootstrap)),
+        stream_(std::move(stream)),
+        streamlet_(streamlet),
+        from_follower_(from_follower) {}
 
   void Start() {
     thread_ = std::thread([this] { Run(/*until_tail=*/false); });
@@ -165,7 +200,8 @@ class ChaosReader {
     storage::Position at;  // earliest
     while (!stop_.load() && (!until_tail || MonotonicNowMs() < deadline_)) {
       if (!client.has_value()) {
-        Result<net::Client> c = ConnectToLeader(bootstrap_, stream_, streamlet_);
+        Result<net::Client> c = from_follower_ ? ConnectToFollower(bootstrap_, stream_, streamlet_)
+                                               : ConnectToLeader(bootstrap_, stream_, streamlet_);
         if (!c.ok()) {
           std::this_thread::sleep_for(std::chrono::milliseconds(50));
           continue;
@@ -202,6 +238,7 @@ class ChaosReader {
   const std::string bootstrap_;
   const std::string stream_;
   const uint32_t streamlet_;
+  const bool from_follower_;
   std::atomic<bool> stop_{false};
   int64_t deadline_ = 0;
   bool drained_ = false;
@@ -218,6 +255,7 @@ struct Findings {
   uint64_t reordered = 0;
   uint64_t uncommitted_reads = 0;
   uint64_t read_during_faults = 0;
+  uint64_t read_from_followers = 0;  // of read_during_faults
   std::string first_problem;
   void Problem(const std::string& what) {
     if (first_problem.empty()) first_problem = what;
@@ -226,11 +264,32 @@ struct Findings {
 
 // Checks streamlet `s`'s final log against what its producer had acknowledged and what its
 // reader saw during the faults.
-void Check(uint32_t s, uint64_t acked, const std::vector<std::string>& log,
-           const std::vector<std::string>& seen, Findings* f) {
+// What a reader saw while the faults went on is a prefix of streamlet `s`'s final log: nothing
+// read was taken back, and nothing read ever stood elsewhere.
+void CheckReads(uint32_t s, const std::vector<std::string>& log,
+                const std::vector<std::string>& seen, Findings* f) {
+  f->read_during_faults += seen.size();
+  for (size_t i = 0; i < seen.size(); ++i) {
+    if (i >= log.size() || log[i] != seen[i]) {
+      f->uncommitted_reads += seen.size() - i;
+      std::string around;
+      for (size_t k = i >= 2 ? i - 2 : 0; k < std::min(log.size(), i + 3); ++k) {
+        around.append(" [").append(std::to_string(k)).append("] ").append(log[k]);
+      }
+      f->Problem("a reader of streamlet " + std::to_string(s) + " saw '" + seen[i] + "' at " +
+                 std::to_string(i) + ", which the final log " +
+                 (i < log.size() ? "holds as '" + log[i] + "'" : std::string("does not reach")) +
+                 "; the final log around it:" + around + " (of " + std::to_string(log.size()) +
+                 ")");
+      return;
+    }
+  }
+}
+
+// Checks streamlet `s`'s final log against what its producer had acknowledged.
+void Check(uint32_t s, uint64_t acked, const std::vector<std::string>& log, Findings* f) {
   f->acked += acked;
   f->stored += log.size();
-  f->read_during_faults += seen.size();
   std::map<uint64_t, int> count;
   int64_t last = -1;
   const std::string prefix = std::to_string(s) + ":";
@@ -258,23 +317,6 @@ void Check(uint32_t s, uint64_t acked, const std::vector<std::string>& log,
       std::string what = "acknowledged record " + prefix;
       what.append(std::to_string(n)).append(" is lost");
       f->Problem(what);
-    }
-  }
-  // What was read while the faults went on is a prefix of the final log: nothing read was
-  // taken back, and nothing read ever stood elsewhere.
-  for (size_t i = 0; i < seen.size(); ++i) {
-    if (i >= log.size() || log[i] != seen[i]) {
-      f->uncommitted_reads += seen.size() - i;
-      std::string around;
-      for (size_t k = i >= 2 ? i - 2 : 0; k < std::min(log.size(), i + 3); ++k) {
-        around.append(" [").append(std::to_string(k)).append("] ").append(log[k]);
-      }
-      f->Problem("the reader of streamlet " + std::to_string(s) + " saw '" + seen[i] + "' at " +
-                 std::to_string(i) + ", which the final log " +
-                 (i < log.size() ? "holds as '" + log[i] + "'" : std::string("does not reach")) +
-                 "; the final log around it:" + around + " (of " + std::to_string(log.size()) +
-                 ")");
-      break;
     }
   }
 }
@@ -318,11 +360,15 @@ TEST_P(ReplicationChaosTest, NoAcknowledgedRecordIsLostDuplicatedReorderedOrRead
 
   std::vector<std::unique_ptr<ChaosProducer>> producers;
   std::vector<std::unique_ptr<ChaosReader>> readers;
+  std::vector<std::unique_ptr<ChaosReader>> follower_readers;  // follower reads
   for (uint32_t s = 0; s < kStreamlets; ++s) {
     producers.push_back(std::make_unique<ChaosProducer>(All(), "chaos", s, 1000 + s));
     readers.push_back(std::make_unique<ChaosReader>(All(), "chaos", s));
+    follower_readers.push_back(
+        std::make_unique<ChaosReader>(All(), "chaos", s, /*from_follower=*/true));
     producers.back()->Start();
     readers.back()->Start();
+    follower_readers.back()->Start();
   }
   std::vector<bool> down(3, false);
   std::map<std::string, int> kinds;
@@ -403,6 +449,17 @@ TEST_P(ReplicationChaosTest, NoAcknowledgedRecordIsLostDuplicatedReorderedOrRead
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   for (auto& p : producers) p->Stop();
   for (auto& rd : readers) rd->Stop();
+  for (auto& rd : follower_readers) rd->Stop();
+  // Chunks the brokers served from their copies (counted since each one's last start).
+  uint64_t follower_chunks = 0;
+  for (uint32_t id = 1; id <= 3; ++id) {
+    auto client = net::Client::Connect(Broker(id).address());
+    auto stats = client.ok() ? client->Stats() : client.status();
+    if (!stats.ok()) continue;
+    for (const auto& [key, value] : stats->values) {
+      if (key == "nearstream_fetch_follower_chunks_total") follower_chunks += value;
+    }
+  }
 
   Findings f;
   int64_t longest_wait = 0;
@@ -410,8 +467,12 @@ TEST_P(ReplicationChaosTest, NoAcknowledgedRecordIsLostDuplicatedReorderedOrRead
     ChaosReader final_reader(All(), "chaos", s);
     Status drained = final_reader.Drain(60000);
     ASSERT_TRUE(drained.ok()) << "streamlet " << s << ": " << drained.ToString();
-    Check(s, producers[s]->acked(), final_reader.records(), readers[s]->records(), &f);
+    Check(s, producers[s]->acked(), final_reader.records(), &f);
+    CheckReads(s, final_reader.records(), readers[s]->records(), &f);
+    f.read_from_followers += follower_readers[s]->records().size();
+    CheckReads(s, final_reader.records(), follower_readers[s]->records(), &f);
     EXPECT_EQ(readers[s]->unexpected(), "") << "streamlet " << s;
+    EXPECT_EQ(follower_readers[s]->unexpected(), "") << "streamlet " << s << ", from followers";
     longest_wait = std::max(longest_wait, producers[s]->longest_wait_ms());
   }
   std::ostringstream report;
@@ -419,7 +480,9 @@ TEST_P(ReplicationChaosTest, NoAcknowledgedRecordIsLostDuplicatedReorderedOrRead
          << " s (seed " << seed << "):";
   for (const auto& [kind, n] : kinds) report << " " << kind << " x" << n << ";";
   report << " acknowledged " << f.acked << " records, stored " << f.stored << ", read during the "
-         << "faults " << f.read_during_faults << "; lost " << f.lost << ", duplicates "
+         << "faults " << f.read_during_faults << " (" << f.read_from_followers
+         << " of them by readers of followers, who read " << follower_chunks
+         << " chunks from followers' copies at least); lost " << f.lost << ", duplicates "
          << f.duplicates << ", reordered " << f.reordered << ", uncommitted reads "
          << f.uncommitted_reads << "; longest wait for an acknowledgement " << longest_wait
          << " ms";
@@ -429,6 +492,7 @@ TEST_P(ReplicationChaosTest, NoAcknowledgedRecordIsLostDuplicatedReorderedOrRead
   }
   bool unexpected = false;
   for (const auto& rd : readers) unexpected = unexpected || !rd->unexpected().empty();
+  for (const auto& rd : follower_readers) unexpected = unexpected || !rd->unexpected().empty();
   if (f.lost + f.duplicates + f.reordered + f.uncommitted_reads > 0 || unexpected) {
     // The brokers' whole logs, for the post-mortem (the fixture prints only their start).
     for (uint32_t id = 1; id <= 3; ++id) {

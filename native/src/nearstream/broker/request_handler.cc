@@ -41,14 +41,23 @@ Result<std::shared_ptr<storage::Stream>> RequestHandler::FindStream(const std::s
   return stream;
 }
 
-Result<storage::Streamlet*> RequestHandler::Served(storage::Stream& stream, uint32_t id) const {
+Result<storage::Streamlet*> RequestHandler::Served(storage::Stream& stream, uint32_t id,
+                                                   bool replica_read) const {
   storage::Streamlet* s = stream.streamlet(id);
   if (s == nullptr) {
     return Status::StreamletNotFound("stream '" + stream.config().name + "' has no streamlet " +
                                      std::to_string(id) + " (it has " +
                                      std::to_string(stream.streamlet_count()) + ")");
   }
-  if (cluster_ != nullptr) RETURN_IF_ERROR(cluster_->CheckOwner(stream.config().name, id));
+  if (cluster_ != nullptr) {
+    Status owner = cluster_->CheckOwner(stream.config().name, id);
+    // Another broker's streamlet, read from this broker's copy (docs/cluster.md, "Follower
+    // reads"): only while it follows in sync and its copy in memory holds the leader's view.
+    if (!owner.ok() && replica_read && cluster_->ServesFollowerRead(stream.config().name, id)) {
+      return s;
+    }
+    RETURN_IF_ERROR(owner);
+  }
   return s;
 }
 
@@ -134,9 +143,7 @@ bool RequestHandler::Handle(Request& req, net::OutFrame* response, AppendBatch* 
     case Opcode::kTxnCommit:
     case Opcode::kTxnAbort: TxnEnd(req, out); return true;
     case Opcode::kTxnList: TxnList(req, out); return true;
-    // Specified (docs/protocol.md) for follower reads, which are not served yet: no leader
-    // sends it, and a broker answers it as an opcode it does not take.
-    case Opcode::kReplicaPublished: break;
+    case Opcode::kReplicaPublished: ReplicaPublished(req, out); return true;
   }
   Error(req, Status::UnknownOpcode("unknown opcode " + std::to_string(h.opcode)), out);
   return true;
@@ -264,6 +271,7 @@ bool RequestHandler::Fetch(Request& req, net::OutFrame* response) {
     return true;
   }
   const std::shared_ptr<storage::Stream>& stream = *found;
+  const bool replica_read = (req.frame.header.flags & net::kFlagReplicaRead) != 0;
   if (req.deadline_ms == 0) {
     metrics_->fetch_requests.Add(1);
     req.deadline_ms = MonotonicNowMs() + std::min(m->max_wait_ms, options_.max_wait_ms);
@@ -287,7 +295,7 @@ bool RequestHandler::Fetch(Request& req, net::OutFrame* response) {
   uint64_t total_bytes = 0, chunks = 0, records = 0;
   bool any_error = false;
   for (const auto& e : m->entries) {
-    auto served = Served(*stream, e.streamlet);
+    auto served = Served(*stream, e.streamlet, replica_read);
     storage::Streamlet* s = served.ok() ? *served : nullptr;
     // Entry head for the success case: streamlet, status, empty message, next, tail, count.
     const size_t entry_at = out->size();
@@ -309,7 +317,16 @@ bool RequestHandler::Fetch(Request& req, net::OutFrame* response) {
       // The streamlet may have been given up since the check above (another broker leads it
       // now and its chunks were dropped here): the reader must hear NOT_OWNER, not lose its
       // place.
-      if (auto again = Served(*stream, e.streamlet); !again.ok()) read = again.status();
+      if (auto again = Served(*stream, e.streamlet, replica_read); !again.ok()) {
+        read = again.status();
+      } else if (Status owner = cluster_ == nullptr
+                                    ? Status::Ok()
+                                    : cluster_->CheckOwner(stream->config().name, e.streamlet);
+                 !owner.ok()) {
+        // A follower's copy in memory that is being replaced by a whole view (follower reads):
+        // the reader goes to the leader, as from any follower that cannot serve it.
+        read = owner;
+      }
     }
     if (read.ok()) {
       uint8_t* p = out->data() + entry_at;
@@ -323,6 +340,10 @@ bool RequestHandler::Fetch(Request& req, net::OutFrame* response) {
       std::memcpy(p + 8, head.data(), 40);
       StoreLe32(p + 48, blocks);
       for (auto& seg : read->segments) response->keep.push_back(std::move(seg));
+      if (replica_read && cluster_ != nullptr &&
+          !cluster_->CheckOwner(stream->config().name, e.streamlet).ok()) {
+        metrics_->fetch_follower_chunks.Add(read->chunks);
+      }
       total_bytes += read->bytes;
       chunks += read->chunks;
       records += read->records;
@@ -506,6 +527,20 @@ void RequestHandler::ReplicaAppend(const Request& req, Bytes* out) {
   Status s = cluster_->AcceptReplica(*m);
   if (!s.ok()) return Error(req, s, out);
   metrics_->replica_appends.Add(1);
+  Respond(req, out, [](ByteWriter&) {});
+}
+
+void RequestHandler::ReplicaPublished(const Request& req, Bytes* out) {
+  auto m = net::DecodeReplicaPublishedRequest(req.frame.body.data(), req.frame.body.size());
+  if (!m.ok()) return Error(req, m.status(), out);
+  if (cluster_ == nullptr) {
+    return Error(req,
+                 Status::InvalidArgument("a standalone broker follows no leader: nothing to "
+                                         "publish here"),
+                 out);
+  }
+  Status s = cluster_->AcceptPublished(*m);
+  if (!s.ok()) return Error(req, s, out);
   Respond(req, out, [](ByteWriter&) {});
 }
 

@@ -72,6 +72,7 @@ class RequestHandler {
   void MoveStreamlet(const Request& req, Bytes* out);
   void SealStreamlet(const Request& req, Bytes* out);
   void ReplicaAppend(const Request& req, Bytes* out);
+  void ReplicaPublished(const Request& req, Bytes* out);
   void ReplicaJoin(const Request& req, Bytes* out);
   void ReplicaMove(const Request& req, Bytes* out);
   void ReplicaCheck(const Request& req, Bytes* out);
@@ -97,7 +98,9 @@ class RequestHandler {
   Result<std::shared_ptr<storage::Stream>> FindStream(const std::string& name);
   // The streamlet `id` of `stream` if this broker serves it: STREAMLET_NOT_FOUND past the
   // stream's count; NOT_OWNER / BROKER_UNAVAILABLE when another broker of the cluster stores it.
-  Result<storage::Streamlet*> Served(storage::Stream& stream, uint32_t id) const;
+  // `replica_read`: a Fetch that a follower in sync may answer from its copy (kFlagReplicaRead).
+  Result<storage::Streamlet*> Served(storage::Stream& stream, uint32_t id,
+                                     bool replica_read = false) const;
   // OK when every split of `rings` is a streamlet this broker serves (push carries only those).
   Status ServesRings(const std::string& stream, const std::vector<net::PushRing>& rings) const;
 

@@ -49,6 +49,12 @@ Server::Server(ServerOptions options, storage::StreamStore* store)
   if (options_.cluster != nullptr) {
     options_.cluster->OnStreamDeleted(
         [this](const std::shared_ptr<storage::Stream>& stream) { waiters_.WakeAll(stream.get()); });
+    // A follower's copy published more (follower reads): its parked readers here read on.
+    options_.cluster->OnPublished(
+        [this](const std::shared_ptr<storage::Stream>& stream, uint32_t streamlet) {
+          const uint32_t ids[] = {streamlet};
+          waiters_.Wake(stream.get(), ids);
+        });
     // A streamlet moved away: its readers here hear NOT_OWNER, pushed or parked.
     options_.cluster->OnStreamletLost([this](const std::shared_ptr<storage::Stream>& stream) {
       push_->EndSubscriptionsOf(stream.get());
@@ -143,7 +149,8 @@ void Server::Enqueue(Request r) {
       opcode == net::Opcode::kReplicaMove) {
     index = workers;
   }
-  if (opcode == net::Opcode::kReplicaAppend || opcode == net::Opcode::kReplicaTxn) {
+  if (opcode == net::Opcode::kReplicaAppend || opcode == net::Opcode::kReplicaTxn ||
+      opcode == net::Opcode::kReplicaPublished) {
     index = workers + 1;
   }
   queues_[index]->Push(std::move(r));
@@ -353,6 +360,7 @@ MetricValues Server::CollectMetrics() {
   add("nearstream_fetch_records_total", metrics_.fetch_records.Get());
   add("nearstream_fetch_bytes_total", metrics_.fetch_bytes.Get());
   add("nearstream_fetch_parked_total", metrics_.fetch_parked.Get());
+  add("nearstream_fetch_follower_chunks_total", metrics_.fetch_follower_chunks.Get());
   add("nearstream_fetch_waiting", waiters_.size());
   add("nearstream_fetch_wakeups_total", waiters_.woken_total());
   add("nearstream_async_flush_failures_total", metrics_.async_flush_failures.Get());

@@ -300,9 +300,6 @@ TEST_F(ServerTest, UnknownOpcodeAndBadVersionKeepTheConnection) {
   EXPECT_EQ(s.ReadStatus(), static_cast<int>(StatusCode::kMalformedRequest));
   s.Write(Frame(1, static_cast<uint16_t>(net::Opcode::kListStreams), 8, {}));
   EXPECT_EQ(s.ReadStatus(), 0);
-  // Specified for follower reads, not served yet (docs/protocol.md, "ReplicaPublished").
-  s.Write(Frame(1, static_cast<uint16_t>(net::Opcode::kReplicaPublished), 9, {}));
-  EXPECT_EQ(s.ReadStatus(), static_cast<int>(StatusCode::kUnknownOpcode));
 }
 
 TEST_F(ServerTest, OversizedFrameIsAnsweredThenClosed) {

@@ -236,7 +236,9 @@ Result<ZkCluster::LeaderCopy> ZkCluster::CopyFromLeader(const std::string& name,
     }
     std::lock_guard<std::mutex> lock(follower->mu);
     follower->Close();
-    (void)s->DropAll();
+    follower->ResetMirror(*s);  // its readers wait for a whole view after the join
+    s->SetMirror(false);
+    s->Reopen();
     Result<storage::Position> kept =
         options_.whole_catch_up
             ? Result<storage::Position>(Status::InvalidArgument("--catch-up whole"))

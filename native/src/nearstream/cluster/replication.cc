@@ -21,11 +21,6 @@ namespace nearstream::cluster {
 
 namespace {
 
-// How long a leader waits for a follower's answer before it counts the follower as failed (and
-// removes it from the in-sync set): a stopped (SIGSTOP) or partitioned follower holds the
-// streamlet's appends this long, as Kafka's replica.lag.time.max.ms bounds a stalled follower.
-constexpr int kReplicaTimeoutMs = 10000;
-
 std::string StreamletName(const std::string& name, uint32_t id) {
   return "streamlet " + std::to_string(id) + " of stream '" + name + "'";
 }
@@ -66,6 +61,8 @@ std::vector<Status> ZkCluster::Replicate(const std::vector<ReplicaBatch>& batche
     std::tuple<std::string, uint32_t, uint32_t> key;
     Status status;
     uint64_t first_id = 0;
+    std::optional<net::ReplicaPublishedRequest> view;  // sent ahead of the chunks
+    uint64_t view_id = 0;
   };
   std::vector<Status> out(batches.size());
   std::vector<uint64_t> epochs(batches.size(), 0);
@@ -98,6 +95,8 @@ std::vector<Status> ZkCluster::Replicate(const std::vector<ReplicaBatch>& batche
                              link,
                              {batch.name, batch.id, f},
                              Status::Ok(),
+                             0,
+                             std::nullopt,
                              0});
       }
     }
@@ -127,6 +126,25 @@ std::vector<Status> ZkCluster::Replicate(const std::vector<ReplicaBatch>& batche
                                               " is not registered");
       continue;
     }
+    // What the batches before published, ahead of this one's chunks (follower reads), on a
+    // connection that is up; whole views, which load files on the follower, are ns-views'.
+    std::optional<net::Client>& client = send.link->client;
+    if (client.has_value() && client->ok() && send.link->told != 0 &&
+        send.link->told_epoch == epochs[send.batch]) {
+      send.view =
+          ViewFor(batches[send.batch].name, batches[send.batch].id, epochs[send.batch], *send.link);
+    }
+    if (send.view.has_value()) {
+      Bytes body;
+      ByteWriter w(&body);
+      net::EncodeReplicaPublishedRequest(w, *send.view);
+      Result<uint64_t> sent = client->Send(net::Opcode::kReplicaPublished, body);
+      if (sent.ok()) {
+        send.view_id = *sent;
+      } else {
+        send.view.reset();  // the connection failed: SendReplicas connects again
+      }
+    }
     Result<uint64_t> first = SendReplicas(send.link->client, send.address, requests[send.batch]);
     if (first.ok()) {
       send.first_id = *first;
@@ -136,6 +154,11 @@ std::vector<Status> ZkCluster::Replicate(const std::vector<ReplicaBatch>& batche
   }
   for (Send& send : sends) {
     if (!send.status.ok()) continue;
+    if (send.view.has_value()) {
+      // Answered before the chunks; a refused view is no failed follower (follower_reads.cc).
+      ViewTold(*send.link, *send.view,
+               send.link->client->AwaitAnswers(net::Opcode::kReplicaPublished, send.view_id, 1));
+    }
     send.status =
         send.link->client->AwaitReplicaAppends(send.first_id, requests[send.batch].size());
     if (!send.link->client->ok()) send.link->client.reset();
@@ -487,6 +510,16 @@ Status ZkCluster::AcceptReplica(const net::ReplicaAppendRequest& m) {
     return written;
   }
   copy->file_at.offset += m.chunk_size;
+  // And to the copy in memory, which a view publishes (follower reads). Failing there fails no
+  // write: the file is the copy; the readers here wait for a whole view.
+  if (copy->mirror_valid.load(std::memory_order_acquire)) {
+    if (Status mirrored = s->MirrorChunk(m.at, m.chunk, m.chunk_size, WallNowMs());
+        !mirrored.ok()) {
+      NS_LOG(kWarning) << "the copy in memory of " << StreamletName(m.stream, m.streamlet)
+                       << " is dropped until a whole view: " << mirrored.ToString();
+      copy->ResetMirror(*s);
+    }
+  }
   return Status::Ok();
 }
 
@@ -551,7 +584,10 @@ void ZkCluster::Install(const std::string& name, StreamRecord record) {
                            << " as its new leader: " << r.ToString();
           }
         }
-        (void)s->DropAll();  // nothing in memory a follower reads; its files are the copy
+        // Its copy in memory (follower reads) goes: the files are the copy, loaded whole.
+        copy->ResetMirror(*s);
+        s->SetMirror(false);
+        s->Reopen();
         Status loaded = s->Recover(WallNowMs());
         if (!loaded.ok()) {
           NS_LOG(kError) << "loading the copy of " << StreamletName(name, i)
@@ -587,8 +623,10 @@ void ZkCluster::Install(const std::string& name, StreamRecord record) {
         if (led) s->Seal();
         give_up.emplace_back([s, led, what = StreamletName(name, i),
                               txns = stream->transactions_of(i),
-                              replicas = FormatIds(record.replicas[i].replicas), me] {
+                              replicas = FormatIds(record.replicas[i].replicas), me, copy] {
           if (txns != nullptr) txns->Forget();
+          copy->mirror_valid.store(false, std::memory_order_release);
+          s->SetMirror(false);
           (void)s->DropAll(/*reopen=*/!led);
           RemoveCopy(s->dir());
           NS_LOG(kInfo) << "broker " << me << " holds no replica of " << what
@@ -609,10 +647,21 @@ void ZkCluster::Install(const std::string& name, StreamRecord record) {
         // start): in memory the streamlet holds nothing while this broker follows; its files
         // stay, the copy new chunks are appended to. A leader no longer is sealed (see above).
         if (led) s->Seal();
-        // A follower's transactions are files only, as its streamlet is.
-        give_up.emplace_back([s, led, txns = stream->transactions_of(i)] {
+        // A follower's transactions are files only, as its streamlet is. The drop takes the
+        // copy's lock: a view that applied meanwhile (the cache names this broker a follower
+        // already) goes with it, so the leader's next view is refused and a whole one follows.
+        std::shared_ptr<FollowerCopy> copy;
+        {
+          MutexLock lock(&mu_);
+          std::shared_ptr<FollowerCopy>& c = copies_[{name, i}];
+          if (c == nullptr) c = std::make_shared<FollowerCopy>();
+          copy = c;
+        }
+        give_up.emplace_back([s, led, txns = stream->transactions_of(i), copy] {
           if (txns != nullptr) txns->Forget();
-          (void)s->DropAll(/*reopen=*/!led);
+          std::lock_guard<std::mutex> lock(copy->mu);
+          copy->ResetMirror(*s);
+          if (!led) s->Reopen();
         });
         demoted = demoted || led;
         if (led) {

@@ -91,6 +91,8 @@ Status ZkCluster::Start(const std::string& address) {
   NameThread(refresher_, "zk-refresh");
   catchup_ = std::thread([this] { CatchUpLoop(); });
   NameThread(catchup_, "ns-catchup");
+  views_ = std::thread([this] { ViewsLoop(); });
+  NameThread(views_, "ns-views");
   NS_LOG(kInfo) << "broker " << options_.broker_id << " joined the cluster at " << servers_ << root_
                 << " as " << address_ << " on host " << options_.host;
   return Status::Ok();
@@ -104,6 +106,7 @@ void ZkCluster::Stop() {
   }
   if (refresher_.joinable()) refresher_.join();
   if (catchup_.joinable()) catchup_.join();
+  if (views_.joinable()) views_.join();
   MutexLock lock(&zk_mu_);
   if (zh_ != nullptr) {
     zookeeper_close(zh_);  // ends the session: the broker's node goes at once

@@ -47,6 +47,10 @@ namespace nearstream::cluster {
 // How long a copy's seal holds on its source from each renewal (a move's or a catch-up's, the
 // segments' copy and the transaction files' pages alike) before the source lifts it itself.
 inline constexpr uint32_t kMoveSealMs = 30000;
+// How long a leader waits for a follower's answer before it counts the follower as failed (and
+// removes it from the in-sync set): a stopped (SIGSTOP) or partitioned follower holds the
+// streamlet's appends this long, as Kafka's replica.lag.time.max.ms bounds a stalled follower.
+inline constexpr int kReplicaTimeoutMs = 10000;
 
 struct ClusterOptions {
   std::string zookeeper;  // host:port[,...][/root]
@@ -93,6 +97,13 @@ class ZkCluster : public storage::TxnMirror {
     on_lost_ = std::move(callback);
   }
 
+  // Runs after a follower's copy in memory published more (a view applied: follower reads),
+  // so the server wakes the streamlet's parked fetches. Set before Start().
+  void OnPublished(
+      std::function<void(const std::shared_ptr<storage::Stream>&, uint32_t)> callback) {
+    on_published_ = std::move(callback);
+  }
+
   // ---- moving a streamlet (docs/protocol.md, "Moving a streamlet") ---------------------------
   // SealStreamlet on the owner: seals `s` (streamlet `id` of `stream`) for `seal_ms` and returns
   // its tail; 0 lifts the seal. INVALID_TXN_STATE while the stream has open or prepared
@@ -125,6 +136,15 @@ class ZkCluster : public storage::TxnMirror {
   // A follower's side of ReplicaAppend: checks the sender's leadership and epoch, then writes
   // the chunk at the same position of its copy.
   Status AcceptReplica(const net::ReplicaAppendRequest& m) NS_EXCLUDES(mu_, zk_mu_);
+  // ---- follower reads (follower_reads.cc; docs/cluster.md, "Follower reads") -----------------
+  // A follower's side of ReplicaPublished: the checks of AcceptReplica, then the view applied to
+  // its copy in memory. POSITION_OUT_OF_RANGE when the view does not continue the last one
+  // applied (the leader then sends a whole view).
+  Status AcceptPublished(const net::ReplicaPublishedRequest& m) NS_EXCLUDES(mu_, zk_mu_);
+  // Whether this broker may serve a read of another broker's streamlet from its copy: it is an
+  // in-sync follower of it and its copy in memory holds a whole view of the current leader's.
+  bool ServesFollowerRead(const std::string& stream, uint32_t streamlet) const NS_EXCLUDES(mu_);
+
   // The leader's side of ReplicaJoin: the follower's copy ends at the sealed tail, so it joins
   // the in-sync set (compare-and-set) and the seal is lifted.
   Status JoinIsr(const net::ReplicaJoinRequest& m) NS_EXCLUDES(mu_, zk_mu_);
@@ -350,6 +370,7 @@ class ZkCluster : public storage::TxnMirror {
   storage::StreamStore* const store_;
   std::function<void(const std::shared_ptr<storage::Stream>&)> on_deleted_;
   std::function<void(const std::shared_ptr<storage::Stream>&)> on_lost_;
+  std::function<void(const std::shared_ptr<storage::Stream>&, uint32_t)> on_published_;
 
   // The handle; replaced after a session expiry. Held across every call that uses it.
   Mutex zk_mu_;
@@ -383,7 +404,21 @@ class ZkCluster : public storage::TxnMirror {
   struct ReplicaLink {
     std::mutex mu;
     std::optional<net::Client> client;
+    // The publish version of the last view the follower applied (follower reads); 0: the next
+    // view is whole. Guarded by `mu`.
+    uint64_t told = 0;
+    uint64_t told_epoch = 0;  // the leader epoch `told` is of
   };
+  // A view of streamlet `id` for the follower at the other end of `link` (its `mu` held): the
+  // changes since what it applied last, whole when that is of another epoch or unknown; none
+  // when nothing changed.
+  std::optional<net::ReplicaPublishedRequest> ViewFor(const std::string& name, uint32_t id,
+                                                      uint64_t epoch, ReplicaLink& link);
+  // The follower's answer to a view: what it applied now, or a whole view next.
+  static void ViewTold(ReplicaLink& link, const net::ReplicaPublishedRequest& m,
+                       const Status& answer);
+  // The ns-views thread: views for followers of quiet streamlets, and whole ones.
+  void ViewsLoop() NS_EXCLUDES(mu_, zk_mu_);
   std::map<std::tuple<std::string, uint32_t, uint32_t>, std::shared_ptr<ReplicaLink>> links_
       NS_GUARDED_BY(mu_);
   // A follower's copy of one streamlet: the segment file it appends to, and the transaction
@@ -396,6 +431,17 @@ class ZkCluster : public storage::TxnMirror {
     storage::Position file_at;  // the segment `file` holds and where its next byte goes
     std::unique_ptr<storage::WritableFile> txn_file;
     std::string txn_file_name;
+    // The copy in memory (follower reads): valid once a whole view of the leader of
+    // `mirror_epoch` applied, up to the view of `mirror_version`. Set under `mu`; read by
+    // ServesFollowerRead without it.
+    std::atomic<bool> mirror_valid{false};
+    uint64_t mirror_epoch = 0;
+    uint64_t mirror_version = 0;
+    // Forgets the copy in memory (its files stay): no follower read until a whole view applies.
+    void ResetMirror(storage::Streamlet& s) {
+      mirror_valid.store(false, std::memory_order_release);
+      (void)s.DropAll(/*reopen=*/false);
+    }
     void Close() {
       file.reset();
       txn_file.reset();
@@ -454,6 +500,7 @@ class ZkCluster : public storage::TxnMirror {
   std::atomic<uint64_t> catch_up_kept_bytes_{0};
   std::thread refresher_;
   std::thread catchup_;
+  std::thread views_;
 };
 
 }  // namespace nearstream::cluster

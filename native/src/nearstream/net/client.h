@@ -81,7 +81,10 @@ class Client {
   bool ok() const { return broken_.ok(); }
   // Marks every request this client sends as forwarded (kFlagForwarded): a broker's client to
   // the cluster's controller.
-  void set_forwarding(bool forwarding) { request_flags_ = forwarding ? kFlagForwarded : 0; }
+  void set_forwarding(bool forwarding) { SetFlag(kFlagForwarded, forwarding); }
+  // Marks every request as one an in-sync follower may answer from its copy (kFlagReplicaRead;
+  // docs/cluster.md, "Follower reads"): a reader on a follower's host.
+  void set_replica_reads(bool replica_reads) { SetFlag(kFlagReplicaRead, replica_reads); }
 
   // ---- pipelined path ------------------------------------------------------------------------
 
@@ -161,6 +164,9 @@ class Client {
  private:
   Client(int fd, BrokerAddress address);
 
+  void SetFlag(uint8_t flag, bool on) {
+    request_flags_ = on ? (request_flags_ | flag) : (request_flags_ & ~flag);
+  }
   Status WriteAll(::iovec* iov, size_t count);
   // Makes at least `n` unread bytes available in the receive buffer, waiting until `deadline_ms`
   // (a CLOCK_MONOTONIC time in ms). Consumes nothing.

@@ -30,6 +30,8 @@ inline constexpr uint32_t kFrameHeaderSize = 12;  // after the length prefix
 inline constexpr uint8_t kFlagResponse = 0x01;
 // A broker passing a client's CreateStream or DeleteStream on to the controller.
 inline constexpr uint8_t kFlagForwarded = 0x02;
+// A Fetch that an in-sync follower of a streamlet may answer from its copy (follower reads).
+inline constexpr uint8_t kFlagReplicaRead = 0x04;
 // ClusterMetadataResponse::controller_id while no controller is elected.
 inline constexpr uint32_t kNoController = 0xFFFFFFFF;
 inline constexpr uint32_t kDefaultMaxFrameBytes = 64u << 20;

@@ -1,0 +1,171 @@
+// Follower reads (docs/cluster.md, "Follower reads"): a leader tells each in-sync follower what
+// its readers can see (ReplicaPublished views), and a follower keeps its copy in memory as well
+// as in files and serves reads from it, never past what the leader's readers saw.
+//
+// A view goes ahead of the next batch of chunks to the follower (Replicate), and, when a
+// streamlet goes quiet, from the ns-views thread here, which also sends the whole views a
+// follower needs after it restarted or caught up. A view the follower cannot apply changes
+// nothing in the in-sync set: the files the ReplicaAppends keep are the copy; only its readers
+// wait (or go to the leader) until a whole view applies.
+#include <algorithm>
+
+#include "nearstream/cluster/zk_cluster.h"
+#include "nearstream/common/clock.h"
+#include "nearstream/common/log.h"
+
+namespace nearstream::cluster {
+
+namespace {
+
+// How often ns-views looks for streamlets whose followers were not told of their last changes
+// (a quiet streamlet's readers on followers trail its leader's by about this much).
+constexpr int kViewsPollMs = 5;
+// How long ns-views waits for a follower's answer (a whole view loads the follower's files).
+constexpr int kViewTimeoutMs = 30000;
+
+}  // namespace
+
+Status ZkCluster::AcceptPublished(const net::ReplicaPublishedRequest& m) {
+  ASSIGN_OR_RETURN(FollowerTarget target,
+                   FollowerWriteTarget(m.stream, m.streamlet, m.leader_epoch));
+  storage::Streamlet& s = *target.streamlet;
+  FollowerCopy& copy = *target.copy;
+  std::lock_guard<std::mutex> lock(copy.mu);
+  RETURN_IF_ERROR(CheckFollowerWrite(m.stream, m.streamlet, m.leader, m.leader_epoch));
+  const bool whole = m.since == 0;
+  if (!whole && (!copy.mirror_valid.load(std::memory_order_acquire) ||
+                 copy.mirror_epoch != m.leader_epoch || copy.mirror_version != m.since)) {
+    return Status::PositionOutOfRange("broker " + std::to_string(options_.broker_id) +
+                                      "'s copy in memory of streamlet " +
+                                      std::to_string(m.streamlet) + " of stream '" + m.stream +
+                                      "' holds no view " + std::to_string(m.since) + " of epoch " +
+                                      std::to_string(m.leader_epoch) + "; it needs a whole view");
+  }
+  if (whole) {
+    copy.ResetMirror(s);
+    s.SetMirror(true);
+  }
+  if (Status applied = s.ApplyPublished(m.view, WallNowMs()); !applied.ok()) {
+    copy.ResetMirror(s);
+    return applied;
+  }
+  copy.mirror_epoch = m.leader_epoch;
+  copy.mirror_version = m.view.version;
+  copy.mirror_valid.store(true, std::memory_order_release);
+  if (on_published_) on_published_(target.stream, m.streamlet);
+  return Status::Ok();
+}
+
+bool ZkCluster::ServesFollowerRead(const std::string& stream, uint32_t streamlet) const {
+  std::shared_ptr<FollowerCopy> copy;
+  {
+    MutexLock lock(&mu_);
+    auto it = streams_.find(stream);
+    if (!joined() || it == streams_.end() || streamlet >= it->second.replicas.size()) return false;
+    const StreamRecord& record = it->second;
+    const std::vector<uint32_t>& isr = record.replicas[streamlet].isr;
+    if (!record.Follows(streamlet, options_.broker_id) ||
+        std::find(isr.begin(), isr.end(), options_.broker_id) == isr.end() ||
+        rebuilding_.contains({stream, streamlet})) {
+      return false;
+    }
+    auto c = copies_.find({stream, streamlet});
+    if (c == copies_.end()) return false;
+    copy = c->second;
+  }
+  return copy->mirror_valid.load(std::memory_order_acquire);
+}
+
+std::optional<net::ReplicaPublishedRequest> ZkCluster::ViewFor(const std::string& name, uint32_t id,
+                                                               uint64_t epoch, ReplicaLink& link) {
+  std::shared_ptr<storage::Stream> stream = store_->Find(name);
+  storage::Streamlet* s = stream == nullptr ? nullptr : stream->streamlet(id);
+  if (s == nullptr) return std::nullopt;
+  // What the follower applied last is of this leadership only: another epoch starts whole.
+  const uint64_t since = link.told_epoch == epoch ? link.told : 0;
+  if (since != 0 && s->published_version() <= since) return std::nullopt;
+  net::ReplicaPublishedRequest m;
+  m.stream = name;
+  m.streamlet = id;
+  m.leader = options_.broker_id;
+  m.leader_epoch = epoch;
+  m.since = since;
+  m.view = s->PublishedSince(since);
+  return m;
+}
+
+void ZkCluster::ViewTold(ReplicaLink& link, const net::ReplicaPublishedRequest& m,
+                         const Status& answer) {
+  if (answer.ok()) {
+    link.told = m.view.version;
+    link.told_epoch = m.leader_epoch;
+    return;
+  }
+  // The follower's copy in memory is not where the view started (it restarted, caught up, or
+  // failed a view): a whole view next.
+  link.told = 0;
+  if (!answer.IsPositionOutOfRange()) {
+    NS_LOG(kWarning) << "a view of streamlet " << m.streamlet << " of stream '" << m.stream
+                     << "' was refused: " << answer.ToString();
+  }
+}
+
+void ZkCluster::ViewsLoop() {
+  while (true) {
+    struct Due {
+      std::string name;
+      uint32_t id;
+      uint64_t epoch;
+      std::string address;
+      std::shared_ptr<ReplicaLink> link;
+    };
+    std::vector<Due> due;
+    {
+      MutexLock lock(&mu_);
+      if (stopping_) return;
+      changed_.WaitFor(&mu_, std::chrono::milliseconds(kViewsPollMs));
+      if (stopping_) return;
+      for (const auto& [name, record] : streams_) {
+        if (record.config.replication < 2) continue;
+        for (uint32_t i = 0; i < record.owners.size(); ++i) {
+          if (record.owners[i] != options_.broker_id) continue;
+          for (uint32_t f : record.replicas[i].isr) {
+            if (f == options_.broker_id) continue;
+            auto b = std::find_if(brokers_.begin(), brokers_.end(),
+                                  [f](const BrokerRecord& r) { return r.id == f; });
+            if (b == brokers_.end()) continue;
+            std::shared_ptr<ReplicaLink>& link = links_[{name, i, f}];
+            if (link == nullptr) link = std::make_shared<ReplicaLink>();
+            due.push_back(Due{name, i, record.replicas[i].leader_epoch, b->address, link});
+          }
+        }
+      }
+    }
+    for (Due& d : due) {
+      // A link busy with a batch carries the view itself (Replicate).
+      std::unique_lock<std::mutex> busy(d.link->mu, std::try_to_lock);
+      if (!busy.owns_lock()) continue;
+      std::optional<net::ReplicaPublishedRequest> view = ViewFor(d.name, d.id, d.epoch, *d.link);
+      if (!view.has_value()) continue;
+      std::optional<net::Client>& client = d.link->client;
+      if (!client.has_value() || !client->ok()) {
+        client.reset();
+        Result<net::Client> connected = net::Client::Connect(d.address, kReplicaTimeoutMs);
+        if (!connected.ok()) continue;  // the next chunk finds the follower failed, if it is
+        connected->set_io_timeout_ms(kReplicaTimeoutMs);  // as Replicate's connections
+        client.emplace(std::move(*connected));
+      }
+      Bytes body;
+      ByteWriter w(&body);
+      net::EncodeReplicaPublishedRequest(w, *view);
+      Result<uint64_t> sent = client->Send(net::Opcode::kReplicaPublished, body);
+      Status answer =
+          sent.ok() ? client->AwaitAnswers(net::Opcode::kReplicaPublished, *sent, 1, kViewTimeoutMs)
+                    : sent.status();
+      if (!client->ok()) client.reset();
+      ViewTold(*d.link, *view, answer);
+    }
+  }
+}
+
+}  // namespace nearstream::cluster
