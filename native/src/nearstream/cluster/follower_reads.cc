@@ -162,7 +162,9 @@ void ZkCluster::ViewsLoop() {
       Status answer =
           sent.ok() ? client->AwaitAnswers(net::Opcode::kReplicaPublished, *sent, 1, kViewTimeoutMs)
                     : sent.status();
-      if (!client->ok()) client.reset();
+      // A timeout leaves the connection up with the answer still to come, which the link's next
+      // batch would take for its own: a new connection instead.
+      if (!client->ok() || answer.IsIoError()) client.reset();
       ViewTold(*d.link, *view, answer);
     }
   }
