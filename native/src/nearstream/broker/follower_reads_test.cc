@@ -4,13 +4,16 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
 #include "nearstream/common/byte_io.h"
 #include "nearstream/common/clock.h"
 #include "nearstream/net/client.h"
+#include "nearstream/push/shm_region.h"
 #include "nearstream/storage/chunk.h"
+#include "nearstream/testing/push_test_consumer.h"
 #include "nearstream/testing/replicated_cluster.h"
 
 namespace nearstream::testing {
@@ -174,6 +177,69 @@ TEST_F(FollowerReadsTest, AFollowerServesReadsAgainOnceItCaughtUpAfterARestart) 
   ASSERT_TRUE(Broker(follower).Restart().ok());
   AwaitIsr(leader, "reads", 0, {leader, follower});
   ASSERT_NO_FATAL_FAILURE(ExpectFollowerReadsLeader(follower, leader, 0));
+}
+
+TEST_F(FollowerReadsTest, AFollowerPushesFromItsCopyUntilItStopsServingTheStreamlet) {
+  ProcessResult r = Cli(List(), {"create", "reads", "--streamlets", "1", "--durability", "async",
+                                 "--replication", "2"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  r = Cli(List(), {"produce", "reads", "--batch-records", "10"}, Numbered(0, 500));
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  const net::StreamPlacement p = Placement(1, "reads");
+  const uint32_t leader = p.owners[0];
+  const uint32_t follower = p.replicas[0].replicas[1];
+  ASSERT_NE(follower, leader);
+  // Served once the follower's copy in memory holds a whole view (within milliseconds).
+  ASSERT_NO_FATAL_FAILURE(ExpectFollowerReadsLeader(follower, leader, 0));
+
+  net::PushSubscribeRequest req;
+  req.stream = "reads";
+  req.slots_per_ring = 4;
+  req.slot_bytes = 64 * 1024;
+  req.consumer_timeout_ms = 60000;
+  req.rings.push_back(net::PushRing{0, {{0, storage::Position{}}}});
+  auto plain = net::Client::Connect(Broker(follower).address());
+  ASSERT_TRUE(plain.ok());
+  EXPECT_TRUE(plain->PushSubscribe(req).status().IsNotOwner()) << "a push without the flag";
+  auto client = ReplicaReader(follower);
+  ASSERT_TRUE(client.ok());
+  auto sub = client->PushSubscribe(req);
+  ASSERT_TRUE(sub.ok()) << sub.status().ToString();
+  auto region = push::ShmRegion::Open(sub->region_path);
+  ASSERT_TRUE(region.ok()) << region.status().ToString();
+  TestConsumer consumer(region->get(), 0);
+  consumer.ReadUntil(500);
+  // Records the views publish after the subscription wake its push thread too.
+  r = Cli(Broker(leader).address(), {"produce", "reads", "--batch-records", "10"},
+          Numbered(500, 600));
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  consumer.ReadUntil(600);
+  auto from_leader = net::Client::Connect(Broker(leader).address());
+  ASSERT_TRUE(from_leader.ok());
+  std::vector<Block> chunks;
+  ASSERT_TRUE(ReadAll(*from_leader, "reads", 0, &chunks).ok());
+  std::vector<storage::Position> positions;
+  std::vector<std::string> records;
+  for (const Block& b : chunks) {
+    positions.push_back(b.at);
+    auto h = storage::DecodeChunkHeader(b.data.data(), b.data.size());
+    ASSERT_TRUE(h.ok());
+    storage::RecordIterator it(b.data.data() + storage::kChunkHeaderSize, h->payload_length);
+    std::string_view record;
+    while (it.Next(&record)) records.emplace_back(record);
+  }
+  EXPECT_EQ(consumer.ChunkPositions(0), positions);
+  EXPECT_EQ(consumer.Records(0), records);
+
+  // Drained, the follower holds no replica any more: its push ends (the region is closed), and
+  // its reader would subscribe where the streamlet is served now.
+  r = Cli(List(), {"drain", "--broker-id", std::to_string(follower)});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  const int64_t deadline = MonotonicNowMs() + 30000;
+  while ((*region)->region_state() != NS_SHM_REGION_CLOSED && MonotonicNowMs() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ((*region)->region_state(), NS_SHM_REGION_CLOSED);
 }
 
 }  // namespace

@@ -62,11 +62,16 @@ Result<storage::Streamlet*> RequestHandler::Served(storage::Stream& stream, uint
 }
 
 Status RequestHandler::ServesRings(const std::string& stream,
-                                   const std::vector<net::PushRing>& rings) const {
+                                   const std::vector<net::PushRing>& rings,
+                                   bool replica_read) const {
   if (cluster_ == nullptr) return Status::Ok();
   for (const net::PushRing& ring : rings) {
     for (const net::PushSplit& split : ring.splits) {
-      RETURN_IF_ERROR(cluster_->CheckOwner(stream, split.streamlet));
+      Status owner = cluster_->CheckOwner(stream, split.streamlet);
+      if (!owner.ok() && replica_read && cluster_->ServesFollowerRead(stream, split.streamlet)) {
+        continue;  // pushed from this broker's copy (follower reads)
+      }
+      RETURN_IF_ERROR(owner);
     }
   }
   return Status::Ok();
@@ -457,7 +462,10 @@ void RequestHandler::PushSubscribe(const Request& req, Bytes* out) {
   auto m = net::DecodePushSubscribeRequest(req.frame.body.data(), req.frame.body.size());
   if (!m.ok()) return Error(req, m.status(), out);
   if (push_ == nullptr) return Error(req, NoPush(), out);
-  if (Status s = ServesRings(m->stream, m->rings); !s.ok()) return Error(req, s, out);
+  const bool replica_read = (req.frame.header.flags & net::kFlagReplicaRead) != 0;
+  if (Status s = ServesRings(m->stream, m->rings, replica_read); !s.ok()) {
+    return Error(req, s, out);
+  }
   auto spec = ToSubscriptionSpec(*m);
   if (!spec.ok()) return Error(req, spec.status(), out);
   auto r = push_->Subscribe(req.conn->id(), *spec);

@@ -102,7 +102,9 @@ class RequestHandler {
   Result<storage::Streamlet*> Served(storage::Stream& stream, uint32_t id,
                                      bool replica_read = false) const;
   // OK when every split of `rings` is a streamlet this broker serves (push carries only those).
-  Status ServesRings(const std::string& stream, const std::vector<net::PushRing>& rings) const;
+  // `replica_read`: streamlets this broker pushes from its copy count too (kFlagReplicaRead).
+  Status ServesRings(const std::string& stream, const std::vector<net::PushRing>& rings,
+                     bool replica_read = false) const;
 
   // Writes a whole OK response whose body `body` encodes.
   void Respond(const Request& req, Bytes* out, const std::function<void(ByteWriter&)>& body);

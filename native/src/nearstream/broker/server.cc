@@ -54,6 +54,7 @@ Server::Server(ServerOptions options, storage::StreamStore* store)
         [this](const std::shared_ptr<storage::Stream>& stream, uint32_t streamlet) {
           const uint32_t ids[] = {streamlet};
           waiters_.Wake(stream.get(), ids);
+          push_->NotifyAppend(stream.get());
         });
     // A streamlet moved away: its readers here hear NOT_OWNER, pushed or parked.
     options_.cluster->OnStreamletLost([this](const std::shared_ptr<storage::Stream>& stream) {

@@ -41,14 +41,19 @@ Status ZkCluster::AcceptPublished(const net::ReplicaPublishedRequest& m) {
                                       "' holds no view " + std::to_string(m.since) + " of epoch " +
                                       std::to_string(m.leader_epoch) + "; it needs a whole view");
   }
+  // Push subscriptions served from a copy in memory that is dropped end (their readers
+  // subscribe again); parked fetches find the streamlet again after the view.
+  bool lost = false;
   if (whole) {
-    copy.ResetMirror(s);
+    lost = copy.ResetMirror(s);
     s.SetMirror(true);
   }
   if (Status applied = s.ApplyPublished(m.view, WallNowMs()); !applied.ok()) {
-    copy.ResetMirror(s);
+    lost = copy.ResetMirror(s) || lost;
+    if (lost && on_lost_) on_lost_(target.stream);
     return applied;
   }
+  if (lost && on_lost_) on_lost_(target.stream);
   copy.mirror_epoch = m.leader_epoch;
   copy.mirror_version = m.view.version;
   copy.mirror_valid.store(true, std::memory_order_release);
@@ -62,10 +67,7 @@ bool ZkCluster::ServesFollowerRead(const std::string& stream, uint32_t streamlet
     MutexLock lock(&mu_);
     auto it = streams_.find(stream);
     if (!joined() || it == streams_.end() || streamlet >= it->second.replicas.size()) return false;
-    const StreamRecord& record = it->second;
-    const std::vector<uint32_t>& isr = record.replicas[streamlet].isr;
-    if (!record.Follows(streamlet, options_.broker_id) ||
-        std::find(isr.begin(), isr.end(), options_.broker_id) == isr.end() ||
+    if (!it->second.FollowsInSync(streamlet, options_.broker_id) ||
         rebuilding_.contains({stream, streamlet})) {
       return false;
     }

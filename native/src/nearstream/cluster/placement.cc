@@ -89,6 +89,12 @@ bool StreamRecord::Follows(uint32_t streamlet, uint32_t broker) const {
   return std::find(r.begin(), r.end(), broker) != r.end();
 }
 
+bool StreamRecord::FollowsInSync(uint32_t streamlet, uint32_t broker) const {
+  if (!Follows(streamlet, broker)) return false;
+  const std::vector<uint32_t>& isr = replicas[streamlet].isr;
+  return std::find(isr.begin(), isr.end(), broker) != isr.end();
+}
+
 std::string FormatBrokerRecord(const BrokerRecord& broker) {
   return "format=1\naddress=" + broker.address + "\nhost=" + broker.host + "\n";
 }

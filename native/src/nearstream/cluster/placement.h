@@ -31,6 +31,8 @@ struct StreamRecord {
   uint32_t version = 0;  // the node's version + 1 (ClusterMetadata's placement version)
 
   bool Follows(uint32_t streamlet, uint32_t broker) const;  // a replica, not the leader
+  // A follower in the in-sync set.
+  bool FollowsInSync(uint32_t streamlet, uint32_t broker) const;
 };
 
 // The controller's election (docs/cluster.md, "The controller"): the ephemeral /controller

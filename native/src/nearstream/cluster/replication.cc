@@ -517,7 +517,7 @@ Status ZkCluster::AcceptReplica(const net::ReplicaAppendRequest& m) {
         !mirrored.ok()) {
       NS_LOG(kWarning) << "the copy in memory of " << StreamletName(m.stream, m.streamlet)
                        << " is dropped until a whole view: " << mirrored.ToString();
-      copy->ResetMirror(*s);
+      if (copy->ResetMirror(*s) && on_lost_) on_lost_(stream);
     }
   }
   return Status::Ok();
@@ -546,12 +546,18 @@ void ZkCluster::Install(const std::string& name, StreamRecord record) {
   // drop finds NOT_OWNER, not an empty streamlet.
   std::vector<std::function<void()>> give_up;
   bool demoted = false;
+  // Follower reads this broker served of a streamlet it no longer serves them of (it left the
+  // in-sync set or leads now): their push subscriptions end, their readers go where it is.
+  bool follower_reads_lost = false;
   if (stream != nullptr && record.config.replication > 1) {
     for (uint32_t i = 0; i < record.owners.size(); ++i) {
       storage::Streamlet* s = stream->streamlet(i);
       if (s == nullptr) continue;
       const bool leads = record.owners[i] == me;
       const bool led = had && i < before.owners.size() && before.owners[i] == me;
+      if (had && before.FollowsInSync(i, me) && !record.FollowsInSync(i, me)) {
+        follower_reads_lost = true;
+      }
       if (leads && had && !led) {
         // Promotion: the copy's files become the streamlet, loaded as recovery loads them (torn
         // tails cut, groups closed, producer sequences rebuilt so retries are duplicates).
@@ -585,7 +591,7 @@ void ZkCluster::Install(const std::string& name, StreamRecord record) {
           }
         }
         // Its copy in memory (follower reads) goes: the files are the copy, loaded whole.
-        copy->ResetMirror(*s);
+        follower_reads_lost = copy->ResetMirror(*s) || follower_reads_lost;
         s->SetMirror(false);
         s->Reopen();
         Status loaded = s->Recover(WallNowMs());
@@ -683,7 +689,7 @@ void ZkCluster::Install(const std::string& name, StreamRecord record) {
   }
   for (const auto& drop : give_up) drop();
   locks.clear();
-  if (demoted && on_lost_) on_lost_(stream);
+  if ((demoted || follower_reads_lost) && on_lost_) on_lost_(stream);
 }
 
 }  // namespace nearstream::cluster

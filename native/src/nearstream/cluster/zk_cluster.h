@@ -91,8 +91,10 @@ class ZkCluster : public storage::TxnMirror {
   }
 
   // Runs after this broker let a streamlet of `stream` go (it moved to another broker) and
-  // removed its copy: the server ends the stream's push subscriptions and wakes its parked
-  // fetches, whose readers then hear NOT_OWNER. Set before Start().
+  // removed its copy, or stopped serving follower reads of one (it left the in-sync set, was
+  // promoted, or its copy in memory was dropped): the server ends the stream's push
+  // subscriptions and wakes its parked fetches, whose readers then hear NOT_OWNER or find the
+  // streamlet where it is served now. Set before Start().
   void OnStreamletLost(std::function<void(const std::shared_ptr<storage::Stream>&)> callback) {
     on_lost_ = std::move(callback);
   }
@@ -438,9 +440,11 @@ class ZkCluster : public storage::TxnMirror {
     uint64_t mirror_epoch = 0;
     uint64_t mirror_version = 0;
     // Forgets the copy in memory (its files stay): no follower read until a whole view applies.
-    void ResetMirror(storage::Streamlet& s) {
-      mirror_valid.store(false, std::memory_order_release);
+    // Returns whether it served reads (their push subscriptions must then end).
+    bool ResetMirror(storage::Streamlet& s) {
+      const bool was = mirror_valid.exchange(false, std::memory_order_acq_rel);
       (void)s.DropAll(/*reopen=*/false);
+      return was;
     }
     void Close() {
       file.reset();
