@@ -41,8 +41,6 @@ bool FileExists(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0;
 }
 
-using testing::DecodeSlot;
-using testing::PushedChunk;
 using testing::TestConsumer;
 
 class PushServerTest : public ::testing::Test {
