@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The long run of the replication chaos test (native/src/nearstream/broker/replication_chaos_test.cc):
 # ZooKeeper and three brokers on 127.0.0.1, a replicated stream with one idempotent producer and
-# one reader per streamlet, and a fault loop of kill -9 of leaders and followers (a follower also
+# two readers per streamlet (one of its leader, one of an in-sync follower's copy: follower
+# reads), and a fault loop of kill -9 of leaders and followers (a follower also
 # while ZooKeeper is paused with SIGSTOP for under a second), SIGSTOP/SIGCONT
 # of leaders past their ZooKeeper session, clean restarts, drains of a broker (replication 2) and
 # leaders moved to a follower (replication 3); then the checker counts lost
@@ -37,8 +38,9 @@ NEARSTREAM_CHAOS_FAULTS="$FAULTS" NEARSTREAM_CHAOS_REPORT="$lines" \
   echo
   echo "\`scripts/replication-chaos.sh $FAULTS\` on $started ($(nproc) cores): ZooKeeper and three"
   echo "brokers on 127.0.0.1 (ZooKeeper session 2 s), stream of 3 streamlets, durability sync,"
-  echo "64 KiB segments, one idempotent producer (chunks of 10 numbered records) and one reader per"
-  echo "streamlet. Faults one at a time, 0.3–1 s apart; a killed or stopped broker is restarted"
+  echo "64 KiB segments, one idempotent producer (chunks of 10 numbered records) and two readers per"
+  echo "streamlet: one of its leader, one of an in-sync follower's copy (follower reads, falling back"
+  echo "to the leader while no follower serves it). Faults one at a time, 0.3–1 s apart; a killed or stopped broker is restarted"
   echo "before the next. Drains and moves are the operator's \`nearstream drain\` and \`move\`, run"
   echo "while the producers write; ZooKeeper is paused (SIGSTOP, 0.4–0.8 s) while a follower is"
   echo "killed. The checker reads every streamlet to its tail afterwards."

@@ -64,6 +64,9 @@ Cluster (docs/cluster.md; without --zookeeper the broker is standalone and owns 
   --catch-up HOW              how a follower that is out of sync catches up: epoch (default:
                               keep what its leader's epoch history proves equal, copy the rest)
                               or whole (copy the whole streamlet every time)
+  --follower-reads            as a leader, tell the in-sync followers what its readers see, so
+                              that they serve replica reads from their copy (off by default:
+                              followers then keep their copies in memory too)
 )";
 
 Status WritePortFile(const std::string& path, uint16_t port) {
@@ -113,6 +116,7 @@ Status Run(int argc, char** argv) {
                                                                   {"zookeeper-session-ms"},
                                                                   {"zookeeper-timeout-ms"},
                                                                   {"catch-up"},
+                                                                  {"follower-reads", false},
                                                                   {"help", false},
                                                                   {"version", false}}));
   if (flags.Has("help")) {
@@ -182,6 +186,7 @@ Status Run(int argc, char** argv) {
     return Status::InvalidArgument("--catch-up must be epoch or whole, got '" + catch_up + "'");
   }
   cluster_options.whole_catch_up = catch_up == "whole";
+  cluster_options.follower_reads = flags.Has("follower-reads");
 
   storage::StoreOptions store_options;
   store_options.data_dir = flags.String("data-dir");

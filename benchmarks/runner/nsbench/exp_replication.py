@@ -37,14 +37,18 @@ def add_arguments(p):
                    help="ZooKeeper session timeout of the brokers (the failover waits for it)")
     p.add_argument("--failovers", type=int, default=3, help="failover measurements")
     p.add_argument("--repetitions", type=int, default=1)
+    p.add_argument("--follower-reads", action="store_true",
+                   help="brokers started with --follower-reads (followers keep copies in "
+                        "memory, told what to show by views)")
     p.add_argument("--txn-chunks", type=int, default=0,
                    help="producers write transactions of this many chunks per streamlet "
                         "(0: plain appends)")
 
 
 def _cluster(stack, workdir, args, count=2):
+    extra = ["--follower-reads"] if args.follower_reads else []
     return stack.enter_context(BrokerCluster(workdir, count, workers=args.workers,
-                                             session_ms=args.session_ms)).brokers
+                                             session_ms=args.session_ms, extra=extra)).brokers
 
 
 def _create(broker, args, replication, streamlets):
@@ -97,7 +101,9 @@ def run(args, out_dir, workdir):
     failovers = [_failover_ms(workdir, args) for _ in range(args.failovers)]
     res.markdown(
         "Replication: producers with replication 1 vs 2, and the failover time", args.command,
-        [f"Two brokers (--workers {args.workers}) and ZooKeeper on one machine; a stream of "
+        [f"Two brokers (--workers {args.workers}"
+         + (", --follower-reads" if args.follower_reads else "")
+         + f") and ZooKeeper on one machine; a stream of "
          f"{args.streamlets} streamlets, durability {args.durability}, {args.record_size}-byte "
          f"records, {args.producers} nearstream-perf producers, no consumers, {args.duration_s} s "
          "per point"

@@ -58,6 +58,8 @@ Status ReadAll(net::Client& client, const std::string& stream, uint32_t streamle
 
 class FollowerReadsTest : public ReplicatedCluster {
  protected:
+  FollowerReadsTest() { extra_broker_args_ = {"--follower-reads"}; }
+
   Result<net::Client> ReplicaReader(uint32_t id) {
     ASSIGN_OR_RETURN(net::Client client, net::Client::Connect(Broker(id).address()));
     client.set_replica_reads(true);
@@ -240,6 +242,28 @@ TEST_F(FollowerReadsTest, AFollowerPushesFromItsCopyUntilItStopsServingTheStream
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   EXPECT_EQ((*region)->region_state(), NS_SHM_REGION_CLOSED);
+}
+
+// Brokers without --follower-reads: leaders tell their followers nothing, so no follower keeps a
+// copy in memory or serves a replica read; the reader is sent to the leader.
+using FollowerReadsOffTest = ReplicatedCluster;
+
+TEST_F(FollowerReadsOffTest, WithoutTheFlagAFollowerSendsReplicaReadsToTheLeader) {
+  ProcessResult r = Cli(List(), {"create", "reads", "--streamlets", "1", "--durability", "async",
+                                 "--replication", "2"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  r = Cli(List(), {"produce", "reads", "--batch-records", "10"}, Numbered(0, 100));
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  const net::StreamPlacement p = Placement(1, "reads");
+  const uint32_t follower = p.replicas[0].replicas[1];
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // views would have come by now
+  auto reader = net::Client::Connect(Broker(follower).address());
+  ASSERT_TRUE(reader.ok());
+  reader->set_replica_reads(true);
+  std::vector<Block> none;
+  Status refused = ReadAll(*reader, "reads", 0, &none);
+  EXPECT_TRUE(refused.IsNotOwner()) << refused.ToString();
+  EXPECT_EQ(Stat(follower, "nearstream_fetch_follower_chunks_total"), 0u);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // A chaos test of replication in the manner of Jepsen's Kafka checker: ZooKeeper and three
 // brokers on 127.0.0.1, a replicated stream, one idempotent producer per streamlet writing
-// numbered records and one reader per streamlet reading while a fault loop kills leaders and
+// numbered records and two readers per streamlet (one of its leader, one of an in-sync
+// follower's copy: follower reads) reading while a fault loop kills leaders and
 // followers with SIGKILL (a follower also while ZooKeeper is paused), pauses leaders with SIGSTOP
 // past their ZooKeeper session, restarts brokers, drains a broker (replication 2) and moves
 // leaders to followers. Afterwards a checker
@@ -324,6 +325,8 @@ void Check(uint32_t s, uint64_t acked, const std::vector<std::string>& log, Find
 class ReplicationChaosTest : public ThreeBrokerCluster,
                              public ::testing::WithParamInterface<uint32_t> {
  protected:
+  ReplicationChaosTest() { extra_broker_args_ = {"--follower-reads"}; }
+
   TestBroker& Broker(uint32_t id) { return *brokers_[id - 1]; }
 
   net::StreamPlacement Placement(const std::string& stream) {

@@ -129,7 +129,7 @@ std::vector<Status> ZkCluster::Replicate(const std::vector<ReplicaBatch>& batche
     // What the batches before published, ahead of this one's chunks (follower reads), on a
     // connection that is up; whole views, which load files on the follower, are ns-views'.
     std::optional<net::Client>& client = send.link->client;
-    if (client.has_value() && client->ok() && send.link->told != 0 &&
+    if (options_.follower_reads && client.has_value() && client->ok() && send.link->told != 0 &&
         send.link->told_epoch == epochs[send.batch]) {
       send.view =
           ViewFor(batches[send.batch].name, batches[send.batch].id, epochs[send.batch], *send.link);
@@ -663,12 +663,13 @@ void ZkCluster::Install(const std::string& name, StreamRecord record) {
           if (c == nullptr) c = std::make_shared<FollowerCopy>();
           copy = c;
         }
-        give_up.emplace_back([s, led, txns = stream->transactions_of(i), copy] {
-          if (txns != nullptr) txns->Forget();
-          std::lock_guard<std::mutex> lock(copy->mu);
-          copy->ResetMirror(*s);
-          if (!led) s->Reopen();
-        });
+        give_up.emplace_back(
+            [s, led, txns = stream->transactions_of(i), copy, &follower_reads_lost] {
+              if (txns != nullptr) txns->Forget();
+              std::lock_guard<std::mutex> lock(copy->mu);
+              follower_reads_lost = copy->ResetMirror(*s) || follower_reads_lost;
+              if (!led) s->Reopen();
+            });
         demoted = demoted || led;
         if (led) {
           // A seal held for a replica move that made another replica the leader: nothing to

@@ -91,8 +91,10 @@ Status ZkCluster::Start(const std::string& address) {
   NameThread(refresher_, "zk-refresh");
   catchup_ = std::thread([this] { CatchUpLoop(); });
   NameThread(catchup_, "ns-catchup");
-  views_ = std::thread([this] { ViewsLoop(); });
-  NameThread(views_, "ns-views");
+  if (options_.follower_reads) {
+    views_ = std::thread([this] { ViewsLoop(); });
+    NameThread(views_, "ns-views");
+  }
   NS_LOG(kInfo) << "broker " << options_.broker_id << " joined the cluster at " << servers_ << root_
                 << " as " << address_ << " on host " << options_.host;
   return Status::Ok();

@@ -61,6 +61,10 @@ struct ClusterOptions {
   // A follower catching up copies the whole streamlet instead of keeping what its leader's epoch
   // history proves equal (docs/protocol.md, "Catching up by leader epoch").
   bool whole_catch_up = false;
+  // As a leader, send in-sync followers views of what its readers see (ReplicaPublished), so
+  // that they serve follower reads (docs/cluster.md, "Follower reads"). A follower keeps a copy
+  // in memory only while views come, so without them it costs nothing.
+  bool follower_reads = false;
 };
 
 class ZkCluster : public storage::TxnMirror {
