@@ -163,6 +163,36 @@ public interface NearstreamClient extends AutoCloseable {
             SlotFormat slotFormat);
 
     /**
+     * {@link #pushSubscribe(String, int, int, int, List, RecordFilter, SlotFormat)} marked
+     * <b>replica read</b> when {@code replicaRead} (docs/protocol.md, frame flag {@code 0x04}): a
+     * broker in the in-sync set of the rings' streamlets that is not their leader pushes them from
+     * its own copy, at the leader's positions, instead of answering {@code NOT_OWNER}; the
+     * subscription ends (its region is closed) when that broker stops serving them
+     * (docs/cluster.md, "Follower reads"). Only a client of one broker can choose the follower: the
+     * default refuses a replica read with {@link StatusCode#INVALID_ARGUMENT} (a cluster client
+     * sends push subscriptions to the streamlets' leader).
+     */
+    default CompletableFuture<PushSubscription> pushSubscribe(
+            String stream,
+            int slotsPerRing,
+            int slotBytes,
+            int consumerTimeoutMs,
+            List<PushRingSpec> rings,
+            RecordFilter filter,
+            SlotFormat slotFormat,
+            boolean replicaRead) {
+        if (replicaRead) {
+            return CompletableFuture.failedFuture(
+                    new NearstreamClientException(
+                            StatusCode.INVALID_ARGUMENT,
+                            "a replica read needs a client of the one broker that serves it, not "
+                                    + getClass().getSimpleName()));
+        }
+        return pushSubscribe(
+                stream, slotsPerRing, slotBytes, consumerTimeoutMs, rings, filter, slotFormat);
+    }
+
+    /**
      * Replaces the rings of a subscription (same ring count): a split that stays keeps its push
      * position, a new one starts at its start.
      */

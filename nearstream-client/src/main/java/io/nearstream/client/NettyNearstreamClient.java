@@ -424,6 +424,27 @@ public final class NettyNearstreamClient implements NearstreamClient {
             List<PushRingSpec> rings,
             RecordFilter filter,
             SlotFormat slotFormat) {
+        return pushSubscribe(
+                stream,
+                slotsPerRing,
+                slotBytes,
+                consumerTimeoutMs,
+                rings,
+                filter,
+                slotFormat,
+                false);
+    }
+
+    @Override
+    public CompletableFuture<PushSubscription> pushSubscribe(
+            String stream,
+            int slotsPerRing,
+            int slotBytes,
+            int consumerTimeoutMs,
+            List<PushRingSpec> rings,
+            RecordFilter filter,
+            SlotFormat slotFormat,
+            boolean replicaRead) {
         return call(
                 new PushSubscribeRequest(
                         stream,
@@ -432,7 +453,8 @@ public final class NettyNearstreamClient implements NearstreamClient {
                         consumerTimeoutMs,
                         rings,
                         filter,
-                        slotFormat),
+                        slotFormat,
+                        replicaRead),
                 defaultTimeoutMs(),
                 (body, frame) -> ProtocolCodec.decodePushSubscribeResponse(body));
     }

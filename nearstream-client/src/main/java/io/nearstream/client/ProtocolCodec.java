@@ -32,6 +32,13 @@ final class ProtocolCodec {
     static final int HEADER_BYTES = 12;
 
     static final int FLAG_RESPONSE = 0x01;
+
+    /**
+     * Requests only: a Fetch or PushSubscribe that an in-sync follower of the streamlets may serve
+     * from its own copy instead of answering NOT_OWNER (docs/protocol.md, frame flags).
+     */
+    static final int FLAG_REPLICA_READ = 0x04;
+
     static final int MAX_STR_BYTES = 0xFFFF;
 
     private static final int METADATA_STREAMLET_BYTES = 4 + 2 * Position.WIRE_BYTES + 4;
@@ -110,10 +117,15 @@ final class ProtocolCodec {
      * Writes a placeholder length and the header; returns the prefix's index for {@link #endFrame}.
      */
     static int beginFrame(ByteBuf out, int opcode, long requestId, boolean response) {
+        return beginFrame(out, opcode, requestId, response ? FLAG_RESPONSE : 0);
+    }
+
+    /** {@link #beginFrame(ByteBuf, int, long, boolean)} with the header's {@code flags} byte. */
+    static int beginFrame(ByteBuf out, int opcode, long requestId, int flags) {
         int start = out.writerIndex();
         out.writeIntLE(0);
         out.writeByte(VERSION);
-        out.writeByte(response ? FLAG_RESPONSE : 0);
+        out.writeByte(flags);
         out.writeShortLE(opcode);
         out.writeLongLE(requestId);
         return start;
@@ -156,6 +168,11 @@ final class ProtocolCodec {
                     TxnAppendRequest,
                     TxnListRequest {
         Opcode opcode();
+
+        /** The frame header's flags: none, unless the request says otherwise. */
+        default int flags() {
+            return 0;
+        }
     }
 
     /** Handshake (1): the client's version range and name. */
@@ -521,7 +538,9 @@ final class ProtocolCodec {
 
     /**
      * PushSubscribe (20): slot geometry, consumer timeout, one ring per local reader, the record
-     * filter the push thread applies and the slot format it writes.
+     * filter the push thread applies and the slot format it writes; {@code replicaRead} sets the
+     * frame's {@link #FLAG_REPLICA_READ}, so that a broker following the rings' streamlets in sync
+     * may push them from its own copy.
      */
     record PushSubscribeRequest(
             String stream,
@@ -530,8 +549,29 @@ final class ProtocolCodec {
             int consumerTimeoutMs,
             List<PushRingSpec> rings,
             RecordFilter filter,
-            SlotFormat slotFormat)
+            SlotFormat slotFormat,
+            boolean replicaRead)
             implements Request {
+        /** Served by the streamlets' leader only. */
+        PushSubscribeRequest(
+                String stream,
+                int slotsPerRing,
+                int slotBytes,
+                int consumerTimeoutMs,
+                List<PushRingSpec> rings,
+                RecordFilter filter,
+                SlotFormat slotFormat) {
+            this(
+                    stream,
+                    slotsPerRing,
+                    slotBytes,
+                    consumerTimeoutMs,
+                    rings,
+                    filter,
+                    slotFormat,
+                    false);
+        }
+
         /** Without a filter, binary slots. */
         PushSubscribeRequest(
                 String stream,
@@ -563,6 +603,11 @@ final class ProtocolCodec {
         @Override
         public Opcode opcode() {
             return Opcode.PUSH_SUBSCRIBE;
+        }
+
+        @Override
+        public int flags() {
+            return replicaRead ? FLAG_REPLICA_READ : 0;
         }
     }
 
@@ -647,7 +692,7 @@ final class ProtocolCodec {
         }
         ByteBuf out = alloc.heapBuffer(64);
         try {
-            int start = beginFrame(out, request.opcode().code(), requestId, false);
+            int start = beginFrame(out, request.opcode().code(), requestId, request.flags());
             writeRequestBody(out, request);
             endFrame(out, start);
             return out;

@@ -247,7 +247,8 @@ final class ProtocolTestCodec {
                                 in.u32("consumer_timeout_ms"),
                                 readPushRings(in),
                                 readRecordFilter(in),
-                                readSlotFormat(in));
+                                readSlotFormat(in),
+                                (h.flags() & ProtocolCodec.FLAG_REPLICA_READ) != 0);
                 break;
             case PUSH_UPDATE:
                 request = new PushUpdateRequest(in.u64("subscription_id"), readPushRings(in));

@@ -53,6 +53,39 @@ class PushCodecTest {
     }
 
     @Test
+    void aReplicaReadSetsFlag0x04AndChangesNothingElse() {
+        byte[] leaderOnly =
+                encode(
+                        new PushSubscribeRequest(
+                                "s",
+                                8,
+                                1 << 20,
+                                5000,
+                                RINGS,
+                                RecordFilter.none(),
+                                SlotFormat.BINARY,
+                                false),
+                        7);
+        byte[] replicaRead =
+                encode(
+                        new PushSubscribeRequest(
+                                "s",
+                                8,
+                                1 << 20,
+                                5000,
+                                RINGS,
+                                RecordFilter.none(),
+                                SlotFormat.BINARY,
+                                true),
+                        7);
+        int flags = 4 + 1; // after the length prefix and the version
+        assertThat(leaderOnly[flags]).isZero();
+        assertThat(replicaRead[flags]).isEqualTo((byte) 0x04);
+        replicaRead[flags] = 0;
+        assertThat(replicaRead).isEqualTo(leaderOnly);
+    }
+
+    @Test
     void pushSubscribeRequestCarriesItsFilter() {
         RecordFilter json = RecordFilter.jsonFieldIn("t", "a", "");
         byte[] bytes = encode(new PushSubscribeRequest("s", 8, 1 << 20, 5000, RINGS, json), 1);
@@ -125,6 +158,15 @@ class PushCodecTest {
                                 RINGS,
                                 RecordFilter.none(),
                                 SlotFormat.BINARY_VIEW),
+                        new PushSubscribeRequest(
+                                "stream",
+                                8,
+                                1 << 20,
+                                5000,
+                                RINGS,
+                                RecordFilter.none(),
+                                SlotFormat.BINARY,
+                                true),
                         new PushUpdateRequest(-2L, RINGS),
                         new PushUpdateRequest(3, List.of()),
                         new PushCloseRequest(42))) {

@@ -139,14 +139,16 @@ public class NearstreamSource<T>
         String host = readerContext.getLocalHostName();
         Supplier<SplitReader<RecordRun, NearstreamSplit>> pull =
                 () -> new PullSplitReader(openClient(), stream, config, metrics);
+        boolean cluster = ConnectorChecks.isCluster(broker);
         // Which brokers this reader pushes from (their addresses, by id), and which broker each
         // split is pushed from.
         Map<Integer, String> pushBrokers = new TreeMap<>();
         ToIntFunction<NearstreamSplit> pushBrokerOf = split -> ReadModeFetcherManager.PULLED;
-        if (ConnectorChecks.isCluster(broker)) {
+        if (cluster) {
             if (readMode != ReadMode.PULL) {
-                // Each broker on this host by push, from its own subscription; the other brokers'
-                // streamlets by fetch RPCs in AUTO, refused in PUSH.
+                // The streamlets served by a broker on this host (their leader, or an in-sync
+                // replica of them) by push, from that broker's own subscription; the others by
+                // fetch RPCs to their leaders in AUTO, refused in PUSH.
                 StreamLocality locality = clusterLocality();
                 for (int id : locality.localBrokers(host)) {
                     pushBrokers.put(id, locality.address(id));
@@ -157,6 +159,10 @@ public class NearstreamSource<T>
             pushBrokers.put(StreamLocality.STANDALONE_BROKER, broker);
             pushBrokerOf = split -> StreamLocality.STANDALONE_BROKER;
         }
+        // Over a cluster a group's broker may serve its streamlets from an in-sync copy: its
+        // subscriptions are replica reads (a leader ignores the flag), sent over a connection to
+        // that broker itself rather than routed to the streamlets' leaders.
+        PushSubscriptionRegistry.Geometry geometry = PushSplitReader.geometry(config, cluster);
         Map<Integer, NearstreamSourceReader.PushGroup> pushGroups = new TreeMap<>();
         pushBrokers.forEach(
                 (id, address) ->
@@ -165,19 +171,27 @@ public class NearstreamSource<T>
                                 new NearstreamSourceReader.PushGroup(
                                         new PushSubscriptionRegistry.Key(address, stream, sourceId),
                                         new PushElection(
-                                                id, readerContext::sendSourceEventToCoordinator))));
+                                                id, readerContext::sendSourceEventToCoordinator),
+                                        geometry,
+                                        cluster ? () -> openClient(address) : this::openClient)));
         IntFunction<Supplier<SplitReader<RecordRun, NearstreamSplit>>> push =
                 id ->
-                        () ->
-                                new PushSplitReader(
-                                        openClient(),
-                                        stream,
-                                        config,
-                                        metrics,
-                                        PushSubscriptionRegistry.INSTANCE,
-                                        pushGroups.get(id).election(),
-                                        pushGroups.get(id).key(),
-                                        subtask);
+                        () -> {
+                            NearstreamSourceReader.PushGroup group = pushGroups.get(id);
+                            NearstreamClient client = openClient();
+                            return new PushSplitReader(
+                                    client,
+                                    // One broker: the reader's own connection carries the group.
+                                    cluster ? group.connect() : () -> client,
+                                    stream,
+                                    config,
+                                    group.geometry(),
+                                    metrics,
+                                    PushSubscriptionRegistry.INSTANCE,
+                                    group.election(),
+                                    group.key(),
+                                    subtask);
+                        };
         SplitFetcherManager<RecordRun, NearstreamSplit> fetchers;
         if (pushGroups.isEmpty()) {
             fetchers = new SingleThreadFetcherManager<>(pull, config);
@@ -197,35 +211,36 @@ public class NearstreamSource<T>
                 readerContext,
                 PushSubscriptionRegistry.INSTANCE,
                 pushGroups,
-                pushBrokerOf,
-                this::openClient);
+                pushBrokerOf);
     }
 
     /**
-     * The broker a reader on {@code host} pushes {@code split} from over a cluster: its own broker
-     * when that runs on the reader's host; else AUTO pulls it and PUSH fails, naming the broker.
+     * The broker a reader on {@code host} pushes {@code split} from over a cluster: its serving
+     * broker for that host ({@link StreamLocality#servingBroker}: its leader, or an in-sync replica
+     * of it) when that runs on the reader's host; else AUTO pulls it and PUSH fails, naming the
+     * leader.
      */
     private int clusterPushBroker(StreamLocality locality, NearstreamSplit split, String host) {
         if (locality.isLocal(split.streamlet(), host)) {
-            return locality.brokerOf(split.streamlet());
+            return locality.servingBroker(split.streamlet(), host);
         }
         if (readMode == ReadMode.AUTO) {
             return ReadModeFetcherManager.PULLED;
         }
-        int owner = locality.brokerOf(split.streamlet());
+        int leader = locality.leaderOf(split.streamlet());
         throw new NearstreamException(
                 "PUSH reads streamlet "
                         + split.streamlet()
                         + " of stream '"
                         + stream
-                        + "' from its broker's host, but its broker ("
-                        + (owner < 0
+                        + "' from a broker on the reader's host, but its leader ("
+                        + (leader < 0
                                 ? "not known yet"
-                                : "broker " + owner + " at " + locality.address(owner))
+                                : "broker " + leader + " at " + locality.address(leader))
                         + ") does not run on this reader's host '"
                         + host
-                        + "': PUSH needs a reader on the host of every broker of the stream; use"
-                        + " AUTO to pull the others");
+                        + "', nor does a broker in its in-sync set: PUSH needs a reader on the host"
+                        + " of every broker of the stream; use AUTO to pull the others");
     }
 
     /**
@@ -236,7 +251,9 @@ public class NearstreamSource<T>
         long timeoutMs = config.get(NearstreamSourceOptions.REQUEST_TIMEOUT).toMillis();
         try (NearstreamClient client = openClient()) {
             return StreamLocality.of(
-                    client.clusterMetadata(stream).get(timeoutMs, TimeUnit.MILLISECONDS), stream);
+                    client.clusterMetadata(stream).get(timeoutMs, TimeUnit.MILLISECONDS),
+                    stream,
+                    config.get(NearstreamSourceOptions.FOLLOWER_READS));
         }
     }
 
@@ -257,11 +274,16 @@ public class NearstreamSource<T>
     }
 
     private NearstreamClient openClient() {
+        return openClient(broker);
+    }
+
+    /** A client of {@code address}: one broker, or a cluster for a bootstrap list. */
+    private NearstreamClient openClient(String address) {
         try {
-            return clientFactory.create(broker);
+            return clientFactory.create(address);
         } catch (Exception e) {
             throw new NearstreamException(
-                    "Cannot connect to the Nearstream broker " + broker, null, e);
+                    "Cannot connect to the Nearstream broker " + address, null, e);
         }
     }
 
@@ -283,6 +305,7 @@ public class NearstreamSource<T>
                 stoppingPositions,
                 config.get(NearstreamSourceOptions.STREAMLET_DISCOVERY_INTERVAL).toMillis(),
                 config.get(NearstreamSourceOptions.REQUEST_TIMEOUT).toMillis(),
+                config.get(NearstreamSourceOptions.FOLLOWER_READS),
                 state);
     }
 

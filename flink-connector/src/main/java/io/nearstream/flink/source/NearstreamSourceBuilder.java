@@ -166,6 +166,16 @@ public class NearstreamSourceBuilder<T> {
      * after the job started is read (default 10 s). Zero or negative: discover once at start.
      */
     /**
+     * Over a broker cluster, whether a streamlet whose leader is on another host is pushed from an
+     * in-sync replica on the reader's host (default false: from its leader). The brokers must run
+     * with {@code --follower-reads}, or their followers send the readers back to the leader.
+     */
+    public NearstreamSourceBuilder<T> setFollowerReads(boolean followerReads) {
+        config.set(NearstreamSourceOptions.FOLLOWER_READS, followerReads);
+        return this;
+    }
+
+    /**
      * Whether readers step over ranges the broker found damaged (status {@code DATA_LOSS}),
      * counting them in {@code numDamagedRangesSkipped}, instead of failing the job (the default).
      */

@@ -145,6 +145,17 @@ public final class NearstreamSourceOptions {
                                     + " value is RecordFilter#toSpec's form (none,"
                                     + " bytes_contain:HEX, json_field_in:HEX:HEX,...).");
 
+    public static final ConfigOption<Boolean> FOLLOWER_READS =
+            key("nearstream.source.follower-reads")
+                    .booleanType()
+                    .defaultValue(false)
+                    .withDescription(
+                            "Over a broker cluster whose brokers run with --follower-reads: a"
+                                    + " streamlet whose leader is on another host is pushed from"
+                                    + " an in-sync replica on the reader's host when there is one"
+                                    + " (docs/cluster.md, \"Follower reads\"). false (the"
+                                    + " default): every streamlet is read from its leader.");
+
     public static final ConfigOption<Boolean> SKIP_DAMAGED_DATA =
             key("nearstream.source.skip-damaged-data")
                     .booleanType()

@@ -48,13 +48,16 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Assignment waits until every subtask has registered and started once (its {@link
  * ReaderStartedEvent}), so the reader locations and push election scopes are known, then follows
- * {@link SplitOwnerSelector}: readers on the host of the split's broker first ({@link
- * StreamLocality}: the broker's, or over a cluster the broker of each streamlet), {@code streamlet
- * mod parallelism} otherwise. A subtask that has not registered {@link
- * #READER_REGISTRATION_GRACE_MS} after start (batch jobs scheduled in waves) ends the waiting: from
- * then on owners are {@code streamlet mod parallelism}. A split handed back after a failure goes
- * back to its owner when that reader registers again. A bounded source tells each reader that no
- * more splits will come once no waiting split is owed to it.
+ * {@link SplitOwnerSelector}: readers on the host of the split's serving broker first ({@link
+ * StreamLocality}: the one broker's, or over a cluster each streamlet's leader or an in-sync
+ * replica of it on the reader's host), {@code streamlet mod parallelism} otherwise. A subtask that
+ * has not registered {@link #READER_REGISTRATION_GRACE_MS} after start (batch jobs scheduled in
+ * waves) ends the waiting: from then on owners are {@code streamlet mod parallelism}. A split
+ * handed back after a failure goes back to its owner when that reader registers again. A bounded
+ * source tells each reader that no more splits will come once no waiting split is owed to it. Over
+ * a cluster, splits handed back after a failure wait for a fresh view of the cluster ({@link
+ * #refreshLocality}): the failure may be the end of a follower's push subscription, and the
+ * readers' new attempts decide with a fresh view too.
  *
  * <p>Before splits reach their readers, every reader learns, for each broker its host pushes from
  * (over a cluster, those on its host; {@link StreamLocality#localBrokers}), which subtasks of its
@@ -88,6 +91,8 @@ public class NearstreamSourceEnumerator
     @Nullable private final NearstreamStoppingPositions stoppingPositions;
     private final long discoveryIntervalMs;
     private final long requestTimeoutMs;
+    // Streamlets whose leader is on another host are pushed from a local in-sync replica.
+    private final boolean followerReads;
 
     /** Splits handed to readers, by streamlet; their progress is the readers' business. */
     private final Map<Integer, NearstreamSplit> assignedSplits = new TreeMap<>();
@@ -112,7 +117,11 @@ public class NearstreamSourceEnumerator
     /** Set when not every subtask registered within the grace period after start. */
     private boolean registrationGraceExpired;
 
-    // Written on the worker thread, read on the coordinator thread.
+    /** Fresh views of the cluster asked for and not answered yet; assignment waits for them. */
+    private int localityRefreshes;
+
+    // Written on the worker thread (a refreshed one on the coordinator thread), read on the
+    // coordinator thread.
     @Nullable private volatile StreamLocality locality;
     @Nullable private volatile NearstreamClient client;
     private volatile boolean closed;
@@ -126,6 +135,7 @@ public class NearstreamSourceEnumerator
             @Nullable NearstreamStoppingPositions stoppingPositions,
             long discoveryIntervalMs,
             long requestTimeoutMs,
+            boolean followerReads,
             NearstreamEnumState state) {
         this.context = context;
         this.broker = broker;
@@ -135,6 +145,7 @@ public class NearstreamSourceEnumerator
         this.stoppingPositions = stoppingPositions;
         this.discoveryIntervalMs = discoveryIntervalMs;
         this.requestTimeoutMs = requestTimeoutMs;
+        this.followerReads = followerReads;
         state.assignedSplits().forEach(s -> assignedSplits.put(s.streamlet(), s));
         state.unassignedSplits().forEach(s -> unassignedSplits.put(s.streamlet(), s));
         this.initialDiscoveryFinished = state.initialDiscoveryFinished();
@@ -221,8 +232,8 @@ public class NearstreamSourceEnumerator
     }
 
     /**
-     * Worker thread: where the stream's streamlets live. Over a cluster, from its placement (fixed
-     * when the stream was created); otherwise the one broker's host.
+     * Worker thread: where the stream's streamlets are served. Over a cluster, from its placement
+     * (leaders and in-sync sets) in the cluster's current view; otherwise the one broker's host.
      */
     private StreamLocality loadLocality() throws Exception {
         if (!ConnectorChecks.isCluster(broker)) {
@@ -230,7 +241,8 @@ public class NearstreamSourceEnumerator
         }
         return StreamLocality.of(
                 client().clusterMetadata(stream).get(requestTimeoutMs, TimeUnit.MILLISECONDS),
-                stream);
+                stream,
+                followerReads);
     }
 
     /** Worker thread: resolves starting (and stopping) positions of newly found streamlets. */
@@ -363,7 +375,38 @@ public class NearstreamSourceEnumerator
             pushPeers.splitReturned(split.streamlet());
             unassignedSplits.put(split.streamlet(), split);
         }
+        refreshLocality();
         assignPendingSplits();
+    }
+
+    /**
+     * Over a cluster, asks for a fresh view before splits handed back are assigned again: a reader
+     * failed, maybe because the broker that pushed its splits stopped serving them (a follower that
+     * left the in-sync set, a leader that moved), and the serving brokers may have changed. The
+     * readers' new attempts take a fresh view as they start; with one here too, both decide with
+     * the same rule on views of about the same instant. A failed refresh keeps the view there was.
+     */
+    private void refreshLocality() {
+        if (!ConnectorChecks.isCluster(broker) || locality == null) {
+            return;
+        }
+        localityRefreshes++;
+        context.callAsync(
+                this::loadLocality,
+                (fresh, error) -> {
+                    localityRefreshes--;
+                    if (error != null) {
+                        LOG.warn(
+                                "Refreshing the locality of stream '{}' failed; keeping {}",
+                                stream,
+                                locality,
+                                error);
+                    } else {
+                        locality = fresh;
+                        LOG.info("Stream {} locality (refreshed): {}", stream, fresh);
+                    }
+                    assignPendingSplits();
+                });
     }
 
     @Override
@@ -449,10 +492,13 @@ public class NearstreamSourceEnumerator
         int parallelism = context.currentParallelism();
         Map<Integer, ReaderInfo> registered = context.registeredReaders();
         StreamLocality locality = this.locality;
-        // Owners depend on the brokers' locality and every reader's location: wait for both,
-        // unless some reader is overdue (then, for good: streamlet mod parallelism).
+        // Owners depend on the brokers' locality and every reader's location: wait for both (and
+        // for a fresh view asked for), unless some reader is overdue (then, for good: streamlet
+        // mod parallelism).
         boolean ownersKnown =
-                locality != null && (registrationGraceExpired || allReadersKnown(parallelism));
+                locality != null
+                        && localityRefreshes == 0
+                        && (registrationGraceExpired || allReadersKnown(parallelism));
         if (!ownersKnown && !unassignedSplits.isEmpty()) {
             return;
         }
@@ -467,13 +513,17 @@ public class NearstreamSourceEnumerator
                 assignment.computeIfAbsent(owner, k -> new ArrayList<>()).add(split);
                 unassignedSplits.remove(split.streamlet());
                 assignedSplits.put(split.streamlet(), split);
-                // Push peers hold pushed splits: over a cluster, those of their host's brokers.
+                // Push peers hold pushed splits: over a cluster, those served by a broker of their
+                // host, in the group of that broker.
+                String host = readerHosts.get(owner);
                 if (locality == null || !ConnectorChecks.isCluster(broker)) {
                     pushPeers.splitAssigned(
                             split.streamlet(), owner, StreamLocality.STANDALONE_BROKER);
-                } else if (locality.isLocal(split.streamlet(), readerHosts.get(owner))) {
+                } else if (locality.isLocal(split.streamlet(), host)) {
                     pushPeers.splitAssigned(
-                            split.streamlet(), owner, locality.brokerOf(split.streamlet()));
+                            split.streamlet(),
+                            owner,
+                            locality.servingBroker(split.streamlet(), host));
                 }
             } else {
                 owedSplits.add(owner);

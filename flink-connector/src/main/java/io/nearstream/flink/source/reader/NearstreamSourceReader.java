@@ -18,7 +18,6 @@ import java.util.Set;
 import java.util.TreeSet;
 import java.util.function.Supplier;
 import java.util.function.ToIntFunction;
-import javax.annotation.Nullable;
 import org.apache.flink.annotation.Internal;
 import org.apache.flink.api.connector.source.SourceEvent;
 import org.apache.flink.api.connector.source.SourceReaderContext;
@@ -53,21 +52,21 @@ public class NearstreamSourceReader<T>
     private static final Logger LOG = LoggerFactory.getLogger(NearstreamSourceReader.class);
 
     /**
-     * This reader's place in the push group of one broker: the group in the registry and where its
-     * ring comes from.
+     * This reader's place in the push group of one broker: the group in the registry, where its
+     * ring comes from, the settings of the group's subscriptions, and how to open a connection to
+     * the group's broker (a group with no reader of this JVM left subscribes through one of its
+     * own).
      */
-    public record PushGroup(PushSubscriptionRegistry.Key key, PushElection election) {}
+    public record PushGroup(
+            PushSubscriptionRegistry.Key key,
+            PushElection election,
+            PushSubscriptionRegistry.Geometry geometry,
+            Supplier<NearstreamClient> connect) {}
 
     private final PushSubscriptionRegistry registry;
 
     /** The push groups of this reader, by broker id; empty when it pulls. */
     private final Map<Integer, PushGroup> pushGroups;
-
-    /** Ring geometry of this source's push subscriptions (used for relayed members). */
-    @Nullable private final PushSubscriptionRegistry.Geometry geometry;
-
-    /** Opens a connection to the broker (for a push group that has no reader of this JVM). */
-    private final Supplier<NearstreamClient> connect;
 
     /** This reader in the registry's count of readers that may still join, per push group. */
     private final Map<Integer, Object> registryTokens = new HashMap<>();
@@ -100,14 +99,11 @@ public class NearstreamSourceReader<T>
             SourceReaderContext context,
             PushSubscriptionRegistry registry,
             Map<Integer, PushGroup> pushGroups,
-            ToIntFunction<NearstreamSplit> pushBrokerOf,
-            Supplier<NearstreamClient> connect) {
+            ToIntFunction<NearstreamSplit> pushBrokerOf) {
         super(fetchers, recordEmitter, config, context);
         this.registry = registry;
         this.pushGroups = Map.copyOf(pushGroups);
         this.pushBrokerOf = pushBrokerOf;
-        this.connect = connect;
-        this.geometry = pushGroups.isEmpty() ? null : PushSplitReader.geometry(config);
         this.pushGroups.forEach((b, g) -> registryTokens.put(b, registry.readerOpened(g.key())));
     }
 
@@ -179,9 +175,9 @@ public class NearstreamSourceReader<T>
                         request.subtask(),
                         request.splits(),
                         request.left(),
-                        geometry,
+                        group.geometry(),
                         ringRelay(request.broker()),
-                        connect);
+                        group.connect());
             } else {
                 LOG.warn(
                         "Reader has no push group of broker {}: ignoring {}",

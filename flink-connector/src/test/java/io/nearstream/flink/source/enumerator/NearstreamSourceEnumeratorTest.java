@@ -57,6 +57,7 @@ class NearstreamSourceEnumeratorTest {
                 stop,
                 discoveryIntervalMs,
                 1_000,
+                /* followerReads= */ false,
                 state);
     }
 

@@ -86,8 +86,7 @@ class NearstreamSourceReaderTest {
                         new TestingReaderContext(new Configuration(), readerMetrics),
                         new PushSubscriptionRegistry(),
                         Map.of(),
-                        split -> ReadModeFetcherManager.PULLED,
-                        () -> client);
+                        split -> ReadModeFetcherManager.PULLED);
         reader.start();
         return reader;
     }

@@ -32,9 +32,21 @@ public final class ClusterReads {
     public static Filled fill(
             NearstreamClusterExtension cluster, String stream, int streamlets, int perStreamlet)
             throws Exception {
+        return fill(cluster, StreamConfig.of(stream, streamlets), perStreamlet);
+    }
+
+    /**
+     * Creates the stream {@code config} describes over the cluster and writes {@code perStreamlet}
+     * records to each streamlet.
+     */
+    public static Filled fill(
+            NearstreamClusterExtension cluster, StreamConfig config, int perStreamlet)
+            throws Exception {
+        String stream = config.name();
+        int streamlets = config.streamlets();
         List<String> written = new ArrayList<>();
         try (NearstreamClient client = NearstreamClient.connect(cluster.bootstrap())) {
-            client.createStream(StreamConfig.of(stream, streamlets)).get(10, TimeUnit.SECONDS);
+            client.createStream(config).get(10, TimeUnit.SECONDS);
             List<Integer> owners =
                     client.clusterMetadata(stream)
                             .get(10, TimeUnit.SECONDS)

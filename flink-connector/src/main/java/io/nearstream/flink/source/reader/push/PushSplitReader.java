@@ -28,6 +28,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
+import java.util.function.Supplier;
 import java.util.function.ToLongFunction;
 import javax.annotation.Nullable;
 import org.apache.flink.annotation.Internal;
@@ -92,7 +93,19 @@ public class PushSplitReader implements SplitReader<RecordRun, NearstreamSplit> 
      */
     static final long RELAYED_ANSWER_TIMEOUT_MS = 3 * PushSubscriptionRegistry.PEER_WAIT_MS;
 
+    /** Metadata for the pending metrics, Fetch for chunks too large for a slot. */
     private final NearstreamClient client;
+
+    /**
+     * Opens the connection this reader brings to its group when it joins in its own JVM (the
+     * group's subscription goes over the lowest member's): {@link #client} itself for one broker;
+     * over a cluster, a connection to the group's broker.
+     */
+    private final Supplier<NearstreamClient> groupConnection;
+
+    /** The connection given to the group, once this reader joined it in its own JVM. */
+    @Nullable private NearstreamClient joinedWith;
+
     private final String stream;
     private final NearstreamSourceReaderMetrics metrics;
     private final PushSubscriptionRegistry registry;
@@ -126,6 +139,7 @@ public class PushSplitReader implements SplitReader<RecordRun, NearstreamSplit> 
     private volatile long slotsConsumed;
     private volatile long bytesConsumed;
 
+    /** A reader of one broker: its own connection carries its group's subscription. */
     public PushSplitReader(
             NearstreamClient client,
             String stream,
@@ -135,7 +149,39 @@ public class PushSplitReader implements SplitReader<RecordRun, NearstreamSplit> 
             PushElection election,
             Key key,
             int subtaskIndex) {
+        this(
+                client,
+                () -> client,
+                stream,
+                config,
+                geometry(config),
+                metrics,
+                registry,
+                election,
+                key,
+                subtaskIndex);
+    }
+
+    /**
+     * @param client the reader's connection for Metadata and Fetch
+     * @param groupConnection opens the connection the reader brings to its group (may return {@code
+     *     client}); over a cluster, one to the group's broker, which may be an in-sync follower
+     *     that the cluster client would not route to
+     * @param geometry the settings of the group's subscriptions
+     */
+    public PushSplitReader(
+            NearstreamClient client,
+            Supplier<NearstreamClient> groupConnection,
+            String stream,
+            Configuration config,
+            Geometry geometry,
+            NearstreamSourceReaderMetrics metrics,
+            PushSubscriptionRegistry registry,
+            PushElection election,
+            Key key,
+            int subtaskIndex) {
         this.client = client;
+        this.groupConnection = groupConnection;
         this.election = election;
         this.stream = stream;
         this.metrics = metrics;
@@ -143,7 +189,7 @@ public class PushSplitReader implements SplitReader<RecordRun, NearstreamSplit> 
         this.key = key;
         this.subtaskIndex = subtaskIndex;
         long timeoutMs = config.get(NearstreamSourceOptions.PUSH_CONSUMER_TIMEOUT).toMillis();
-        this.geometry = geometry(config);
+        this.geometry = geometry;
         this.staleAfterNanos = TimeUnit.MILLISECONDS.toNanos(timeoutMs);
         this.heartbeatPeriodMs = Math.max(10, timeoutMs / 4);
         this.pendingRefreshMs =
@@ -163,13 +209,23 @@ public class PushSplitReader implements SplitReader<RecordRun, NearstreamSplit> 
 
     /** The ring geometry and timeouts of a push subscription made with {@code config}. */
     public static Geometry geometry(Configuration config) {
+        return geometry(config, false);
+    }
+
+    /**
+     * {@link #geometry(Configuration)}, sent as a replica read when {@code replicaRead} (the
+     * group's broker may be an in-sync follower of the streamlets, docs/cluster.md "Follower
+     * reads").
+     */
+    public static Geometry geometry(Configuration config, boolean replicaRead) {
         return new Geometry(
                 config.get(NearstreamSourceOptions.PUSH_SLOTS_PER_RING),
                 config.get(NearstreamSourceOptions.PUSH_SLOT_BYTES),
                 (int) config.get(NearstreamSourceOptions.PUSH_CONSUMER_TIMEOUT).toMillis(),
                 config.get(NearstreamSourceOptions.REQUEST_TIMEOUT).toMillis(),
                 RecordFilter.parseSpec(config.get(NearstreamSourceOptions.RECORD_FILTER)),
-                SlotFormat.parse(config.get(NearstreamSourceOptions.PUSH_SLOT_FORMAT)));
+                SlotFormat.parse(config.get(NearstreamSourceOptions.PUSH_SLOT_FORMAT)),
+                replicaRead);
     }
 
     private long ringStat(ToLongFunction<SlotRing> stat) {
@@ -493,7 +549,10 @@ public class PushSplitReader implements SplitReader<RecordRun, NearstreamSplit> 
                 member = relayed;
                 break;
             default:
-                member = registry.join(key, subtaskIndex, client, geometry, this::currentPositions);
+                joinedWith = groupConnection.get();
+                member =
+                        registry.join(
+                                key, subtaskIndex, joinedWith, geometry, this::currentPositions);
         }
         RingSession s = new RingSession(member, subtaskIndex, staleAfterNanos, metrics);
         session = s;
@@ -562,11 +621,11 @@ public class PushSplitReader implements SplitReader<RecordRun, NearstreamSplit> 
 
     @Override
     public void close() throws Exception {
-        boolean closeClient = true;
+        boolean closeGroupConnection = true;
         try {
             if (member != null) {
                 // The group may keep our connection: it carries the subscription of the others.
-                closeClient = member.leave();
+                closeGroupConnection = member.leave();
             }
         } finally {
             scheduled.forEach(f -> f.cancel(false));
@@ -579,7 +638,10 @@ public class PushSplitReader implements SplitReader<RecordRun, NearstreamSplit> 
                 session.detach();
             }
             views.close(); // outstanding batches keep their view (and mapping) until recycled
-            if (closeClient) {
+            if (joinedWith != null && joinedWith != client && closeGroupConnection) {
+                joinedWith.close();
+            }
+            if (joinedWith != client || closeGroupConnection) {
                 client.close();
             }
         }

@@ -79,7 +79,9 @@ public final class PushSubscriptionRegistry {
 
     /**
      * Ring geometry, consumer timeout, record filter and slot format of a subscription (one
-     * source's readers share one subscription, so they share these).
+     * source's readers share one subscription, so they share these), and whether it is a replica
+     * read: over a cluster the group's broker may push streamlets it follows in sync rather than
+     * leads (docs/cluster.md, "Follower reads"); a leader ignores the flag.
      */
     public record Geometry(
             int slotsPerRing,
@@ -87,8 +89,9 @@ public final class PushSubscriptionRegistry {
             int consumerTimeoutMs,
             long rpcTimeoutMs,
             RecordFilter filter,
-            SlotFormat slotFormat) {
-        /** Without a record filter, binary slots. */
+            SlotFormat slotFormat,
+            boolean replicaRead) {
+        /** Without a record filter, binary slots, served by the streamlets' leader. */
         public Geometry(int slotsPerRing, int slotBytes, int consumerTimeoutMs, long rpcTimeoutMs) {
             this(
                     slotsPerRing,
@@ -96,7 +99,8 @@ public final class PushSubscriptionRegistry {
                     consumerTimeoutMs,
                     rpcTimeoutMs,
                     RecordFilter.none(),
-                    SlotFormat.BINARY);
+                    SlotFormat.BINARY,
+                    false);
         }
     }
 
@@ -827,7 +831,8 @@ public final class PushSubscriptionRegistry {
                                         geometry.consumerTimeoutMs(),
                                         rings,
                                         geometry.filter(),
-                                        geometry.slotFormat())
+                                        geometry.slotFormat(),
+                                        geometry.replicaRead())
                                 .get(geometry.rpcTimeoutMs(), TimeUnit.MILLISECONDS);
             } catch (Throwable e) { // an Error too: the group's own connection must not leak
                 if (newLeader.subtaskIndex < 0) {

@@ -1,0 +1,145 @@
+package io.nearstream.flink.source;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.nearstream.client.Durability;
+import io.nearstream.client.NearstreamClient;
+import io.nearstream.client.StreamConfig;
+import io.nearstream.client.StreamPlacement;
+import io.nearstream.flink.source.reader.deserializer.NearstreamRecordDeserializationSchema;
+import io.nearstream.flink.source.testutils.Await;
+import io.nearstream.flink.source.testutils.ClusterReads;
+import io.nearstream.testing.NearstreamClusterExtension;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+import org.apache.flink.runtime.testutils.MiniClusterResourceConfiguration;
+import org.apache.flink.test.junit5.MiniClusterExtension;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+/**
+ * AUTO over a broker cluster whose stream keeps a copy of every streamlet on the readers' host
+ * (docs/flink-connector.md, "Over a broker cluster"): broker 1 runs on the readers' host ({@code
+ * localhost}), brokers 2 and 3 report other hosts, all started with {@code --follower-reads}, and
+ * with replication 3 broker 1 is in the in-sync set of every streamlet. The streamlets broker 1
+ * leads are pushed by it as their leader, the others by it from its in-sync copy (a replica-read
+ * PushSubscribe, docs/cluster.md "Follower reads"). A bounded job reads every record exactly once,
+ * and the brokers' own counters show that all of them came through broker 1's one push
+ * subscription: the remote leaders served no fetch and no push subscription reached them.
+ */
+class NearstreamClusterFollowerPushITCase {
+
+    private static final int STREAMLETS = 6;
+    private static final int PER_STREAMLET = 2_000;
+
+    /** Leaders tell their in-sync followers what to show only with {@code --follower-reads}. */
+    @RegisterExtension
+    static final NearstreamClusterExtension CLUSTER =
+            new NearstreamClusterExtension(
+                    List.of("localhost", "remote-2", "remote-3"), List.of("--follower-reads"));
+
+    @RegisterExtension
+    static final MiniClusterExtension FLINK =
+            new MiniClusterExtension(
+                    new MiniClusterResourceConfiguration.Builder()
+                            .setNumberTaskManagers(1)
+                            .setNumberSlotsPerTaskManager(2)
+                            .build());
+
+    private static long stat(int broker, String name) throws Exception {
+        return ClusterReads.stat(CLUSTER, broker, name);
+    }
+
+    /** Each counter of {@code names} on each broker, [broker][name]. */
+    private static long[][] stats(List<String> names) throws Exception {
+        long[][] out = new long[CLUSTER.size()][names.size()];
+        for (int b = 0; b < CLUSTER.size(); b++) {
+            for (int n = 0; n < names.size(); n++) {
+                out[b][n] = stat(b, names.get(n));
+            }
+        }
+        return out;
+    }
+
+    @Test
+    void theLocalInSyncReplicaPushesTheStreamletsOfRemoteLeaders() throws Exception {
+        String stream = "follower-push";
+        // Replication needs a durable stream.
+        ClusterReads.Filled filled =
+                ClusterReads.fill(
+                        CLUSTER,
+                        StreamConfig.of(stream, STREAMLETS)
+                                .withDurability(Durability.ASYNC)
+                                .withReplication(3),
+                        PER_STREAMLET);
+        // Without streamlets led elsewhere, this would test nothing new.
+        assertThat(filled.owners()).as("leaders").anyMatch(leader -> leader != 1);
+        awaitBrokerOneInSyncEverywhere(stream);
+
+        List<String> counters =
+                List.of(
+                        "nearstream_push_subscribe_requests_total",
+                        "nearstream_push_records_total",
+                        "nearstream_fetch_requests_total",
+                        "nearstream_fetch_records_total",
+                        "nearstream_fetch_follower_chunks_total");
+        long[][] before = stats(counters);
+
+        List<String> read =
+                ClusterReads.readAll(
+                        NearstreamSource.<String>builder()
+                                .setBrokers(CLUSTER.bootstrap())
+                                .setStream(stream)
+                                .setReadMode(ReadMode.AUTO)
+                                .setFollowerReads(true)
+                                .setPushSlots(4, 64 * 1024)
+                                .setDeserializer(NearstreamRecordDeserializationSchema.utf8())
+                                .setFetchMaxWaitMs(100)
+                                .setBounded(NearstreamStoppingPositions.latest())
+                                .build(),
+                        2);
+
+        assertThat(read).containsExactlyInAnyOrderElementsOf(filled.records());
+        long[][] after = stats(counters);
+        // Broker 1 (local): one subscription for the host carried every record; no fetch.
+        assertThat(after[0][0] - before[0][0]).as("broker 1 push subscribes").isEqualTo(1);
+        assertThat(after[0][1] - before[0][1])
+                .as("records broker 1 pushed")
+                .isGreaterThanOrEqualTo((long) STREAMLETS * PER_STREAMLET);
+        for (int n = 2; n < counters.size(); n++) {
+            assertThat(after[0][n] - before[0][n]).as("broker 1 " + counters.get(n)).isZero();
+        }
+        // Brokers 2 and 3 (remote leaders): nothing at all.
+        for (int b = 1; b < CLUSTER.size(); b++) {
+            String broker = "broker " + CLUSTER.brokerId(b);
+            for (int n = 0; n < counters.size(); n++) {
+                assertThat(after[b][n] - before[b][n]).as(broker + " " + counters.get(n)).isZero();
+            }
+        }
+    }
+
+    /**
+     * Waits until the cluster's view has broker 1 in the in-sync set of every streamlet, which is
+     * what the source decides by.
+     */
+    private static void awaitBrokerOneInSyncEverywhere(String stream) throws Exception {
+        AtomicReference<StreamPlacement> seen = new AtomicReference<>();
+        try (NearstreamClient client = NearstreamClient.connect(CLUSTER.bootstrap())) {
+            Await.until(
+                    "broker 1 in the in-sync set of every streamlet of " + stream,
+                    Duration.ofSeconds(30),
+                    () -> {
+                        StreamPlacement p =
+                                client.clusterMetadata(stream)
+                                        .get(10, TimeUnit.SECONDS)
+                                        .placement(stream)
+                                        .orElseThrow();
+                        seen.set(p);
+                        return p.replicaSets().stream().allMatch(s -> s.isInSync(1));
+                    },
+                    () -> String.valueOf(seen.get()));
+        }
+    }
+}
