@@ -2,12 +2,16 @@
 // its readers can see (ReplicaPublished views), and a follower keeps its copy in memory as well
 // as in files and serves reads from it, never past what the leader's readers saw.
 //
-// A view goes ahead of the next batch of chunks to the follower (Replicate), and, when a
-// streamlet goes quiet, from the ns-views thread here, which also sends the whole views a
-// follower needs after it restarted or caught up. A view the follower cannot apply changes
-// nothing in the in-sync set: the files the ReplicaAppends keep are the copy; only its readers
-// wait (or go to the leader) until a whole view applies.
+// Views go from the ns-views thread here, every few milliseconds when a streamlet changed, on
+// connections of their own: never on the append path, so a slow or stopped follower's view
+// holds no batch of chunks. A view publishes only what the leader published, which every
+// in-sync follower acknowledged before, so it never overtakes the chunks it names; and the
+// follower checks that it holds every byte a view publishes anyway. A view the follower cannot
+// apply changes nothing in the in-sync set: the files the ReplicaAppends keep are the copy; only
+// its readers wait (or go to the leader) until a whole view applies.
 #include <algorithm>
+#include <map>
+#include <tuple>
 
 #include "nearstream/cluster/zk_cluster.h"
 #include "nearstream/common/clock.h"
@@ -79,7 +83,8 @@ bool ZkCluster::ServesFollowerRead(const std::string& stream, uint32_t streamlet
 }
 
 std::optional<net::ReplicaPublishedRequest> ZkCluster::ViewFor(const std::string& name, uint32_t id,
-                                                               uint64_t epoch, ReplicaLink& link) {
+                                                               uint64_t epoch,
+                                                               const ViewLink& link) {
   std::shared_ptr<storage::Stream> stream = store_->Find(name);
   storage::Streamlet* s = stream == nullptr ? nullptr : stream->streamlet(id);
   if (s == nullptr) return std::nullopt;
@@ -96,7 +101,7 @@ std::optional<net::ReplicaPublishedRequest> ZkCluster::ViewFor(const std::string
   return m;
 }
 
-void ZkCluster::ViewTold(ReplicaLink& link, const net::ReplicaPublishedRequest& m,
+void ZkCluster::ViewTold(ViewLink& link, const net::ReplicaPublishedRequest& m,
                          const Status& answer) {
   if (answer.ok()) {
     link.told = m.view.version;
@@ -113,13 +118,15 @@ void ZkCluster::ViewTold(ReplicaLink& link, const net::ReplicaPublishedRequest& 
 }
 
 void ZkCluster::ViewsLoop() {
+  // This thread's alone: no lock.
+  std::map<std::tuple<std::string, uint32_t, uint32_t>, ViewLink> links;
   while (true) {
     struct Due {
       std::string name;
       uint32_t id;
       uint64_t epoch;
       std::string address;
-      std::shared_ptr<ReplicaLink> link;
+      ViewLink* link;
     };
     std::vector<Due> due;
     {
@@ -136,17 +143,13 @@ void ZkCluster::ViewsLoop() {
             auto b = std::find_if(brokers_.begin(), brokers_.end(),
                                   [f](const BrokerRecord& r) { return r.id == f; });
             if (b == brokers_.end()) continue;
-            std::shared_ptr<ReplicaLink>& link = links_[{name, i, f}];
-            if (link == nullptr) link = std::make_shared<ReplicaLink>();
-            due.push_back(Due{name, i, record.replicas[i].leader_epoch, b->address, link});
+            due.push_back(
+                Due{name, i, record.replicas[i].leader_epoch, b->address, &links[{name, i, f}]});
           }
         }
       }
     }
     for (Due& d : due) {
-      // A link busy with a batch carries the view itself (Replicate).
-      std::unique_lock<std::mutex> busy(d.link->mu, std::try_to_lock);
-      if (!busy.owns_lock()) continue;
       std::optional<net::ReplicaPublishedRequest> view = ViewFor(d.name, d.id, d.epoch, *d.link);
       if (!view.has_value()) continue;
       std::optional<net::Client>& client = d.link->client;
@@ -154,7 +157,7 @@ void ZkCluster::ViewsLoop() {
         client.reset();
         Result<net::Client> connected = net::Client::Connect(d.address, kReplicaTimeoutMs);
         if (!connected.ok()) continue;  // the next chunk finds the follower failed, if it is
-        connected->set_io_timeout_ms(kReplicaTimeoutMs);  // as Replicate's connections
+        connected->set_io_timeout_ms(kReplicaTimeoutMs);
         client.emplace(std::move(*connected));
       }
       Bytes body;
@@ -164,8 +167,8 @@ void ZkCluster::ViewsLoop() {
       Status answer =
           sent.ok() ? client->AwaitAnswers(net::Opcode::kReplicaPublished, *sent, 1, kViewTimeoutMs)
                     : sent.status();
-      // A timeout leaves the connection up with the answer still to come, which the link's next
-      // batch would take for its own: a new connection instead.
+      // A timeout leaves the connection up with the answer still to come, which the next view
+      // would take for its own: a new connection instead.
       if (!client->ok() || answer.IsIoError()) client.reset();
       ViewTold(*d.link, *view, answer);
     }

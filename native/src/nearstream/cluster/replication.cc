@@ -61,8 +61,6 @@ std::vector<Status> ZkCluster::Replicate(const std::vector<ReplicaBatch>& batche
     std::tuple<std::string, uint32_t, uint32_t> key;
     Status status;
     uint64_t first_id = 0;
-    std::optional<net::ReplicaPublishedRequest> view;  // sent ahead of the chunks
-    uint64_t view_id = 0;
   };
   std::vector<Status> out(batches.size());
   std::vector<uint64_t> epochs(batches.size(), 0);
@@ -95,8 +93,6 @@ std::vector<Status> ZkCluster::Replicate(const std::vector<ReplicaBatch>& batche
                              link,
                              {batch.name, batch.id, f},
                              Status::Ok(),
-                             0,
-                             std::nullopt,
                              0});
       }
     }
@@ -126,25 +122,6 @@ std::vector<Status> ZkCluster::Replicate(const std::vector<ReplicaBatch>& batche
                                               " is not registered");
       continue;
     }
-    // What the batches before published, ahead of this one's chunks (follower reads), on a
-    // connection that is up; whole views, which load files on the follower, are ns-views'.
-    std::optional<net::Client>& client = send.link->client;
-    if (options_.follower_reads && client.has_value() && client->ok() && send.link->told != 0 &&
-        send.link->told_epoch == epochs[send.batch]) {
-      send.view =
-          ViewFor(batches[send.batch].name, batches[send.batch].id, epochs[send.batch], *send.link);
-    }
-    if (send.view.has_value()) {
-      Bytes body;
-      ByteWriter w(&body);
-      net::EncodeReplicaPublishedRequest(w, *send.view);
-      Result<uint64_t> sent = client->Send(net::Opcode::kReplicaPublished, body);
-      if (sent.ok()) {
-        send.view_id = *sent;
-      } else {
-        send.view.reset();  // the connection failed: SendReplicas connects again
-      }
-    }
     Result<uint64_t> first = SendReplicas(send.link->client, send.address, requests[send.batch]);
     if (first.ok()) {
       send.first_id = *first;
@@ -154,11 +131,6 @@ std::vector<Status> ZkCluster::Replicate(const std::vector<ReplicaBatch>& batche
   }
   for (Send& send : sends) {
     if (!send.status.ok()) continue;
-    if (send.view.has_value()) {
-      // Answered before the chunks; a refused view is no failed follower (follower_reads.cc).
-      ViewTold(*send.link, *send.view,
-               send.link->client->AwaitAnswers(net::Opcode::kReplicaPublished, send.view_id, 1));
-    }
     send.status =
         send.link->client->AwaitReplicaAppends(send.first_id, requests[send.batch].size());
     if (!send.link->client->ok()) send.link->client.reset();

@@ -410,19 +410,22 @@ class ZkCluster : public storage::TxnMirror {
   struct ReplicaLink {
     std::mutex mu;
     std::optional<net::Client> client;
-    // The publish version of the last view the follower applied (follower reads); 0: the next
-    // view is whole. Guarded by `mu`.
+  };
+  // ns-views' connection to one follower for one streamlet (follower_reads.cc), its own so
+  // that a view never waits behind a batch of chunks, nor a batch behind a view.
+  struct ViewLink {
+    std::optional<net::Client> client;
+    // The publish version of the last view the follower applied; 0: the next view is whole.
     uint64_t told = 0;
     uint64_t told_epoch = 0;  // the leader epoch `told` is of
   };
-  // A view of streamlet `id` for the follower at the other end of `link` (its `mu` held): the
-  // changes since what it applied last, whole when that is of another epoch or unknown; none
-  // when nothing changed.
+  // A view of streamlet `id` for the follower at the other end of `link`: the changes since
+  // what it applied last, whole when that is of another epoch or unknown; none when nothing
+  // changed.
   std::optional<net::ReplicaPublishedRequest> ViewFor(const std::string& name, uint32_t id,
-                                                      uint64_t epoch, ReplicaLink& link);
+                                                      uint64_t epoch, const ViewLink& link);
   // The follower's answer to a view: what it applied now, or a whole view next.
-  static void ViewTold(ReplicaLink& link, const net::ReplicaPublishedRequest& m,
-                       const Status& answer);
+  static void ViewTold(ViewLink& link, const net::ReplicaPublishedRequest& m, const Status& answer);
   // The ns-views thread: views for followers of quiet streamlets, and whole ones.
   void ViewsLoop() NS_EXCLUDES(mu_, zk_mu_);
   std::map<std::tuple<std::string, uint32_t, uint32_t>, std::shared_ptr<ReplicaLink>> links_
