@@ -198,8 +198,14 @@ class ChaosReader {
  private:
   void Run(bool until_tail) {
     std::optional<net::Client> client;
+    int64_t connected_ms = 0;
     storage::Position at;  // earliest
     while (!stop_.load() && (!until_tail || MonotonicNowMs() < deadline_)) {
+      // A reader of followers that fell back to the leader (no follower was in sync) picks a
+      // follower again now and then, so that follower reads go on through the whole run.
+      if (from_follower_ && client.has_value() && MonotonicNowMs() - connected_ms > 1000) {
+        client.reset();
+      }
       if (!client.has_value()) {
         Result<net::Client> c = from_follower_ ? ConnectToFollower(bootstrap_, stream_, streamlet_)
                                                : ConnectToLeader(bootstrap_, stream_, streamlet_);
@@ -208,6 +214,7 @@ class ChaosReader {
           continue;
         }
         client.emplace(std::move(*c));
+        connected_ms = MonotonicNowMs();
       }
       Result<net::FetchReply> reply =
           client->Fetch({stream_, until_tail ? 0u : 200u, {{streamlet_, at, 1u << 20}}});
