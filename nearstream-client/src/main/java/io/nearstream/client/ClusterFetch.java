@@ -9,6 +9,7 @@ import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import javax.annotation.Nullable;
 
 /**
  * Fetch for a cluster client: the entries go to their owners through the {@link StreamletRouter}
@@ -23,6 +24,11 @@ import java.util.concurrent.CompletionException;
  * an error ends the fetch; the entries of brokers still waiting keep the empty answers of the first
  * step (valid answers: nothing at the position asked), and their late answers are released as they
  * come. Polls pile up only while nothing is found at once, so at most one per broker and fetch.
+ *
+ * <p>With {@link FollowerReads}, a streamlet's entries go to the broker it picks, with the
+ * replica-read flag on the requests to brokers that do not lead every streamlet they are asked for;
+ * an entry the follower does not serve is sent to the leader in the same fetch (the first step's
+ * resend) or the next (a long poll's), and the streamlet stays there for a while.
  */
 final class ClusterFetch {
 
@@ -42,18 +48,22 @@ final class ClusterFetch {
         this.refresher = refresher;
     }
 
-    CompletableFuture<FetchResponse> fetch(String stream, int maxWaitMs, List<FetchEntry> entries) {
+    /**
+     * @param reads the broker each streamlet is read from; null: every streamlet from its leader
+     */
+    CompletableFuture<FetchResponse> fetch(
+            String stream, int maxWaitMs, List<FetchEntry> entries, @Nullable FollowerReads reads) {
         if (maxWaitMs == 0) {
-            return round(stream, 0, entries);
+            return round(stream, 0, entries, reads);
         }
         return router.placement(stream)
                 .thenCompose(
                         placement -> {
-                            if (owners(placement, entries).size() <= 1) {
+                            if (brokers(placement, entries, reads).size() <= 1) {
                                 // One broker: it long-polls by itself.
-                                return round(stream, maxWaitMs, entries);
+                                return round(stream, maxWaitMs, entries, reads);
                             }
-                            return round(stream, 0, entries)
+                            return round(stream, 0, entries, reads)
                                     .thenCompose(
                                             first -> {
                                                 if (hasNews(first.results())) {
@@ -62,19 +72,23 @@ final class ClusterFetch {
                                                 // No blocks: nothing refers to its frames.
                                                 List<StreamletFetch> empty = first.results();
                                                 first.close();
-                                                return longPoll(stream, maxWaitMs, entries, empty);
+                                                return longPoll(
+                                                        stream, maxWaitMs, entries, empty, reads);
                                             });
                         });
     }
 
-    private static Set<Integer> owners(StreamPlacement placement, List<FetchEntry> entries) {
-        Set<Integer> owners = new HashSet<>();
+    /** The brokers the entries go to. */
+    private static Set<Integer> brokers(
+            StreamPlacement placement, List<FetchEntry> entries, @Nullable FollowerReads reads) {
+        Set<Integer> brokers = new HashSet<>();
         for (FetchEntry e : entries) {
             if (placement.hasStreamlet(e.streamlet())) {
-                owners.add(placement.owner(e.streamlet()));
+                int leader = placement.owner(e.streamlet());
+                brokers.add(reads == null ? leader : reads.broker(e.streamlet(), leader));
             }
         }
-        return owners;
+        return brokers;
     }
 
     /** Whether any entry brought data or an error, which ends a long poll. */
@@ -89,8 +103,8 @@ final class ClusterFetch {
 
     /** One routed fetch; every broker's answer is awaited. */
     private CompletableFuture<FetchResponse> round(
-            String stream, int maxWaitMs, List<FetchEntry> entries) {
-        FetchCall call = new FetchCall(stream, maxWaitMs);
+            String stream, int maxWaitMs, List<FetchEntry> entries, @Nullable FollowerReads reads) {
+        FetchCall call = new FetchCall(stream, maxWaitMs, reads);
         CompletableFuture<FetchResponse> result = new CompletableFuture<>();
         router.route(stream, entries, call)
                 .whenComplete(
@@ -115,7 +129,11 @@ final class ClusterFetch {
 
     /** The second step: every broker waits; the first answer with news ends the fetch. */
     private CompletableFuture<FetchResponse> longPoll(
-            String stream, int maxWaitMs, List<FetchEntry> entries, List<StreamletFetch> empty) {
+            String stream,
+            int maxWaitMs,
+            List<FetchEntry> entries,
+            List<StreamletFetch> empty,
+            @Nullable FollowerReads reads) {
         StreamPlacement placement = view.placement(stream).orElse(null);
         if (placement == null) {
             return CompletableFuture.completedFuture(new MergedFetchResponse(empty, List.of()));
@@ -124,8 +142,11 @@ final class ClusterFetch {
         for (int i = 0; i < entries.size(); i++) {
             all.add(i);
         }
-        Split split = StreamletRouter.split(placement, view, all, i -> entries.get(i).streamlet());
-        LongPoll poll = new LongPoll(stream, empty, split.byBroker().size());
+        FetchCall call = new FetchCall(stream, maxWaitMs, reads);
+        Split split =
+                StreamletRouter.split(
+                        placement, view, all, i -> entries.get(i).streamlet(), call::broker);
+        LongPoll poll = new LongPoll(stream, entries, empty, split.byBroker().size(), call);
         if (split.byBroker().isEmpty()) {
             return CompletableFuture.completedFuture(new MergedFetchResponse(empty, List.of()));
         }
@@ -138,7 +159,14 @@ final class ClusterFetch {
                             }
                             CompletableFuture<FetchResponse> part;
                             try {
-                                part = connections.forBroker(b).fetch(stream, maxWaitMs, sent);
+                                part =
+                                        connections
+                                                .forBroker(b)
+                                                .fetch(
+                                                        stream,
+                                                        maxWaitMs,
+                                                        sent,
+                                                        split.replicaReads().contains(b));
                             } catch (RuntimeException e) {
                                 part = CompletableFuture.failedFuture(e);
                             }
@@ -151,13 +179,22 @@ final class ClusterFetch {
     private final class LongPoll {
         final CompletableFuture<FetchResponse> result = new CompletableFuture<>();
         private final String stream;
+        private final List<FetchEntry> entries;
+        private final FetchCall call;
         private final List<StreamletFetch> results;
         private final List<FetchResponse> kept = new ArrayList<>();
         private int waiting;
         private boolean done;
 
-        LongPoll(String stream, List<StreamletFetch> empty, int waiting) {
+        LongPoll(
+                String stream,
+                List<FetchEntry> entries,
+                List<StreamletFetch> empty,
+                int waiting,
+                FetchCall call) {
             this.stream = stream;
+            this.entries = entries;
+            this.call = call;
             this.results = new ArrayList<>(empty);
             this.waiting = waiting;
         }
@@ -174,8 +211,14 @@ final class ClusterFetch {
                 }
                 boolean news = false;
                 if (err != null) {
-                    if (StreamletRouter.asClientException(err).status() == StatusCode.IO_ERROR) {
+                    StatusCode status = StreamletRouter.asClientException(err).status();
+                    if (status == StatusCode.IO_ERROR) {
                         refresher.connectionFailed(b);
+                    }
+                    if (status == StatusCode.IO_ERROR || StreamletRouter.isRefusal(status)) {
+                        for (int i : indexes) {
+                            call.notServedBy(b, entries.get(i));
+                        }
                     }
                     // Its entries keep the first step's answers; the next fetch tells.
                 } else if (r.results().size() != indexes.size()) {
@@ -185,7 +228,10 @@ final class ClusterFetch {
                     for (int k = 0; k < indexes.size(); k++) {
                         StreamletFetch f = r.results().get(k);
                         if (StreamletRouter.isRefusal(f.status())) {
-                            refused = true; // the next fetch goes to the new owner
+                            // The next fetch goes to the new owner, or from a follower that
+                            // does not serve the streamlet to its leader.
+                            call.notServedBy(b, entries.get(indexes.get(k)));
+                            refused = true;
                             continue;
                         }
                         results.set(indexes.get(k), f);
@@ -209,15 +255,20 @@ final class ClusterFetch {
         }
     }
 
-    /** Fetch entries for the router; keeps every part's response for the merged one. */
+    /**
+     * Fetch entries for the router; keeps every part's response for the merged one. With {@link
+     * FollowerReads}, each streamlet goes to the broker they pick.
+     */
     private static final class FetchCall implements EntryCall<FetchEntry, StreamletFetch> {
         private final String stream;
         private final int maxWaitMs;
+        @Nullable private final FollowerReads reads;
         private final List<FetchResponse> parts = new ArrayList<>();
 
-        FetchCall(String stream, int maxWaitMs) {
+        FetchCall(String stream, int maxWaitMs, @Nullable FollowerReads reads) {
             this.stream = stream;
             this.maxWaitMs = maxWaitMs;
+            this.reads = reads;
         }
 
         synchronized List<FetchResponse> takeParts() {
@@ -234,9 +285,30 @@ final class ClusterFetch {
         }
 
         @Override
+        public int broker(int streamlet, int leader) {
+            return reads == null ? leader : reads.broker(streamlet, leader);
+        }
+
+        @Override
+        public void notServedBy(BrokerInfo broker, FetchEntry entry) {
+            if (reads != null) {
+                reads.notServedBy(entry.streamlet(), broker.id());
+            }
+        }
+
+        @Override
         public CompletableFuture<List<StreamletFetch>> send(
                 BrokerInfo info, NearstreamClient broker, List<FetchEntry> entries) {
-            return broker.fetch(stream, maxWaitMs, entries)
+            return send(info, broker, entries, false);
+        }
+
+        @Override
+        public CompletableFuture<List<StreamletFetch>> send(
+                BrokerInfo info,
+                NearstreamClient broker,
+                List<FetchEntry> entries,
+                boolean replicaRead) {
+            return broker.fetch(stream, maxWaitMs, entries, replicaRead)
                     .thenApply(
                             r -> {
                                 keep(r);

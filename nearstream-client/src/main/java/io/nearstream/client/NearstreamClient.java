@@ -78,6 +78,39 @@ public interface NearstreamClient extends AutoCloseable {
      */
     CompletableFuture<FetchResponse> fetch(String stream, int maxWaitMs, List<FetchEntry> entries);
 
+    /**
+     * {@link #fetch(String, int, List)} marked <b>replica read</b> when {@code replicaRead}
+     * (docs/protocol.md, frame flag {@code 0x04}): a broker in the in-sync set of the entries'
+     * streamlets that is not their leader answers from its own copy, at the leader's positions,
+     * instead of answering {@code NOT_OWNER} (docs/cluster.md, "Follower reads"); a leader ignores
+     * the flag. Only a client of one broker can choose the follower: the default refuses a replica
+     * read with {@link StatusCode#INVALID_ARGUMENT} (a cluster client picks brokers per streamlet
+     * through {@link #fetch(String, int, List, FollowerReads)}).
+     */
+    default CompletableFuture<FetchResponse> fetch(
+            String stream, int maxWaitMs, List<FetchEntry> entries, boolean replicaRead) {
+        if (replicaRead) {
+            return CompletableFuture.failedFuture(
+                    new NearstreamClientException(
+                            StatusCode.INVALID_ARGUMENT,
+                            "a replica read needs a client of the one broker that serves it, not "
+                                    + getClass().getSimpleName()));
+        }
+        return fetch(stream, maxWaitMs, entries);
+    }
+
+    /**
+     * {@link #fetch(String, int, List)} that reads each streamlet from the broker {@code reads}
+     * picks for it: an in-sync follower, with the replica-read flag, or its leader; a streamlet the
+     * follower does not serve falls back to its leader ({@link FollowerReads}). Only a cluster
+     * client has followers to choose from: the default, for a client of one broker, reads every
+     * streamlet from that broker and ignores {@code reads}.
+     */
+    default CompletableFuture<FetchResponse> fetch(
+            String stream, int maxWaitMs, List<FetchEntry> entries, FollowerReads reads) {
+        return fetch(stream, maxWaitMs, entries);
+    }
+
     /** For each streamlet → timestamp (ms), the first chunk at or after that time. */
     CompletableFuture<List<TimestampLookup>> lookupTimestamps(
             String stream, Map<Integer, Long> timestampsByStreamlet);

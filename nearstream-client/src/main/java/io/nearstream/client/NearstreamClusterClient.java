@@ -29,7 +29,9 @@ import java.util.function.IntFunction;
  * <ul>
  *   <li><b>Append, TxnAppend, Fetch, LookupTimestamp, Metadata</b> are split by owner, sent to the
  *       owners in parallel and merged back in request order (a merged fetch response keeps every
- *       broker's frame, without a copy, and releases them all on close). Entries refused with
+ *       broker's frame, without a copy, and releases them all on close). A fetch with {@link
+ *       FollowerReads} sends a streamlet to the in-sync follower they pick instead, as a replica
+ *       read, and to its leader while that follower does not serve it. Entries refused with
  *       NOT_OWNER or BROKER_UNAVAILABLE are sent again after a refresh of the view, up to three
  *       rounds; so are the entries of reads whose connection broke. What still fails carries its
  *       status with a message naming the broker.
@@ -550,7 +552,25 @@ public final class NearstreamClusterClient implements NearstreamClient {
             return CompletableFuture.failedFuture(
                     new IllegalArgumentException("maxWaitMs must be >= 0, got " + maxWaitMs));
         }
-        return fetcher.fetch(stream, maxWaitMs, List.copyOf(entries));
+        return fetcher.fetch(stream, maxWaitMs, List.copyOf(entries), null);
+    }
+
+    /**
+     * {@link #fetch(String, int, List)} that sends each streamlet's entry to the broker {@code
+     * reads} picks: a follower, with the replica-read flag (docs/cluster.md, "Follower reads"), or
+     * the leader. An entry the follower refuses, or whose follower cannot be reached, is sent to
+     * the leader in the same fetch, and the streamlet reads from its leader for a while ({@link
+     * FollowerReads}).
+     */
+    @Override
+    public CompletableFuture<FetchResponse> fetch(
+            String stream, int maxWaitMs, List<FetchEntry> entries, FollowerReads reads) {
+        Objects.requireNonNull(reads, "reads");
+        if (maxWaitMs < 0) {
+            return CompletableFuture.failedFuture(
+                    new IllegalArgumentException("maxWaitMs must be >= 0, got " + maxWaitMs));
+        }
+        return fetcher.fetch(stream, maxWaitMs, List.copyOf(entries), reads);
     }
 
     @Override

@@ -14,6 +14,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import javax.annotation.Nullable;
 
 /**
  * Reads assigned streamlets of a stream with long-poll fetch requests: one request per poll carries
@@ -49,6 +50,7 @@ public final class NearstreamPullConsumer implements AutoCloseable {
     private final Duration maxWait;
     private final Duration requestTimeout;
     private final ChunkCursor cursor;
+    @Nullable private final FollowerReads followerReads;
 
     /** Assigned streamlets in ascending order. */
     private final Map<Integer, StreamletCursor> assigned = new TreeMap<>();
@@ -68,6 +70,7 @@ public final class NearstreamPullConsumer implements AutoCloseable {
         this.maxWait = b.maxWait;
         this.requestTimeout = b.clientOptions.requestTimeout();
         this.cursor = new ChunkCursor(b.verifyChecksums);
+        this.followerReads = b.followerReads;
     }
 
     /**
@@ -178,7 +181,9 @@ public final class NearstreamPullConsumer implements AutoCloseable {
         try {
             response =
                     await(
-                            client.fetch(stream, waitMs, entries),
+                            followerReads == null
+                                    ? client.fetch(stream, waitMs, entries)
+                                    : client.fetch(stream, waitMs, entries, followerReads),
                             waitMs + requestTimeout.toMillis() + 1_000);
         } catch (NearstreamClientException e) {
             if (!e.isRetriable()) {
@@ -405,6 +410,7 @@ public final class NearstreamPullConsumer implements AutoCloseable {
         private int maxBytesPerStreamlet = 1024 * 1024;
         private Duration maxWait = Duration.ofMillis(500);
         private boolean verifyChecksums = true;
+        private FollowerReads followerReads;
 
         private Builder(String address, NearstreamClient client, String stream) {
             this.address = address;
@@ -439,6 +445,17 @@ public final class NearstreamPullConsumer implements AutoCloseable {
         /** Whether to check every chunk's payload CRC32C (headers are always checked). */
         public Builder verifyChecksums(boolean verify) {
             this.verifyChecksums = verify;
+            return this;
+        }
+
+        /**
+         * Over a cluster, fetches each streamlet from the broker {@code reads} picks for it (an
+         * in-sync follower, as a replica read; docs/cluster.md, "Follower reads"), and from its
+         * leader while that follower does not serve it ({@link FollowerReads}). By default every
+         * streamlet is fetched from its leader.
+         */
+        public Builder followerReads(FollowerReads reads) {
+            this.followerReads = Objects.requireNonNull(reads, "reads");
             return this;
         }
 

@@ -361,12 +361,18 @@ public final class NettyNearstreamClient implements NearstreamClient {
     @Override
     public CompletableFuture<FetchResponse> fetch(
             String stream, int maxWaitMs, List<FetchEntry> entries) {
+        return fetch(stream, maxWaitMs, entries, false);
+    }
+
+    @Override
+    public CompletableFuture<FetchResponse> fetch(
+            String stream, int maxWaitMs, List<FetchEntry> entries, boolean replicaRead) {
         if (maxWaitMs < 0) {
             return CompletableFuture.failedFuture(
                     new IllegalArgumentException("maxWaitMs must be >= 0, got " + maxWaitMs));
         }
         return call(
-                new FetchRequest(stream, maxWaitMs, List.copyOf(entries)),
+                new FetchRequest(stream, maxWaitMs, List.copyOf(entries), replicaRead),
                 maxWaitMs + defaultTimeoutMs(),
                 (body, frame) -> {
                     List<StreamletFetch> results = ProtocolCodec.decodeFetchResponse(body);

@@ -236,11 +236,25 @@ final class ProtocolCodec {
         }
     }
 
-    /** Fetch (8). */
-    record FetchRequest(String stream, int maxWaitMs, List<FetchEntry> entries) implements Request {
+    /**
+     * Fetch (8); {@code replicaRead} sets the frame's {@link #FLAG_REPLICA_READ}, so that a broker
+     * following the entries' streamlets in sync may answer from its own copy.
+     */
+    record FetchRequest(String stream, int maxWaitMs, List<FetchEntry> entries, boolean replicaRead)
+            implements Request {
+        /** Served by the streamlets' leader only. */
+        FetchRequest(String stream, int maxWaitMs, List<FetchEntry> entries) {
+            this(stream, maxWaitMs, entries, false);
+        }
+
         @Override
         public Opcode opcode() {
             return Opcode.FETCH;
+        }
+
+        @Override
+        public int flags() {
+            return replicaRead ? FLAG_REPLICA_READ : 0;
         }
     }
 

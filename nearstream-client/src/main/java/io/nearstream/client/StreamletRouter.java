@@ -2,13 +2,16 @@ package io.nearstream.client;
 
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
+import java.util.function.IntBinaryOperator;
 import java.util.function.IntUnaryOperator;
 
 /**
@@ -31,6 +34,33 @@ final class StreamletRouter {
          * answers come in entry order. (A TxnAppend names that broker's own transaction.)
          */
         CompletableFuture<List<R>> send(BrokerInfo info, NearstreamClient broker, List<E> entries);
+
+        /**
+         * {@link #send(BrokerInfo, NearstreamClient, List)}, where {@code replicaRead} says that
+         * some of the entries go to a broker that is not their streamlet's leader ({@link
+         * #broker}): a read a follower answers from its own copy. Only a call that sends entries to
+         * followers ever gets true.
+         */
+        default CompletableFuture<List<R>> send(
+                BrokerInfo info, NearstreamClient broker, List<E> entries, boolean replicaRead) {
+            return send(info, broker, entries);
+        }
+
+        /**
+         * The broker an entry of {@code streamlet}, led by {@code leader}, goes to: the leader,
+         * except for a read that the caller wants from a follower's copy (docs/cluster.md,
+         * "Follower reads").
+         */
+        default int broker(int streamlet, int leader) {
+            return leader;
+        }
+
+        /**
+         * {@code broker} did not serve {@code entry}: it refused it or could not be reached. The
+         * entry is sent again after a refresh (where the call allows it); a call that sent it to a
+         * follower sends it to the leader from now on.
+         */
+        default void notServedBy(BrokerInfo broker, E entry) {}
 
         /**
          * Whether results carry a status each (Append, Fetch, …); when not (Metadata), a failure
@@ -114,11 +144,15 @@ final class StreamletRouter {
         void connectionFailed(BrokerInfo broker);
     }
 
-    /** The entries of one request grouped by where they go. */
+    /**
+     * The entries of one request grouped by where they go; {@code replicaReads} holds the brokers
+     * of {@code byBroker} that got an entry of a streamlet they do not lead.
+     */
     record Split(
             Map<BrokerInfo, List<Integer>> byBroker,
             Map<Integer, List<Integer>> unregistered,
-            List<Integer> outOfRange) {}
+            List<Integer> outOfRange,
+            Set<BrokerInfo> replicaReads) {}
 
     private final ClusterView view;
     private final BrokerConnections connections;
@@ -152,9 +186,24 @@ final class StreamletRouter {
             ClusterView view,
             List<Integer> indexes,
             IntUnaryOperator streamletOf) {
+        return split(placement, view, indexes, streamletOf, (streamlet, leader) -> leader);
+    }
+
+    /**
+     * {@link #split(StreamPlacement, ClusterView, List, IntUnaryOperator)}, where {@code brokerOf}
+     * (streamlet, leader) names the broker each streamlet's entries go to. A broker other than the
+     * leader that the view does not list is no choice: those entries go to the leader.
+     */
+    static Split split(
+            StreamPlacement placement,
+            ClusterView view,
+            List<Integer> indexes,
+            IntUnaryOperator streamletOf,
+            IntBinaryOperator brokerOf) {
         Map<BrokerInfo, List<Integer>> byBroker = new LinkedHashMap<>();
         Map<Integer, List<Integer>> unregistered = new LinkedHashMap<>();
         List<Integer> outOfRange = new ArrayList<>();
+        Set<BrokerInfo> replicaReads = new HashSet<>();
         for (int i : indexes) {
             int streamlet = streamletOf.applyAsInt(i);
             if (!placement.hasStreamlet(streamlet)) {
@@ -162,6 +211,13 @@ final class StreamletRouter {
                 continue;
             }
             int owner = placement.owner(streamlet);
+            int chosen = brokerOf.applyAsInt(streamlet, owner);
+            BrokerInfo follower = chosen == owner ? null : view.broker(chosen).orElse(null);
+            if (follower != null) {
+                byBroker.computeIfAbsent(follower, o -> new ArrayList<>()).add(i);
+                replicaReads.add(follower);
+                continue;
+            }
             BrokerInfo b = view.broker(owner).orElse(null);
             if (b == null) {
                 unregistered.computeIfAbsent(owner, o -> new ArrayList<>()).add(i);
@@ -169,7 +225,7 @@ final class StreamletRouter {
                 byBroker.computeIfAbsent(b, o -> new ArrayList<>()).add(i);
             }
         }
-        return new Split(byBroker, unregistered, outOfRange);
+        return new Split(byBroker, unregistered, outOfRange, replicaReads);
     }
 
     /** Sends {@code entries} of {@code stream} to their owners; the results in entry order. */
@@ -226,7 +282,8 @@ final class StreamletRouter {
                                             p,
                                             view,
                                             pending,
-                                            i -> job.call.streamlet(job.entries.get(i)));
+                                            i -> job.call.streamlet(job.entries.get(i)),
+                                            job.call::broker);
                             for (int i : split.outOfRange()) {
                                 int s = job.call.streamlet(job.entries.get(i));
                                 job.fail(i, StatusCode.STREAMLET_NOT_FOUND, noSuchStreamlet(p, s));
@@ -243,7 +300,15 @@ final class StreamletRouter {
                                             });
                             List<CompletableFuture<Void>> parts = new ArrayList<>();
                             split.byBroker()
-                                    .forEach((b, indexes) -> parts.add(send(job, b, indexes)));
+                                    .forEach(
+                                            (b, indexes) ->
+                                                    parts.add(
+                                                            send(
+                                                                    job,
+                                                                    b,
+                                                                    indexes,
+                                                                    split.replicaReads()
+                                                                            .contains(b))));
                             return CompletableFuture.allOf(
                                             parts.toArray(new CompletableFuture<?>[0]))
                                     .thenCompose(v -> next(job, attempt));
@@ -251,14 +316,14 @@ final class StreamletRouter {
     }
 
     private <E, R> CompletableFuture<Void> send(
-            Job<E, R> job, BrokerInfo b, List<Integer> indexes) {
+            Job<E, R> job, BrokerInfo b, List<Integer> indexes, boolean replicaRead) {
         List<E> sent = new ArrayList<>(indexes.size());
         for (int i : indexes) {
             sent.add(job.entries.get(i));
         }
         CompletableFuture<List<R>> answer;
         try {
-            answer = job.call.send(b, connections.forBroker(b), sent);
+            answer = job.call.send(b, connections.forBroker(b), sent, replicaRead);
         } catch (RuntimeException e) {
             answer = CompletableFuture.failedFuture(e);
         }
@@ -279,6 +344,7 @@ final class StreamletRouter {
                         R r = matched.get(k);
                         StatusCode status = job.call.status(r);
                         if (isRefusal(status)) {
+                            job.call.notServedBy(b, sent.get(k));
                             job.retry(
                                     indexes.get(k),
                                     status,
@@ -298,6 +364,11 @@ final class StreamletRouter {
             Job<E, R> job, BrokerInfo b, List<Integer> indexes, NearstreamClientException e) {
         String message = b.describe() + ": " + e.reason();
         StatusCode status = e.status();
+        if (status == StatusCode.IO_ERROR || isRefusal(status)) {
+            for (int i : indexes) {
+                job.call.notServedBy(b, job.entries.get(i));
+            }
+        }
         if (status == StatusCode.IO_ERROR) {
             refresher.connectionFailed(b);
             if (!job.call.resendAfterIoError()) {

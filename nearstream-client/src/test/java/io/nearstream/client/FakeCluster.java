@@ -25,7 +25,9 @@ import java.util.concurrent.atomic.AtomicLong;
  * own, whole-request refusals for Metadata and PushSubscribe, ClusterMetadata from any broker. A
  * replicated stream ({@link #placeReplicated}) takes transaction requests in streamlet scopes only,
  * each on the streamlet's leader. The test changes the placement, unregisters brokers or takes them
- * down behind the client's back. Every request a broker gets is logged ({@link Broker#calls()}).
+ * down behind the client's back. A broker with {@link Broker#followerReads} serves replica-read
+ * fetches of the streamlets it follows in sync, at the leader's positions, as {@code nearstreamd
+ * --follower-reads} does. Every request a broker gets is logged ({@link Broker#calls()}).
  */
 final class FakeCluster implements AutoCloseable {
 
@@ -72,6 +74,14 @@ final class FakeCluster implements AutoCloseable {
             sets.add(new ReplicaSet(version, List.of(leader, follower), List.of(leader, follower)));
         }
         placements.put(stream, new StreamPlacement(stream, version, List.of(leaders), sets));
+    }
+
+    /**
+     * Places {@code stream} with the given copies: streamlet {@code i} led by {@code leaders[i]},
+     * its replicas and in-sync set {@code sets[i]}'s.
+     */
+    void placeReplicas(String stream, int version, List<Integer> leaders, List<ReplicaSet> sets) {
+        placements.put(stream, new StreamPlacement(stream, version, leaders, sets));
     }
 
     void unregister(int id) {
@@ -133,6 +143,9 @@ final class FakeCluster implements AutoCloseable {
         private final List<Poll> polls = new ArrayList<>();
         volatile boolean down;
 
+        /** Serves replica reads of the streamlets it follows in sync ({@code --follower-reads}). */
+        volatile boolean followerReads;
+
         /** Streamlets this broker refuses as broker 1's although it owns them (a stale broker). */
         final Set<Integer> disowned = ConcurrentHashMap.newKeySet();
 
@@ -159,9 +172,20 @@ final class FakeCluster implements AutoCloseable {
 
         /** Null when this broker stores the streamlet; else the refusal. */
         private AppendResult refusal(String stream, int streamlet) {
+            return refusal(stream, streamlet, false);
+        }
+
+        /**
+         * Null when this broker stores the streamlet, or serves it from its in-sync copy to a
+         * replica read; else the refusal.
+         */
+        private AppendResult refusal(String stream, int streamlet, boolean replicaRead) {
             StreamPlacement p = placements.get(stream);
             int owner = disowned.contains(streamlet) ? 1 : p.owner(streamlet);
             if (owner == id) {
+                return null;
+            }
+            if (replicaRead && followerReads && p.replicaSet(streamlet).isInSync(id)) {
                 return null;
             }
             if (!registered.contains(owner)) {
@@ -313,19 +337,19 @@ final class FakeCluster implements AutoCloseable {
                 }
             }
             for (Poll p : woken) {
-                p.future.complete(read(stream, p.entries));
+                p.future.complete(read(stream, p.entries, p.replicaRead));
             }
             return CompletableFuture.completedFuture(results);
         }
 
         /**
-         * Every chunk of an owned streamlet from index {@code position.offset()} on, one block per
-         * chunk ({@code at} = (broker, streamlet, index)).
+         * Every chunk of a served streamlet from index {@code position.offset()} on, one block per
+         * chunk ({@code at} = (leader, streamlet, index): the leader's positions on every copy).
          */
-        private FetchResponse read(String stream, List<FetchEntry> entries) {
+        private FetchResponse read(String stream, List<FetchEntry> entries, boolean replicaRead) {
             List<StreamletFetch> results = new ArrayList<>();
             for (FetchEntry e : entries) {
-                AppendResult refused = refusal(stream, e.streamlet());
+                AppendResult refused = refusal(stream, e.streamlet(), replicaRead);
                 if (refused != null) {
                     results.add(
                             new StreamletFetch(
@@ -339,16 +363,17 @@ final class FakeCluster implements AutoCloseable {
                 }
                 List<byte[]> stored = data.getOrDefault(stream + "/" + e.streamlet(), List.of());
                 List<ChunkBlock> blocks = new ArrayList<>();
+                int leader = placements.get(stream).owner(e.streamlet());
                 int from = e.position().offset();
                 for (int i = from; i < stored.size(); i++) {
                     blocks.add(
                             new ChunkBlock(
-                                    new Position(id, e.streamlet(), i),
+                                    new Position(leader, e.streamlet(), i),
                                     ByteBuffer.wrap(stored.get(i))
                                             .asReadOnlyBuffer()
                                             .order(ByteOrder.LITTLE_ENDIAN)));
                 }
-                Position tail = new Position(id, e.streamlet(), stored.size());
+                Position tail = new Position(leader, e.streamlet(), stored.size());
                 Position next = blocks.isEmpty() ? e.position() : tail;
                 results.add(
                         new StreamletFetch(e.streamlet(), StatusCode.OK, "", next, tail, blocks));
@@ -360,14 +385,29 @@ final class FakeCluster implements AutoCloseable {
         @Override
         public CompletableFuture<FetchResponse> fetch(
                 String stream, int maxWaitMs, List<FetchEntry> entries) {
+            return fetch(stream, maxWaitMs, entries, false);
+        }
+
+        /** Logged as a fetch, with {@code " replica-read"} after it when {@code replicaRead}. */
+        @Override
+        public CompletableFuture<FetchResponse> fetch(
+                String stream, int maxWaitMs, List<FetchEntry> entries, boolean replicaRead) {
             List<Integer> asked = new ArrayList<>();
             entries.forEach(e -> asked.add(e.streamlet()));
             CompletableFuture<FetchResponse> f =
-                    check(stream, "fetch " + stream + " wait " + maxWaitMs + " " + asked);
+                    check(
+                            stream,
+                            "fetch "
+                                    + stream
+                                    + " wait "
+                                    + maxWaitMs
+                                    + " "
+                                    + asked
+                                    + (replicaRead ? " replica-read" : ""));
             if (f != null) {
                 return f;
             }
-            FetchResponse now = read(stream, entries);
+            FetchResponse now = read(stream, entries, replicaRead);
             boolean news = false;
             for (StreamletFetch r : now.results()) {
                 news |= !r.ok() || !r.blocks().isEmpty();
@@ -376,7 +416,7 @@ final class FakeCluster implements AutoCloseable {
                 return CompletableFuture.completedFuture(now);
             }
             now.close();
-            Poll p = new Poll(stream, List.copyOf(entries));
+            Poll p = new Poll(stream, List.copyOf(entries), replicaRead);
             synchronized (polls) {
                 polls.add(p);
             }
@@ -387,7 +427,7 @@ final class FakeCluster implements AutoCloseable {
                             mine = polls.remove(p);
                         }
                         if (mine) {
-                            p.future.complete(read(stream, p.entries));
+                            p.future.complete(read(stream, p.entries, p.replicaRead));
                         }
                     },
                     maxWaitMs,
@@ -593,11 +633,13 @@ final class FakeCluster implements AutoCloseable {
     private static final class Poll {
         final String stream;
         final List<FetchEntry> entries;
+        final boolean replicaRead;
         final CompletableFuture<FetchResponse> future = new CompletableFuture<>();
 
-        Poll(String stream, List<FetchEntry> entries) {
+        Poll(String stream, List<FetchEntry> entries, boolean replicaRead) {
             this.stream = stream;
             this.entries = entries;
+            this.replicaRead = replicaRead;
         }
 
         boolean wants(int streamlet) {

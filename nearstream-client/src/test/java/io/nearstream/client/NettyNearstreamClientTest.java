@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.nearstream.client.ProtocolCodec.FrameHeader;
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufUtil;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.nio.NioIoHandler;
@@ -12,6 +13,7 @@ import java.io.IOException;
 import java.net.ServerSocket;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
@@ -67,6 +69,40 @@ class NettyNearstreamClientTest {
             assertThat(b.get(5, TimeUnit.SECONDS).name()).isEqualTo("b");
             assertThat(c.get(5, TimeUnit.SECONDS).name()).isEqualTo("c");
         }
+    }
+
+    /**
+     * A fetch carries the replica-read frame flag (0x04) only when asked for one; its frame is
+     * otherwise the same byte for byte (request ids aside), so a reader with follower reads off
+     * sends what it always sent.
+     */
+    @Test
+    void aFetchIsAReplicaReadOnlyWhenAskedFor() throws Exception {
+        List<byte[]> frames = new ArrayList<>();
+        try (FakeBroker broker =
+                        new FakeBroker(
+                                (h, frame, conn) -> {
+                                    synchronized (frames) {
+                                        frames.add(ByteBufUtil.getBytes(frame));
+                                    }
+                                    conn.respond(h, 0, "", out -> out.writeIntLE(0));
+                                });
+                NettyNearstreamClient client = NettyNearstreamClient.connect(broker.address())) {
+            List<FetchEntry> entries = List.of(new FetchEntry(3, new Position(1, 2, 64), 4096));
+            client.fetch("s", 0, entries).get(5, TimeUnit.SECONDS).close();
+            client.fetch("s", 0, entries, false).get(5, TimeUnit.SECONDS).close();
+            client.fetch("s", 0, entries, true).get(5, TimeUnit.SECONDS).close();
+        }
+        assertThat(frames).hasSize(3);
+        int flags = 4 + 1; // after the length prefix and the version
+        assertThat(frames).extracting(f -> f[flags]).containsExactly((byte) 0, (byte) 0, (byte) 4);
+        int requestId = flags + 1 + 2;
+        for (byte[] f : frames) {
+            f[flags] = 0;
+            Arrays.fill(f, requestId, requestId + 8, (byte) 0);
+        }
+        assertThat(frames.get(1)).isEqualTo(frames.get(0));
+        assertThat(frames.get(2)).isEqualTo(frames.get(0));
     }
 
     @Test

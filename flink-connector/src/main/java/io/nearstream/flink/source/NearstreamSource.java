@@ -23,6 +23,7 @@ import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 import java.util.function.IntFunction;
+import java.util.function.IntUnaryOperator;
 import java.util.function.Supplier;
 import java.util.function.ToIntFunction;
 import javax.annotation.Nullable;
@@ -137,9 +138,20 @@ public class NearstreamSource<T>
                 new NearstreamSourceReaderMetrics(readerContext.metricGroup());
         int subtask = readerContext.getIndexOfSubtask();
         String host = readerContext.getLocalHostName();
-        Supplier<SplitReader<RecordRun, NearstreamSplit>> pull =
-                () -> new PullSplitReader(openClient(), stream, config, metrics);
         boolean cluster = ConnectorChecks.isCluster(broker);
+        boolean followerReads = config.get(NearstreamSourceOptions.FOLLOWER_READS);
+        // Where the stream's streamlets are served, when this reader pushes any or fetches from
+        // followers.
+        StreamLocality locality =
+                cluster && (readMode != ReadMode.PULL || followerReads) ? clusterLocality() : null;
+        // Fetches go to each streamlet's serving broker for this host with follower reads on
+        // (an in-sync replica here, else the leader); to the leaders otherwise.
+        IntUnaryOperator pullFrom =
+                locality != null && followerReads
+                        ? streamlet -> locality.servingBroker(streamlet, host)
+                        : null;
+        Supplier<SplitReader<RecordRun, NearstreamSplit>> pull =
+                () -> new PullSplitReader(openClient(), stream, config, metrics, pullFrom);
         // Which brokers this reader pushes from (their addresses, by id), and which broker each
         // split is pushed from.
         Map<Integer, String> pushBrokers = new TreeMap<>();
@@ -149,7 +161,6 @@ public class NearstreamSource<T>
                 // The streamlets served by a broker on this host (their leader, or an in-sync
                 // replica of them) by push, from that broker's own subscription; the others by
                 // fetch RPCs to their leaders in AUTO, refused in PUSH.
-                StreamLocality locality = clusterLocality();
                 for (int id : locality.localBrokers(host)) {
                     pushBrokers.put(id, locality.address(id));
                 }

@@ -166,9 +166,11 @@ public class NearstreamSourceBuilder<T> {
      * after the job started is read (default 10 s). Zero or negative: discover once at start.
      */
     /**
-     * Over a broker cluster, whether a streamlet whose leader is on another host is pushed from an
-     * in-sync replica on the reader's host (default false: from its leader). The brokers must run
-     * with {@code --follower-reads}, or their followers send the readers back to the leader.
+     * Over a broker cluster, whether a streamlet whose leader is on another host is read from an
+     * in-sync replica on the reader's host (default false: from its leader): pushed from it, or in
+     * PULL mode fetched from it, a fetch the replica does not serve going to the leader instead.
+     * The brokers must run with {@code --follower-reads}, or their followers send the readers back
+     * to the leader.
      */
     public NearstreamSourceBuilder<T> setFollowerReads(boolean followerReads) {
         config.set(NearstreamSourceOptions.FOLLOWER_READS, followerReads);

@@ -151,10 +151,12 @@ public final class NearstreamSourceOptions {
                     .defaultValue(false)
                     .withDescription(
                             "Over a broker cluster whose brokers run with --follower-reads: a"
-                                    + " streamlet whose leader is on another host is pushed from"
-                                    + " an in-sync replica on the reader's host when there is one"
-                                    + " (docs/cluster.md, \"Follower reads\"). false (the"
-                                    + " default): every streamlet is read from its leader.");
+                                    + " streamlet whose leader is on another host is read (pushed,"
+                                    + " or fetched in PULL mode) from an in-sync replica on the"
+                                    + " reader's host when there is one (docs/cluster.md,"
+                                    + " \"Follower reads\"); a fetch that replica does not serve"
+                                    + " goes to the leader. false (the default): every streamlet"
+                                    + " is read from its leader.");
 
     public static final ConfigOption<Boolean> SKIP_DAMAGED_DATA =
             key("nearstream.source.skip-damaged-data")

@@ -3,17 +3,11 @@ package io.nearstream.flink.source;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.nearstream.client.Durability;
-import io.nearstream.client.NearstreamClient;
 import io.nearstream.client.StreamConfig;
-import io.nearstream.client.StreamPlacement;
 import io.nearstream.flink.source.reader.deserializer.NearstreamRecordDeserializationSchema;
-import io.nearstream.flink.source.testutils.Await;
 import io.nearstream.flink.source.testutils.ClusterReads;
 import io.nearstream.testing.NearstreamClusterExtension;
-import java.time.Duration;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicReference;
 import org.apache.flink.runtime.testutils.MiniClusterResourceConfiguration;
 import org.apache.flink.test.junit5.MiniClusterExtension;
 import org.junit.jupiter.api.Test;
@@ -48,21 +42,6 @@ class NearstreamClusterFollowerPushITCase {
                             .setNumberSlotsPerTaskManager(2)
                             .build());
 
-    private static long stat(int broker, String name) throws Exception {
-        return ClusterReads.stat(CLUSTER, broker, name);
-    }
-
-    /** Each counter of {@code names} on each broker, [broker][name]. */
-    private static long[][] stats(List<String> names) throws Exception {
-        long[][] out = new long[CLUSTER.size()][names.size()];
-        for (int b = 0; b < CLUSTER.size(); b++) {
-            for (int n = 0; n < names.size(); n++) {
-                out[b][n] = stat(b, names.get(n));
-            }
-        }
-        return out;
-    }
-
     @Test
     void theLocalInSyncReplicaPushesTheStreamletsOfRemoteLeaders() throws Exception {
         String stream = "follower-push";
@@ -76,7 +55,7 @@ class NearstreamClusterFollowerPushITCase {
                         PER_STREAMLET);
         // Without streamlets led elsewhere, this would test nothing new.
         assertThat(filled.owners()).as("leaders").anyMatch(leader -> leader != 1);
-        awaitBrokerOneInSyncEverywhere(stream);
+        ClusterReads.awaitInSyncEverywhere(CLUSTER, stream, 1);
 
         List<String> counters =
                 List.of(
@@ -85,7 +64,7 @@ class NearstreamClusterFollowerPushITCase {
                         "nearstream_fetch_requests_total",
                         "nearstream_fetch_records_total",
                         "nearstream_fetch_follower_chunks_total");
-        long[][] before = stats(counters);
+        long[][] before = ClusterReads.stats(CLUSTER, counters);
 
         List<String> read =
                 ClusterReads.readAll(
@@ -102,7 +81,7 @@ class NearstreamClusterFollowerPushITCase {
                         2);
 
         assertThat(read).containsExactlyInAnyOrderElementsOf(filled.records());
-        long[][] after = stats(counters);
+        long[][] after = ClusterReads.stats(CLUSTER, counters);
         // Broker 1 (local): one subscription for the host carried every record; no fetch.
         assertThat(after[0][0] - before[0][0]).as("broker 1 push subscribes").isEqualTo(1);
         assertThat(after[0][1] - before[0][1])
@@ -117,29 +96,6 @@ class NearstreamClusterFollowerPushITCase {
             for (int n = 0; n < counters.size(); n++) {
                 assertThat(after[b][n] - before[b][n]).as(broker + " " + counters.get(n)).isZero();
             }
-        }
-    }
-
-    /**
-     * Waits until the cluster's view has broker 1 in the in-sync set of every streamlet, which is
-     * what the source decides by.
-     */
-    private static void awaitBrokerOneInSyncEverywhere(String stream) throws Exception {
-        AtomicReference<StreamPlacement> seen = new AtomicReference<>();
-        try (NearstreamClient client = NearstreamClient.connect(CLUSTER.bootstrap())) {
-            Await.until(
-                    "broker 1 in the in-sync set of every streamlet of " + stream,
-                    Duration.ofSeconds(30),
-                    () -> {
-                        StreamPlacement p =
-                                client.clusterMetadata(stream)
-                                        .get(10, TimeUnit.SECONDS)
-                                        .placement(stream)
-                                        .orElseThrow();
-                        seen.set(p);
-                        return p.replicaSets().stream().allMatch(s -> s.isInSync(1));
-                    },
-                    () -> String.valueOf(seen.get()));
         }
     }
 }

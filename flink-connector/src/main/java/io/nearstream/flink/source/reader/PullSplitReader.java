@@ -4,6 +4,7 @@ import io.nearstream.client.ChunkBlock;
 import io.nearstream.client.ChunkCursor;
 import io.nearstream.client.FetchEntry;
 import io.nearstream.client.FetchResponse;
+import io.nearstream.client.FollowerReads;
 import io.nearstream.client.NearstreamClient;
 import io.nearstream.client.NearstreamClientException;
 import io.nearstream.client.Position;
@@ -26,6 +27,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.function.IntUnaryOperator;
 import javax.annotation.Nullable;
 import org.apache.flink.annotation.Internal;
 import org.apache.flink.annotation.VisibleForTesting;
@@ -55,6 +57,13 @@ import org.slf4j.LoggerFactory;
  * surface as an {@link IOException}; fatal ones as a {@link
  * io.nearstream.flink.source.NearstreamException} (see {@link BrokerErrors}).
  *
+ * <p>With follower reads on (over a cluster), each streamlet is fetched from its serving broker for
+ * the reader's host ({@link io.nearstream.flink.source.enumerator.StreamLocality#servingBroker}):
+ * its leader, or an in-sync replica on this host, asked with the replica-read flag. A streamlet
+ * that follower does not serve goes to its leader in the same fetch and stays there for a while
+ * ({@link FollowerReads}); positions are the leader's on both, so nothing is lost or read twice.
+ * With follower reads off, every streamlet is fetched from its leader, as before.
+ *
  * <p>Runs on the split fetcher thread; only {@link #wakeUp()} is called from other threads.
  */
 @Internal
@@ -79,14 +88,38 @@ public class PullSplitReader implements SplitReader<RecordRun, NearstreamSplit> 
     private final RecordFilter filter; // records that fail it are not emitted
     private final DamagedData damagedData;
     private final WakeUpSignal wakeUp = new WakeUpSignal();
+
+    /** The broker each streamlet is read from for this reader's host; null: from its leader. */
+    @Nullable private final IntUnaryOperator servingBroker;
+
+    /** Where {@link #servingBroker} sends the assigned streamlets; null with follower reads off. */
+    @Nullable private final FollowerReads followerReads;
+
     private int consecutiveFailures;
     private boolean segmentSizeRequested;
 
+    /** A reader that fetches every streamlet from its leader. */
     public PullSplitReader(
             NearstreamClient client,
             String stream,
             Configuration config,
             NearstreamSourceReaderMetrics metrics) {
+        this(client, stream, config, metrics, null);
+    }
+
+    /**
+     * @param servingBroker with follower reads on, the broker each streamlet is read from (its
+     *     leader or an in-sync follower; -1 for a streamlet it does not know, read from its
+     *     leader); null reads every streamlet from its leader
+     */
+    public PullSplitReader(
+            NearstreamClient client,
+            String stream,
+            Configuration config,
+            NearstreamSourceReaderMetrics metrics,
+            @Nullable IntUnaryOperator servingBroker) {
+        this.servingBroker = servingBroker;
+        this.followerReads = servingBroker == null ? null : new FollowerReads();
         this.client = client;
         this.stream = stream;
         this.metrics = metrics;
@@ -128,7 +161,11 @@ public class PullSplitReader implements SplitReader<RecordRun, NearstreamSplit> 
 
         FetchResponse response;
         try {
-            response = awaitUnlessWokenUp(client.fetch(stream, maxWaitMs, entries));
+            response =
+                    awaitUnlessWokenUp(
+                            followerReads == null
+                                    ? client.fetch(stream, maxWaitMs, entries)
+                                    : client.fetch(stream, maxWaitMs, entries, followerReads));
         } catch (Exception e) {
             handleFailure("Fetch from stream '" + stream + "'", e);
             return records.build();
@@ -343,6 +380,7 @@ public class PullSplitReader implements SplitReader<RecordRun, NearstreamSplit> 
             for (NearstreamSplit split : splitsChanges.splits()) {
                 checkStream(split);
                 streamlets.put(split.streamlet(), new PullCursor(split));
+                chooseBroker(split.streamlet());
                 LOG.info("Reading split {}", split);
             }
             requestSegmentSize();
@@ -352,10 +390,33 @@ public class PullSplitReader implements SplitReader<RecordRun, NearstreamSplit> 
                 if (removed != null) {
                     metrics.removeSplit(removed.splitId);
                 }
+                if (followerReads != null) {
+                    followerReads.readFromLeader(split.streamlet());
+                }
             }
         } else {
             throw new UnsupportedOperationException(
                     "Unsupported splits change " + splitsChanges.getClass().getName());
+        }
+    }
+
+    /** With follower reads on, reads {@code streamlet} from its serving broker for this host. */
+    private void chooseBroker(int streamlet) {
+        if (followerReads == null) {
+            return;
+        }
+        int broker = servingBroker.applyAsInt(streamlet);
+        if (broker < 0) {
+            followerReads.readFromLeader(streamlet);
+        } else {
+            followerReads.readFrom(streamlet, broker);
+            LOG.info(
+                    "Streamlet {} of stream '{}' is fetched from broker {}, its serving broker"
+                            + " for this host (from its leader while that broker does not serve"
+                            + " it)",
+                    streamlet,
+                    stream,
+                    Integer.toUnsignedString(broker));
         }
     }
 

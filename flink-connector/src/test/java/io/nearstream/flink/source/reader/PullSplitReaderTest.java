@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.nearstream.client.FetchEntry;
+import io.nearstream.client.FollowerReads;
 import io.nearstream.client.NearstreamRecord;
 import io.nearstream.client.Position;
 import io.nearstream.client.RecordFilter;
@@ -21,6 +22,7 @@ import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -179,6 +181,37 @@ class PullSplitReaderTest {
         List<FetchEntry> entries = client.fetchRequests().get(0);
         assertThat(entries).extracting(FetchEntry::streamlet).containsExactly(0, 1);
         assertThat(entries).extracting(FetchEntry::maxBytes).containsOnly(300);
+    }
+
+    @Test
+    void withFollowerReadsOffEveryFetchGoesToTheLeaders() throws IOException {
+        fill(0, 2, 1);
+        add(split(0, Position.EARLIEST, 0, null));
+
+        fetch();
+
+        assertThat(client.fetchFollowerReads()).containsExactly(Optional.empty());
+    }
+
+    @Test
+    void withFollowerReadsEachStreamletIsFetchedFromItsServingBroker() throws IOException {
+        // Streamlet 0 is served by broker 7 on this host; the view does not know streamlet 1.
+        reader = new PullSplitReader(client, STREAM, config(50), metrics, s -> s == 0 ? 7 : -1);
+        fill(0, 2, 1);
+        fill(1, 2, 1);
+        add(split(0, Position.EARLIEST, 0, null), split(1, Position.EARLIEST, 0, null));
+
+        assertThat(fetch().records).containsOnlyKeys("s-0", "s-1");
+
+        List<Optional<FollowerReads>> given = client.fetchFollowerReads();
+        assertThat(given).hasSize(1);
+        FollowerReads reads = given.get(0).orElseThrow();
+        assertThat(reads.chosen(0)).hasValue(7);
+        assertThat(reads.chosen(1)).isEmpty();
+
+        reader.handleSplitsChanges(
+                new SplitsRemoval<>(List.of(split(0, Position.EARLIEST, 0, null))));
+        assertThat(reads.chosen(0)).as("a removed split").isEmpty();
     }
 
     @Test

@@ -2,11 +2,14 @@ package io.nearstream.flink.source.testutils;
 
 import io.nearstream.client.NearstreamClient;
 import io.nearstream.client.StreamConfig;
+import io.nearstream.client.StreamPlacement;
 import io.nearstream.flink.source.NearstreamSource;
 import io.nearstream.testing.NearstreamClusterExtension;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.util.CloseableIterator;
@@ -69,6 +72,42 @@ public final class ClusterReads {
     public static long stat(NearstreamClusterExtension cluster, int i, String name)
             throws Exception {
         return cluster.broker(i).client().stats().get(30, TimeUnit.SECONDS).getOrDefault(name, 0L);
+    }
+
+    /** Each counter of {@code names} on each broker of the cluster, [broker index][name]. */
+    public static long[][] stats(NearstreamClusterExtension cluster, List<String> names)
+            throws Exception {
+        long[][] out = new long[cluster.size()][names.size()];
+        for (int b = 0; b < cluster.size(); b++) {
+            for (int n = 0; n < names.size(); n++) {
+                out[b][n] = stat(cluster, b, names.get(n));
+            }
+        }
+        return out;
+    }
+
+    /**
+     * Waits until the cluster's view has broker {@code id} in the in-sync set of every streamlet of
+     * {@code stream}, which is what a source with follower reads decides by.
+     */
+    public static void awaitInSyncEverywhere(
+            NearstreamClusterExtension cluster, String stream, int id) throws Exception {
+        AtomicReference<StreamPlacement> seen = new AtomicReference<>();
+        try (NearstreamClient client = NearstreamClient.connect(cluster.bootstrap())) {
+            Await.until(
+                    "broker " + id + " in the in-sync set of every streamlet of " + stream,
+                    Duration.ofSeconds(30),
+                    () -> {
+                        StreamPlacement p =
+                                client.clusterMetadata(stream)
+                                        .get(10, TimeUnit.SECONDS)
+                                        .placement(stream)
+                                        .orElseThrow();
+                        seen.set(p);
+                        return p.replicaSets().stream().allMatch(r -> r.isInSync(id));
+                    },
+                    () -> String.valueOf(seen.get()));
+        }
     }
 
     /** Runs a bounded job of {@code source} with {@code parallelism} readers; what it read. */

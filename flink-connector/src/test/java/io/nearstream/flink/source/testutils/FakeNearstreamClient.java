@@ -7,6 +7,7 @@ import io.nearstream.client.ChunkBuilder;
 import io.nearstream.client.ClusterMetadata;
 import io.nearstream.client.FetchEntry;
 import io.nearstream.client.FetchResponse;
+import io.nearstream.client.FollowerReads;
 import io.nearstream.client.GroupMetadata;
 import io.nearstream.client.NearstreamClient;
 import io.nearstream.client.NearstreamClientException;
@@ -33,6 +34,7 @@ import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
@@ -67,6 +69,8 @@ public final class FakeNearstreamClient implements NearstreamClient {
     private final AtomicInteger metadataRequests = new AtomicInteger();
     private final AtomicInteger openResponses = new AtomicInteger();
     private final List<List<FetchEntry>> fetchRequests =
+            Collections.synchronizedList(new ArrayList<>());
+    private final List<Optional<FollowerReads>> fetchFollowerReads =
             Collections.synchronizedList(new ArrayList<>());
     private final Map<Integer, StatusCode> entryFailures = new ConcurrentHashMap<>();
     private volatile StatusCode failFetchesWith;
@@ -151,6 +155,16 @@ public final class FakeNearstreamClient implements NearstreamClient {
     public List<List<FetchEntry>> fetchRequests() {
         synchronized (fetchRequests) {
             return new ArrayList<>(fetchRequests);
+        }
+    }
+
+    /**
+     * The {@link FollowerReads} each fetch was given, in order; empty for a fetch without (from the
+     * leaders). One broker serves every fetch whatever they choose.
+     */
+    public List<Optional<FollowerReads>> fetchFollowerReads() {
+        synchronized (fetchFollowerReads) {
+            return new ArrayList<>(fetchFollowerReads);
         }
     }
 
@@ -267,9 +281,21 @@ public final class FakeNearstreamClient implements NearstreamClient {
 
     @Override
     public CompletableFuture<FetchResponse> fetch(
+            String stream, int maxWaitMs, List<FetchEntry> entries, FollowerReads reads) {
+        return fetch(stream, maxWaitMs, entries, Optional.of(reads));
+    }
+
+    @Override
+    public CompletableFuture<FetchResponse> fetch(
             String stream, int maxWaitMs, List<FetchEntry> entries) {
+        return fetch(stream, maxWaitMs, entries, Optional.empty());
+    }
+
+    private CompletableFuture<FetchResponse> fetch(
+            String stream, int maxWaitMs, List<FetchEntry> entries, Optional<FollowerReads> reads) {
         fetches.incrementAndGet();
         fetchRequests.add(new ArrayList<>(entries));
+        fetchFollowerReads.add(reads);
         if (failFetchesWith != null && fetchFailuresLeft.getAndDecrement() > 0) {
             return failed(failFetchesWith, "injected fetch failure");
         }
