@@ -445,6 +445,7 @@ Status ZkCluster::AcceptReplica(const net::ReplicaAppendRequest& m) {
   // old epoch lands after this broker loaded its copy as the new leader.
   std::lock_guard<std::mutex> lock(copy->mu);
   RETURN_IF_ERROR(CheckFollowerWrite(m.stream, m.streamlet, m.leader, m.leader_epoch));
+  RETURN_IF_ERROR(copy->SyncFailure());
   RETURN_IF_ERROR(storage::ValidateChunk(m.chunk, m.chunk_size).status());
   if (m.at.offset + uint64_t{m.chunk_size} > stream->config().segment_bytes) {
     return Status::InvalidArgument("a chunk of " + std::to_string(m.chunk_size) +
@@ -454,7 +455,20 @@ Status ZkCluster::AcceptReplica(const net::ReplicaAppendRequest& m) {
   storage::Env* env = storage::Env::Default();
   if (copy->file == nullptr || copy->file_at.group != m.at.group ||
       copy->file_at.segment != m.at.segment) {
-    if (copy->file != nullptr) RETURN_IF_ERROR(copy->file->Sync());
+    if (copy->file != nullptr) {
+      if (stream->config().durability == storage::Durability::kSync) {
+        RETURN_IF_ERROR(copy->file->Sync());
+      } else {
+        // Synced off this thread: inline, the flush of a whole segment held the answer, and
+        // with it every acknowledgement of the streamlet (docs/cluster.md, "Replication").
+        copy_syncer_.Hand(std::move(copy->file), [copy](const Status& failed) {
+          copy->NoteSyncFailure(Status(failed.code(),
+                                       "syncing a finished segment file of the "
+                                       "copy failed: " +
+                                           std::string(failed.message())));
+        });
+      }
+    }
     copy->file.reset();
     ASSIGN_OR_RETURN(std::unique_ptr<storage::WritableFile> file,
                      env->OpenAppendable(s->GroupSegmentPath(m.at.group, m.at.segment)));
@@ -549,6 +563,10 @@ void ZkCluster::Install(const std::string& name, StreamRecord record) {
           if (!synced.ok())
             NS_LOG(kError) << "syncing the copy of " << StreamletName(name, i) << ": "
                            << synced.ToString();
+        }
+        copy_syncer_.Drain();  // and the segment files it finished before (any copy's)
+        if (Status failed = copy->SyncFailure(); !failed.ok()) {
+          NS_LOG(kError) << "the copy of " << StreamletName(name, i) << ": " << failed.ToString();
         }
         copy->Close();
         // Its transactions too, from the files the old leader's writes made here, as a restart

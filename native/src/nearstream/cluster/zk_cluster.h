@@ -34,6 +34,7 @@
 #include "nearstream/common/thread_annotations.h"
 #include "nearstream/net/client.h"
 #include "nearstream/net/protocol.h"
+#include "nearstream/storage/file_syncer.h"
 #include "nearstream/storage/held_appends.h"
 #include "nearstream/storage/stream_store.h"
 #include "nearstream/storage/txn_mirror.h"
@@ -51,6 +52,9 @@ inline constexpr uint32_t kMoveSealMs = 30000;
 // removes it from the in-sync set): a stopped (SIGSTOP) or partitioned follower holds the
 // streamlet's appends this long, as Kafka's replica.lag.time.max.ms bounds a stalled follower.
 inline constexpr int kReplicaTimeoutMs = 10000;
+// Finished segment files of `async` copies that may wait for their sync (all of a broker's
+// copies together) before a follower's next switch to a new segment file waits for one.
+inline constexpr size_t kCopySyncPending = 4;
 
 struct ClusterOptions {
   std::string zookeeper;  // host:port[,...][/root]
@@ -457,7 +461,22 @@ class ZkCluster : public storage::TxnMirror {
       file.reset();
       txn_file.reset();
       txn_file_name.clear();
+      NoteSyncFailure(Status::Ok());  // the copy is checked again (catch-up) or given up
     }
+    // A finished segment file whose sync failed off the ns-replica thread (copy_syncer_): the
+    // next chunk is refused with it, so the leader takes this broker out of the in-sync set and
+    // it catches up, as when the sync ran inline. Its own mutex: the syncer's thread reports
+    // while a write or a promotion holds `mu`.
+    void NoteSyncFailure(Status s) {
+      std::lock_guard<std::mutex> lock(sync_failure_mu);
+      sync_failure = std::move(s);
+    }
+    Status SyncFailure() {
+      std::lock_guard<std::mutex> lock(sync_failure_mu);
+      return sync_failure;
+    }
+    std::mutex sync_failure_mu;
+    Status sync_failure;
   };
   // What a leader's write to a follower lands in (AcceptReplica, AcceptReplicaTxn).
   struct FollowerTarget {
@@ -512,6 +531,9 @@ class ZkCluster : public storage::TxnMirror {
   std::thread refresher_;
   std::thread catchup_;
   std::thread views_;
+  // Syncs the segment files a follower finished writing under `async` (AcceptReplica), off the
+  // ns-replica thread. Destroyed first: its last syncs may report to copies.
+  storage::FileSyncer copy_syncer_{"ns-copy-sync", kCopySyncPending};
 };
 
 }  // namespace nearstream::cluster
