@@ -21,6 +21,8 @@
 namespace nearstream::broker {
 namespace {
 
+// Queues after the request workers' own: the admin, replica and views threads' (see Enqueue).
+constexpr int kExtraQueues = 3;
 constexpr uint64_t kListenerTag = 0;
 constexpr uint64_t kWakeTag = 1;
 constexpr size_t kReadChunk = 256 * 1024;
@@ -34,7 +36,7 @@ constexpr size_t kDirectRecvMin = 16 * 1024;
 Server::Server(ServerOptions options, storage::StreamStore* store)
     : options_(options),
       store_(store),
-      metrics_(options.workers + 2),
+      metrics_(options.workers + kExtraQueues),
       waiters_([this](Request r) { Enqueue(std::move(r)); }),
       push_(std::make_unique<push::PushManager>(
           [&options] {
@@ -44,8 +46,10 @@ Server::Server(ServerOptions options, storage::StreamStore* store)
           }(),
           store)),
       handler_(options.handler, store, &waiters_, &metrics_, push_.get(), options.cluster) {
-  // One queue per worker, then the admin queue and the replica queue (see Enqueue).
-  for (int i = 0; i < options_.workers + 2; ++i) queues_.push_back(std::make_unique<WorkQueue>());
+  // One queue per worker, then the admin, replica and views queues (see Enqueue).
+  for (int i = 0; i < options_.workers + kExtraQueues; ++i) {
+    queues_.push_back(std::make_unique<WorkQueue>());
+  }
   if (options_.cluster != nullptr) {
     options_.cluster->OnStreamDeleted(
         [this](const std::shared_ptr<storage::Stream>& stream) { waiters_.WakeAll(stream.get()); });
@@ -102,6 +106,8 @@ Status Server::Start() {
   NameThread(workers_.back(), "ns-admin");
   workers_.emplace_back([this] { WorkerLoop(options_.workers + 1); });
   NameThread(workers_.back(), "ns-replica");
+  workers_.emplace_back([this] { WorkerLoop(options_.workers + 2); });
+  NameThread(workers_.back(), "ns-view-apply");
   maintenance_ = std::thread([this] { MaintenanceLoop(); });
   NameThread(maintenance_, "ns-maintenance");
   dispatcher_ = std::thread([this] { DispatchLoop(); });
@@ -142,18 +148,20 @@ void Server::Enqueue(Request r) {
   // timeout. ReplicaAppend (and ReplicaTxn, a transaction's writes) runs on a thread of its
   // own, which never waits for another broker.
   // ReplicaJoin (a ZooKeeper update on the leader) goes to the admin thread, and so does
-  // ReplicaMove (a copy, as MoveStreamlet).
-  const size_t workers = queues_.size() - 2;
+  // ReplicaMove (a copy, as MoveStreamlet). ReplicaPublished (follower reads) has a thread of its
+  // own too: a whole view may load many segments from files, which on the replica thread would
+  // hold up the leader's chunks past its replica timeout.
+  const size_t workers = queues_.size() - kExtraQueues;
   const auto opcode = static_cast<net::Opcode>(r.frame.header.opcode);
   size_t index = r.conn->id() % workers;
   if (opcode == net::Opcode::kMoveStreamlet || opcode == net::Opcode::kReplicaJoin ||
       opcode == net::Opcode::kReplicaMove) {
     index = workers;
   }
-  if (opcode == net::Opcode::kReplicaAppend || opcode == net::Opcode::kReplicaTxn ||
-      opcode == net::Opcode::kReplicaPublished) {
+  if (opcode == net::Opcode::kReplicaAppend || opcode == net::Opcode::kReplicaTxn) {
     index = workers + 1;
   }
+  if (opcode == net::Opcode::kReplicaPublished) index = workers + 2;
   queues_[index]->Push(std::move(r));
 }
 
@@ -378,9 +386,11 @@ MetricValues Server::CollectMetrics() {
   }
   add("nearstream_thread_busy_ns_total{thread=\"dispatcher\"}", metrics_.dispatcher_busy_ns.Get());
   for (size_t i = 0; i < queues_.size(); ++i) {
-    std::string label = i + 2 == queues_.size()   ? std::string("{thread=\"admin\"}")
-                        : i + 1 == queues_.size() ? std::string("{thread=\"replica\"}")
-                                                  : "{thread=\"worker-" + std::to_string(i) + "\"}";
+    const size_t workers = queues_.size() - kExtraQueues;
+    std::string label = i == workers       ? std::string("{thread=\"admin\"}")
+                        : i == workers + 1 ? std::string("{thread=\"replica\"}")
+                        : i == workers + 2 ? std::string("{thread=\"views\"}")
+                                           : "{thread=\"worker-" + std::to_string(i) + "\"}";
     add("nearstream_thread_busy_ns_total" + label, metrics_.worker_busy_ns[i].Get());
     add("nearstream_queue_depth" + label, queues_[i]->depth());
   }

@@ -130,7 +130,7 @@ TEST_F(ServerTest, EveryBrokerThreadIsNamedByItsRole) {
   std::multiset<std::string> names;
   for (const auto& [name, task] : testing::ThreadsOfThisProcess()) names.insert(name);
   for (const char* role : {"ns-dispatch", "ns-worker-0", "ns-worker-1", "ns-admin", "ns-replica",
-                           "ns-maintenance", "ns-metrics", "ns-push-0"}) {
+                           "ns-view-apply", "ns-maintenance", "ns-metrics", "ns-push-0"}) {
     EXPECT_EQ(names.count(role), 1u) << role;
   }
   EXPECT_EQ(names.count("ns-worker-2"), 0u);  // two workers asked for

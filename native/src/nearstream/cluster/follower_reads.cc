@@ -34,9 +34,13 @@ Status ZkCluster::AcceptPublished(const net::ReplicaPublishedRequest& m) {
                    FollowerWriteTarget(m.stream, m.streamlet, m.leader_epoch));
   storage::Streamlet& s = *target.streamlet;
   FollowerCopy& copy = *target.copy;
+  // The segments a whole view (or one after a commit or a catch-up) publishes from files are
+  // read before the copy's lock, which every chunk from the leader takes: see
+  // Streamlet::LoadMirrorSegments.
+  const bool whole = m.since == 0;
+  storage::Streamlet::MirrorLoads loaded = s.LoadMirrorSegments(m.view, whole, WallNowMs());
   std::lock_guard<std::mutex> lock(copy.mu);
   RETURN_IF_ERROR(CheckFollowerWrite(m.stream, m.streamlet, m.leader, m.leader_epoch));
-  const bool whole = m.since == 0;
   if (!whole && (!copy.mirror_valid.load(std::memory_order_acquire) ||
                  copy.mirror_epoch != m.leader_epoch || copy.mirror_version != m.since)) {
     return Status::PositionOutOfRange("broker " + std::to_string(options_.broker_id) +
@@ -52,7 +56,7 @@ Status ZkCluster::AcceptPublished(const net::ReplicaPublishedRequest& m) {
     lost = copy.ResetMirror(s);
     s.SetMirror(true);
   }
-  if (Status applied = s.ApplyPublished(m.view, WallNowMs()); !applied.ok()) {
+  if (Status applied = s.ApplyPublished(m.view, WallNowMs(), &loaded); !applied.ok()) {
     lost = copy.ResetMirror(s) || lost;
     if (lost && on_lost_) on_lost_(target.stream);
     return applied;

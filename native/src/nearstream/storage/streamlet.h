@@ -240,7 +240,20 @@ class Streamlet {
   // applies to an empty mirror (DropAll first). An error when the copy lacks bytes the view
   // publishes: the mirror then no longer matches its leader's readers, and the caller drops it
   // (DropAll; the files stay) until a whole view applies.
-  Status ApplyPublished(const PublishedView& view, int64_t now_ms) NS_EXCLUDES(mu_);
+  // Segments a view publishes, read ahead from the copy's files, by (group, segment).
+  using MirrorLoads = std::map<std::pair<uint64_t, uint64_t>, std::shared_ptr<Segment>>;
+  // Reads, holding no lock, the segments `view` publishes that this mirror holds nowhere in
+  // memory and whose length is final (all of a closed group's, all but the last of an open
+  // group's; the leader replicated their every chunk before the next segment was made): a whole
+  // view of many retained segments then holds up neither the chunks its leader sends meanwhile
+  // nor this mirror's readers. ApplyPublished takes them and loads the rest itself (at most the
+  // last segment of each open group, which chunks may still extend). A segment that fails to
+  // load is left out: ApplyPublished then reports the error. `whole`: the mirror is emptied
+  // before the view applies (DropAll), so what memory holds now counts for nothing.
+  MirrorLoads LoadMirrorSegments(const PublishedView& view, bool whole, int64_t now_ms) const
+      NS_EXCLUDES(mu_);
+  Status ApplyPublished(const PublishedView& view, int64_t now_ms, MirrorLoads* loaded = nullptr)
+      NS_EXCLUDES(mu_);
 
  private:
   // Everything but `id` is guarded by mu_ (a nested struct's members cannot name the streamlet's
@@ -284,7 +297,10 @@ class Streamlet {
   // Marks `g` changed for followers' views (see PublishedSince).
   void TouchLocked(Group* g) NS_REQUIRES(mu_) { g->version = ++version_; }
   // ApplyPublished's steps: one group of the view, and the head.
-  Status ApplyGroupLocked(const PublishedGroup& pg, int64_t now_ms) NS_REQUIRES(mu_);
+  Status ApplyGroupLocked(const PublishedGroup& pg, int64_t now_ms, MirrorLoads* loaded)
+      NS_REQUIRES(mu_);
+  // Whether memory holds segment `segment` of group `group` (linked, or unlinked_).
+  bool HoldsSegmentLocked(uint64_t group, uint64_t segment) const NS_REQUIRES(mu_);
   void DropBeforeLocked(const Position& head) NS_REQUIRES(mu_);
   // A segment of a group a transaction's commit linked, read from its file.
   Result<std::shared_ptr<Segment>> LoadMirrorSegment(uint64_t group, const PublishedSegment& ps,

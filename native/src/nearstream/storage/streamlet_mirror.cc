@@ -96,7 +96,38 @@ Result<std::shared_ptr<Segment>> Streamlet::LoadMirrorSegment(uint64_t group,
   return seg;
 }
 
-Status Streamlet::ApplyGroupLocked(const PublishedGroup& pg, int64_t now_ms) {
+bool Streamlet::HoldsSegmentLocked(uint64_t group, uint64_t segment) const {
+  if (unlinked_.contains({group, segment})) return true;
+  auto at = std::lower_bound(groups_.begin(), groups_.end(), group,
+                             [](const std::unique_ptr<Group>& g, uint64_t v) { return g->id < v; });
+  if (at == groups_.end() || (*at)->id != group) return false;
+  return std::any_of((*at)->segments.begin(), (*at)->segments.end(),
+                     [segment](const std::shared_ptr<Segment>& s) { return s->id() == segment; });
+}
+
+Streamlet::MirrorLoads Streamlet::LoadMirrorSegments(const PublishedView& view, bool whole,
+                                                     int64_t now_ms) const {
+  std::vector<std::pair<uint64_t, PublishedSegment>> wanted;
+  {
+    MutexLock lock(&mu_);
+    for (const PublishedGroup& pg : view.groups) {
+      for (size_t i = 0; i < pg.segments.size(); ++i) {
+        const bool final_length = pg.closed || i + 1 < pg.segments.size();
+        if (final_length && (whole || !HoldsSegmentLocked(pg.id, pg.segments[i].id))) {
+          wanted.emplace_back(pg.id, pg.segments[i]);
+        }
+      }
+    }
+  }
+  MirrorLoads out;
+  for (const auto& [group, ps] : wanted) {
+    Result<std::shared_ptr<Segment>> seg = LoadMirrorSegment(group, ps, now_ms);
+    if (seg.ok()) out[{group, ps.id}] = std::move(*seg);
+  }
+  return out;
+}
+
+Status Streamlet::ApplyGroupLocked(const PublishedGroup& pg, int64_t now_ms, MirrorLoads* loaded) {
   auto at = std::lower_bound(groups_.begin(), groups_.end(), pg.id,
                              [](const std::unique_ptr<Group>& g, uint64_t v) { return g->id < v; });
   Group* g = nullptr;
@@ -123,9 +154,13 @@ Status Streamlet::ApplyGroupLocked(const PublishedGroup& pg, int64_t now_ms) {
                                     std::to_string(g->segments.back()->id()));
       }
       auto it = unlinked_.find({pg.id, ps.id});
+      auto read = loaded == nullptr ? MirrorLoads::iterator() : loaded->find({pg.id, ps.id});
       if (it != unlinked_.end()) {
         seg = std::move(it->second);
         unlinked_.erase(it);
+      } else if (loaded != nullptr && read != loaded->end()) {
+        seg = std::move(read->second);  // read ahead by LoadMirrorSegments
+        loaded->erase(read);
       } else {
         // Not written through MirrorChunk: copied while catching up, begun before this mirror
         // started, or a transaction's segment (its commit's renames put the file here).
@@ -193,7 +228,7 @@ void Streamlet::DropBeforeLocked(const Position& head) {
   }
 }
 
-Status Streamlet::ApplyPublished(const PublishedView& view, int64_t now_ms) {
+Status Streamlet::ApplyPublished(const PublishedView& view, int64_t now_ms, MirrorLoads* loaded) {
   MutexLock lock(&mu_);
   for (const PublishedGroup& pg : view.groups) {
     for (size_t i = 1; i < pg.segments.size(); ++i) {
@@ -204,7 +239,9 @@ Status Streamlet::ApplyPublished(const PublishedView& view, int64_t now_ms) {
       }
     }
   }
-  for (const PublishedGroup& pg : view.groups) RETURN_IF_ERROR(ApplyGroupLocked(pg, now_ms));
+  for (const PublishedGroup& pg : view.groups) {
+    RETURN_IF_ERROR(ApplyGroupLocked(pg, now_ms, loaded));
+  }
   DropBeforeLocked(view.head);
   return Status::Ok();
 }

@@ -17,6 +17,7 @@
 #include "nearstream/storage/chunk.h"
 #include "nearstream/storage/held_appends.h"
 #include "nearstream/storage/streamlet.h"
+#include "nearstream/testing/forwarding_env.h"
 
 namespace nearstream::storage {
 
@@ -116,8 +117,8 @@ class StreamletMirrorTest : public ::testing::Test {
   }
 
   // The follower's broker restarts: its mirror starts empty, with the files it wrote.
-  void RestartFollower() {
-    follower_ = std::make_unique<Streamlet>(0, &config_, Env::Default(), follower_->dir());
+  void RestartFollower(Env* env = Env::Default()) {
+    follower_ = std::make_unique<Streamlet>(0, &config_, env, follower_->dir());
     follower_->SetMirror(true);
     told_ = 0;
   }
@@ -125,8 +126,11 @@ class StreamletMirrorTest : public ::testing::Test {
   // The view since the last one, applied; then both are read whole from the earliest position.
   void ApplyAndCompare(uint32_t max_bytes) {
     const PublishedView view = leader_->PublishedSince(told_);
+    // As the follower's broker does: segments read ahead from files, then the view applied (a
+    // first view is whole).
+    Streamlet::MirrorLoads loaded = follower_->LoadMirrorSegments(view, told_ == 0, now_ms_);
     told_ = view.version;
-    Status st = follower_->ApplyPublished(view, now_ms_);
+    Status st = follower_->ApplyPublished(view, now_ms_, &loaded);
     ASSERT_TRUE(st.ok()) << st.ToString();
     Position leader_end, follower_end;
     const std::vector<ReadChunk> want = ReadAll(*leader_, max_bytes, &leader_end);
@@ -304,6 +308,89 @@ TEST_F(StreamletMirrorTest, AWholeViewLoadsWhatMemoryLacksFromTheFiles) {
     for (int i = 0; i < 7; ++i) Append(1 + rng() % 4, 100 + static_cast<uint32_t>(rng() % 1500));
     ASSERT_NO_FATAL_FAILURE(ApplyAndCompare(2000));
   }
+}
+
+// The real file system, with reads that wait until the test opens the gate: a large copy whose
+// segments take long to read.
+class GatedReadEnv final : public ForwardingEnv {
+ public:
+  GatedReadEnv() : ForwardingEnv(Env::Default()) {}
+  Result<Bytes> ReadFile(const std::string& path) override {
+    reads_.fetch_add(1);
+    while (!open_.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return ForwardingEnv::ReadFile(path);
+  }
+
+  void Open() { open_.store(true); }
+  int reads() const { return reads_.load(); }
+
+ private:
+  std::atomic<bool> open_{false};
+  std::atomic<int> reads_{0};
+};
+
+TEST_F(StreamletMirrorTest, AWholeViewReadsItsSegmentsFromFilesHoldingNoLock) {
+  // A restarted follower's first view names every retained segment. Reading them from files
+  // must hold up neither the chunks its leader sends meanwhile (the replica timeout) nor its
+  // readers: LoadMirrorSegments reads them before ApplyPublished takes any lock.
+  const std::string dir = root_ + "/follower";
+  std::filesystem::create_directories(dir);
+  config_.active_groups = 1;
+  config_.segments_per_group = 3;
+  MakeStreamlets(dir);
+  for (int i = 0; i < 40; ++i) Append(1, 1000);  // ten segments: three closed groups and one
+  GatedReadEnv env;
+  RestartFollower(&env);
+  const PublishedView view = leader_->PublishedSince(0);
+  Streamlet::MirrorLoads loaded;
+  std::thread loader([&] { loaded = follower_->LoadMirrorSegments(view, true, now_ms_); });
+  while (env.reads() == 0) std::this_thread::yield();
+
+  // While the loader waits in its first read: a chunk of a new segment comes in, and a reader
+  // reads. Each in a thread of its own, so that a lock the loader held would not hang the test.
+  std::atomic<bool> mirrored{false}, read{false};
+  std::thread writer([&] {
+    const Bytes chunk = MakeChunk(2, 1, 700);
+    auto h = ValidateChunk(chunk.data(), chunk.size());
+    auto r = leader_->Append(chunk.data(), *h, now_ms_);
+    EXPECT_TRUE(r.ok());
+    {
+      std::ofstream f(follower_->GroupSegmentPath(r->position.group, r->position.segment),
+                      std::ios::binary | std::ios::app);
+      f.write(reinterpret_cast<const char*>(chunk.data()), 700);
+    }
+    EXPECT_TRUE(follower_->MirrorChunk(r->position, chunk.data(), 700, now_ms_).ok());
+    mirrored.store(true);
+  });
+  std::thread reader([&] {
+    Position end;
+    EXPECT_TRUE(ReadAll(*follower_, 1u << 20, &end).empty());  // nothing published yet
+    read.store(true);
+  });
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!(mirrored.load() && read.load()) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_TRUE(mirrored.load()) << "a chunk waited for the segments being read";
+  EXPECT_TRUE(read.load()) << "a reader waited for the segments being read";
+  env.Open();
+  loader.join();
+  writer.join();
+  reader.join();
+
+  // Every segment of the closed groups was read ahead; the open group's last one, which chunks
+  // may still extend, is left to ApplyPublished.
+  EXPECT_EQ(loaded.size(), 9u);
+  const int ahead = env.reads();
+  told_ = 0;
+  const PublishedView now = leader_->PublishedSince(0);
+  told_ = now.version;
+  Status st = follower_->ApplyPublished(now, now_ms_, &loaded);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(env.reads() - ahead, 1);
+  Position leader_end, follower_end;
+  EXPECT_EQ(ReadAll(*follower_, 1u << 30, &follower_end), ReadAll(*leader_, 1u << 30, &leader_end));
+  EXPECT_EQ(follower_end, leader_end);
 }
 
 TEST_F(StreamletMirrorTest, AViewBeyondTheCopyOrAChunkOutOfPlaceIsAnError) {

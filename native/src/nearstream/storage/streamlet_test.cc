@@ -21,6 +21,7 @@
 
 #include "nearstream/storage/chunk.h"
 #include "nearstream/testing/fault_injection_env.h"
+#include "nearstream/testing/forwarding_env.h"
 
 namespace nearstream::storage {
 
@@ -1206,10 +1207,10 @@ TEST_F(StreamletTest, ReaderAtRemovedPositionIsOutOfRange) {
 // An Env where the fsync, or the opening, of one chosen file waits in a gate until released (a
 // slow disk under one group), and then goes on or fails; everything else goes straight to the
 // wrapped Env, from any number of threads at once.
-class GateEnv final : public Env {
+class GateEnv final : public ForwardingEnv {
  public:
   enum class Op { kSync, kOpen };
-  explicit GateEnv(Env* base) : base_(base) {}
+  explicit GateEnv(Env* base) : ForwardingEnv(base) {}
 
   // From now on, `op` on `path` waits in the gate until Release().
   void Hold(Op op, const std::string& path) {
@@ -1236,26 +1237,8 @@ class GateEnv final : public Env {
 
   Result<std::unique_ptr<WritableFile>> OpenAppendable(const std::string& path) override {
     RETURN_IF_ERROR(Gate(Op::kOpen, path));
-    ASSIGN_OR_RETURN(auto file, base_->OpenAppendable(path));
+    ASSIGN_OR_RETURN(auto file, base()->OpenAppendable(path));
     return std::unique_ptr<WritableFile>(new File(this, path, std::move(file)));
-  }
-  Result<Bytes> ReadFile(const std::string& path) override { return base_->ReadFile(path); }
-  Status WriteFileAtomically(const std::string& path, const Bytes& data) override {
-    return base_->WriteFileAtomically(path, data);
-  }
-  Result<std::vector<std::string>> ListDir(const std::string& path) override {
-    return base_->ListDir(path);
-  }
-  Status CreateDirs(const std::string& path) override { return base_->CreateDirs(path); }
-  Status RemoveFile(const std::string& path) override { return base_->RemoveFile(path); }
-  Status RemoveAll(const std::string& path) override { return base_->RemoveAll(path); }
-  Status Rename(const std::string& from, const std::string& to) override {
-    return base_->Rename(from, to);
-  }
-  Status SyncDir(const std::string& path) override { return base_->SyncDir(path); }
-  bool Exists(const std::string& path) override { return base_->Exists(path); }
-  Result<int64_t> ModifiedTimeMs(const std::string& path) override {
-    return base_->ModifiedTimeMs(path);
   }
 
  private:
@@ -1289,7 +1272,6 @@ class GateEnv final : public Env {
     return Status::Ok();
   }
 
-  Env* const base_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   Op held_op_ = Op::kSync;  // GUARDED_BY(mu_)
