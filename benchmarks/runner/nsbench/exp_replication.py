@@ -29,6 +29,9 @@ def add_arguments(p):
                    help="streamlets of the stream: with 2, each broker leads one and backs up "
                         "the other")
     p.add_argument("--producers", type=int, default=2)
+    p.add_argument("--inflight", type=int, default=4,
+                   help="append requests in flight per producer: with replication each round "
+                        "trip to the backup carries at most this many of a producer's chunks")
     p.add_argument("--workers", type=int, default=1, help="broker --workers")
     p.add_argument("--durability", default="async")
     p.add_argument("--duration-s", type=int, default=10)
@@ -91,7 +94,7 @@ def run(args, out_dir, workdir):
                     cpu0 = [b.cpu() for b in brokers]
                     p = perf.start(Bootstrap(brokers), workdir, "repl", args.producers, chunk,
                                    args.record_size, args.duration_s, consumers=0,
-                                   txn_chunks=args.txn_chunks)
+                                   inflight=args.inflight, txn_chunks=args.txn_chunks)
                     r = perf.result(p, args.duration_s + 60)
                     cpu = sum(b.cpu() - c for b, c in zip(brokers, cpu0))
                 produced = r["produced"]
@@ -105,8 +108,8 @@ def run(args, out_dir, workdir):
          + (", --follower-reads" if args.follower_reads else "")
          + f") and ZooKeeper on one machine; a stream of "
          f"{args.streamlets} streamlets, durability {args.durability}, {args.record_size}-byte "
-         f"records, {args.producers} nearstream-perf producers, no consumers, {args.duration_s} s "
-         "per point"
+         f"records, {args.producers} nearstream-perf producers ({args.inflight} requests in flight "
+         f"each), no consumers, {args.duration_s} s per point"
          + (f"; the producers write transactions of {args.txn_chunks} chunks per streamlet "
             "(TxnBegin, the appends, TxnPrepare, TxnCommit, one request at a time; records "
             "count once committed)" if args.txn_chunks else "")
