@@ -18,6 +18,7 @@
 #include "nearstream/storage/held_appends.h"
 #include "nearstream/storage/streamlet.h"
 #include "nearstream/testing/forwarding_env.h"
+#include "nearstream/testing/test_chunks.h"
 
 namespace nearstream::storage {
 
@@ -25,54 +26,10 @@ namespace {
 
 constexpr uint32_t kSegmentBytes = 4096;
 
-Bytes MakeChunk(uint64_t producer, uint64_t sequence, uint32_t size) {
-  const uint32_t record_size = size - kChunkHeaderSize - kRecordLengthPrefix;
-  std::string record(record_size, 'a');
-  for (uint32_t i = 0; i < record_size; ++i) {
-    record[i] = static_cast<char>('a' + (producer * 31 + sequence * 7 + i) % 26);
-  }
-  ChunkBuilder b;
-  b.Add(record);
-  return b.Finish(producer, sequence, 1700000000000 + static_cast<int64_t>(sequence));
-}
-
-struct ReadChunk {
-  Position at;
-  Bytes bytes;
-  bool operator==(const ReadChunk& o) const { return at == o.at && bytes == o.bytes; }
-};
-
-void PrintTo(const ReadChunk& c, std::ostream* os) {
-  *os << "{" << c.at.ToString() << ", " << c.bytes.size() << " bytes}";
-}
-
 // Every chunk a reader from the earliest position gets, in reads of `max_bytes`, and where it
 // then waits.
 std::vector<ReadChunk> ReadAll(const Streamlet& s, uint32_t max_bytes, Position* end) {
-  std::vector<ReadChunk> out;
-  Position from;
-  for (int i = 0; i < 100000; ++i) {
-    auto r = s.Read(from, max_bytes, [&](const Position& at, const uint8_t* data, uint32_t size) {
-      for (uint32_t off = 0; off < size;) {
-        auto h = DecodeChunkHeader(data + off, size - off);
-        if (!h.ok()) {
-          ADD_FAILURE() << h.status().ToString();
-          return;
-        }
-        out.push_back({Position{at.group, at.segment, at.offset + off},
-                       Bytes(data + off, data + off + h->total_size())});
-        off += h->total_size();
-      }
-    });
-    if (!r.ok()) {
-      ADD_FAILURE() << "read at " << from.ToString() << ": " << r.status().ToString();
-      break;
-    }
-    from = r->next;
-    if (r->bytes == 0) break;
-  }
-  *end = from;
-  return out;
+  return storage::ReadAll(s, Position{}, max_bytes, end);
 }
 
 class StreamletMirrorTest : public ::testing::Test {

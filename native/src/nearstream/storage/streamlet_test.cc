@@ -22,6 +22,7 @@
 #include "nearstream/storage/chunk.h"
 #include "nearstream/testing/fault_injection_env.h"
 #include "nearstream/testing/forwarding_env.h"
+#include "nearstream/testing/test_chunks.h"
 
 namespace nearstream::storage {
 
@@ -31,75 +32,10 @@ constexpr uint32_t kSegmentBytes = 4096;  // the minimum: tests stay small and f
 constexpr uint32_t kChunkBytes = 1000;    // four of them fill a segment, the fifth does not fit
 constexpr uint32_t kBig = 1u << 30;       // a read budget that never runs out
 
-// A chunk of exactly `size` bytes (one record), its content derived from the other arguments.
+// testing/test_chunks.h's, with this file's chunk size by default.
 Bytes MakeChunk(uint64_t producer, uint64_t sequence, uint32_t size = kChunkBytes,
                 uint32_t tag = 0) {
-  const uint32_t record_size = size - kChunkHeaderSize - kRecordLengthPrefix;
-  std::string record(record_size, 'a');
-  const uint64_t seed = producer * 131 + sequence * 7 + tag;
-  for (uint32_t i = 0; i < record_size; ++i) record[i] = static_cast<char>('a' + (seed + i) % 26);
-  ChunkBuilder b;
-  b.Add(record);
-  Bytes chunk = b.Finish(producer, sequence, 1700000000000 + static_cast<int64_t>(sequence));
-  EXPECT_EQ(chunk.size(), size);
-  return chunk;
-}
-
-Result<AppendOutcome> AppendChunk(Streamlet& s, const Bytes& chunk, int64_t now_ms = 0) {
-  auto h = ValidateChunk(chunk.data(), chunk.size());
-  if (!h.ok()) return h.status();
-  return s.Append(chunk.data(), *h, now_ms);
-}
-
-struct ReadChunk {
-  Position at;
-  Bytes bytes;
-  bool operator==(const ReadChunk& o) const { return at == o.at && bytes == o.bytes; }
-};
-
-void PrintTo(const ReadChunk& c, std::ostream* os) {
-  *os << "{" << c.at.ToString() << ", " << c.bytes.size() << " bytes}";
-}
-
-// Splits a block handed to a BlockSink into its chunks, checking that each one is whole and valid.
-void SplitBlock(const Position& at, const uint8_t* data, uint32_t size,
-                std::vector<ReadChunk>* out) {
-  uint32_t off = 0;
-  while (off < size) {
-    auto h = DecodeChunkHeader(data + off, size - off);
-    ASSERT_TRUE(h.ok()) << "block at " << at.ToString() << " +" << off << ": "
-                        << h.status().ToString();
-    auto v = ValidateChunk(data + off, h->total_size());
-    ASSERT_TRUE(v.ok()) << v.status().ToString();
-    out->push_back({Position{at.group, at.segment, at.offset + off},
-                    Bytes(data + off, data + off + h->total_size())});
-    off += h->total_size();
-  }
-}
-
-// One Read call; the chunks it returned are appended to `out`.
-Result<ReadOutcome> ReadOnce(const Streamlet& s, const Position& from, uint32_t max_bytes,
-                             std::vector<ReadChunk>* out) {
-  return s.Read(from, max_bytes, [&](const Position& at, const uint8_t* data, uint32_t size) {
-    SplitBlock(at, data, size, out);
-  });
-}
-
-// Reads from `from` in reads of `max_bytes` until a read returns nothing.
-std::vector<ReadChunk> ReadAll(const Streamlet& s, Position from = {}, uint32_t max_bytes = kBig,
-                               Position* end = nullptr) {
-  std::vector<ReadChunk> out;
-  for (int i = 0; i < 100000; ++i) {
-    auto r = ReadOnce(s, from, max_bytes, &out);
-    if (!r.ok()) {
-      ADD_FAILURE() << "read at " << from.ToString() << ": " << r.status().ToString();
-      break;
-    }
-    from = r->next;
-    if (r->bytes == 0) break;
-  }
-  if (end != nullptr) *end = from;
-  return out;
+  return storage::MakeChunk(producer, sequence, size, tag);
 }
 
 std::string SegmentPath(const std::string& dir, uint64_t group, uint64_t segment) {
