@@ -13,6 +13,7 @@
 #   FAULTS_PER_FACTOR  faults per replication factor (2 and 3), default 100
 #   REPORT             the markdown report, default docs/results/replication-chaos.md
 #   NEARSTREAM_CHAOS_SEED=N repeats a run's fault sequence.
+#   NEARSTREAM_CHAOS_DURABILITY=async runs the stream with durability async (default sync).
 # Needs the native build (native/build/default) and ZooKeeper's jars (zookeeper-server/target/lib,
 # built with `mvn -pl zookeeper-server package` when missing).
 set -euo pipefail
@@ -30,14 +31,15 @@ fi
 lines="$(mktemp)"
 trap 'rm -f "$lines"' EXIT
 started="$(date -u +%Y-%m-%dT%H:%MZ)"
+durability="${NEARSTREAM_CHAOS_DURABILITY:-sync}"
 status=0
-NEARSTREAM_CHAOS_FAULTS="$FAULTS" NEARSTREAM_CHAOS_REPORT="$lines" \
+NEARSTREAM_CHAOS_FAULTS="$FAULTS" NEARSTREAM_CHAOS_REPORT="$lines" NEARSTREAM_CHAOS_DURABILITY="$durability" \
   "$TESTS" --gtest_filter='*ReplicationChaos*' --gtest_brief=1 >"$lines.log" 2>&1 || status=$?
 {
   echo "# Replication chaos run"
   echo
-  echo "\`scripts/replication-chaos.sh $FAULTS\` on $started ($(nproc) cores): ZooKeeper and three"
-  echo "brokers on 127.0.0.1 (ZooKeeper session 2 s), stream of 3 streamlets, durability sync,"
+  echo "\`NEARSTREAM_CHAOS_DURABILITY=$durability scripts/replication-chaos.sh $FAULTS\` on $started ($(nproc) cores): ZooKeeper and three"
+  echo "brokers on 127.0.0.1 (ZooKeeper session 2 s), stream of 3 streamlets, durability $durability,"
   echo "64 KiB segments, one idempotent producer (chunks of 10 numbered records) and two readers per"
   echo "streamlet: one of its leader, one of an in-sync follower's copy (follower reads, falling back"
   echo "to the leader while no follower serves it). Faults one at a time, 0.3–1 s apart; a killed or stopped broker is restarted"
