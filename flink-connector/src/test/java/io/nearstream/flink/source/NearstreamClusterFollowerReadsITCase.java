@@ -24,17 +24,15 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
- * PULL over a broker cluster whose stream keeps a copy of every streamlet on the readers' host
- * (docs/flink-connector.md, "Over a broker cluster"), the layout of {@link
- * NearstreamClusterFollowerPushITCase}: broker 1 runs on the readers' host ({@code localhost}),
- * brokers 2 and 3 report other hosts, all started with {@code --follower-reads}, and with
- * replication 3 broker 1 is in the in-sync set of every streamlet. With follower reads on, the pull
- * readers fetch every streamlet from broker 1: those it leads as their leader, the others from its
- * in-sync copy (replica-read Fetches, docs/cluster.md "Follower reads"). A bounded job reads every
- * record exactly once, and the brokers' own counters show that the remote leaders served no fetch:
- * every record came from broker 1, part of them from its copies.
+ * Follower reads over a broker cluster whose stream keeps a copy of every streamlet on the readers'
+ * host (docs/flink-connector.md, "Over a broker cluster"; docs/cluster.md, "Follower reads"):
+ * broker 1 runs on the readers' host ({@code localhost}), brokers 2 and 3 report other hosts, all
+ * started with {@code --follower-reads}, and with replication 3 broker 1 is in the in-sync set of
+ * every streamlet. Whatever the read mode, the readers read every streamlet from broker 1: those it
+ * leads as their leader, the others from its in-sync copy. A bounded job reads every record exactly
+ * once, and the brokers' own counters show that the remote leaders served no read.
  */
-class NearstreamClusterFollowerPullITCase {
+class NearstreamClusterFollowerReadsITCase {
 
     private static final int STREAMLETS = 6;
     private static final int PER_STREAMLET = 2_000;
@@ -53,6 +51,72 @@ class NearstreamClusterFollowerPullITCase {
                             .setNumberSlotsPerTaskManager(2)
                             .build());
 
+    /**
+     * AUTO: the streamlets broker 1 leads are pushed by it as their leader, the others by it from
+     * its in-sync copy (a replica-read PushSubscribe): every record comes through broker 1's one
+     * push subscription, and no fetch or push subscription reaches the remote leaders.
+     */
+    @Test
+    void theLocalInSyncReplicaPushesTheStreamletsOfRemoteLeaders() throws Exception {
+        String stream = "follower-push";
+        // Replication needs a durable stream.
+        ClusterReads.Filled filled =
+                ClusterReads.fill(
+                        CLUSTER,
+                        StreamConfig.of(stream, STREAMLETS)
+                                .withDurability(Durability.ASYNC)
+                                .withReplication(3),
+                        PER_STREAMLET);
+        // Without streamlets led elsewhere, this would test nothing new.
+        assertThat(filled.owners()).as("leaders").anyMatch(leader -> leader != 1);
+        ClusterReads.awaitInSyncEverywhere(CLUSTER, stream, 1);
+
+        List<String> counters =
+                List.of(
+                        "nearstream_push_subscribe_requests_total",
+                        "nearstream_push_records_total",
+                        "nearstream_fetch_requests_total",
+                        "nearstream_fetch_records_total",
+                        "nearstream_fetch_follower_chunks_total");
+        long[][] before = ClusterReads.stats(CLUSTER, counters);
+
+        List<String> read =
+                ClusterReads.readAll(
+                        NearstreamSource.<String>builder()
+                                .setBrokers(CLUSTER.bootstrap())
+                                .setStream(stream)
+                                .setReadMode(ReadMode.AUTO)
+                                .setFollowerReads(true)
+                                .setPushSlots(4, 64 * 1024)
+                                .setDeserializer(NearstreamRecordDeserializationSchema.utf8())
+                                .setFetchMaxWaitMs(100)
+                                .setBounded(NearstreamStoppingPositions.latest())
+                                .build(),
+                        2);
+
+        assertThat(read).containsExactlyInAnyOrderElementsOf(filled.records());
+        long[][] after = ClusterReads.stats(CLUSTER, counters);
+        // Broker 1 (local): one subscription for the host carried every record; no fetch.
+        assertThat(after[0][0] - before[0][0]).as("broker 1 push subscribes").isEqualTo(1);
+        assertThat(after[0][1] - before[0][1])
+                .as("records broker 1 pushed")
+                .isGreaterThanOrEqualTo((long) STREAMLETS * PER_STREAMLET);
+        for (int n = 2; n < counters.size(); n++) {
+            assertThat(after[0][n] - before[0][n]).as("broker 1 " + counters.get(n)).isZero();
+        }
+        // Brokers 2 and 3 (remote leaders): nothing at all.
+        for (int b = 1; b < CLUSTER.size(); b++) {
+            String broker = "broker " + CLUSTER.brokerId(b);
+            for (int n = 0; n < counters.size(); n++) {
+                assertThat(after[b][n] - before[b][n]).as(broker + " " + counters.get(n)).isZero();
+            }
+        }
+    }
+
+    /**
+     * PULL: the readers fetch every streamlet from broker 1, those of remote leaders as replica
+     * reads of its copies; the remote leaders serve no fetch.
+     */
     @Test
     void theLocalInSyncReplicaServesTheFetchesOfRemoteLeadersStreamlets() throws Exception {
         String stream = "follower-pull";
