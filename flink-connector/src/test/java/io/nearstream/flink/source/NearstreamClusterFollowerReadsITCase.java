@@ -59,17 +59,7 @@ class NearstreamClusterFollowerReadsITCase {
     @Test
     void theLocalInSyncReplicaPushesTheStreamletsOfRemoteLeaders() throws Exception {
         String stream = "follower-push";
-        // Replication needs a durable stream.
-        ClusterReads.Filled filled =
-                ClusterReads.fill(
-                        CLUSTER,
-                        StreamConfig.of(stream, STREAMLETS)
-                                .withDurability(Durability.ASYNC)
-                                .withReplication(3),
-                        PER_STREAMLET);
-        // Without streamlets led elsewhere, this would test nothing new.
-        assertThat(filled.owners()).as("leaders").anyMatch(leader -> leader != 1);
-        ClusterReads.awaitInSyncEverywhere(CLUSTER, stream, 1);
+        ClusterReads.Filled filled = fillWithBrokerOneInSync(stream);
 
         List<String> counters =
                 List.of(
@@ -120,17 +110,7 @@ class NearstreamClusterFollowerReadsITCase {
     @Test
     void theLocalInSyncReplicaServesTheFetchesOfRemoteLeadersStreamlets() throws Exception {
         String stream = "follower-pull";
-        // Replication needs a durable stream.
-        ClusterReads.Filled filled =
-                ClusterReads.fill(
-                        CLUSTER,
-                        StreamConfig.of(stream, STREAMLETS)
-                                .withDurability(Durability.ASYNC)
-                                .withReplication(3),
-                        PER_STREAMLET);
-        // Without streamlets led elsewhere, this would test nothing new.
-        assertThat(filled.owners()).as("leaders").anyMatch(leader -> leader != 1);
-        ClusterReads.awaitInSyncEverywhere(CLUSTER, stream, 1);
+        ClusterReads.Filled filled = fillWithBrokerOneInSync(stream);
         awaitBrokerOneServesReplicaReads(stream);
 
         List<String> counters =
@@ -176,6 +156,25 @@ class NearstreamClusterFollowerReadsITCase {
             }
             assertThat(after[b][3] - before[b][3]).as(broker + " push subscribes").isZero();
         }
+    }
+
+    /**
+     * Creates {@code stream} with replication 3 (durable, as replication needs), fills it, and
+     * waits until the cluster's view has broker 1 in the in-sync set of every streamlet, which is
+     * what the source decides by.
+     */
+    private static ClusterReads.Filled fillWithBrokerOneInSync(String stream) throws Exception {
+        ClusterReads.Filled filled =
+                ClusterReads.fill(
+                        CLUSTER,
+                        StreamConfig.of(stream, STREAMLETS)
+                                .withDurability(Durability.ASYNC)
+                                .withReplication(3),
+                        PER_STREAMLET);
+        // Without streamlets led elsewhere, this would test nothing new.
+        assertThat(filled.owners()).as("leaders").anyMatch(leader -> leader != 1);
+        ClusterReads.awaitInSyncEverywhere(CLUSTER, stream, 1);
+        return filled;
     }
 
     /**
