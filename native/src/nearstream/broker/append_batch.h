@@ -1,13 +1,17 @@
-// The Append requests one worker took in one go whose answers wait for replication
-// (storage/held_appends.h; docs/cluster.md, "Replication"): their chunks are written and held
-// unpublished; RequestHandler::FlushAppends sends them to the followers, publishes them and
-// answers the requests. One worker owns an instance.
+// The Append requests of one worker whose answers wait for replication (storage/held_appends.h;
+// docs/cluster.md, "Replication"): their chunks are written and held unpublished;
+// RequestHandler::SendAppends sends those of the requests taken since the last send to the
+// followers as one flight, SettleAppends publishes the oldest flight's chunks once the answers
+// are in and answers its requests. One worker owns an instance.
 #pragma once
 
+#include <deque>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "nearstream/broker/request.h"
+#include "nearstream/cluster/zk_cluster.h"
 #include "nearstream/net/protocol.h"
 #include "nearstream/storage/held_appends.h"
 #include "nearstream/storage/stream_store.h"
@@ -37,9 +41,23 @@ struct DeferredAppend {
   bool building = true;  // its Append is still running: answered by it, not by the flush
 };
 
+// One SendAppends' chunks, on their way to the followers.
+struct AppendFlight {
+  uint64_t number = 0;  // the HeldAppends flight
+  // Its streamlets in the order sent (those whose writes failed are not sent), each with the
+  // outcome when it is settled without the followers' answers.
+  std::vector<storage::Streamlet*> streamlets;
+  std::vector<std::optional<Status>> refused;
+  bool replicated = false;  // some were sent: the pipeline has a flight of replicas for it
+  std::vector<DeferredAppend> deferred;
+};
+
 struct AppendBatch {
   storage::HeldAppends held;
-  std::vector<DeferredAppend> deferred;
+  std::vector<DeferredAppend> deferred;  // with chunks of the flight not sent yet
+  std::deque<AppendFlight> flights;      // oldest first
+  cluster::ZkCluster::ReplicaPipeline replicas;
+  bool in_flight() const { return !flights.empty(); }
 };
 
 }  // namespace nearstream::broker

@@ -1,6 +1,7 @@
 // Append requests (docs/protocol.md, "Append"). On a replicated stream the worker holds the
-// chunks unpublished and answers after FlushAppends has them on the followers
+// chunks unpublished and answers once SettleAppends has them on the followers
 // (append_batch.h); otherwise the chunk is published by the append itself.
+#include <algorithm>
 #include <utility>
 
 #include "nearstream/broker/request_handler.h"
@@ -98,63 +99,110 @@ bool RequestHandler::Append(Request& req, Bytes* out, AppendBatch* appends) {
 }
 
 void RequestHandler::FlushAppends(AppendBatch* appends) {
-  if (appends->held.empty() && appends->deferred.empty()) return;  // after every worker batch
-  // Each streamlet's held chunks go to its followers together, all streamlets at once; the
-  // outcome decides for all of one streamlet's chunks.
-  std::vector<storage::Streamlet*> held = appends->held.streamlets();
-  std::vector<std::pair<storage::Streamlet*, Status>> settled;
-  std::vector<cluster::ZkCluster::ReplicaBatch> batches;
-  std::vector<storage::Streamlet*> sent;
-  for (storage::Streamlet* s : held) {
-    Status failed = appends->held.failure(s);
-    if (!failed.ok()) {
-      settled.emplace_back(s, std::move(failed));
-      continue;
-    }
-    batches.push_back({s->config().name, s->id(), appends->held.ChunksOf(s)});
-    sent.push_back(s);
-  }
-  if (!batches.empty()) {
-    std::vector<Status> replicated = cluster_->Replicate(batches);
-    for (size_t k = 0; k < sent.size(); ++k) settled.emplace_back(sent[k], replicated[k]);
-  }
-  for (const auto& [s, status] : settled) {
-    if (status.ok()) {
-      appends->held.Publish(s);
-    } else {
-      appends->held.Discard(s);
-    }
-  }
-  appends->held.Release();
+  SendAppends(appends);
+  SettleAppends(appends, 0);
+}
 
-  std::vector<DeferredAppend> kept;
-  ResponseWriter writer;
-  for (DeferredAppend& d : appends->deferred) {
-    for (size_t k = 0; k < d.held.size(); ++k) {
-      if (d.held[k] == nullptr) continue;
-      for (const auto& [s, status] : settled) {
-        if (s != d.held[k] || status.ok()) continue;
-        net::AppendResult& res = d.response.results[k];
-        res.status = static_cast<uint16_t>(status.code());
-        res.message = status.message();
-        res.position = storage::Position{};
-        --d.tally.chunks;
-        d.tally.records -= d.records[k];
-        d.tally.bytes -= d.bytes[k];
-        ++d.tally.rejected;
+void RequestHandler::SendAppends(AppendBatch* appends) {
+  const uint64_t number = appends->held.flight();
+  while (true) {
+    // Each streamlet's held chunks go to its followers together, all streamlets at once; the
+    // outcome decides for all of one streamlet's chunks of the flight.
+    std::vector<storage::Streamlet*> held = appends->held.streamlets(number);
+    if (held.empty() && appends->deferred.empty()) {
+      // Nothing to send; slots locked for chunks that turned out duplicates are let go.
+      appends->held.ReleaseIdle();
+      return;
+    }
+    AppendFlight flight;
+    flight.number = number;
+    std::vector<cluster::ZkCluster::ReplicaBatch> batches;
+    for (storage::Streamlet* s : held) {
+      flight.streamlets.push_back(s);
+      if (Status failed = appends->held.failure(s, number); !failed.ok()) {
+        flight.refused.emplace_back(std::move(failed));
+        continue;
       }
-      d.held[k] = nullptr;
+      flight.refused.emplace_back(std::nullopt);
+      batches.push_back({s->config().name, s->id(), appends->held.ChunksOf(s, number)});
     }
-    if (d.building) {
-      kept.push_back(std::move(d));
-      continue;
+    flight.replicated = !batches.empty();
+    if (!flight.replicated || cluster_->SendReplicas(&appends->replicas, batches)) {
+      if (flight.replicated) {
+        metrics_->replica_flights.Add(1);
+        if (appends->replicas.size() > 1) metrics_->replica_flights_overlapped.Add(1);
+      }
+      flight.deferred = std::move(appends->deferred);
+      appends->deferred.clear();
+      appends->flights.push_back(std::move(flight));
+      appends->held.CloseFlight();
+      return;
     }
-    net::OutFrame frame;
-    FinishAppend(d.req, d.stream.get(), d.response, d.tally, &frame.bytes);
-    writer.Add(d.req.conn, std::move(frame));  // a closed connection drops it
+    // A link is another worker's, or someone waits for one this worker holds: the flights on
+    // their way are settled first (which may discard chunks of this one: built again).
+    SettleAppends(appends, 0);
   }
-  writer.Flush();
-  appends->deferred = std::move(kept);
+}
+
+namespace {
+
+// Takes the chunks `d` held in `s` back from its answer: they were discarded with `status`.
+void FailHeld(DeferredAppend& d, const storage::Streamlet* s, const Status& status) {
+  for (size_t k = 0; k < d.held.size(); ++k) {
+    if (d.held[k] != s) continue;
+    net::AppendResult& res = d.response.results[k];
+    res.status = static_cast<uint16_t>(status.code());
+    res.message = status.message();
+    res.position = storage::Position{};
+    --d.tally.chunks;
+    d.tally.records -= d.records[k];
+    d.tally.bytes -= d.bytes[k];
+    ++d.tally.rejected;
+    d.held[k] = nullptr;
+  }
+}
+
+}  // namespace
+
+void RequestHandler::SettleAppends(AppendBatch* appends, size_t keep) {
+  while (appends->flights.size() > keep) {
+    AppendFlight flight = std::move(appends->flights.front());
+    appends->flights.pop_front();
+    std::vector<Status> replicated;
+    if (flight.replicated) replicated = cluster_->AwaitReplicas(&appends->replicas);
+    size_t next = 0;
+    for (size_t k = 0; k < flight.streamlets.size(); ++k) {
+      storage::Streamlet* s = flight.streamlets[k];
+      const Status status = flight.refused[k].has_value() ? *flight.refused[k] : replicated[next++];
+      if (status.ok()) {
+        appends->held.Publish(s, flight.number);
+        continue;
+      }
+      // Cut off with every later chunk of the streamlet, which the later flights and the
+      // requests not sent yet answer with the same error.
+      appends->held.Discard(s);
+      for (DeferredAppend& d : flight.deferred) FailHeld(d, s, status);
+      for (AppendFlight& later : appends->flights) {
+        for (DeferredAppend& d : later.deferred) FailHeld(d, s, status);
+      }
+      for (DeferredAppend& d : appends->deferred) FailHeld(d, s, status);
+    }
+    appends->held.FlightSettled();
+    appends->held.ReleaseIdle();
+
+    ResponseWriter writer;
+    for (DeferredAppend& d : flight.deferred) {
+      std::fill(d.held.begin(), d.held.end(), nullptr);  // published
+      if (d.building) {
+        appends->deferred.push_back(std::move(d));
+        continue;
+      }
+      net::OutFrame frame;
+      FinishAppend(d.req, d.stream.get(), d.response, d.tally, &frame.bytes);
+      writer.Add(d.req.conn, std::move(frame));  // a closed connection drops it
+    }
+    writer.Flush();
+  }
 }
 
 void RequestHandler::FinishAppend(const Request& req, storage::Stream* stream,

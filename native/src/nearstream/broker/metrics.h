@@ -32,6 +32,10 @@ struct BrokerMetrics {
   PaddedCounter append_rejected;  // entries refused (bad CRC, out of order, storage error...)
   PaddedCounter append_duplicates;
   PaddedCounter replica_appends;  // chunks this broker took as a follower (ReplicaAppend)
+  // Batches of held chunks a leader's workers sent to followers, and those of them sent while
+  // the worker's previous batch was still on its way (append_batch.h).
+  PaddedCounter replica_flights;
+  PaddedCounter replica_flights_overlapped;
   PaddedCounter txn_append_requests;
   PaddedCounter txn_append_chunks;
   PaddedCounter txn_append_records;

@@ -16,6 +16,7 @@
 
 #include "nearstream/common/clock.h"
 #include "nearstream/net/client.h"
+#include "nearstream/storage/chunk.h"
 #include "nearstream/storage/env.h"
 #include "nearstream/testing/replicated_cluster.h"
 #include "nearstream/testing/test_broker_process.h"
@@ -153,6 +154,38 @@ TEST_F(ReplicationTest, ProduceGoesOnThroughAFailoverWithoutLosingOrRepeatingARe
   r = Cli(List(alive), {"consume", "orders", "--timeout-ms", "1000"});
   ASSERT_EQ(r.exit_code, 0) << Describe(r);
   EXPECT_EQ(Lines(r.out), Lines(Numbered(0, 3000)));  // in order, none lost, none twice
+}
+
+TEST_F(ReplicationTest, ALeaderWritesTheNextBatchWhileTheLastOnesRoundTripGoesOnInOrder) {
+  // Two producers keeping 32 appends in flight each: a leader's worker finds new requests while
+  // its last batch is on its way to the follower, and writes and sends them meanwhile.
+  ProcessResult r = Cli(List(), {"create", "pipelined", "--streamlets", "2", "--durability",
+                                 "async", "--replication", "2"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  r = RunProcess({NEARSTREAM_PERF_PATH, "--broker", List(), "--stream", "pipelined", "--producers",
+                  "2", "--chunk-size", "4K", "--record-size", "100", "--inflight", "32",
+                  "--duration-s", "3", "--consumers", "2", "--verify"},
+                 "", 120000);
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  std::map<std::string, std::string> f = ResultFields(r.out);
+  // Every chunk read back once, in each producer's order, checksums intact.
+  EXPECT_EQ(f["verify"], "ok") << r.out;
+  EXPECT_EQ(f["run_consumed"], f["produced"]) << r.out;
+  uint64_t flights = 0, overlapped = 0, published = 0, copied = 0;
+  for (uint32_t id = 1; id <= 3; ++id) {
+    flights += Stat(id, "nearstream_replica_flights_total");
+    overlapped += Stat(id, "nearstream_replica_flights_overlapped_total");
+    published += Stat(id, "nearstream_append_chunks_total");
+    copied += Stat(id, "nearstream_replica_appends_total");
+  }
+  EXPECT_GT(flights, 0u);
+  EXPECT_GT(overlapped, 0u) << "no batch was sent while the one before was on its way (" << flights
+                            << " batches)";
+  // Each acknowledged chunk is on its follower, once; none the leader cut off again.
+  EXPECT_EQ(copied, published);
+  const uint64_t records_per_chunk =
+      (4096 - storage::kChunkHeaderSize) / (storage::kRecordLengthPrefix + 100);
+  EXPECT_EQ(published * records_per_chunk, std::stoull(f["produced"])) << r.out;
 }
 
 TEST_F(ReplicationTest, AFollowerThatWasDownCopiesTheStreamletAgainAndRejoinsTheInSyncSet) {

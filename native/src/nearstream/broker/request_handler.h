@@ -45,8 +45,15 @@ class RequestHandler {
   // replicated stream waits in `appends` for FlushAppends. `appends` belongs to the calling
   // worker.
   bool Handle(Request& req, net::OutFrame* response, AppendBatch* appends);
-  // Replicates what `appends` holds, publishes it and answers its requests (append_requests.cc).
-  // A worker calls it after each batch of requests, before it waits for more.
+  // The appends to replicated streams (append_requests.cc). SendAppends sends the chunks
+  // `appends` took since the last send to the followers, as a flight, without awaiting their
+  // answers; SettleAppends awaits the oldest flights' answers until `keep` are left, publishes
+  // their chunks (or discards them) and answers their requests. A worker sends after each batch
+  // of requests and settles all but the newest flight, so that the next batch is written while
+  // the last one's round trip goes on; it settles every flight before it waits for more requests.
+  // FlushAppends does both, settling everything.
+  void SendAppends(AppendBatch* appends);
+  void SettleAppends(AppendBatch* appends, size_t keep);
   void FlushAppends(AppendBatch* appends);
 
   // Where clients reach this broker, as a standalone broker's ClusterMetadata says; set before

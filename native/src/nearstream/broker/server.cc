@@ -295,8 +295,15 @@ void Server::WorkerLoop(int index) {
   std::deque<Request> batch;
   net::OutFrame response;
   ResponseWriter writer;
-  AppendBatch appends;  // appends to replicated streams, answered by FlushAppends
-  while (queue.PopAll(&batch)) {
+  AppendBatch appends;  // appends to replicated streams, answered by SettleAppends
+  while (true) {
+    if (!appends.in_flight()) {
+      if (!queue.PopAll(&batch)) break;
+    } else if (!queue.TryPopAll(&batch)) {
+      // Nothing new to write meanwhile: the chunks on their way are answered before it waits.
+      handler_.SettleAppends(&appends, 0);
+      continue;
+    }
     uint64_t start = MonotonicNowNs();
     for (auto& req : batch) {
       std::shared_ptr<net::Connection> conn = req.conn;
@@ -311,8 +318,10 @@ void Server::WorkerLoop(int index) {
       }
     }
     writer.Flush();
-    // One round trip to the followers for every replicated chunk of the batch.
-    handler_.FlushAppends(&appends);
+    // One round trip to the followers for every replicated chunk of the batch, while the next
+    // batch is taken and written (append_batch.h).
+    handler_.SendAppends(&appends);
+    handler_.SettleAppends(&appends, 1);
     batch.clear();
     busy.Add(MonotonicNowNs() - start);
   }
@@ -351,6 +360,8 @@ MetricValues Server::CollectMetrics() {
   add("nearstream_append_rejected_total", metrics_.append_rejected.Get());
   add("nearstream_append_duplicates_total", metrics_.append_duplicates.Get());
   add("nearstream_replica_appends_total", metrics_.replica_appends.Get());
+  add("nearstream_replica_flights_total", metrics_.replica_flights.Get());
+  add("nearstream_replica_flights_overlapped_total", metrics_.replica_flights_overlapped.Get());
   add("nearstream_txn_append_requests_total", metrics_.txn_append_requests.Get());
   add("nearstream_txn_append_chunks_total", metrics_.txn_append_chunks.Get());
   add("nearstream_txn_append_records_total", metrics_.txn_append_records.Get());

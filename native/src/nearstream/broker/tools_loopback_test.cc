@@ -20,19 +20,6 @@ namespace nearstream::testing {
 namespace {
 
 // Parses "key=value" fields of the perf tool's RESULT line.
-std::map<std::string, std::string> ResultFields(const std::string& out) {
-  std::map<std::string, std::string> fields;
-  for (const std::string& line : Lines(out)) {
-    if (line.rfind("RESULT ", 0) != 0) continue;
-    std::istringstream in(line.substr(7));
-    for (std::string kv; in >> kv;) {
-      size_t eq = kv.find('=');
-      if (eq != std::string::npos) fields[kv.substr(0, eq)] = kv.substr(eq + 1);
-    }
-  }
-  return fields;
-}
-
 class ToolsLoopbackTest : public ::testing::Test {
  protected:
   void SetUp() override {

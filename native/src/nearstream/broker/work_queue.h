@@ -36,6 +36,13 @@ class WorkQueue {
     return !out->empty();
   }
 
+  // Moves all queued requests into `out` without waiting; false when there were none.
+  bool TryPopAll(std::deque<Request>* out) NS_EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
+    out->swap(queue_);
+    return !out->empty();
+  }
+
   void Stop() NS_EXCLUDES(mu_) {
     {
       MutexLock lock(&mu_);

@@ -31,17 +31,25 @@ std::string FormatIds(const std::vector<uint32_t>& ids) {
   return text + "}";
 }
 
-// Sends `requests` over `client` in one gathered write, connecting first when needed; a
-// connection that failed is dropped so that the next batch connects again. Returns the first
-// request's id.
-Result<uint64_t> SendReplicas(std::optional<net::Client>& client, const std::string& address,
-                              const std::vector<net::ReplicaAppendRequest>& requests) {
+// Sends `requests` over `link` in one gathered write, connecting first when needed (unless
+// `may_connect` is false: requests of an earlier flight went out on a connection that failed
+// since, and later ones must not overtake them on a new one); a connection that failed is
+// dropped so that the next batch connects again. Returns the first request's id.
+Result<uint64_t> WriteReplicas(ZkCluster::ReplicaLink& link, const std::string& address,
+                               bool may_connect,
+                               const std::vector<net::ReplicaAppendRequest>& requests) {
+  std::optional<net::Client>& client = link.client;
   if (!client.has_value() || !client->ok()) {
     client.reset();
+    if (!may_connect) {
+      return Status::IoError("the connection to " + address +
+                             " failed with earlier chunks unanswered");
+    }
     Result<net::Client> connected = net::Client::Connect(address, kReplicaTimeoutMs);
     if (!connected.ok()) return connected.status();
     connected->set_io_timeout_ms(kReplicaTimeoutMs);
     client.emplace(std::move(*connected));
+    ++link.connection;
   }
   Result<uint64_t> first = client->SendReplicaAppends(requests.data(), requests.size());
   if (!client->ok()) client.reset();
@@ -51,95 +59,162 @@ Result<uint64_t> SendReplicas(std::optional<net::Client>& client, const std::str
 }  // namespace
 
 std::vector<Status> ZkCluster::Replicate(const std::vector<ReplicaBatch>& batches) {
+  ReplicaPipeline pipe;
+  SendReplicas(&pipe, batches);  // an empty pipeline always sends
+  return AwaitReplicas(&pipe);
+}
+
+bool ZkCluster::SendReplicas(ReplicaPipeline* pipe, const std::vector<ReplicaBatch>& batches) {
   // One send per (batch, follower); every send is written before any answer is awaited, so the
   // followers of all the batches' streamlets write at the same time.
-  struct Send {
-    size_t batch;
-    uint32_t follower;
-    std::string address;  // empty: not registered now
-    std::shared_ptr<ReplicaLink> link;
-    std::tuple<std::string, uint32_t, uint32_t> key;
-    Status status;
-    uint64_t first_id = 0;
-  };
-  std::vector<Status> out(batches.size());
-  std::vector<uint64_t> epochs(batches.size(), 0);
-  std::vector<Send> sends;
+  using Send = ReplicaPipeline::Send;
+  ReplicaPipeline::Flight flight;
+  flight.out.resize(batches.size());
+  flight.epochs.resize(batches.size(), 0);
+  std::vector<std::string> addresses;  // per send; empty: not registered now
+  std::vector<std::tuple<std::string, uint32_t, uint32_t>> keys;
   {
     MutexLock lock(&mu_);
     for (size_t n = 0; n < batches.size(); ++n) {
       const ReplicaBatch& batch = batches[n];
       auto it = streams_.find(batch.name);
       if (it == streams_.end() || batch.id >= it->second.replicas.size()) {
-        out[n] = Status::StreamNotFound("stream '" + batch.name + "' does not exist");
+        flight.out[n] = Status::StreamNotFound("stream '" + batch.name + "' does not exist");
         continue;
       }
       const StreamRecord& record = it->second;
       if (record.owners[batch.id] != options_.broker_id) {
-        out[n] = NotHere(batch.name, batch.id, record.owners[batch.id], brokers_);
+        flight.out[n] = NotHere(batch.name, batch.id, record.owners[batch.id], brokers_);
         continue;
       }
       if (batch.chunks.empty()) continue;
-      epochs[n] = record.replicas[batch.id].leader_epoch;
+      flight.epochs[n] = record.replicas[batch.id].leader_epoch;
       for (uint32_t f : record.replicas[batch.id].isr) {
         if (f == options_.broker_id) continue;
         std::shared_ptr<ReplicaLink>& link = links_[{batch.name, batch.id, f}];
         if (link == nullptr) link = std::make_shared<ReplicaLink>();
         auto b = std::find_if(brokers_.begin(), brokers_.end(),
                               [f](const BrokerRecord& r) { return r.id == f; });
-        sends.push_back(Send{n,
-                             f,
-                             b == brokers_.end() ? std::string() : b->address,
-                             link,
-                             {batch.name, batch.id, f},
-                             Status::Ok(),
-                             0});
+        flight.sends.push_back(Send{n, f, link, Status::Ok(), 0, 0});
+        addresses.push_back(b == brokers_.end() ? std::string() : b->address);
+        keys.emplace_back(batch.name, batch.id, f);
       }
     }
   }
-  if (sends.empty()) return out;
+
+  // The links: those the pipeline holds are used again unless someone waits for one; others
+  // are taken without waiting while flights are on their way (a worker never waits for a lock
+  // while it holds another's way forward), and in the order of their keys, the same for every
+  // worker, when the pipeline is empty.
+  auto held_index = [pipe](const ReplicaLink* link) -> size_t {
+    for (size_t k = 0; k < pipe->links_.size(); ++k) {
+      if (pipe->links_[k].link.get() == link) return k;
+    }
+    return pipe->links_.size();
+  };
+  std::vector<size_t> order(flight.sends.size());
+  for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+  std::sort(order.begin(), order.end(), [&keys](size_t x, size_t y) { return keys[x] < keys[y]; });
+  const size_t held_before = pipe->links_.size();
+  for (size_t k : order) {
+    const std::shared_ptr<ReplicaLink>& link = flight.sends[k].link;
+    const size_t at = held_index(link.get());
+    if (at < held_before) {
+      if (link->waiting.load(std::memory_order_relaxed) > 0) {
+        pipe->links_.resize(held_before);  // unlocks those taken here
+        return false;
+      }
+      continue;
+    }
+    if (at < pipe->links_.size()) continue;  // two followers' sends share no link; one batch's
+    if (pipe->empty()) {
+      pipe->links_.push_back({link, LockLink(*link), 0});
+      continue;
+    }
+    std::unique_lock<std::mutex> lock(link->mu, std::try_to_lock);
+    if (!lock.owns_lock()) {
+      pipe->links_.resize(held_before);
+      return false;
+    }
+    pipe->links_.push_back({link, std::move(lock), 0});
+  }
+
   std::vector<std::vector<net::ReplicaAppendRequest>> requests(batches.size());
+  flight.names.resize(batches.size());
+  flight.ids.resize(batches.size());
+  flight.counts.resize(batches.size());
   for (size_t n = 0; n < batches.size(); ++n) {
-    if (!out[n].ok()) continue;
+    flight.names[n] = batches[n].name;
+    flight.ids[n] = batches[n].id;
+    flight.counts[n] = batches[n].chunks.size();
+    if (!flight.out[n].ok()) continue;
     for (const storage::HeldAppends::Chunk& c : batches[n].chunks) {
-      requests[n].push_back(
-          {batches[n].name, batches[n].id, options_.broker_id, epochs[n], c.at, c.data, c.size});
+      requests[n].push_back({batches[n].name, batches[n].id, options_.broker_id, flight.epochs[n],
+                             c.at, c.data, c.size});
     }
   }
-  // A link carries one batch at a time: locked until its answers are in, in the order of the
-  // links' keys, the same for every worker, so two workers replicating the same streamlets
-  // never wait for each other in a cycle.
-  std::vector<size_t> order(sends.size());
-  for (size_t k = 0; k < order.size(); ++k) order[k] = k;
-  std::sort(order.begin(), order.end(),
-            [&sends](size_t x, size_t y) { return sends[x].key < sends[y].key; });
-  std::vector<std::unique_lock<std::mutex>> held;
-  held.reserve(order.size());
-  for (size_t k : order) held.emplace_back(sends[k].link->mu);
-  for (Send& send : sends) {
-    if (send.address.empty()) {
+  for (size_t k = 0; k < flight.sends.size(); ++k) {
+    Send& send = flight.sends[k];
+    ReplicaPipeline::HeldLink& held = pipe->links_[held_index(send.link.get())];
+    if (addresses[k].empty()) {
       send.status = Status::BrokerUnavailable("broker " + std::to_string(send.follower) +
                                               " is not registered");
       continue;
     }
-    Result<uint64_t> first = SendReplicas(send.link->client, send.address, requests[send.batch]);
+    Result<uint64_t> first = WriteReplicas(*send.link, addresses[k],
+                                           /*may_connect=*/held.flights == 0, requests[send.batch]);
     if (first.ok()) {
       send.first_id = *first;
+      send.connection = send.link->connection;
     } else {
       send.status = first.status();
     }
   }
-  for (Send& send : sends) {
-    if (!send.status.ok()) continue;
-    send.status =
-        send.link->client->AwaitReplicaAppends(send.first_id, requests[send.batch].size());
-    if (!send.link->client->ok()) send.link->client.reset();
+  for (ReplicaPipeline::HeldLink& held : pipe->links_) {
+    const ReplicaLink* link = held.link.get();
+    if (std::any_of(flight.sends.begin(), flight.sends.end(),
+                    [link](const Send& s) { return s.link.get() == link; })) {
+      ++held.flights;
+    }
   }
-  held.clear();
+  pipe->flights_.push_back(std::move(flight));
+  return true;
+}
 
-  std::vector<std::vector<uint32_t>> failed(batches.size());
-  for (const Send& send : sends) {
-    const ReplicaBatch& batch = batches[send.batch];
+std::vector<Status> ZkCluster::AwaitReplicas(ReplicaPipeline* pipe) {
+  using Send = ReplicaPipeline::Send;
+  ReplicaPipeline::Flight flight = std::move(pipe->flights_.front());
+  pipe->flights_.pop_front();
+  for (Send& send : flight.sends) {
+    if (!send.status.ok()) continue;
+    std::optional<net::Client>& client = send.link->client;
+    if (!client.has_value() || send.link->connection != send.connection) {
+      // An earlier flight's answers broke the connection these requests went out on.
+      send.status = Status::IoError("the connection to broker " + std::to_string(send.follower) +
+                                    " failed before it answered");
+      continue;
+    }
+    send.status = client->AwaitReplicaAppends(send.first_id, flight.counts[send.batch]);
+    if (!client->ok()) client.reset();
+  }
+  // Links no flight left needs are unlocked.
+  for (ReplicaPipeline::HeldLink& held : pipe->links_) {
+    const ReplicaLink* link = held.link.get();
+    if (std::any_of(flight.sends.begin(), flight.sends.end(),
+                    [link](const Send& s) { return s.link.get() == link; })) {
+      --held.flights;
+    }
+  }
+  pipe->links_.erase(
+      std::remove_if(pipe->links_.begin(), pipe->links_.end(),
+                     [](const ReplicaPipeline::HeldLink& h) { return h.flights == 0; }),
+      pipe->links_.end());
+
+  std::vector<Status>& out = flight.out;
+  std::vector<std::vector<uint32_t>> failed(out.size());
+  for (const Send& send : flight.sends) {
+    const std::string& name = flight.names[send.batch];
+    const uint32_t id = flight.ids[send.batch];
     if (send.status.ok() || !out[send.batch].ok()) continue;
     if (send.status.IsNotOwner()) {
       // Either another broker leads now (the follower knows a newer leader epoch) or the
@@ -148,17 +223,17 @@ std::vector<Status> ZkCluster::Replicate(const std::vector<ReplicaBatch>& batche
       // the chunk stands on the members that stay. Taking it back would leave it on those
       // that hold it already, and the producer's retry would land a second time elsewhere.
       NS_LOG(kInfo) << "broker " << send.follower << " refused a chunk of "
-                    << StreamletName(batch.name, batch.id) << ": " << send.status.ToString();
+                    << StreamletName(name, id) << ": " << send.status.ToString();
     } else {
-      NS_LOG(kWarning) << "replicating " << StreamletName(batch.name, batch.id) << " to broker "
+      NS_LOG(kWarning) << "replicating " << StreamletName(name, id) << " to broker "
                        << send.follower << " failed: " << send.status.ToString()
                        << "; it leaves the in-sync set";
     }
     failed[send.batch].push_back(send.follower);
   }
-  for (size_t n = 0; n < batches.size(); ++n) {
+  for (size_t n = 0; n < out.size(); ++n) {
     if (out[n].ok() && !failed[n].empty()) {
-      out[n] = ShrinkIsr(batches[n].name, batches[n].id, epochs[n], failed[n]);
+      out[n] = ShrinkIsr(flight.names[n], flight.ids[n], flight.epochs[n], failed[n]);
     }
   }
   return out;

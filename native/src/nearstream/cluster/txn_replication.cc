@@ -30,17 +30,19 @@ std::string StreamletText(const std::string& name, uint32_t id) {
   return "streamlet " + std::to_string(id) + " of stream '" + name + "'";
 }
 
-// Writes `requests` over `client`, connecting first when needed, without awaiting their
+// Writes `requests` over `link`, connecting first when needed, without awaiting their
 // answers; returns the first one's id. A connection that failed is dropped so that the next call
 // connects again.
-Result<uint64_t> SendTxnWrites(std::optional<net::Client>& client, const std::string& address,
+Result<uint64_t> SendTxnWrites(ZkCluster::ReplicaLink& link, const std::string& address,
                                const std::vector<net::ReplicaTxnRequest>& requests) {
+  std::optional<net::Client>& client = link.client;
   if (!client.has_value() || !client->ok()) {
     client.reset();
     Result<net::Client> connected = net::Client::Connect(address, kReplicaTxnTimeoutMs);
     if (!connected.ok()) return connected.status();
     connected->set_io_timeout_ms(kReplicaTxnTimeoutMs);
     client.emplace(std::move(*connected));
+    ++link.connection;
   }
   Result<uint64_t> first = client->SendReplicaTxns(requests.data(), requests.size());
   if (!client->ok()) client.reset();
@@ -118,14 +120,14 @@ Status ZkCluster::Mirror(const std::string& name, uint32_t id,
   {
     std::vector<std::unique_lock<std::mutex>> held;
     held.reserve(targets.size());
-    for (const Target& t : targets) held.emplace_back(t.link->mu);
+    for (const Target& t : targets) held.push_back(LockLink(*t.link));
     for (size_t k = 0; k < targets.size(); ++k) {
       if (targets[k].address.empty()) {
         sent[k] = Status::BrokerUnavailable("broker " + std::to_string(targets[k].follower) +
                                             " is not registered");
         continue;
       }
-      Result<uint64_t> first = SendTxnWrites(targets[k].link->client, targets[k].address, requests);
+      Result<uint64_t> first = SendTxnWrites(*targets[k].link, targets[k].address, requests);
       if (first.ok()) {
         first_ids[k] = *first;
       } else {

@@ -17,6 +17,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -29,6 +30,7 @@
 #include <vector>
 
 #include "nearstream/cluster/placement.h"
+#include "nearstream/common/counted_lock.h"
 #include "nearstream/common/mutex.h"
 #include "nearstream/common/status.h"
 #include "nearstream/common/thread_annotations.h"
@@ -131,17 +133,70 @@ class ZkCluster : public storage::TxnMirror {
       NS_EXCLUDES(mu_, zk_mu_);
 
   // ---- replication (replication.cc; docs/cluster.md, "Replication") ---------------------------
-  // The leader's step between appends' writes and their publish: sends each batch's chunks (held
-  // chunks of one streamlet it leads, in write order) to every other in-sync replica of that
-  // streamlet, pipelined: every batch to every follower in one gathered write each, then every
-  // answer is awaited. Returns one status per batch. A follower that fails leaves the in-sync
-  // set in ZooKeeper first (compare-and-set); NOT_OWNER when this broker is no longer the
-  // leader, CLUSTER_UNAVAILABLE when the in-sync set cannot be changed.
+  // The leader's step between appends' writes and their publish. SendReplicas sends each
+  // batch's chunks (held chunks of one streamlet it leads, in write order) to every other
+  // in-sync replica of that streamlet: every batch to every follower in one gathered write each,
+  // as the newest flight of `pipe`. AwaitReplicas awaits the answers to the oldest flight and
+  // returns one status per batch of it. A follower that fails leaves the in-sync set in
+  // ZooKeeper first (compare-and-set); NOT_OWNER when this broker is no longer the leader,
+  // CLUSTER_UNAVAILABLE when the in-sync set cannot be changed.
+  //
+  // A request worker keeps one pipeline: while a flight's answers are on their way it writes
+  // and sends the next batch. The connection of a streamlet to a follower (a link) carries the
+  // flights of one pipeline at a time, answered in the order sent; it stays locked from the
+  // first flight that uses it until the last one is answered. SendReplicas returns false, and
+  // sends nothing, when `pipe` must be emptied first: a link it needs is locked elsewhere, or a
+  // thread waits for one it holds (nobody waits for a link longer than one round trip). With an
+  // empty pipeline it waits for the links and always sends.
   struct ReplicaBatch {
     std::string name;
     uint32_t id;
     std::vector<storage::HeldAppends::Chunk> chunks;
   };
+  // The leader's connection to one follower for one streamlet (a Client serves one caller).
+  struct ReplicaLink {
+    std::mutex mu;
+    std::atomic<int> waiting{0};  // threads waiting for `mu` (LockLink)
+    std::optional<net::Client> client;
+    // Counts the connections made (guarded by `mu`): answers are read from the connection their
+    // requests went out on, or not at all.
+    uint64_t connection = 0;
+  };
+  class ReplicaPipeline {
+   public:
+    bool empty() const { return flights_.empty(); }
+    size_t size() const { return flights_.size(); }
+
+   private:
+    friend class ZkCluster;
+    struct Send {
+      size_t batch;
+      uint32_t follower;
+      std::shared_ptr<ReplicaLink> link;
+      Status status;
+      uint64_t first_id = 0;
+      uint64_t connection = 0;
+    };
+    struct Flight {
+      std::vector<std::string> names;  // per batch
+      std::vector<uint32_t> ids;
+      std::vector<uint64_t> epochs;
+      std::vector<size_t> counts;
+      std::vector<Status> out;
+      std::vector<Send> sends;
+    };
+    struct HeldLink {
+      std::shared_ptr<ReplicaLink> link;
+      std::unique_lock<std::mutex> lock;
+      size_t flights;  // of flights_, those that sent on it
+    };
+    std::deque<Flight> flights_;
+    std::vector<HeldLink> links_;
+  };
+  bool SendReplicas(ReplicaPipeline* pipe, const std::vector<ReplicaBatch>& batches)
+      NS_EXCLUDES(mu_, zk_mu_);
+  std::vector<Status> AwaitReplicas(ReplicaPipeline* pipe) NS_EXCLUDES(mu_, zk_mu_);
+  // Both, for one batch alone.
   std::vector<Status> Replicate(const std::vector<ReplicaBatch>& batches) NS_EXCLUDES(mu_, zk_mu_);
   // A follower's side of ReplicaAppend: checks the sender's leadership and epoch, then writes
   // the chunk at the same position of its copy.
@@ -409,12 +464,10 @@ class ZkCluster : public storage::TxnMirror {
   // Streamlets this broker sealed for a move, and when each seal runs out (monotonic ms).
   std::map<std::pair<std::string, uint32_t>, int64_t> seals_ NS_GUARDED_BY(mu_);
 
-  // The leader's connection to one follower for one streamlet (a Client serves one caller, and
-  // a streamlet's appends replicate one at a time per slot).
-  struct ReplicaLink {
-    std::mutex mu;
-    std::optional<net::Client> client;
-  };
+  // Takes `link`'s lock, counted in its `waiting` meanwhile.
+  static std::unique_lock<std::mutex> LockLink(ReplicaLink& link) {
+    return LockCounted(link.mu, link.waiting);
+  }
   // ns-views' connection to one follower for one streamlet (follower_reads.cc), its own so
   // that a view never waits behind a batch of chunks, nor a batch behind a view.
   struct ViewLink {

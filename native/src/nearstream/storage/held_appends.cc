@@ -4,28 +4,38 @@
 
 namespace nearstream::storage {
 
-void HeldAppends::HeldSlot::Save(uint64_t producer, const Streamlet::ProducerMap& producers) {
-  for (const auto& [id, state] : saved) {
-    if (id == producer) return;
+void HeldAppends::HeldSlot::Save(uint64_t flight, uint64_t producer,
+                                 const Streamlet::ProducerMap& producers) {
+  for (const Saved& s : saved) {
+    if (s.flight == flight && s.producer == producer) return;
   }
   auto it = producers.find(producer);
-  saved.emplace_back(producer, it == producers.end()
-                                   ? std::nullopt
-                                   : std::optional<Streamlet::ProducerState>(it->second));
+  saved.push_back(Saved{
+      flight, producer,
+      it == producers.end() ? std::nullopt : std::optional<Streamlet::ProducerState>(it->second)});
 }
 
 HeldAppends::HeldSlot* HeldAppends::Lock(Streamlet* streamlet, size_t index) {
+  Streamlet::Slot& slot = streamlet->slots_[index];
   for (const auto& s : slots_) {
-    if (s->streamlet == streamlet && s->index == index) return s.get();
+    if (s->streamlet != streamlet || s->index != index) continue;
+    // Kept across flights only while nobody else wants it: a seal, a transaction's group or
+    // another worker's producer waits at most until this worker's flights are settled.
+    if (s->held_chunks > 0 && s->newest_flight < flight_ &&
+        slot.waiting.load(std::memory_order_relaxed) > 0) {
+      return nullptr;
+    }
+    return s.get();
   }
-  std::mutex& mu = streamlet->slots_[index].mu;
-  std::unique_lock<std::mutex> lock(mu, std::defer_lock);
-  if (slots_.empty()) {
-    lock.lock();
-  } else if (!lock.try_lock()) {
-    return nullptr;
+  std::unique_lock<std::mutex> lock;
+  if (slots_.empty() && unsettled_ == 0) {
+    lock = Streamlet::LockSlot(slot);
+  } else {
+    lock = std::unique_lock<std::mutex>(slot.mu, std::try_to_lock);
+    if (!lock.owns_lock()) return nullptr;
   }
-  slots_.push_back(std::make_unique<HeldSlot>(HeldSlot{streamlet, index, std::move(lock), 0, {}}));
+  slots_.push_back(
+      std::make_unique<HeldSlot>(HeldSlot{streamlet, index, std::move(lock), 0, 0, {}}));
   return slots_.back().get();
 }
 
@@ -36,38 +46,51 @@ bool HeldAppends::IsHeld(const Streamlet* streamlet, const Position& at) const {
   });
 }
 
-std::vector<Streamlet*> HeldAppends::streamlets() const {
+bool HeldAppends::HasFailure(const Streamlet* streamlet) const {
+  return std::any_of(failures_.begin(), failures_.end(),
+                     [streamlet](const Failure& f) { return f.streamlet == streamlet; });
+}
+
+std::vector<Streamlet*> HeldAppends::streamlets(uint64_t flight) const {
   std::vector<Streamlet*> out;
   for (const Entry& e : entries_) {
+    if (e.flight != flight) continue;
     if (std::find(out.begin(), out.end(), e.streamlet) == out.end()) out.push_back(e.streamlet);
+  }
+  for (const Failure& f : failures_) {
+    if (f.flight == flight && std::find(out.begin(), out.end(), f.streamlet) == out.end()) {
+      out.push_back(f.streamlet);
+    }
   }
   return out;
 }
 
-std::vector<HeldAppends::Chunk> HeldAppends::ChunksOf(const Streamlet* streamlet) const {
+std::vector<HeldAppends::Chunk> HeldAppends::ChunksOf(const Streamlet* streamlet,
+                                                      uint64_t flight) const {
   std::vector<Chunk> out;
   for (const Entry& e : entries_) {
-    if (e.streamlet != streamlet) continue;
+    if (e.streamlet != streamlet || e.flight != flight) continue;
     out.push_back(Chunk{Position{e.group->id, e.segment->id(), e.offset},
                         e.segment->data() + e.offset, e.size});
   }
   return out;
 }
 
-Status HeldAppends::failure(const Streamlet* streamlet) const {
-  for (const auto& [s, status] : failures_) {
-    if (s == streamlet) return status;
+Status HeldAppends::failure(const Streamlet* streamlet, uint64_t flight) const {
+  for (const Failure& f : failures_) {
+    if (f.streamlet == streamlet && f.flight == flight) return f.status;
   }
   return Status::Ok();
 }
 
-void HeldAppends::Publish(Streamlet* streamlet) {
+void HeldAppends::Publish(Streamlet* streamlet, uint64_t flight) {
   for (const Entry& e : entries_) {
     if (e.streamlet != streamlet) continue;
+    if (e.flight != flight) continue;  // a later flight's
     streamlet->PublishChunk(e.group, e.segment.get(), e.offset, e.size, e.first_timestamp_ms,
                             e.now_ms);
   }
-  Forget(streamlet);
+  Forget(streamlet, flight, /*all_flights=*/false);
 }
 
 void HeldAppends::Discard(Streamlet* streamlet) {
@@ -79,37 +102,60 @@ void HeldAppends::Discard(Streamlet* streamlet) {
     e.segment->Discard(e.offset);
     cut.push_back(e.segment.get());
   }
+  // A segment whose write failed takes no more chunks (WriteChunk left that to the flights).
+  for (const Failure& f : failures_) {
+    if (f.streamlet == streamlet) f.segment->Seal();
+  }
   for (const auto& s : slots_) {
     if (s->streamlet != streamlet) continue;
     Streamlet::ProducerMap& producers = streamlet->slots_[s->index].producers;
-    for (auto& [producer, state] : s->saved) {
-      if (state.has_value()) {
-        producers[producer] = *state;
+    // Newest flight first, so that each producer ends with its state before its oldest held
+    // chunk.
+    for (auto it = s->saved.rbegin(); it != s->saved.rend(); ++it) {
+      if (it->state.has_value()) {
+        producers[it->producer] = *it->state;
       } else {
-        producers.erase(producer);
+        producers.erase(it->producer);
       }
     }
   }
-  Forget(streamlet);
+  Forget(streamlet, 0, /*all_flights=*/true);
 }
 
-void HeldAppends::Forget(Streamlet* streamlet) {
+void HeldAppends::Forget(Streamlet* streamlet, uint64_t flight, bool all_flights) {
+  auto gone = [&](uint64_t f) { return all_flights || f == flight; };
   entries_.erase(std::remove_if(entries_.begin(), entries_.end(),
-                                [streamlet](const Entry& e) { return e.streamlet == streamlet; }),
+                                [&](const Entry& e) {
+                                  if (e.streamlet != streamlet || !gone(e.flight)) return false;
+                                  --e.slot->held_chunks;
+                                  return true;
+                                }),
                  entries_.end());
   for (const auto& s : slots_) {
     if (s->streamlet != streamlet) continue;
-    s->held_chunks = 0;
-    s->saved.clear();
+    s->saved.erase(std::remove_if(s->saved.begin(), s->saved.end(),
+                                  [&](const Saved& x) { return gone(x.flight); }),
+                   s->saved.end());
   }
-  failures_.erase(std::remove_if(failures_.begin(), failures_.end(),
-                                 [streamlet](const auto& f) { return f.first == streamlet; }),
-                  failures_.end());
+  failures_.erase(
+      std::remove_if(failures_.begin(), failures_.end(),
+                     [&](const Failure& f) { return f.streamlet == streamlet && gone(f.flight); }),
+      failures_.end());
+}
+
+void HeldAppends::ReleaseIdle() {
+  slots_.erase(std::remove_if(slots_.begin(), slots_.end(),
+                              [](const std::unique_ptr<HeldSlot>& s) {
+                                return s->held_chunks == 0;  // unlocks
+                              }),
+               slots_.end());
 }
 
 void HeldAppends::Release() {
   while (!entries_.empty()) Discard(entries_.front().streamlet);
+  for (const Failure& f : failures_) f.segment->Seal();
   failures_.clear();
+  unsettled_ = 0;
   slots_.clear();  // unlocks
 }
 

@@ -103,7 +103,7 @@ void Segment::Discard(uint32_t offset) {
   Seal();
 }
 
-Status Segment::WriteChunk(const uint8_t* chunk, uint32_t size, bool sync) {
+Status Segment::WriteChunk(const uint8_t* chunk, uint32_t size, bool sync, bool seal_on_failure) {
   const uint32_t offset = write_end();
   std::memcpy(data_ + offset, chunk, size);
   if (file_ == nullptr) {
@@ -117,7 +117,7 @@ Status Segment::WriteChunk(const uint8_t* chunk, uint32_t size, bool sync) {
     if (cut.ok()) cut = file_->Sync();  // or a power loss could resurrect the refused chunk
     // The file layer's messages name the file.
     if (!cut.ok()) NS_LOG(kError) << "rollback of segment " << id_ << " failed: " << cut.ToString();
-    Seal();
+    if (seal_on_failure) Seal();
     return s;
   }
   if (!sync) dirty_.store(true);

@@ -50,9 +50,11 @@ class Segment {
   // Copies `chunk` to write_end() and, for a segment with a file, appends it there (fsync'd when
   // `sync`; marked dirty for the async flusher otherwise). A failed write or fsync cuts the file
   // back and seals the segment: nothing was acknowledged, and after a failed fsync the kernel may
-  // have dropped dirty pages, so the file is not trusted again. Publishes nothing (the caller
-  // does).
-  Status WriteChunk(const uint8_t* chunk, uint32_t size, bool sync);
+  // have dropped dirty pages, so the file is not trusted again. Without `seal_on_failure` the
+  // caller seals it, later: chunks written before and not yet published must be published (or
+  // discarded) first, as a sealed segment's length is final to readers. Publishes nothing (the
+  // caller does).
+  Status WriteChunk(const uint8_t* chunk, uint32_t size, bool sync, bool seal_on_failure = true);
   void Publish(uint32_t committed) { committed_.store(committed, std::memory_order_release); }
   // Undoes the WriteChunks from `offset` on, none of them published (their replication failed):
   // cuts the file back to `offset` and seals the segment, whose file then holds exactly what was

@@ -70,7 +70,7 @@ uint64_t Streamlet::ReserveGroup(int64_t now_ms) {
   // is half done in a group being closed; then mu_, as always after slot locks.
   std::vector<std::unique_lock<std::mutex>> slot_locks;
   slot_locks.reserve(slot_count_);
-  for (size_t k = 0; k < slot_count_; ++k) slot_locks.emplace_back(slots_[k].mu);
+  for (size_t k = 0; k < slot_count_; ++k) slot_locks.push_back(LockSlot(slots_[k]));
   MutexLock lock(&mu_);
   for (size_t k = 0; k < slot_count_; ++k) {
     Slot& slot = slots_[k];
@@ -226,7 +226,7 @@ Result<AppendOutcome> Streamlet::Append(const uint8_t* chunk, const ChunkHeader&
   // A producer always maps to the same slot, so its sequence state lives there, under the
   // slot's lock, and producers of different slots append in parallel (see streamlet.h).
   Slot& slot = slots_[header.producer_id % slot_count_];
-  std::lock_guard<std::mutex> slot_lock(slot.mu);
+  std::unique_lock<std::mutex> slot_lock = LockSlot(slot);
   // Under the slot lock: Seal() takes every slot lock after setting the flag, so once it returns
   // no append is past this check.
   if (sealed()) return Moving();
@@ -266,6 +266,11 @@ Result<AppendOutcome> Streamlet::AppendHeld(const uint8_t* chunk, const ChunkHea
   }
   Slot& slot = slots_[hs->index];
   if (sealed()) return Moving();
+  // A write into this streamlet failed with chunks held: they are settled first.
+  if (held->HasFailure(this)) {
+    *must_flush = true;
+    return AppendOutcome{};
+  }
   if (header.producer_id != 0) {
     auto it = slot.producers.find(header.producer_id);
     if (it != slot.producers.end()) {
@@ -293,16 +298,23 @@ Result<AppendOutcome> Streamlet::AppendHeld(const uint8_t* chunk, const ChunkHea
   }
   Group* g = slot.group;
   const uint32_t offset = seg->write_end();
-  if (Status w = seg->WriteChunk(chunk, size, config_->durability == Durability::kSync); !w.ok()) {
-    if (hs->held_chunks > 0) held->failures_.emplace_back(this, w);
+  // With chunks held in the segment, it is sealed once they are settled, not before (readers
+  // take a sealed segment's length as final).
+  if (Status w = seg->WriteChunk(chunk, size, config_->durability == Durability::kSync,
+                                 /*seal_on_failure=*/hs->held_chunks == 0);
+      !w.ok()) {
+    if (hs->held_chunks > 0) {
+      held->failures_.push_back(HeldAppends::Failure{this, held->flight(), w, slot.segment});
+    }
     return w;
   }
-  held->entries_.push_back(
-      HeldAppends::Entry{this, slot.segment, g, offset, size, header.first_timestamp_ms, now_ms});
+  held->entries_.push_back(HeldAppends::Entry{this, hs, held->flight(), slot.segment, g, offset,
+                                              size, header.first_timestamp_ms, now_ms});
   ++hs->held_chunks;
+  hs->newest_flight = held->flight();
   Position pos{g->id, seg->id(), offset};
   if (header.producer_id != 0) {
-    hs->Save(header.producer_id, slot.producers);
+    hs->Save(held->flight(), header.producer_id, slot.producers);
     slot.producers[header.producer_id].Remember(header.sequence, pos);
   }
   return AppendOutcome{pos, false};
@@ -558,14 +570,15 @@ uint64_t Streamlet::bytes() const {
 void Streamlet::Seal() {
   sealed_.store(true, std::memory_order_release);
   for (size_t k = 0; k < slot_count_; ++k) {
-    std::lock_guard<std::mutex> drain(slots_[k].mu);  // an append in progress finishes first
+    std::unique_lock<std::mutex> drain =
+        LockSlot(slots_[k]);  // an append in progress finishes first
   }
 }
 
 void Streamlet::CloseActiveGroups() {
   for (size_t k = 0; k < slot_count_; ++k) {
     Slot& slot = slots_[k];
-    std::lock_guard<std::mutex> slot_lock(slot.mu);  // no append half done in the group
+    std::unique_lock<std::mutex> slot_lock = LockSlot(slot);  // no append half done in the group
     MutexLock lock(&mu_);
     if (Group* g = slot.group; g != nullptr) {
       g->closed = true;
@@ -585,7 +598,7 @@ Position Streamlet::tail() const {
 std::vector<std::string> Streamlet::DropAll(bool reopen) {
   std::vector<std::unique_lock<std::mutex>> slot_locks;
   slot_locks.reserve(slot_count_);
-  for (size_t k = 0; k < slot_count_; ++k) slot_locks.emplace_back(slots_[k].mu);
+  for (size_t k = 0; k < slot_count_; ++k) slot_locks.push_back(LockSlot(slots_[k]));
   std::vector<std::string> doomed;
   {
     MutexLock lock(&mu_);
@@ -733,7 +746,7 @@ Status Streamlet::Recover(int64_t now_ms) {
   // Each producer's state goes to the slot it appends through (slot locks come before mu_).
   for (auto& [id, state] : producers) {
     Slot& slot = slots_[id % slot_count_];
-    std::lock_guard<std::mutex> lock(slot.mu);
+    std::unique_lock<std::mutex> lock = LockSlot(slot);
     slot.producers[id] = state;
   }
   return Status::Ok();

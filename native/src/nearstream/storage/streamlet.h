@@ -31,6 +31,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "nearstream/common/counted_lock.h"
 #include "nearstream/common/mutex.h"
 #include "nearstream/storage/chunk.h"
 #include "nearstream/storage/env.h"
@@ -281,6 +282,10 @@ class Streamlet {
   // One of the Q active slots: the group producers with id mod Q == its index append to.
   struct alignas(64) Slot {
     std::mutex mu;  // held for a whole append to this slot; taken before mu_, never after
+    // Threads waiting for `mu` (LockSlot). A replicated streamlet's request worker may keep the
+    // slot locked across several replication round trips (HeldAppends); it lets go when this is
+    // not zero, so that nobody waits for the slot longer than one round trip.
+    std::atomic<int> waiting{0};
     // The slot's active group and its current (last) segment, null when it has none. Written
     // with both mu and mu_ held, so either lock is enough to read them.
     Group* group = nullptr;
@@ -291,6 +296,11 @@ class Streamlet {
   };
 
   friend class HeldAppends;
+  // Takes `slot`'s lock, counted in its `waiting` meanwhile. Every blocking lock of a slot goes
+  // through it.
+  static std::unique_lock<std::mutex> LockSlot(Slot& slot) {
+    return LockCounted(slot.mu, slot.waiting);
+  }
   Status TooLarge(uint32_t size) const;
   Status Moving() const;
   static Status CheckNext(const ChunkHeader& header, const ProducerState& p);

@@ -29,6 +29,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -111,6 +112,20 @@ inline std::vector<std::string> Lines(const std::string& text) {
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);) out.push_back(line);
   return out;
+}
+
+// The key=value fields of nearstream-perf's RESULT lines.
+inline std::map<std::string, std::string> ResultFields(const std::string& out) {
+  std::map<std::string, std::string> fields;
+  for (const std::string& line : Lines(out)) {
+    if (line.rfind("RESULT ", 0) != 0) continue;
+    std::istringstream in(line.substr(7));
+    for (std::string kv; in >> kv;) {
+      size_t eq = kv.find('=');
+      if (eq != std::string::npos) fields[kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
+  }
+  return fields;
 }
 
 namespace internal {
