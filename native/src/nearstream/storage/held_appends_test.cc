@@ -284,8 +284,8 @@ TEST_F(HeldAppendsTest, AFlightIsWrittenWhileTheOneBeforeIsOnItsWayAndPublishedA
   ASSERT_EQ(read.size(), 2u) << "the next flight's chunk was published with the first";
   EXPECT_EQ(read[1].first, at[1]);
   {
-    HeldAppends other;  // another worker holding a slot of another streamlet
     auto b = Open(1);
+    HeldAppends other;  // another worker holding a slot of another streamlet (gone before it)
     ASSERT_TRUE(Hold(*b, Chunk(2, 1), &other, &flush).ok());
     (void)Hold(*s, Chunk(4, 1), &other, &flush);  // producer 4 maps to the same slot as 2
     EXPECT_TRUE(flush) << "the slot was free while a flight held a chunk of it";
