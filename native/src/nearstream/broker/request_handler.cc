@@ -98,10 +98,12 @@ bool RequestHandler::Handle(Request& req, net::OutFrame* response, AppendBatch* 
       req.frame.header.version == net::kProtocolVersion && !req.frame.header.is_response()) {
     return Fetch(req, response);
   }
-  // Held appends keep their slots locked until the flush; a request that may take a slot lock
-  // itself (a seal, a delete, a commit) would wait on this very thread, so they go first. Fetch
-  // (above) takes none, and appends join the batch.
-  if (static_cast<Opcode>(req.frame.header.opcode) != Opcode::kAppend && !appends->held.empty()) {
+  // Held appends keep their slots locked, and flights their connections to followers, until
+  // they are settled; a request that may take one of those locks itself (a seal, a delete, a
+  // commit) would wait on this very thread, so they go first. Fetch (above) takes none, and
+  // appends join the batch.
+  if (static_cast<Opcode>(req.frame.header.opcode) != Opcode::kAppend &&
+      (!appends->held.empty() || appends->in_flight())) {
     FlushAppends(appends);
   }
   Bytes* out = &response->bytes;
