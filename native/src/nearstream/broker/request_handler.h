@@ -42,7 +42,7 @@ class RequestHandler {
 
   // Runs `req`. Returns true with the response frame in `*response`, or false when the request
   // was parked: a long-poll fetch comes back later through the waiters; an Append to a
-  // replicated stream waits in `appends` for FlushAppends. `appends` belongs to the calling
+  // replicated stream waits in `appends` for SettleAppends. `appends` belongs to the calling
   // worker.
   bool Handle(Request& req, net::OutFrame* response, AppendBatch* appends);
   // The appends to replicated streams (append_requests.cc). SendAppends sends the chunks

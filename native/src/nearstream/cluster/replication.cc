@@ -102,10 +102,10 @@ bool ZkCluster::SendReplicas(ReplicaPipeline* pipe, const std::vector<ReplicaBat
     }
   }
 
-  // The links: those the pipeline holds are used again unless someone waits for one; others
-  // are taken without waiting while flights are on their way (a worker never waits for a lock
-  // while it holds another's way forward), and in the order of their keys, the same for every
-  // worker, when the pipeline is empty.
+  // The links: those the pipeline holds are used again unless another thread waits for one.
+  // Others are tried without waiting while flights are on their way (a worker holding locks
+  // never waits for one, so no two wait for each other), and taken in the order of their keys,
+  // the same for every worker, when the pipeline is empty and holds none.
   auto held_index = [pipe](const ReplicaLink* link) -> size_t {
     for (size_t k = 0; k < pipe->links_.size(); ++k) {
       if (pipe->links_[k].link.get() == link) return k;
@@ -126,7 +126,7 @@ bool ZkCluster::SendReplicas(ReplicaPipeline* pipe, const std::vector<ReplicaBat
       }
       continue;
     }
-    if (at < pipe->links_.size()) continue;  // two followers' sends share no link; one batch's
+    if (at < pipe->links_.size()) continue;  // taken above for another send of this flight
     if (pipe->empty()) {
       pipe->links_.push_back({link, LockLink(*link), 0});
       continue;

@@ -15,9 +15,10 @@
 // and a segment that fills up waits for every flight (AppendHeld asks for a flush), as a sealed
 // segment's length is final to readers.
 //
-// A worker never waits for a slot lock while it holds another (Lock refuses instead, and the
-// worker finishes its flights first), so workers cannot deadlock on each other's slots. One
-// worker owns an instance; it is not thread-safe.
+// A worker never waits for a slot lock while it holds another or has flights unsettled (which
+// hold its connections to followers): Lock refuses instead, and the worker settles its flights
+// first, so workers cannot deadlock on each other's slots and connections. One worker owns an
+// instance; it is not thread-safe.
 #pragma once
 
 #include <cstdint>
