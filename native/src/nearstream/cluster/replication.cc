@@ -177,6 +177,7 @@ bool ZkCluster::SendReplicas(ReplicaPipeline* pipe, const std::vector<ReplicaBat
       ++held.flights;
     }
   }
+  flight.deadline_ms = MonotonicNowMs() + kReplicaTimeoutMs;
   pipe->flights_.push_back(std::move(flight));
   return true;
 }
@@ -194,7 +195,11 @@ std::vector<Status> ZkCluster::AwaitReplicas(ReplicaPipeline* pipe) {
                                     " failed before it answered");
       continue;
     }
-    send.status = client->AwaitReplicaAppends(send.first_id, flight.counts[send.batch]);
+    // A follower that stopped answering costs the flight one timeout, not one per send or per
+    // flight before it.
+    const int64_t left = std::max<int64_t>(1, flight.deadline_ms - MonotonicNowMs());
+    send.status = client->AwaitReplicaAppends(send.first_id, flight.counts[send.batch],
+                                              static_cast<int>(left));
     if (!client->ok()) client.reset();
   }
   // Links no flight left needs are unlocked.

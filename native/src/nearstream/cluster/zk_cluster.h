@@ -184,6 +184,9 @@ class ZkCluster : public storage::TxnMirror {
       std::vector<size_t> counts;
       std::vector<Status> out;
       std::vector<Send> sends;
+      // kReplicaTimeoutMs after it was sent (monotonic ms): every answer of the flight is due by
+      // then, however long the flights before it and its other sends were awaited.
+      int64_t deadline_ms = 0;
     };
     struct HeldLink {
       std::shared_ptr<ReplicaLink> link;
