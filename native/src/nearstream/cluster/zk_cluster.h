@@ -146,7 +146,7 @@ class ZkCluster : public storage::TxnMirror {
   // flights of one pipeline at a time, answered in the order sent; it stays locked from the
   // first flight that uses it until the last one is answered. SendReplicas returns false, and
   // sends nothing, when `pipe` must be emptied first: a link it needs is locked elsewhere, or a
-  // thread waits for one it holds (nobody waits for a link longer than one round trip). With an
+  // thread waits for one it holds (nobody waits for more than the flights on their way). With an
   // empty pipeline it waits for the links and always sends.
   struct ReplicaBatch {
     std::string name;

@@ -284,7 +284,7 @@ class Streamlet {
     std::mutex mu;  // held for a whole append to this slot; taken before mu_, never after
     // Threads waiting for `mu` (LockSlot). A replicated streamlet's request worker may keep the
     // slot locked across several replication round trips (HeldAppends); it lets go when this is
-    // not zero, so that nobody waits for the slot longer than one round trip.
+    // not zero, so that nobody waits for the slot longer than the batches already on their way.
     std::atomic<int> waiting{0};
     // The slot's active group and its current (last) segment, null when it has none. Written
     // with both mu and mu_ held, so either lock is enough to read them.
