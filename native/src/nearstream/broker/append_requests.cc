@@ -106,6 +106,9 @@ void RequestHandler::FlushAppends(AppendBatch* appends) {
 void RequestHandler::SendAppends(AppendBatch* appends) {
   const uint64_t number = appends->held.flight();
   while (true) {
+    // The leader's files first (a write that fails cuts the streamlet's chunks of the flight
+    // off before a follower has them); each segment's chunks of the flight in one write.
+    appends->held.WriteFiles(number);
     // Each streamlet's held chunks go to its followers together, all streamlets at once; the
     // outcome decides for all of one streamlet's chunks of the flight.
     std::vector<storage::Streamlet*> held = appends->held.streamlets(number);

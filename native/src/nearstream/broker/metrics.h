@@ -32,6 +32,7 @@ struct BrokerMetrics {
   PaddedCounter append_rejected;  // entries refused (bad CRC, out of order, storage error...)
   PaddedCounter append_duplicates;
   PaddedCounter replica_appends;  // chunks this broker took as a follower (ReplicaAppend)
+  PaddedCounter replica_writes;   // the file writes they took (a run of chunks each)
   // Batches of held chunks a leader's workers sent to followers, and those of them sent while
   // the worker's previous batch was still on its way (append_batch.h).
   PaddedCounter replica_flights;

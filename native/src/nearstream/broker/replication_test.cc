@@ -171,16 +171,20 @@ TEST_F(ReplicationTest, ALeaderWritesTheNextBatchWhileTheLastOnesRoundTripGoesOn
   // Every chunk read back once, in each producer's order, checksums intact.
   EXPECT_EQ(f["verify"], "ok") << r.out;
   EXPECT_EQ(f["run_consumed"], f["produced"]) << r.out;
-  uint64_t flights = 0, overlapped = 0, published = 0, copied = 0;
+  uint64_t flights = 0, overlapped = 0, published = 0, copied = 0, copy_writes = 0;
   for (uint32_t id = 1; id <= 3; ++id) {
     flights += Stat(id, "nearstream_replica_flights_total");
     overlapped += Stat(id, "nearstream_replica_flights_overlapped_total");
     published += Stat(id, "nearstream_append_chunks_total");
     copied += Stat(id, "nearstream_replica_appends_total");
+    copy_writes += Stat(id, "nearstream_replica_writes_total");
   }
   EXPECT_GT(flights, 0u);
   EXPECT_GT(overlapped, 0u) << "no batch was sent while the one before was on its way (" << flights
                             << " batches)";
+  // Followers wrote the consecutive chunks of a batch to their files together.
+  EXPECT_GT(copy_writes, 0u);
+  EXPECT_LT(copy_writes, copied) << "followers wrote every chunk on its own";
   // Each acknowledged chunk is on its follower, once; none the leader cut off again.
   EXPECT_EQ(copied, published);
   const uint64_t records_per_chunk =

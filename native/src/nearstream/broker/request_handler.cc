@@ -93,7 +93,8 @@ void RequestHandler::Error(const Request& req, const Status& status, Bytes* out)
   net::FinishFrame(out, start);
 }
 
-bool RequestHandler::Handle(Request& req, net::OutFrame* response, AppendBatch* appends) {
+bool RequestHandler::Handle(Request& req, net::OutFrame* response, AppendBatch* appends,
+                            ReplicaWriteBatch* replicas) {
   if (static_cast<Opcode>(req.frame.header.opcode) == Opcode::kFetch &&
       req.frame.header.version == net::kProtocolVersion && !req.frame.header.is_response()) {
     return Fetch(req, response);
@@ -134,7 +135,7 @@ bool RequestHandler::Handle(Request& req, net::OutFrame* response, AppendBatch* 
     case Opcode::kClusterMetadata: ClusterMetadata(req, out); return true;
     case Opcode::kMoveStreamlet: MoveStreamlet(req, out); return true;
     case Opcode::kSealStreamlet: SealStreamlet(req, out); return true;
-    case Opcode::kReplicaAppend: ReplicaAppend(req, out); return true;
+    case Opcode::kReplicaAppend: return ReplicaAppend(req, out, replicas);
     case Opcode::kReplicaJoin: ReplicaJoin(req, out); return true;
     case Opcode::kReplicaMove: ReplicaMove(req, out); return true;
     case Opcode::kReplicaCheck: ReplicaCheck(req, out); return true;
@@ -525,19 +526,50 @@ void RequestHandler::ClusterMetadata(const Request& req, Bytes* out) {
   Respond(req, out, [&](ByteWriter& w) { net::EncodeClusterMetadataResponse(w, r); });
 }
 
-void RequestHandler::ReplicaAppend(const Request& req, Bytes* out) {
+bool RequestHandler::ReplicaAppend(Request& req, Bytes* out, ReplicaWriteBatch* replicas) {
+  Status refused;
+  size_t run = 0;
   auto m = net::DecodeReplicaAppendRequest(req.frame.body.data(), req.frame.body.size());
-  if (!m.ok()) return Error(req, m.status(), out);
-  if (cluster_ == nullptr) {
-    return Error(req,
-                 Status::InvalidArgument("a standalone broker follows no leader: nothing to "
-                                         "replicate here"),
-                 out);
+  if (!m.ok()) {
+    refused = m.status();
+  } else if (cluster_ == nullptr) {
+    refused =
+        Status::InvalidArgument("a standalone broker follows no leader: nothing to replicate here");
+  } else {
+    Result<size_t> staged = cluster_->StageReplica(*m, &replicas->writes);
+    if (staged.ok()) {
+      run = *staged;
+    } else {
+      refused = staged.status();
+    }
   }
-  Status s = cluster_->AcceptReplica(*m);
-  if (!s.ok()) return Error(req, s, out);
-  metrics_->replica_appends.Add(1);
-  Respond(req, out, [](ByteWriter&) {});
+  // Refused alone, it is answered now; behind staged ones, in its turn after them.
+  if (!refused.ok() && replicas->staged.empty()) {
+    Error(req, refused, out);
+    return true;
+  }
+  replicas->staged.push_back({std::move(req), std::move(refused), run});
+  return false;
+}
+
+void RequestHandler::AnswerReplicas(ReplicaWriteBatch* replicas, ResponseWriter* writer) {
+  if (replicas->staged.empty()) return;
+  // Only a staged chunk starts the list (a refusal before it is answered at once), and only a
+  // broker in a cluster stages one.
+  const std::vector<Status> outcomes = cluster_->WriteReplicas(&replicas->writes);
+  metrics_->replica_writes.Add(outcomes.size());
+  for (StagedReplicaAppend& staged : replicas->staged) {
+    const Status& status = staged.refused.ok() ? outcomes[staged.run] : staged.refused;
+    net::OutFrame frame;
+    if (status.ok()) {
+      metrics_->replica_appends.Add(1);
+      Respond(staged.req, &frame.bytes, [](ByteWriter&) {});
+    } else {
+      Error(staged.req, status, &frame.bytes);
+    }
+    writer->Add(staged.req.conn, std::move(frame));
+  }
+  replicas->staged.clear();
 }
 
 void RequestHandler::ReplicaPublished(const Request& req, Bytes* out) {

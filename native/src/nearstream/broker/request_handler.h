@@ -9,7 +9,9 @@
 #include "nearstream/broker/append_batch.h"
 #include "nearstream/broker/fetch_waiters.h"
 #include "nearstream/broker/metrics.h"
+#include "nearstream/broker/replica_write_batch.h"
 #include "nearstream/broker/request.h"
+#include "nearstream/broker/response_writer.h"
 #include "nearstream/cluster/zk_cluster.h"
 #include "nearstream/net/out_frame.h"
 #include "nearstream/push/push_manager.h"
@@ -42,9 +44,13 @@ class RequestHandler {
 
   // Runs `req`. Returns true with the response frame in `*response`, or false when the request
   // was parked: a long-poll fetch comes back later through the waiters; an Append to a
-  // replicated stream waits in `appends` for SettleAppends. `appends` belongs to the calling
-  // worker.
-  bool Handle(Request& req, net::OutFrame* response, AppendBatch* appends);
+  // replicated stream waits in `appends` for SettleAppends; a ReplicaAppend waits in `replicas`
+  // for AnswerReplicas. Both belong to the calling worker.
+  bool Handle(Request& req, net::OutFrame* response, AppendBatch* appends,
+              ReplicaWriteBatch* replicas);
+  // Writes the chunks `replicas` staged and answers their ReplicaAppends in `writer`; a worker
+  // calls it after each batch of requests, and before any request but a ReplicaAppend.
+  void AnswerReplicas(ReplicaWriteBatch* replicas, ResponseWriter* writer);
   // The appends to replicated streams (append_requests.cc). SendAppends sends the chunks
   // `appends` took since the last send to the followers, as a flight, without awaiting their
   // answers; SettleAppends awaits the oldest flights' answers until `keep` are left, publishes
@@ -78,7 +84,8 @@ class RequestHandler {
   void ClusterMetadata(const Request& req, Bytes* out);
   void MoveStreamlet(const Request& req, Bytes* out);
   void SealStreamlet(const Request& req, Bytes* out);
-  void ReplicaAppend(const Request& req, Bytes* out);
+  // True when answered in `out`; false when staged into `replicas`.
+  bool ReplicaAppend(Request& req, Bytes* out, ReplicaWriteBatch* replicas);
   void ReplicaPublished(const Request& req, Bytes* out);
   void ReplicaJoin(const Request& req, Bytes* out);
   void ReplicaMove(const Request& req, Bytes* out);

@@ -295,7 +295,8 @@ void Server::WorkerLoop(int index) {
   std::deque<Request> batch;
   net::OutFrame response;
   ResponseWriter writer;
-  AppendBatch appends;  // appends to replicated streams, answered by SettleAppends
+  AppendBatch appends;         // appends to replicated streams, answered by SettleAppends
+  ReplicaWriteBatch replicas;  // a follower's ReplicaAppends, answered by AnswerReplicas
   while (true) {
     if (!appends.in_flight()) {
       if (!queue.PopAll(&batch)) break;
@@ -311,12 +312,17 @@ void Server::WorkerLoop(int index) {
         conn->RequestDone();
         continue;
       }
+      if (static_cast<net::Opcode>(req.frame.header.opcode) != net::Opcode::kReplicaAppend) {
+        handler_.AnswerReplicas(&replicas, &writer);
+      }
       response.Clear();
-      if (handler_.Handle(req, &response, &appends)) {
+      if (handler_.Handle(req, &response, &appends, &replicas)) {
         writer.Add(conn, std::move(response));
         response = net::OutFrame();
       }
     }
+    // A follower's chunks of the batch go to its files a run at a time, answered together.
+    handler_.AnswerReplicas(&replicas, &writer);
     writer.Flush();
     // One round trip to the followers for every replicated chunk of the batch, while the next
     // batch is taken and written (append_batch.h).
@@ -360,6 +366,7 @@ MetricValues Server::CollectMetrics() {
   add("nearstream_append_rejected_total", metrics_.append_rejected.Get());
   add("nearstream_append_duplicates_total", metrics_.append_duplicates.Get());
   add("nearstream_replica_appends_total", metrics_.replica_appends.Get());
+  add("nearstream_replica_writes_total", metrics_.replica_writes.Get());
   add("nearstream_replica_flights_total", metrics_.replica_flights.Get());
   add("nearstream_replica_flights_overlapped_total", metrics_.replica_flights_overlapped.Get());
   add("nearstream_txn_append_requests_total", metrics_.txn_append_requests.Get());

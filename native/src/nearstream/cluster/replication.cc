@@ -35,9 +35,9 @@ std::string FormatIds(const std::vector<uint32_t>& ids) {
 // `may_connect` is false: requests of an earlier flight went out on a connection that failed
 // since, and later ones must not overtake them on a new one); a connection that failed is
 // dropped so that the next batch connects again. Returns the first request's id.
-Result<uint64_t> WriteReplicas(ZkCluster::ReplicaLink& link, const std::string& address,
-                               bool may_connect,
-                               const std::vector<net::ReplicaAppendRequest>& requests) {
+Result<uint64_t> SendOnLink(ZkCluster::ReplicaLink& link, const std::string& address,
+                            bool may_connect,
+                            const std::vector<net::ReplicaAppendRequest>& requests) {
   std::optional<net::Client>& client = link.client;
   if (!client.has_value() || !client->ok()) {
     client.reset();
@@ -161,8 +161,8 @@ bool ZkCluster::SendReplicas(ReplicaPipeline* pipe, const std::vector<ReplicaBat
                                               " is not registered");
       continue;
     }
-    Result<uint64_t> first = WriteReplicas(*send.link, addresses[k],
-                                           /*may_connect=*/held.flights == 0, requests[send.batch]);
+    Result<uint64_t> first = SendOnLink(*send.link, addresses[k],
+                                        /*may_connect=*/held.flights == 0, requests[send.batch]);
     if (first.ok()) {
       send.first_id = *first;
       send.connection = send.link->connection;
@@ -515,26 +515,71 @@ Status ZkCluster::CheckFollowerWrite(const std::string& name, uint32_t streamlet
   return Status::Ok();
 }
 
-Status ZkCluster::AcceptReplica(const net::ReplicaAppendRequest& m) {
-  ASSIGN_OR_RETURN(FollowerTarget target,
-                   FollowerWriteTarget(m.stream, m.streamlet, m.leader_epoch));
-  const std::shared_ptr<storage::Stream>& stream = target.stream;
-  storage::Streamlet* s = target.streamlet;
-  const std::shared_ptr<FollowerCopy>& copy = target.copy;
-  // The check and the write under the copy's lock, which a promotion takes too: no chunk of an
-  // old epoch lands after this broker loaded its copy as the new leader.
-  std::lock_guard<std::mutex> lock(copy->mu);
-  RETURN_IF_ERROR(CheckFollowerWrite(m.stream, m.streamlet, m.leader, m.leader_epoch));
-  RETURN_IF_ERROR(copy->SyncFailure());
+Result<size_t> ZkCluster::StageReplica(const net::ReplicaAppendRequest& m, ReplicaWrites* w) {
+  ReplicaRun* last = w->runs_.empty() ? nullptr : &w->runs_.back();
+  const bool continues = last != nullptr && !last->outcome.has_value() &&
+                         last->stream == m.stream && last->streamlet == m.streamlet &&
+                         last->leader == m.leader && last->leader_epoch == m.leader_epoch &&
+                         last->at.group == m.at.group && last->at.segment == m.at.segment &&
+                         last->end == m.at.offset;
+  FollowerTarget target;
+  if (continues) {
+    target = last->target;
+  } else {
+    ASSIGN_OR_RETURN(target, FollowerWriteTarget(m.stream, m.streamlet, m.leader_epoch));
+  }
   RETURN_IF_ERROR(storage::ValidateChunk(m.chunk, m.chunk_size).status());
-  if (m.at.offset + uint64_t{m.chunk_size} > stream->config().segment_bytes) {
+  if (m.at.offset + uint64_t{m.chunk_size} > target.stream->config().segment_bytes) {
     return Status::InvalidArgument("a chunk of " + std::to_string(m.chunk_size) +
                                    " bytes at offset " + std::to_string(m.at.offset) +
                                    " does not fit in a segment");
   }
+  if (!continues) {
+    // The run before goes to its file now: its bytes are not where this one's go.
+    if (last != nullptr && !last->outcome.has_value()) last->outcome = WriteReplicaRun(*last);
+    ReplicaRun run;
+    run.target = std::move(target);
+    run.stream = m.stream;
+    run.streamlet = m.streamlet;
+    run.leader = m.leader;
+    run.leader_epoch = m.leader_epoch;
+    run.at = m.at;
+    run.end = m.at.offset;
+    w->runs_.push_back(std::move(run));
+  }
+  ReplicaRun& run = w->runs_.back();
+  run.chunks.push_back({const_cast<uint8_t*>(m.chunk), m.chunk_size});
+  run.end += m.chunk_size;
+  return w->runs_.size() - 1;
+}
+
+std::vector<Status> ZkCluster::WriteReplicas(ReplicaWrites* w) {
+  std::vector<Status> outcomes;
+  outcomes.reserve(w->runs_.size());
+  for (ReplicaRun& run : w->runs_) {
+    outcomes.push_back(run.outcome.has_value() ? *run.outcome : WriteReplicaRun(run));
+  }
+  w->runs_.clear();
+  return outcomes;
+}
+
+Status ZkCluster::WriteReplicaRun(const ReplicaRun& run) {
+  const std::shared_ptr<storage::Stream>& stream = run.target.stream;
+  storage::Streamlet* s = run.target.streamlet;
+  const std::shared_ptr<FollowerCopy>& copy = run.target.copy;
+  // The checks and the write under the copy's lock, which a promotion takes too: no chunk of an
+  // old epoch lands after this broker loaded its copy as the new leader. They are made here, not
+  // when the chunks were staged: the run's chunks came in one batch, and the leadership may
+  // have changed since.
+  std::lock_guard<std::mutex> lock(copy->mu);
+  if (store_->Find(run.stream) != stream) {
+    return Status::StreamNotFound("stream '" + run.stream + "' was deleted");
+  }
+  RETURN_IF_ERROR(CheckFollowerWrite(run.stream, run.streamlet, run.leader, run.leader_epoch));
+  RETURN_IF_ERROR(copy->SyncFailure());
   storage::Env* env = storage::Env::Default();
-  if (copy->file == nullptr || copy->file_at.group != m.at.group ||
-      copy->file_at.segment != m.at.segment) {
+  if (copy->file == nullptr || copy->file_at.group != run.at.group ||
+      copy->file_at.segment != run.at.segment) {
     if (copy->file != nullptr) {
       if (stream->config().durability == storage::Durability::kSync) {
         RETURN_IF_ERROR(copy->file->Sync());
@@ -551,22 +596,22 @@ Status ZkCluster::AcceptReplica(const net::ReplicaAppendRequest& m) {
     }
     copy->file.reset();
     ASSIGN_OR_RETURN(std::unique_ptr<storage::WritableFile> file,
-                     env->OpenAppendable(s->GroupSegmentPath(m.at.group, m.at.segment)));
+                     env->OpenAppendable(s->GroupSegmentPath(run.at.group, run.at.segment)));
     if (file->size() == 0 && stream->config().durability == storage::Durability::kSync) {
       RETURN_IF_ERROR(env->SyncDir(s->dir()));  // the new file's name survives a crash too
     }
     copy->file_at =
-        storage::Position{m.at.group, m.at.segment, static_cast<uint32_t>(file->size())};
+        storage::Position{run.at.group, run.at.segment, static_cast<uint32_t>(file->size())};
     copy->file = std::move(file);
   }
-  if (copy->file_at.offset != m.at.offset) {
+  if (copy->file_at.offset != run.at.offset) {
     return Status::PositionOutOfRange("broker " + std::to_string(options_.broker_id) +
-                                      "'s copy of segment " + std::to_string(m.at.segment) +
-                                      " of " + StreamletName(m.stream, m.streamlet) + " has " +
+                                      "'s copy of segment " + std::to_string(run.at.segment) +
+                                      " of " + StreamletName(run.stream, run.streamlet) + " has " +
                                       std::to_string(copy->file_at.offset) +
-                                      " bytes; the chunk is at " + std::to_string(m.at.offset));
+                                      " bytes; the chunk is at " + std::to_string(run.at.offset));
   }
-  Status written = copy->file->Append(m.chunk, m.chunk_size);
+  Status written = copy->file->AppendV(run.chunks.data(), run.chunks.size());
   if (written.ok() && stream->config().durability == storage::Durability::kSync) {
     written = copy->file->Sync();
   }
@@ -575,16 +620,20 @@ Status ZkCluster::AcceptReplica(const net::ReplicaAppendRequest& m) {
     copy->file.reset();
     return written;
   }
-  copy->file_at.offset += m.chunk_size;
+  copy->file_at.offset = run.end;
   // And to the copy in memory, which a view publishes (follower reads). Failing there fails no
   // write: the file is the copy; the readers here wait for a whole view.
-  if (copy->mirror_valid.load(std::memory_order_acquire)) {
-    if (Status mirrored = s->MirrorChunk(m.at, m.chunk, m.chunk_size, WallNowMs());
-        !mirrored.ok()) {
-      NS_LOG(kWarning) << "the copy in memory of " << StreamletName(m.stream, m.streamlet)
+  storage::Position at = run.at;
+  for (const iovec& chunk : run.chunks) {
+    if (!copy->mirror_valid.load(std::memory_order_acquire)) break;
+    const auto* data = static_cast<const uint8_t*>(chunk.iov_base);
+    const auto size = static_cast<uint32_t>(chunk.iov_len);
+    if (Status mirrored = s->MirrorChunk(at, data, size, WallNowMs()); !mirrored.ok()) {
+      NS_LOG(kWarning) << "the copy in memory of " << StreamletName(run.stream, run.streamlet)
                        << " is dropped until a whole view: " << mirrored.ToString();
       if (copy->ResetMirror(*s) && on_lost_) on_lost_(stream);
     }
+    at.offset += size;
   }
   return Status::Ok();
 }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "nearstream/common/log.h"
+
 namespace nearstream::storage {
 
 void HeldAppends::HeldSlot::Save(uint64_t flight, uint64_t producer,
@@ -76,6 +78,18 @@ std::vector<HeldAppends::Chunk> HeldAppends::ChunksOf(const Streamlet* streamlet
   return out;
 }
 
+void HeldAppends::WriteFiles(uint64_t flight) {
+  std::vector<const Segment*> written;
+  for (const Entry& e : entries_) {
+    if (e.flight != flight) continue;
+    if (std::find(written.begin(), written.end(), e.segment.get()) != written.end()) continue;
+    written.push_back(e.segment.get());
+    if (!failure(e.streamlet, flight).ok()) continue;
+    Status w = e.segment->WriteFile(e.streamlet->config().durability == Durability::kSync);
+    if (!w.ok()) failures_.push_back(Failure{e.streamlet, flight, std::move(w), e.segment});
+  }
+}
+
 Status HeldAppends::failure(const Streamlet* streamlet, uint64_t flight) const {
   for (const Failure& f : failures_) {
     if (f.streamlet == streamlet && f.flight == flight) return f.status;
@@ -87,6 +101,7 @@ void HeldAppends::Publish(Streamlet* streamlet, uint64_t flight) {
   for (const Entry& e : entries_) {
     if (e.streamlet != streamlet) continue;
     if (e.flight != flight) continue;  // a later flight's
+    NS_CHECK(e.segment->file_written(e.offset + e.size));
     streamlet->PublishChunk(e.group, e.segment.get(), e.offset, e.size, e.first_timestamp_ms,
                             e.now_ms);
   }

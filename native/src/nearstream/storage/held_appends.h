@@ -61,12 +61,17 @@ class HeldAppends {
   // The held chunks of `streamlet` in `flight`, in the order they were written: the order its
   // followers must take them in.
   std::vector<Chunk> ChunksOf(const Streamlet* streamlet, uint64_t flight) const;
-  // Ok, or why a write into `streamlet` failed in `flight` after chunks of it were held: the
-  // chunks of that flight can only be discarded (those of earlier flights still stand).
+  // Writes the chunks held in `flight` to their segments' files, one write per segment: a held
+  // chunk is only copied to its segment's memory when it is appended. Called before the flight
+  // goes to the followers, so they never hold a chunk the leader could not write. A streamlet
+  // whose write fails has its chunks of the flight cut off (failure()).
+  void WriteFiles(uint64_t flight);
+  // Ok, or why the write of `streamlet`'s chunks of `flight` failed: they can only be discarded
+  // (those of earlier flights still stand).
   Status failure(const Streamlet* streamlet, uint64_t flight) const;
 
   // Makes the held chunks of `streamlet` in `flight`, its oldest flight with chunks held, visible
-  // to readers, in order.
+  // to readers, in order. WriteFiles wrote them.
   void Publish(Streamlet* streamlet, uint64_t flight);
   // Cuts every held chunk of `streamlet`, of every flight, off again (their segments take no
   // more chunks) and restores their producers' sequences, so that a retry appends them anew.

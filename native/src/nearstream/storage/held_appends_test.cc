@@ -47,11 +47,12 @@ std::vector<std::pair<Position, uint64_t>> ReadAll(const Streamlet& s) {
   return out;
 }
 
-// Fails every segment write while `fail` is set, as a full disk would.
+// Fails every segment write while `fail` is set, as a full disk would; counts the writes.
 class FailingWritesEnv final : public ForwardingEnv {
  public:
   FailingWritesEnv() : ForwardingEnv(Env::Default()) {}
   std::atomic<bool> fail{false};
+  std::atomic<int> writes{0};
 
   Result<std::unique_ptr<WritableFile>> OpenAppendable(const std::string& path) override {
     ASSIGN_OR_RETURN(auto file, base()->OpenAppendable(path));
@@ -64,6 +65,7 @@ class FailingWritesEnv final : public ForwardingEnv {
     File(FailingWritesEnv* env, std::unique_ptr<WritableFile> base)
         : env_(env), base_(std::move(base)) {}
     Status Append(const uint8_t* data, size_t n) override {
+      ++env_->writes;
       if (env_->fail.load()) return Status(StatusCode::kStorageError, "injected: disk full");
       return base_->Append(data, n);
     }
@@ -142,6 +144,7 @@ TEST_F(HeldAppendsTest, HeldChunksReachReadersOnlyWhenPublishedAndInOrder) {
   EXPECT_TRUE(ReadAll(*s).empty()) << "a reader saw a held chunk";
   EXPECT_EQ(s->tail(), at[0]) << "the tail moved before the publish";
 
+  held.WriteFiles(held.flight());
   held.Publish(s.get(), held.flight());
   held.Release();
   auto read = ReadAll(*s);
@@ -158,6 +161,7 @@ TEST_F(HeldAppendsTest, DiscardCutsTheChunksAndTheirSequencesSoRetriesAppendAnew
     HeldAppends held;
     bool flush = false;
     ASSERT_TRUE(Hold(*s, Chunk(2, 1), &held, &flush).ok());
+    held.WriteFiles(held.flight());
     held.Publish(s.get(), held.flight());
     ASSERT_TRUE(Hold(*s, Chunk(2, 2), &held, &flush).ok());
     ASSERT_TRUE(Hold(*s, Chunk(2, 3), &held, &flush).ok());
@@ -170,6 +174,7 @@ TEST_F(HeldAppendsTest, DiscardCutsTheChunksAndTheirSequencesSoRetriesAppendAnew
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   EXPECT_FALSE(again->duplicate);
   EXPECT_FALSE(flush);
+  held.WriteFiles(held.flight());
   held.Publish(s.get(), held.flight());
   held.Release();
   auto read = ReadAll(*s);
@@ -216,6 +221,7 @@ TEST_F(HeldAppendsTest, AsksForAFlushRatherThanSealAHeldSegmentOrAnswerAHeldRetr
   EXPECT_TRUE(flush);
   EXPECT_EQ(held.ChunksOf(s.get(), held.flight()).size(), 4u) << "a refused call held something";
 
+  held.WriteFiles(held.flight());
   held.Publish(s.get(), held.flight());
   held.Release();
   retry = Hold(*s, Chunk(2, 3), &held, &flush);
@@ -225,6 +231,7 @@ TEST_F(HeldAppendsTest, AsksForAFlushRatherThanSealAHeldSegmentOrAnswerAHeldRetr
   fifth = Hold(*s, Chunk(2, 5), &held, &flush);
   ASSERT_TRUE(fifth.ok()) << fifth.status().ToString();
   EXPECT_FALSE(flush);
+  held.WriteFiles(held.flight());
   held.Publish(s.get(), held.flight());
   held.Release();
   EXPECT_EQ(ReadAll(*s).size(), 5u);
@@ -247,8 +254,10 @@ TEST_F(HeldAppendsTest, AContendedSlotAsksForAFlushInsteadOfWaitingWhileHoldingA
   ASSERT_TRUE(other_slot.ok()) << other_slot.status().ToString();
   EXPECT_FALSE(flush);
   EXPECT_EQ(second.streamlets(second.flight()), (std::vector<Streamlet*>{b.get(), a.get()}));
+  first.WriteFiles(first.flight());
   first.Publish(a.get(), first.flight());
   first.Release();
+  second.WriteFiles(second.flight());
   second.Publish(a.get(), second.flight());
   second.Publish(b.get(), second.flight());
   second.Release();
@@ -278,6 +287,7 @@ TEST_F(HeldAppendsTest, AFlightIsWrittenWhileTheOneBeforeIsOnItsWayAndPublishedA
   ASSERT_EQ(next.size(), 1u);
   EXPECT_EQ(next[0].at, at[2]);
 
+  held.WriteFiles(first);
   held.Publish(s.get(), first);
   held.ReleaseIdle();  // the slot still holds the next flight's chunk: it stays locked
   auto read = ReadAll(*s);
@@ -290,6 +300,7 @@ TEST_F(HeldAppendsTest, AFlightIsWrittenWhileTheOneBeforeIsOnItsWayAndPublishedA
     (void)Hold(*s, Chunk(4, 1), &other, &flush);  // producer 4 maps to the same slot as 2
     EXPECT_TRUE(flush) << "the slot was free while a flight held a chunk of it";
   }
+  held.WriteFiles(held.flight());
   held.Publish(s.get(), held.flight());
   held.ReleaseIdle();
   read = ReadAll(*s);
@@ -303,6 +314,7 @@ TEST_F(HeldAppendsTest, DiscardCutsEveryFlightAndRestoresTheSequencesOfTheOldest
   {
     HeldAppends held;
     ASSERT_EQ(HoldRange(*s, 2, 1, 1, &held).size(), 1u);
+    held.WriteFiles(held.flight());
     held.Publish(s.get(), held.flight());
     ASSERT_EQ(HoldRange(*s, 2, 2, 2, &held).size(), 1u);
     held.CloseFlight();
@@ -315,6 +327,7 @@ TEST_F(HeldAppendsTest, DiscardCutsEveryFlightAndRestoresTheSequencesOfTheOldest
   auto again = Hold(*s, Chunk(2, 2), &held, &flush);
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   EXPECT_FALSE(again->duplicate) << "sequence 2 was left taken: the retry would be dropped";
+  held.WriteFiles(held.flight());
   held.Publish(s.get(), held.flight());
   held.Release();
   auto read = ReadAll(*s);
@@ -351,7 +364,10 @@ TEST_F(HeldAppendsTest, ASlotSomeoneWaitsForIsLetGoAfterItsFlightsInsteadOfKeptF
   }
   EXPECT_TRUE(flush) << "the slot was kept across flights while another thread waited for it";
   EXPECT_FALSE(closed.load());
-  for (uint64_t f = 1; f <= held.flight(); ++f) held.Publish(s.get(), f);
+  for (uint64_t f = 1; f <= held.flight(); ++f) {
+    held.WriteFiles(f);
+    held.Publish(s.get(), f);
+  }
   held.ReleaseIdle();
   close.join();
   EXPECT_TRUE(closed.load());
@@ -366,23 +382,25 @@ TEST_F(HeldAppendsTest, AFailedWriteDiscardsItsFlightOnlyAndTheEarlierOneIsPubli
   // Published: producer 2's first chunk (slot 0's group) and producer 3's (slot 1's group).
   ASSERT_TRUE(Hold(*s, Chunk(2, 1), &held, &flush).ok());
   ASSERT_TRUE(Hold(*s, Chunk(3, 1), &held, &flush).ok());
+  held.WriteFiles(held.flight());
   held.Publish(s.get(), held.flight());
   held.CloseFlight();
   // Flight `first` is on its way with producer 2's second chunk; the next flight's write fails.
   auto two = Hold(*s, Chunk(2, 2), &held, &flush);
   ASSERT_TRUE(two.ok());
   const uint64_t first = held.flight();
+  held.WriteFiles(first);
   held.CloseFlight();
   ASSERT_TRUE(Hold(*s, Chunk(2, 3), &held, &flush).ok());
+  ASSERT_TRUE(Hold(*s, Chunk(2, 4), &held, &flush).ok());
   env.fail = true;
-  auto four = Hold(*s, Chunk(2, 4), &held, &flush);
-  EXPECT_FALSE(four.ok());
+  held.WriteFiles(held.flight());
   env.fail = false;
   EXPECT_FALSE(held.failure(s.get(), held.flight()).ok());
   EXPECT_TRUE(held.failure(s.get(), first).ok()) << "the failure reached the flight before it";
   EXPECT_EQ(held.streamlets(held.flight()), std::vector<Streamlet*>{s.get()});
   // Nothing more is written to the streamlet until the flights are settled.
-  (void)Hold(*s, Chunk(2, 4), &held, &flush);
+  (void)Hold(*s, Chunk(2, 5), &held, &flush);
   EXPECT_TRUE(flush);
 
   // A reader meanwhile reaches the end of what slot 0's segment published. The segment is still
@@ -407,6 +425,7 @@ TEST_F(HeldAppendsTest, AFailedWriteDiscardsItsFlightOnlyAndTheEarlierOneIsPubli
   ASSERT_TRUE(three.ok()) << three.status().ToString();
   EXPECT_FALSE(three->duplicate);
   EXPECT_NE(three->position.segment, two->position.segment);
+  held.WriteFiles(held.flight());
   held.Publish(s.get(), held.flight());
   held.Release();
   auto producer_two = [&](const Streamlet& from) {
@@ -420,6 +439,25 @@ TEST_F(HeldAppendsTest, AFailedWriteDiscardsItsFlightOnlyAndTheEarlierOneIsPubli
   s.reset();
   EXPECT_EQ(producer_two(*Open(0, &env)), (std::vector<uint64_t>{1, 2, 3}))
       << "the files hold a discarded chunk, or lost one";
+}
+
+TEST_F(HeldAppendsTest, AFlightsChunksReachTheirSegmentsFileInOneWriteBeforeTheyArePublished) {
+  FailingWritesEnv env;
+  auto s = Open(0, &env);
+  HeldAppends held;
+  HoldRange(*s, 2, 1, 3, &held);  // one slot, one segment
+  const uint64_t flight = held.flight();
+  EXPECT_EQ(env.writes.load(), 0) << "a held chunk was written to the file before its flight";
+  held.WriteFiles(flight);
+  EXPECT_EQ(env.writes.load(), 1);
+  held.WriteFiles(flight);
+  EXPECT_EQ(env.writes.load(), 1) << "the flight was written twice";
+  held.Publish(s.get(), flight);
+  held.Release();
+  s.reset();
+  std::vector<uint64_t> sequences;
+  for (const auto& [at, seq] : ReadAll(*Open(0, &env))) sequences.push_back(seq);
+  EXPECT_EQ(sequences, (std::vector<uint64_t>{1, 2, 3}));
 }
 
 }  // namespace

@@ -1,10 +1,14 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <filesystem>
+#include <vector>
 
 #include "nearstream/storage/env.h"
 
@@ -34,6 +38,35 @@ class PosixWritableFile final : public WritableFile {
       done += static_cast<size_t>(w);
     }
     size_ += n;
+    return Status::Ok();
+  }
+
+  Status AppendV(const iovec* pieces, size_t count) override {
+    std::vector<iovec> left(pieces, pieces + count);
+    size_t first = 0;
+    uint64_t at = size_;
+    for (;;) {
+      while (first < left.size() && left[first].iov_len == 0) ++first;
+      if (first == left.size()) break;
+      const int n = static_cast<int>(std::min<size_t>(left.size() - first, IOV_MAX));
+      ssize_t w = ::pwritev(fd_, left.data() + first, n, static_cast<off_t>(at));
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        return StorageErrno("write", path_, errno);
+      }
+      if (w == 0) return StorageErrno("write", path_, EIO);
+      at += static_cast<uint64_t>(w);
+      // Past what went out: whole pieces, then the front of a piece written in part.
+      for (size_t done = static_cast<size_t>(w); done > 0;) {
+        iovec& piece = left[first];
+        const size_t take = std::min(done, piece.iov_len);
+        piece.iov_base = static_cast<uint8_t*>(piece.iov_base) + take;
+        piece.iov_len -= take;
+        done -= take;
+        if (piece.iov_len == 0) ++first;
+      }
+    }
+    size_ = at;
     return Status::Ok();
   }
 

@@ -94,34 +94,49 @@ Segment::~Segment() {
 }
 
 void Segment::Discard(uint32_t offset) {
-  if (file_ != nullptr) {
+  if (file_ != nullptr && offset < file_end_) {
     Status cut = file_->Truncate(offset);
     if (cut.ok()) cut = file_->Sync();
     if (!cut.ok()) NS_LOG(kError) << "rollback of segment " << id_ << " failed: " << cut.ToString();
+    file_end_ = offset;
   }
   written_ = offset;
   Seal();
 }
 
-Status Segment::WriteChunk(const uint8_t* chunk, uint32_t size, bool sync, bool seal_on_failure) {
+Status Segment::WriteChunk(const uint8_t* chunk, uint32_t size, bool sync) {
+  CopyChunk(chunk, size);
+  Status s = WriteFile(sync);
+  if (!s.ok()) {
+    written_ -= size;
+    Seal();
+  }
+  return s;
+}
+
+void Segment::CopyChunk(const uint8_t* chunk, uint32_t size) {
   const uint32_t offset = write_end();
   std::memcpy(data_ + offset, chunk, size);
+  written_ = offset + size;
+}
+
+Status Segment::WriteFile(bool sync) {
   if (file_ == nullptr) {
-    written_ = offset + size;
+    file_end_ = written_;
     return Status::Ok();
   }
-  Status s = file_->Append(chunk, size);
+  if (file_end_ >= written_) return Status::Ok();
+  Status s = file_->Append(data_ + file_end_, written_ - file_end_);
   if (s.ok() && sync) s = file_->Sync();
   if (!s.ok()) {
-    Status cut = file_->Truncate(offset);
-    if (cut.ok()) cut = file_->Sync();  // or a power loss could resurrect the refused chunk
+    Status cut = file_->Truncate(file_end_);
+    if (cut.ok()) cut = file_->Sync();  // or a power loss could resurrect the refused chunks
     // The file layer's messages name the file.
     if (!cut.ok()) NS_LOG(kError) << "rollback of segment " << id_ << " failed: " << cut.ToString();
-    if (seal_on_failure) Seal();
     return s;
   }
   if (!sync) dirty_.store(true);
-  written_ = offset + size;
+  file_end_ = written_;
   return Status::Ok();
 }
 

@@ -50,15 +50,24 @@ class Segment {
   // Copies `chunk` to write_end() and, for a segment with a file, appends it there (fsync'd when
   // `sync`; marked dirty for the async flusher otherwise). A failed write or fsync cuts the file
   // back and seals the segment: nothing was acknowledged, and after a failed fsync the kernel may
-  // have dropped dirty pages, so the file is not trusted again. Without `seal_on_failure` the
-  // caller seals it, later: chunks written before and not yet published must be published (or
-  // discarded) first, as a sealed segment's length is final to readers. Publishes nothing (the
-  // caller does).
-  Status WriteChunk(const uint8_t* chunk, uint32_t size, bool sync, bool seal_on_failure = true);
+  // have dropped dirty pages, so the file is not trusted again. Publishes nothing (the caller
+  // does).
+  Status WriteChunk(const uint8_t* chunk, uint32_t size, bool sync);
+  // Copies `chunk` to write_end() and leaves the file to WriteFile: a replicated streamlet's
+  // leader holds chunks unpublished until its followers have them, and writes each flight of
+  // them to the file in one write, which costs the page cache less per byte than one per chunk.
+  void CopyChunk(const uint8_t* chunk, uint32_t size);
+  // Appends what was copied since the file's end in one write (fsync'd when `sync`, marked dirty
+  // otherwise). A failed write or fsync cuts the file back to its end before; the caller seals
+  // the segment, later: chunks written before and not yet published must be published (or
+  // discarded) first, as a sealed segment's length is final to readers.
+  Status WriteFile(bool sync);
+  // Whether the bytes up to `end` are in the file (or there is none).
+  bool file_written(uint32_t end) const { return file_ == nullptr || file_end_ >= end; }
   void Publish(uint32_t committed) { committed_.store(committed, std::memory_order_release); }
-  // Undoes the WriteChunks from `offset` on, none of them published (their replication failed):
-  // cuts the file back to `offset` and seals the segment, whose file then holds exactly what was
-  // published.
+  // Undoes the chunks from `offset` on, none of them published (their replication failed):
+  // cuts the file back to `offset` (when they reached it) and seals the segment, whose file then
+  // holds exactly what was published.
   void Discard(uint32_t offset);
   void Seal() { sealed_.store(true, std::memory_order_release); }
   int64_t last_append_ms() const { return last_append_ms_; }
@@ -114,7 +123,10 @@ class Segment {
 
   // The backing file of a durable segment; null for memory-only streams and recovered segments.
   WritableFile* file() { return file_.get(); }
-  void set_file(std::unique_ptr<WritableFile> f) { file_ = std::move(f); }
+  void set_file(std::unique_ptr<WritableFile> f) {
+    file_ = std::move(f);
+    file_end_ = write_end();
+  }
   // Set by appends under `async` durability, cleared by the flusher before it syncs.
   std::atomic<bool>& dirty() { return dirty_; }
 
@@ -134,7 +146,8 @@ class Segment {
   const std::shared_ptr<SegmentFiles> files_;  // null: data_ is an anonymous mapping
   const uint64_t file_number_;
   alignas(64) std::atomic<uint32_t> committed_{0};
-  uint32_t written_ = 0;  // the end of the last WriteChunk (slot lock); see write_end()
+  uint32_t written_ = 0;   // the end of the last chunk copied (slot lock); see write_end()
+  uint32_t file_end_ = 0;  // where the file ends: written_ but for CopyChunk's since WriteFile
   std::atomic<bool> sealed_{false};
   std::atomic<bool> dirty_{false};
   int64_t last_append_ms_;

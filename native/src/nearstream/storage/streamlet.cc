@@ -298,16 +298,9 @@ Result<AppendOutcome> Streamlet::AppendHeld(const uint8_t* chunk, const ChunkHea
   }
   Group* g = slot.group;
   const uint32_t offset = seg->write_end();
-  // With chunks held in the segment, it is sealed once they are settled, not before (readers
-  // take a sealed segment's length as final).
-  if (Status w = seg->WriteChunk(chunk, size, config_->durability == Durability::kSync,
-                                 /*seal_on_failure=*/hs->held_chunks == 0);
-      !w.ok()) {
-    if (hs->held_chunks > 0) {
-      held->failures_.push_back(HeldAppends::Failure{this, held->flight(), w, slot.segment});
-    }
-    return w;
-  }
+  // Copied only: HeldAppends::WriteFiles writes the flight's chunks of each segment to its file
+  // in one write.
+  seg->CopyChunk(chunk, size);
   held->entries_.push_back(HeldAppends::Entry{this, hs, held->flight(), slot.segment, g, offset,
                                               size, header.first_timestamp_ms, now_ms});
   ++hs->held_chunks;
