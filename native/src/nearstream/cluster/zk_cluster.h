@@ -205,8 +205,8 @@ class ZkCluster : public storage::TxnMirror {
   std::vector<Status> Replicate(const std::vector<ReplicaBatch>& batches) NS_EXCLUDES(mu_, zk_mu_);
   // A follower's side of ReplicaAppend, a run of chunks at a time: the chunks of consecutive
   // ReplicaAppends that continue each other in one segment of a copy (a leader's batch) go to
-  // its file in one write. One write of a megabyte costs the page cache about two thirds of the
-  // CPU of the same bytes written 64 KiB at a time (docs/cluster.md, "Replication").
+  // its file in one write, which costs the page cache less CPU per byte than one write per chunk
+  // (docs/cluster.md, "Replication").
   class ReplicaWrites;  // below
   // Checks the chunk (its checksum, where it goes) and adds it to the last run of `w`, or to a
   // new one after writing the last when the chunk does not continue it. Returns the index of

@@ -21,9 +21,9 @@ class WritableFile {
  public:
   virtual ~WritableFile() = default;
   virtual Status Append(const uint8_t* data, size_t n) = 0;
-  // Appends the pieces in order. PosixEnv makes it one write: the page cache takes a megabyte
-  // written at once for about two thirds of the CPU per byte of the same bytes written 64 KiB at
-  // a time (it stores them in larger pages). On failure, as for Append, part may be written.
+  // Appends the pieces in order. PosixEnv makes it one write, which the page cache stores in
+  // larger pages, for less CPU per byte, than one write per piece (docs/results/replication/
+  // write-runs). On failure, as for Append, part may be written.
   virtual Status AppendV(const iovec* pieces, size_t count) {
     for (size_t k = 0; k < count; ++k) {
       RETURN_IF_ERROR(Append(static_cast<const uint8_t*>(pieces[k].iov_base), pieces[k].iov_len));
