@@ -522,14 +522,14 @@ Result<size_t> ZkCluster::StageReplica(const net::ReplicaAppendRequest& m, Repli
                          last->leader == m.leader && last->leader_epoch == m.leader_epoch &&
                          last->at.group == m.at.group && last->at.segment == m.at.segment &&
                          last->end == m.at.offset;
-  FollowerTarget target;
-  if (continues) {
-    target = last->target;
-  } else {
-    ASSIGN_OR_RETURN(target, FollowerWriteTarget(m.stream, m.streamlet, m.leader_epoch));
+  // A chunk that continues the run goes where the run goes; only a run's first is looked up.
+  FollowerTarget fresh;
+  if (!continues) {
+    ASSIGN_OR_RETURN(fresh, FollowerWriteTarget(m.stream, m.streamlet, m.leader_epoch));
   }
+  const storage::Stream& stream = continues ? *last->target.stream : *fresh.stream;
   RETURN_IF_ERROR(storage::ValidateChunk(m.chunk, m.chunk_size).status());
-  if (m.at.offset + uint64_t{m.chunk_size} > target.stream->config().segment_bytes) {
+  if (m.at.offset + uint64_t{m.chunk_size} > stream.config().segment_bytes) {
     return Status::InvalidArgument("a chunk of " + std::to_string(m.chunk_size) +
                                    " bytes at offset " + std::to_string(m.at.offset) +
                                    " does not fit in a segment");
@@ -538,7 +538,7 @@ Result<size_t> ZkCluster::StageReplica(const net::ReplicaAppendRequest& m, Repli
     // The run before goes to its file now: its bytes are not where this one's go.
     if (last != nullptr && !last->outcome.has_value()) last->outcome = WriteReplicaRun(*last);
     ReplicaRun run;
-    run.target = std::move(target);
+    run.target = std::move(fresh);
     run.stream = m.stream;
     run.streamlet = m.streamlet;
     run.leader = m.leader;

@@ -620,10 +620,8 @@ class ZkCluster : public storage::TxnMirror {
   storage::FileSyncer copy_syncer_{"ns-copy-sync", kCopySyncPending};
 };
 
+// Opaque to the broker, which keeps one per worker and hands it to StageReplica and WriteReplicas.
 class ZkCluster::ReplicaWrites {
- public:
-  bool empty() const { return runs_.empty(); }
-
  private:
   friend class ZkCluster;
   std::vector<ReplicaRun> runs_;
