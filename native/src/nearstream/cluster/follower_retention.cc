@@ -5,6 +5,8 @@
 // group's first segment) and removes every file before that: the leader decides once, and a
 // follower that becomes leader holds what the old leader held, never less.
 #include <algorithm>
+#include <memory>
+#include <vector>
 
 #include "nearstream/cluster/zk_cluster.h"
 #include "nearstream/common/log.h"
@@ -75,7 +77,12 @@ void ZkCluster::TrimFollowerCopies() {
     }
     const net::StreamletMetadata& leader = meta->streamlets[0];
     // Under the copy's lock, which a promotion takes before it loads the files, and with the
-    // role checked again: a leader's files are never trimmed here.
+    // role checked again: a leader's files are never trimmed here. The lock also holds this
+    // copy's writes, and with them every acknowledgement of the streamlet, so under it the files
+    // only lose their names; their blocks are freed once it is released (`detached`, declared
+    // first, is destroyed after `lock`). Freed under it, a pass that removed a few segments
+    // held the streamlet's appends for up to 0.28 s on a file system mounted with `discard`.
+    std::vector<std::unique_ptr<storage::DetachedFile>> detached;
     std::lock_guard<std::mutex> lock(f.copy->mu);
     {
       MutexLock cache(&mu_);
@@ -95,8 +102,12 @@ void ZkCluster::TrimFollowerCopies() {
       }
       std::string path = s->dir();
       path.append("/").append(file);
-      Status removed = env->RemoveFile(path);
-      if (!removed.ok()) NS_LOG(kWarning) << "retention on a follower: " << removed.ToString();
+      Result<std::unique_ptr<storage::DetachedFile>> removed = env->DetachFile(path);
+      if (!removed.ok()) {
+        NS_LOG(kWarning) << "retention on a follower: " << removed.status().ToString();
+        continue;
+      }
+      detached.push_back(std::move(*removed));
     }
   }
 }

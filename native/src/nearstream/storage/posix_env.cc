@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <climits>
 #include <filesystem>
+#include <memory>
 #include <vector>
 
 #include "nearstream/storage/env.h"
@@ -20,6 +21,18 @@ namespace {
 Status StorageErrno(const std::string& what, const std::string& path, int err) {
   return Status::FromErrno(StatusCode::kStorageError, what + " " + path, err);
 }
+
+// Holds the last descriptor of an unlinked file: closing it frees the blocks.
+class PosixDetachedFile final : public DetachedFile {
+ public:
+  explicit PosixDetachedFile(int fd) : fd_(fd) {}
+  ~PosixDetachedFile() override { ::close(fd_); }
+  PosixDetachedFile(const PosixDetachedFile&) = delete;
+  PosixDetachedFile& operator=(const PosixDetachedFile&) = delete;
+
+ private:
+  const int fd_;
+};
 
 class PosixWritableFile final : public WritableFile {
  public:
@@ -158,6 +171,20 @@ class PosixEnv final : public Env {
   Status RemoveFile(const std::string& path) override {
     if (::unlink(path.c_str()) != 0 && errno != ENOENT) return StorageErrno("unlink", path, errno);
     return Status::Ok();
+  }
+
+  Result<std::unique_ptr<DetachedFile>> DetachFile(const std::string& path) override {
+    // Opened first, so that unlink only drops the name (the inode goes on the orphan list) and
+    // the file's blocks are freed when the descriptor closes. A crash in between leaves an
+    // orphan the file system frees when it mounts.
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      if (errno == ENOENT) return std::unique_ptr<DetachedFile>();
+      return StorageErrno("open", path, errno);
+    }
+    auto detached = std::make_unique<PosixDetachedFile>(fd);
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) return StorageErrno("unlink", path, errno);
+    return std::unique_ptr<DetachedFile>(std::move(detached));
   }
 
   Status RemoveAll(const std::string& path) override {
