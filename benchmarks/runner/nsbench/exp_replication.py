@@ -29,6 +29,11 @@ def add_arguments(p):
                    help="streamlets of the stream: with 2, each broker leads one and backs up "
                         "the other")
     p.add_argument("--producers", type=int, default=2)
+    p.add_argument("--all-streamlets", action="store_true",
+                   help="each request carries one chunk for every streamlet of its broker, as "
+                        "the colocation paper's producers send them (with --streamlets 16 and "
+                        "--inflight 1: its Fig. 3 setting, 8 partitions per broker, one "
+                        "synchronous request each)")
     p.add_argument("--inflight", type=int, default=4,
                    help="append requests in flight per producer: with replication each round "
                         "trip to the backup carries at most this many of a producer's chunks")
@@ -94,7 +99,8 @@ def run(args, out_dir, workdir):
                     cpu0 = [b.cpu() for b in brokers]
                     p = perf.start(Bootstrap(brokers), workdir, "repl", args.producers, chunk,
                                    args.record_size, args.duration_s, consumers=0,
-                                   inflight=args.inflight, txn_chunks=args.txn_chunks)
+                                   inflight=args.inflight, txn_chunks=args.txn_chunks,
+                                   all_streamlets=args.all_streamlets)
                     r = perf.result(p, args.duration_s + 60)
                     cpu = sum(b.cpu() - c for b, c in zip(brokers, cpu0))
                 produced = r["produced"]
@@ -109,7 +115,10 @@ def run(args, out_dir, workdir):
          + f") and ZooKeeper on one machine; a stream of "
          f"{args.streamlets} streamlets, durability {args.durability}, {args.record_size}-byte "
          f"records, {args.producers} nearstream-perf producers ({args.inflight} requests in flight "
-         f"each), no consumers, {args.duration_s} s per point"
+         f"each"
+         + (", each request one chunk for every streamlet of its broker" if args.all_streamlets
+            else "")
+         + f"), no consumers, {args.duration_s} s per point"
          + (f"; the producers write transactions of {args.txn_chunks} chunks per streamlet "
             "(TxnBegin, the appends, TxnPrepare, TxnCommit, one request at a time; records "
             "count once committed)" if args.txn_chunks else "")

@@ -10,9 +10,10 @@ _RESULT = re.compile(r"^RESULT (.*)$", re.M)
 
 def start(broker, workdir, stream, producers, chunk_size, record_size=100, duration_s=10,
           consumers=0, inflight=4, fetch_bytes=None, rate=0, name="perf", cpus=None,
-          txn_chunks=0):
+          txn_chunks=0, all_streamlets=False):
     """txn_chunks > 0: the producers write transactions of that many chunks per streamlet,
-    one request at a time (nearstream-perf --txn-chunks; inflight is then 1)."""
+    one request at a time (nearstream-perf --txn-chunks; inflight is then 1). all_streamlets:
+    each request carries one chunk for every streamlet its broker leads (KerA's request)."""
     if txn_chunks:
         inflight = 1
     argv = [paths.binary("nearstream-perf"), "--broker", broker.address, "--stream", stream,
@@ -23,6 +24,8 @@ def start(broker, workdir, stream, producers, chunk_size, record_size=100, durat
         argv += ["--fetch-bytes", str(fetch_bytes)]
     if txn_chunks:
         argv += ["--txn-chunks", str(txn_chunks)]
+    if all_streamlets:
+        argv += ["--all-streamlets"]
     return Process(name, argv, os.path.join(workdir, f"{name}.log"), cpus=cpus)
 
 
