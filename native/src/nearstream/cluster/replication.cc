@@ -39,7 +39,9 @@ Result<uint64_t> SendOnLink(ZkCluster::ReplicaLink& link, const std::string& add
                             bool may_connect,
                             const std::vector<net::ReplicaAppendRequest>& requests) {
   std::optional<net::Client>& client = link.client;
-  if (!client.has_value() || !client->ok()) {
+  // A connection idle while its follower restarted would lose the next requests: the first
+  // after the restart would time out and take the follower out of the in-sync set.
+  if (!client.has_value() || !client->ok() || (may_connect && client->ClosedWhileIdle())) {
     client.reset();
     if (!may_connect) {
       return Status::IoError("the connection to " + address +
@@ -91,7 +93,7 @@ bool ZkCluster::SendReplicas(ReplicaPipeline* pipe, const std::vector<ReplicaBat
       flight.epochs[n] = record.replicas[batch.id].leader_epoch;
       for (uint32_t f : record.replicas[batch.id].isr) {
         if (f == options_.broker_id) continue;
-        std::shared_ptr<ReplicaLink>& link = links_[{batch.name, batch.id, f}];
+        std::shared_ptr<ReplicaLink>& link = pipe->to_follower_[f];
         if (link == nullptr) link = std::make_shared<ReplicaLink>();
         auto b = std::find_if(brokers_.begin(), brokers_.end(),
                               [f](const BrokerRecord& r) { return r.id == f; });
@@ -153,21 +155,40 @@ bool ZkCluster::SendReplicas(ReplicaPipeline* pipe, const std::vector<ReplicaBat
                              c.at, c.data, c.size});
     }
   }
+  // Every batch for one follower goes out in one gathered write on the pipeline's connection
+  // to it, in the order of the sends, which is the order their answers are awaited in.
+  std::vector<bool> sent(flight.sends.size(), false);
   for (size_t k = 0; k < flight.sends.size(); ++k) {
-    Send& send = flight.sends[k];
-    ReplicaPipeline::HeldLink& held = pipe->links_[held_index(send.link.get())];
-    if (addresses[k].empty()) {
-      send.status = Status::BrokerUnavailable("broker " + std::to_string(send.follower) +
-                                              " is not registered");
-      continue;
+    if (sent[k]) continue;
+    ReplicaLink* link = flight.sends[k].link.get();
+    std::vector<size_t> group;  // the sends on `link`, in order
+    std::vector<net::ReplicaAppendRequest> together;
+    for (size_t j = k; j < flight.sends.size(); ++j) {
+      if (flight.sends[j].link.get() != link) continue;
+      sent[j] = true;
+      Send& send = flight.sends[j];
+      if (addresses[j].empty()) {
+        send.status = Status::BrokerUnavailable("broker " + std::to_string(send.follower) +
+                                                " is not registered");
+        continue;
+      }
+      group.push_back(j);
+      together.insert(together.end(), requests[send.batch].begin(), requests[send.batch].end());
     }
-    Result<uint64_t> first = SendOnLink(*send.link, addresses[k],
-                                        /*may_connect=*/held.flights == 0, requests[send.batch]);
-    if (first.ok()) {
-      send.first_id = *first;
-      send.connection = send.link->connection;
-    } else {
-      send.status = first.status();
+    if (group.empty()) continue;
+    const ReplicaPipeline::HeldLink& held = pipe->links_[held_index(link)];
+    Result<uint64_t> first =
+        SendOnLink(*link, addresses[group.front()], /*may_connect=*/held.flights == 0, together);
+    uint64_t id = first.ok() ? *first : 0;
+    for (size_t j : group) {
+      Send& send = flight.sends[j];
+      if (first.ok()) {
+        send.first_id = id;
+        send.connection = link->connection;
+        id += requests[send.batch].size();
+      } else {
+        send.status = first.status();
+      }
     }
   }
   for (ReplicaPipeline::HeldLink& held : pipe->links_) {

@@ -144,18 +144,22 @@ class ZkCluster : public storage::TxnMirror {
   // CLUSTER_UNAVAILABLE when the in-sync set cannot be changed.
   //
   // A request worker keeps one pipeline: while a flight's answers are on their way it writes
-  // and sends the next batch. The connection of a streamlet to a follower (a link) carries the
-  // flights of one pipeline at a time, answered in the order sent; it stays locked from the
-  // first flight that uses it until the last one is answered. SendReplicas returns false, and
-  // sends nothing, when `pipe` must be emptied first: a link it needs is locked elsewhere, or a
-  // thread waits for one it holds (nobody waits for more than the flights on their way). With an
-  // empty pipeline it waits for the links and always sends.
+  // and sends the next batch. The pipeline has a connection of its own to each follower (a
+  // link), which carries every streamlet's chunks for that follower, answered in the order
+  // sent: a flight's chunks for one follower go in one write. A slot's chunks never travel on
+  // two pipelines at once (its slot lock is held until they are answered), so no follower sees
+  // them out of order. SendReplicas returns false, and sends nothing, when `pipe` must be
+  // emptied first: a link it needs is locked elsewhere, or a thread waits for one it holds
+  // (nobody waits for more than the flights on their way; no other thread takes a pipeline's
+  // own links today). With an empty pipeline it waits for the links and always sends.
   struct ReplicaBatch {
     std::string name;
     uint32_t id;
     std::vector<storage::HeldAppends::Chunk> chunks;
   };
-  // The leader's connection to one follower for one streamlet (a Client serves one caller).
+  // A leader's connection to one follower (a Client serves one caller): a pipeline's, for the
+  // chunks of every streamlet (ReplicaPipeline), or one streamlet's, for its transactions'
+  // writes (`links_`, Mirror).
   struct ReplicaLink {
     std::mutex mu;
     std::atomic<int> waiting{0};  // threads waiting for `mu` (LockLink)
@@ -197,6 +201,10 @@ class ZkCluster : public storage::TxnMirror {
     };
     std::deque<Flight> flights_;
     std::vector<HeldLink> links_;
+    // This pipeline's connection to each follower (by broker id), which carries the chunks of
+    // every streamlet it replicates to that follower: a flight's chunks for one follower go in
+    // one write and come back answered in one read, however many streamlets they are of.
+    std::map<uint32_t, std::shared_ptr<ReplicaLink>> to_follower_;
   };
   bool SendReplicas(ReplicaPipeline* pipe, const std::vector<ReplicaBatch>& batches)
       NS_EXCLUDES(mu_, zk_mu_);
@@ -502,6 +510,7 @@ class ZkCluster : public storage::TxnMirror {
   static void ViewTold(ViewLink& link, const net::ReplicaPublishedRequest& m, const Status& answer);
   // The ns-views thread: views for followers of quiet streamlets, and whole ones.
   void ViewsLoop() NS_EXCLUDES(mu_, zk_mu_);
+  // Per stream, streamlet and follower: the connections that carry transactions' writes.
   std::map<std::tuple<std::string, uint32_t, uint32_t>, std::shared_ptr<ReplicaLink>> links_
       NS_GUARDED_BY(mu_);
   // A follower's copy of one streamlet: the segment file it appends to, and the transaction

@@ -112,6 +112,16 @@ void Client::Close() {
   if (broken_.ok()) broken_ = Status::IoError("client connection is closed");
 }
 
+bool Client::ClosedWhileIdle() {
+  if (!broken_.ok()) return true;
+  if (in_flight_ > 0 || fd_ < 0) return false;
+  pollfd p{fd_, POLLIN | POLLRDHUP, 0};
+  if (rpos_ == rend_ && ::poll(&p, 1, 0) <= 0) return false;  // nothing pending (or EINTR)
+  (void)Fail(
+      Status::IoError("broker " + address_.ToString() + " closed the connection while idle"));
+  return true;
+}
+
 Status Client::Fail(Status status) {
   if (broken_.ok()) broken_ = status;
   if (fd_ >= 0) {

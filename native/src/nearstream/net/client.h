@@ -79,6 +79,10 @@ class Client {
   // Requests sent and not yet answered.
   size_t in_flight() const { return in_flight_; }
   bool ok() const { return broken_.ok(); }
+  // Whether the broker closed this connection (or sent something unasked) while no request was
+  // in flight on it, marking it broken then; never waits. A connection kept idle across the
+  // broker's restart is found closed here, before a request goes out on it and is lost.
+  bool ClosedWhileIdle();
   // Marks every request this client sends as forwarded (kFlagForwarded): a broker's client to
   // the cluster's controller.
   void set_forwarding(bool forwarding) { SetFlag(kFlagForwarded, forwarding); }

@@ -7,8 +7,10 @@
 #include <unistd.h>
 
 #include <functional>
+#include <future>
 #include <thread>
 
+#include "nearstream/common/clock.h"
 #include "nearstream/storage/chunk.h"
 #include "nearstream/testing/fake_broker.h"
 
@@ -115,6 +117,36 @@ TEST(ClientTest, TypedCallsRoundTripThroughTheCodec) {
   ASSERT_TRUE(names.ok());
   EXPECT_EQ(*names, (std::vector<std::string>{"a", "b"}));
   EXPECT_EQ(client.in_flight(), 0u);
+}
+
+// A leader keeps its connection to a follower between batches; one the follower closed
+// meanwhile (it restarted) must be found closed before the next batch is lost on it.
+TEST(ClientTest, AnIdleConnectionItsBrokerClosedIsFoundClosedWithoutWaiting) {
+  std::promise<void> hang_up;
+  std::shared_future<void> when = hang_up.get_future().share();
+  FakeBroker broker([when](FakeBroker& b) {
+    auto r = b.Read();  // DescribeStream, answered: the connection is in use, then idle
+    storage::StreamConfig c;
+    c.name = "clicks";
+    c.streamlets = 1;
+    b.Respond(r, Status::Ok(), Encode(EncodeStreamConfig, c));
+    when.wait();
+    b.Hangup();
+  });
+  Client client = MustConnect(broker.address());
+  ASSERT_TRUE(client.DescribeStream("clicks").ok());
+  EXPECT_FALSE(client.ClosedWhileIdle()) << "an open idle connection";
+  EXPECT_TRUE(client.ok());
+  hang_up.set_value();
+  bool closed = false;
+  const int64_t deadline = MonotonicNowMs() + 5000;
+  while (!closed && MonotonicNowMs() < deadline) {
+    closed = client.ClosedWhileIdle();
+    if (!closed) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_TRUE(closed);
+  EXPECT_FALSE(client.ok());
+  EXPECT_TRUE(client.DescribeStream("clicks").status().IsIoError());
 }
 
 TEST(ClientTest, BrokerErrorBecomesStatusWithItsCodeAndMessage) {
