@@ -16,6 +16,11 @@ namespace nearstream::cluster {
 namespace {
 
 constexpr int kMetadataTimeoutMs = 2000;
+// Files a pass detaches from one copy at most: each keeps a descriptor open until the copy's
+// lock is released, and a copy far behind its leader's retention (its leader was out of reach
+// for a while) must not take a broker's descriptors. The rest go at the next pass, a second
+// later.
+constexpr size_t kMaxDetachedPerPass = 128;
 
 // Whether segment `segment` of group `group` comes before what `leader` retains: in a group
 // before its first retained one, or before the first retained segment of its own group.
@@ -93,6 +98,7 @@ void ZkCluster::TrimFollowerCopies() {
     Result<std::vector<std::string>> files = env->ListDir(s->dir());
     if (!files.ok()) continue;
     for (const std::string& file : *files) {
+      if (detached.size() >= kMaxDetachedPerPass) break;
       uint64_t group = 0, segment = 0;
       if (!storage::Streamlet::ParseGroupSegmentName(file, &group, &segment)) continue;
       if (!BeforeHead(leader, group, segment)) continue;
