@@ -471,6 +471,39 @@ TEST_F(StreamStoreTest, FlushAsyncSyncsOnlyAsyncStreams) {
   EXPECT_EQ(env_.SyncedSize(seg), 4000u);
 }
 
+TEST_F(StreamStoreTest, AnAsyncStreamletWhoseFlushFailedRefusesAppendsUntilAFlushSucceeds) {
+  Reopen();
+  ASSERT_TRUE(store_->Create(Config("as", Durability::kAsync, 2)).ok());
+  const Bytes acked = MakeChunk(7, 0);
+  ASSERT_TRUE(AppendChunk(StreamletOf("as", 0), acked).ok());
+  ASSERT_TRUE(AppendChunk(StreamletOf("as", 1), MakeChunk(7, 0)).ok());
+  env_.SetSyncFailure(true);
+  EXPECT_EQ(store_->FlushAsync(), 2);
+  // What is acknowledged and not on disk stops growing while the disk fails...
+  auto refused = AppendChunk(StreamletOf("as", 0), MakeChunk(7, 1));
+  EXPECT_EQ(refused.status().code(), StatusCode::kStorageError);
+  EXPECT_NE(refused.status().message().find("fdatasync"), std::string::npos)
+      << refused.status().ToString();
+  EXPECT_EQ(AppendChunk(StreamletOf("as", 1), MakeChunk(7, 1)).status().code(),
+            StatusCode::kStorageError);
+  // ...while a retry of an acknowledged chunk, which writes nothing, is still answered.
+  auto retry = AppendChunk(StreamletOf("as", 0), acked);
+  ASSERT_TRUE(retry.ok()) << retry.status().ToString();
+  EXPECT_TRUE(retry->duplicate);
+  // A stream of its own is not held up.
+  ASSERT_TRUE(store_->Create(Config("other", Durability::kSync)).ok());
+  env_.SetSyncFailure(false);
+  EXPECT_TRUE(AppendChunk(StreamletOf("other", 0), MakeChunk(7, 0)).ok());
+  EXPECT_EQ(AppendChunk(StreamletOf("as", 0), MakeChunk(7, 1)).status().code(),
+            StatusCode::kStorageError);  // still: no flush has succeeded yet
+
+  EXPECT_EQ(store_->FlushAsync(), 0);
+  auto taken = AppendChunk(StreamletOf("as", 0), MakeChunk(7, 1));
+  ASSERT_TRUE(taken.ok()) << taken.status().ToString();
+  EXPECT_FALSE(taken->duplicate);
+  EXPECT_EQ(ReadAll(StreamletOf("as", 0)).size(), 2u);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Power loss. The data directory exists and is durable before the broker starts (it is made by
 // the operator), so these tests see only what the store itself does.

@@ -238,6 +238,7 @@ Result<AppendOutcome> Streamlet::Append(const uint8_t* chunk, const ChunkHeader&
       RETURN_IF_ERROR(CheckNext(header, p));
     }
   }
+  RETURN_IF_ERROR(FlushFailure());  // a retry of an acknowledged chunk is still answered above
 
   // Only this slot writes past its segment's committed() or seals it (Maintain holds the slot
   // lock to close an idle group), so what is checked here holds until the publish below.
@@ -287,6 +288,7 @@ Result<AppendOutcome> Streamlet::AppendHeld(const uint8_t* chunk, const ChunkHea
       RETURN_IF_ERROR(CheckNext(header, p));
     }
   }
+  RETURN_IF_ERROR(FlushFailure());
   Segment* seg = slot.segment.get();
   if (seg == nullptr || seg->sealed() || seg->write_end() + size > seg->capacity()) {
     // Sealing a segment tells readers its length is final, so its held chunks go first.
@@ -331,6 +333,14 @@ Status Streamlet::TooLarge(uint32_t size) const {
   return Status::ChunkTooLarge("chunk of " + std::to_string(size) +
                                " bytes does not fit in a segment of " +
                                std::to_string(config_->segment_bytes));
+}
+
+Status Streamlet::FlushFailure() const {
+  if (!flush_failed_.load(std::memory_order_acquire)) return Status::Ok();
+  MutexLock lock(&flush_mu_);
+  return Status::StorageError(
+      "streamlet " + std::to_string(id_) +
+      " takes no appends until its data reaches the disk again: " + flush_failure_.message());
 }
 
 Status Streamlet::Moving() const {
@@ -703,6 +713,14 @@ Status Streamlet::SyncDirty() {
       if (first.ok()) first = st;
     }
   }
+  // Refused until a flush succeeds. Linux may report a failed writeback only once, so a later
+  // fsync that succeeds does not prove the earlier bytes reached the disk; it does prove the disk
+  // takes writes again, and the refusal only bounds how much waits for it.
+  {
+    MutexLock lock(&flush_mu_);
+    flush_failure_ = first;
+  }
+  flush_failed_.store(!first.ok(), std::memory_order_release);
   return first;
 }
 

@@ -210,6 +210,10 @@ class Streamlet {
   // nothing on a follower's copy (its leader decides both; see ApplyPublished).
   std::vector<std::string> Maintain(int64_t now_ms, int64_t group_idle_close_ms);
   // fsyncs segments appended to since the last call (async durability). Returns the first error.
+  // After a failure appends are refused (STORAGE_ERROR) until a call succeeds: under `async` the
+  // acknowledged bytes not yet on disk must not grow past what the durability promises (the last
+  // flush interval) while the disk fails, as Kafka takes a log directory whose flush failed
+  // offline.
   Status SyncDirty();
 
   // ---- follower reads (streamlet_mirror.cc; docs/cluster.md, "Follower reads") ---------------
@@ -303,6 +307,8 @@ class Streamlet {
   }
   Status TooLarge(uint32_t size) const;
   Status Moving() const;
+  // Ok, or why appends are refused: the last SyncDirty failed.
+  Status FlushFailure() const;
   static Status CheckNext(const ChunkHeader& header, const ProducerState& p);
   // Marks `g` changed for followers' views (see PublishedSince).
   void TouchLocked(Group* g) NS_REQUIRES(mu_) { g->version = ++version_; }
@@ -350,8 +356,11 @@ class Streamlet {
   uint64_t next_group_id_ NS_GUARDED_BY(mu_) = 1;
   uint64_t next_segment_id_ NS_GUARDED_BY(mu_) = 1;
   uint64_t bytes_ NS_GUARDED_BY(mu_) = 0;
-  std::atomic<bool> dir_dirty_{false};   // an async segment file was created since the last sync
-  std::atomic<bool> sealed_{false};      // moving away: appends are refused
+  std::atomic<bool> dir_dirty_{false};     // an async segment file was created since the last sync
+  std::atomic<bool> sealed_{false};        // moving away: appends are refused
+  std::atomic<bool> flush_failed_{false};  // the last SyncDirty failed: appends are refused
+  mutable Mutex flush_mu_;
+  Status flush_failure_ NS_GUARDED_BY(flush_mu_);  // what it failed with
   std::atomic<uint64_t> parts_mark_{0};  // about to move: no parts of transactions from here
   std::shared_ptr<SegmentFiles> segment_files_ NS_GUARDED_BY(mu_);  // null: private memory
   uint64_t version_ NS_GUARDED_BY(mu_) = 0;  // the publish version (see PublishedSince)

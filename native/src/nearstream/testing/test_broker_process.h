@@ -143,12 +143,33 @@ inline std::vector<char*> ArgvPointers(std::vector<std::string>& args) {
   return out;
 }
 
+// This process's environment with `overrides` ("NAME=value") put in: each replaces an inherited
+// entry of its name or is added. Made before fork: the child may only make async-signal-safe
+// calls.
+inline std::vector<std::string> EnvironmentWith(const std::vector<std::string>& overrides) {
+  std::vector<std::string> out;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry = *e;
+    const size_t eq = entry.find('=');
+    const std::string name = eq == std::string::npos ? entry : entry.substr(0, eq + 1);
+    bool replaced = false;
+    for (const std::string& o : overrides) replaced = replaced || o.rfind(name, 0) == 0;
+    if (!replaced) out.push_back(entry);
+  }
+  out.insert(out.end(), overrides.begin(), overrides.end());
+  return out;
+}
+
 // In the child between fork and exec: die with the parent, then exec (only async-signal-safe
-// calls here).
-[[noreturn]] inline void ExecChild(char** argv, pid_t parent) {
+// calls here). `envp` null: the parent's environment.
+[[noreturn]] inline void ExecChild(char** argv, pid_t parent, char** envp = nullptr) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) _exit(126);
-  execv(argv[0], argv);
+  if (envp != nullptr) {
+    execve(argv[0], argv, envp);
+  } else {
+    execv(argv[0], argv);
+  }
   _exit(127);
 }
 
@@ -162,9 +183,13 @@ inline std::string ReadFile(const std::string& path) {
 }  // namespace internal
 
 // Starts argv (argv[0] is a path) in the background, stdin from /dev/null, stdout and stderr
-// appended to `log_path`; the child dies with this process. Returns its pid.
-inline Result<pid_t> Spawn(std::vector<std::string> argv, const std::string& log_path) {
+// appended to `log_path`, with `env` ("NAME=value") put into this process's environment; the
+// child dies with this process. Returns its pid.
+inline Result<pid_t> Spawn(std::vector<std::string> argv, const std::string& log_path,
+                           const std::vector<std::string>& env = {}) {
   std::vector<char*> args = internal::ArgvPointers(argv);
+  std::vector<std::string> environment = internal::EnvironmentWith(env);
+  std::vector<char*> envp = internal::ArgvPointers(environment);
   int log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (log_fd < 0 || null_fd < 0) {
@@ -178,7 +203,7 @@ inline Result<pid_t> Spawn(std::vector<std::string> argv, const std::string& log
     dup2(null_fd, 0);
     dup2(log_fd, 1);
     dup2(log_fd, 2);
-    internal::ExecChild(args.data(), parent);
+    internal::ExecChild(args.data(), parent, env.empty() ? nullptr : envp.data());
   }
   close(log_fd);
   close(null_fd);
@@ -301,6 +326,7 @@ class TestBroker {
 #endif
     int workers = 2;
     std::vector<std::string> extra_args;  // e.g. {"--push-threads", "1"}
+    std::vector<std::string> env;         // "NAME=value" entries put into its environment
     std::string data_dir;                 // empty = a fresh temp dir owned by the TestBroker
     int start_timeout_ms = 20000;
   };
@@ -381,7 +407,7 @@ class TestBroker {
         options_.data_dir, "--workers", std::to_string(options_.workers),    "--port-file",
         port_file};
     argv.insert(argv.end(), options_.extra_args.begin(), options_.extra_args.end());
-    ASSIGN_OR_RETURN(pid_, Spawn(std::move(argv), log_path()));
+    ASSIGN_OR_RETURN(pid_, Spawn(std::move(argv), log_path(), options_.env));
 
     const int64_t deadline = MonotonicNowMs() + options_.start_timeout_ms;
     while (MonotonicNowMs() < deadline) {

@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -44,6 +45,7 @@ class ThreeBrokerCluster : public ::testing::Test {
                             "2000"};
       options.extra_args.insert(options.extra_args.end(), extra_broker_args_.begin(),
                                 extra_broker_args_.end());
+      if (auto env = broker_env_.find(id); env != broker_env_.end()) options.env = env->second;
       auto b = TestBroker::Start(options);
       ASSERT_TRUE(b.ok()) << "broker " << id << ": " << b.status().ToString();
       brokers_.push_back(std::move(b).value());
@@ -88,6 +90,8 @@ class ThreeBrokerCluster : public ::testing::Test {
   std::unique_ptr<ZooKeeperProcess> zookeeper_;
   std::vector<std::unique_ptr<TestBroker>> brokers_;
   std::vector<std::string> extra_broker_args_;  // more flags for every broker, set before SetUp
+  // Environment entries ("NAME=value") of broker `id`, set before SetUp.
+  std::map<int, std::vector<std::string>> broker_env_;
 };
 
 }  // namespace nearstream::testing

@@ -1,0 +1,176 @@
+// A replica whose disk fails, over real processes (docs/cluster.md, "Replication", "Faults"): a
+// ZooKeeper server and three nearstreamd, each with testing/disk_faults.h's library preloaded,
+// so a test can make one broker's fsyncs fail (EIO) or its disk full (ENOSPC) while it runs.
+// A follower's: the leader must take it out of the in-sync set and go on acknowledging alone,
+// the follower must not count a copy it could not write or sync, and once its disk is back it
+// must copy what it missed, rejoin, and lead with every acknowledged record when the leader dies.
+// A leader's: it must acknowledge nothing it could not store, and lose nothing it acknowledged.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "nearstream/common/clock.h"
+#include "nearstream/net/client.h"
+#include "nearstream/testing/disk_faults.h"
+#include "nearstream/testing/replicated_cluster.h"
+#include "nearstream/testing/test_broker_process.h"
+
+namespace nearstream::testing {
+namespace {
+
+// (durability of the stream, fault of the follower's disk)
+using FaultCase = std::tuple<std::string, std::string>;
+
+class ReplicaDiskFaultsTest : public ReplicatedCluster,
+                              public ::testing::WithParamInterface<FaultCase> {
+ protected:
+  void SetUp() override {
+    for (int id = 1; id <= 3; ++id) broker_env_[id] = faults_[id - 1].BrokerEnv();
+    ReplicatedCluster::SetUp();
+  }
+
+  DiskFaults& Faults(uint32_t id) { return faults_[id - 1]; }
+
+  // Creates "ledger" (one streamlet, replication 2, the case's durability), waits until both
+  // replicas are in sync and appends records 0 to 499; sets its leader and follower.
+  void CreateLedger(uint32_t* leader, uint32_t* follower) {
+    const std::string durability = std::get<0>(GetParam());
+    // A follower of an `async` stream syncs a segment file when the next one starts: segments
+    // of 16 KiB, which the records of the tests fill many of. Under `sync` every write is
+    // synced: one segment, so that is the only sync there is to fail.
+    const std::string segment_bytes = durability == "async" ? "16K" : "1M";
+    ProcessResult r =
+        Cli(List(), {"create", "ledger", "--streamlets", "1", "--durability", durability,
+                     "--replication", "2", "--segment-bytes", segment_bytes});
+    ASSERT_EQ(r.exit_code, 0) << Describe(r);
+    const net::StreamPlacement placed = Placement(1, "ledger");
+    ASSERT_EQ(placed.owners.size(), 1u);
+    *leader = placed.owners[0];
+    *follower = placed.replicas[0].replicas[1];
+    AwaitIsr(*leader, "ledger", 0, {*leader, *follower});
+    r = Cli(List(), {"produce", "ledger", "--batch-records", "20"}, Numbered(0, 500));
+    ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  }
+
+  DiskFaults faults_[3];
+};
+
+TEST_P(ReplicaDiskFaultsTest,
+       TheLeaderGoesOnAloneAndTheFollowerRejoinsWithEveryRecordOnceItsDiskIsBack) {
+  const auto& [durability, fault] = GetParam();
+  uint32_t leader = 0, follower = 0;
+  ASSERT_NO_FATAL_FAILURE(CreateLedger(&leader, &follower));
+
+  // The follower's disk fails. Every record is still acknowledged: the leader takes the follower
+  // out of the in-sync set at the first chunk it cannot take, then goes on alone.
+  Faults(follower).Arm(fault.c_str(), true);
+  ProcessResult r =
+      Cli(List({leader}), {"produce", "ledger", "--batch-records", "20"}, Numbered(500, 3000));
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  AwaitIsr(leader, "ledger", 0, {leader});
+  EXPECT_GT(Faults(follower).Injected(), 0u) << "the fault never reached broker " << follower;
+  EXPECT_EQ(Faults(leader).Injected(), 0u);
+
+  // While its disk fails, its copy counts for nothing: it cannot write what it missed, and under
+  // `sync` it cannot sync it either. (Under `async` a copy may rejoin with bytes not yet synced,
+  // as the leader acknowledges them, so a failing fsync alone need not keep it out.)
+  r = Cli(List({leader}), {"produce", "ledger", "--batch-records", "20"}, Numbered(3000, 3200));
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  if (fault == DiskFaults::kDiskFull || durability == "sync") {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    const std::vector<uint32_t> isr = Placement(leader, "ledger").replicas[0].isr;
+    EXPECT_EQ(isr, std::vector<uint32_t>{leader})
+        << "broker " << follower << " rejoined while its disk failed";
+  }
+
+  // The disk is back: the follower copies what it missed and is in sync once more...
+  Faults(follower).Arm(fault.c_str(), false);
+  AwaitIsr(leader, "ledger", 0, {leader, follower});
+  r = Cli(List({leader}), {"produce", "ledger", "--batch-records", "20"}, Numbered(3200, 3300));
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+
+  // ...so it leads with every acknowledged record, once each and in order, when the leader dies.
+  Broker(leader).Kill();
+  const net::StreamPlacement after = AwaitNewLeader(follower, "ledger", 0, leader);
+  ASSERT_EQ(after.owners.size(), 1u);
+  EXPECT_EQ(after.owners[0], follower);
+  r = Cli(List({follower}), {"consume", "ledger", "--timeout-ms", "1000"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_EQ(Lines(r.out), Lines(Numbered(0, 3300)));
+}
+
+// The leader's disk fails instead. A chunk it cannot write (or, under `sync`, sync) fails with
+// STORAGE_ERROR before any follower holds it (a leader writes before it sends). Under `async` it
+// acknowledges what it holds in memory, but once a flush fails it refuses appends until one
+// succeeds, so the records not on its disk stop growing. The records it did acknowledge stay
+// whole on its in-sync follower, and once its disk is back it appends again.
+TEST_P(ReplicaDiskFaultsTest,
+       ALeaderWhoseDiskFailsRefusesAppendsUntilItIsBackAndLosesNothingItAcknowledged) {
+  const std::string fault = std::get<1>(GetParam());
+  uint32_t leader = 0, follower = 0;
+  ASSERT_NO_FATAL_FAILURE(CreateLedger(&leader, &follower));
+  std::vector<std::string> acknowledged = Lines(Numbered(0, 500));
+
+  // One record per chunk, so what `produce` reports acknowledged is a count of whole lines.
+  Faults(leader).Arm(fault.c_str(), true);
+  ProcessResult r =
+      Cli(List({leader}), {"produce", "ledger", "--batch-records", "1"}, Numbered(500, 1000));
+  size_t taken = 500;
+  if (r.exit_code != 0) {
+    EXPECT_NE(r.err.find("STORAGE_ERROR"), std::string::npos) << Describe(r);
+    const size_t at = r.err.find("failed after ");
+    ASSERT_NE(at, std::string::npos) << Describe(r);
+    taken = std::stoul(r.err.substr(at + 13));
+  }
+  const std::vector<std::string> tried = Lines(Numbered(500, 1000));
+  acknowledged.insert(acknowledged.end(), tried.begin(), tried.begin() + taken);
+  // A flush interval (200 ms) later every fault has met the disk: nothing more is acknowledged.
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  r = Cli(List({leader}), {"produce", "ledger"}, "refused\n");
+  EXPECT_NE(r.exit_code, 0) << Describe(r);
+  EXPECT_NE(r.err.find("STORAGE_ERROR"), std::string::npos) << Describe(r);
+  EXPECT_GT(Faults(leader).Injected(), 0u);
+  EXPECT_EQ(Faults(follower).Injected(), 0u);
+
+  // The disk is back (under `async`, appends are taken again at the next flush that succeeds).
+  Faults(leader).Arm(fault.c_str(), false);
+  const int64_t deadline = MonotonicNowMs() + 10000;
+  for (;;) {
+    r = Cli(List({leader}), {"produce", "ledger"}, "back\n");
+    if (r.exit_code == 0 || MonotonicNowMs() >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  acknowledged.emplace_back("back");
+
+  r = Cli(List({leader}), {"consume", "ledger", "--timeout-ms", "1000"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_EQ(Lines(r.out), acknowledged);
+  Broker(leader).Kill();
+  const net::StreamPlacement after = AwaitNewLeader(follower, "ledger", 0, leader);
+  ASSERT_EQ(after.owners.size(), 1u);
+  r = Cli(List({follower}), {"consume", "ledger", "--timeout-ms", "1000"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_EQ(Lines(r.out), acknowledged);
+}
+
+INSTANTIATE_TEST_SUITE_P(DurabilityAndFault, ReplicaDiskFaultsTest,
+                         ::testing::Values(FaultCase{"sync", DiskFaults::kSyncFails},
+                                           FaultCase{"sync", DiskFaults::kDiskFull},
+                                           FaultCase{"async", DiskFaults::kSyncFails},
+                                           FaultCase{"async", DiskFaults::kDiskFull}),
+                         [](const ::testing::TestParamInfo<FaultCase>& info) {
+                           std::string name =
+                               std::get<0>(info.param) + "_" + std::get<1>(info.param);
+                           for (char& c : name) {
+                             if (c == '-') c = '_';
+                           }
+                           return name;
+                         });
+
+}  // namespace
+}  // namespace nearstream::testing
