@@ -2,7 +2,6 @@
 // follower's retention removes files under a lock its replication waits for, and frees them
 // after it).
 #include <gtest/gtest.h>
-#include <stdlib.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -10,21 +9,14 @@
 #include <vector>
 
 #include "nearstream/storage/env.h"
+#include "nearstream/testing/test_broker_process.h"
 
 namespace nearstream::storage {
 namespace {
 
 class PosixEnvTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/nearstream_env_XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override {
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
+  void SetUp() override { ASSERT_TRUE(temp_.ok()); }
 
   // Descriptors of this process open on `target` (as /proc names it: a removed file's path
   // ends in " (deleted)").
@@ -38,8 +30,9 @@ class PosixEnvTest : public ::testing::Test {
     return count;
   }
 
+  nearstream::testing::TempDir temp_{"posix-env"};
   Env* env_ = Env::Default();
-  std::string dir_;
+  const std::string dir_ = temp_.path();
 };
 
 TEST_F(PosixEnvTest, ADetachedFileLosesItsNameAtOnceAndItsDataWhenReleased) {
