@@ -56,6 +56,9 @@ bool RequestHandler::Append(Request& req, Bytes* out, AppendBatch* appends) {
           self = appends->deferred.size() - 1;
           outcome = s->AppendHeld(e.chunk, header, now, &appends->held, &must_flush);
         }
+        if (!outcome.ok() && outcome.status().IsStorageError()) {
+          cluster_->NoteStorageFailure(m->stream, e.streamlet);  // its disk fails: hand it over
+        }
         held = outcome.ok() && !outcome->duplicate;
       } else {
         header = *h;
@@ -123,6 +126,7 @@ void RequestHandler::SendAppends(AppendBatch* appends) {
     for (storage::Streamlet* s : held) {
       flight.streamlets.push_back(s);
       if (Status failed = appends->held.failure(s, number); !failed.ok()) {
+        if (failed.IsStorageError()) cluster_->NoteStorageFailure(s->config().name, s->id());
         flight.refused.emplace_back(std::move(failed));
         continue;
       }

@@ -34,12 +34,14 @@ bool Contains(const std::vector<uint32_t>& ids, uint32_t id) {
 
 void ZkCluster::CatchUpLoop() {
   std::map<std::pair<std::string, uint32_t>, int64_t> retry_at;
+  std::map<std::pair<std::string, uint32_t>, int64_t> handover_retry_at;
   int64_t trim_at = MonotonicNowMs() + kTrimIntervalMs;
   while (true) {
     if (MonotonicNowMs() >= trim_at) {
       TrimFollowerCopies();
       trim_at = MonotonicNowMs() + kTrimIntervalMs;
     }
+    HandOverFailedLeaderships(&handover_retry_at);
     std::vector<std::pair<std::string, uint32_t>> due;
     {
       MutexLock lock(&mu_);

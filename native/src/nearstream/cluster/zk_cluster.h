@@ -134,6 +134,11 @@ class ZkCluster : public storage::TxnMirror {
   Status MoveReplica(const std::string& name, uint32_t id, uint32_t from, bool swap)
       NS_EXCLUDES(mu_, zk_mu_);
 
+  // A write or flush of streamlet `id` of `name`, which this broker leads, failed (a full or
+  // failing disk): the catch-up thread asks an in-sync follower to take the leadership over
+  // (leader_handover.cc). Called by request workers; cheap.
+  void NoteStorageFailure(const std::string& name, uint32_t id) NS_EXCLUDES(mu_);
+
   // ---- replication (replication.cc; docs/cluster.md, "Replication") ---------------------------
   // The leader's step between appends' writes and their publish. SendReplicas sends each
   // batch's chunks (held chunks of one streamlet it leads, in write order) to every other
@@ -380,9 +385,18 @@ class ZkCluster : public storage::TxnMirror {
   // lives.
   Status ShrinkIsr(const std::string& name, uint32_t id, uint64_t epoch,
                    const std::vector<uint32_t>& failed) NS_EXCLUDES(mu_, zk_mu_);
+  // ---- a leader whose disk failed (leader_handover.cc) ------------------------------------
+  // On the catch-up thread: for each streamlet noted above that this broker still leads, a
+  // MoveStreamlet to an in-sync follower (a swap: it leads, this broker follows and catches up
+  // once its disk takes writes again). Returns when each was tried once; `retry_at` spaces the
+  // tries of one that failed.
+  void HandOverFailedLeaderships(std::map<std::pair<std::string, uint32_t>, int64_t>* retry_at)
+      NS_EXCLUDES(mu_, zk_mu_);
+
   // ---- a follower catching up (catch_up.cc) ---------------------------------------------------
   // The ns-catchup thread: copies again, one at a time, every streamlet this broker follows and
-  // is not in sync for, from its registered leader, and joins its in-sync set.
+  // is not in sync for, from its registered leader, and joins its in-sync set; and hands over
+  // the streamlets it leads whose disk failed (HandOverFailedLeaderships).
   void CatchUpLoop() NS_EXCLUDES(mu_, zk_mu_);
   // Retention on followers (follower_retention.cc): removes the segment files of followed
   // in-sync streamlets that their leader no longer retains. Runs on the catch-up thread.
@@ -615,6 +629,9 @@ class ZkCluster : public storage::TxnMirror {
   std::set<std::pair<std::string, uint32_t>> rebuilding_ NS_GUARDED_BY(mu_);
   // Streamlets a replica move is bringing to this broker: the catch-up thread leaves them to it.
   std::set<std::pair<std::string, uint32_t>> moving_in_ NS_GUARDED_BY(mu_);
+  // Streamlets this broker leads whose write or flush failed, with when it was last noted: handed
+  // over to an in-sync follower.
+  std::map<std::pair<std::string, uint32_t>, int64_t> storage_failed_ NS_GUARDED_BY(mu_);
   // Serializes Install: role changes happen one at a time, in record version order.
   Mutex install_mu_;
 
