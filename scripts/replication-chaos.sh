@@ -4,9 +4,9 @@
 # two readers per streamlet (one of its leader, one of an in-sync follower's copy: follower
 # reads), and a fault loop of kill -9 of leaders and followers (a follower also
 # while ZooKeeper is paused with SIGSTOP for under a second), SIGSTOP/SIGCONT
-# of leaders past their ZooKeeper session, clean restarts, drains of a broker (replication 2) and
-# leaders moved to a follower (replication 3); then the checker counts lost
-# acknowledged writes, duplicates, reordering and reads of data a failover took back. CI runs
+# of leaders past their ZooKeeper session, clean restarts, drains of a broker (replication 2),
+# leaders moved to a follower (replication 3) and a leader's disk failing for a while (full, or
+# fsyncs failing); then the checker counts lost acknowledged writes, duplicates, reordering and reads of data a failover took back. CI runs
 # the same test with a few faults per replication factor.
 #
 # Usage: scripts/replication-chaos.sh [FAULTS_PER_FACTOR] [REPORT]
@@ -45,7 +45,9 @@ NEARSTREAM_CHAOS_FAULTS="$FAULTS" NEARSTREAM_CHAOS_REPORT="$lines" NEARSTREAM_CH
   echo "to the leader while no follower serves it). Faults one at a time, 0.3–1 s apart; a killed or stopped broker is restarted"
   echo "before the next. Drains and moves are the operator's \`nearstream drain\` and \`move\`, run"
   echo "while the producers write; ZooKeeper is paused (SIGSTOP, 0.4–0.8 s) while a follower is"
-  echo "killed. The checker reads every streamlet to its tail afterwards."
+  echo "killed; a leader's disk fails for 1–3 s (full, or fsyncs failing: a library preloaded into"
+  echo "each broker, native/src/nearstream/testing/disk_faults.h). The checker reads every streamlet"
+  echo "to its tail afterwards."
   echo
   echo "| run | result |"
   echo "|---|---|"

@@ -3,8 +3,9 @@
 // numbered records and two readers per streamlet (one of its leader, one of an in-sync
 // follower's copy: follower reads) reading while a fault loop kills leaders and
 // followers with SIGKILL (a follower also while ZooKeeper is paused), pauses leaders with SIGSTOP
-// past their ZooKeeper session, restarts brokers, drains a broker (replication 2) and moves
-// leaders to followers. Afterwards a checker
+// past their ZooKeeper session, restarts brokers, drains a broker (replication 2), moves
+// leaders to followers and makes a leader's disk fail for a while (full, or fsyncs failing:
+// testing/disk_faults.h). Afterwards a checker
 // reads every streamlet and reports:
 //  - lost writes: acknowledged records missing from the final log;
 //  - duplicates: a record stored twice;
@@ -35,6 +36,7 @@
 #include "nearstream/net/client.h"
 #include "nearstream/net/cluster_placement.h"
 #include "nearstream/storage/chunk.h"
+#include "nearstream/testing/disk_faults.h"
 #include "nearstream/testing/three_broker_cluster.h"
 
 namespace nearstream::testing {
@@ -332,7 +334,10 @@ void Check(uint32_t s, uint64_t acked, const std::vector<std::string>& log, Find
 class ReplicationChaosTest : public ThreeBrokerCluster,
                              public ::testing::WithParamInterface<uint32_t> {
  protected:
-  ReplicationChaosTest() { extra_broker_args_ = {"--follower-reads"}; }
+  ReplicationChaosTest() {
+    extra_broker_args_ = {"--follower-reads"};
+    for (int id = 1; id <= 3; ++id) broker_env_[id] = disks_[id - 1].BrokerEnv();
+  }
 
   TestBroker& Broker(uint32_t id) { return *brokers_[id - 1]; }
 
@@ -354,6 +359,8 @@ class ReplicationChaosTest : public ThreeBrokerCluster,
       down[id - 1] = false;
     }
   }
+
+  DiskFaults disks_[3];  // each broker's disk, failed on demand
 };
 
 TEST_P(ReplicationChaosTest, NoAcknowledgedRecordIsLostDuplicatedReorderedOrReadBeforeCommit) {
@@ -397,8 +404,9 @@ TEST_P(ReplicationChaosTest, NoAcknowledgedRecordIsLostDuplicatedReorderedOrRead
     const std::vector<uint32_t>& replicas = p.replicas[streamlet].replicas;
     uint32_t follower = replicas[1 + random() % (replicas.size() - 1)];
     if (follower == leader) follower = replicas[0];
-    // The second fault is always an operator's move, so that the short run in CI has one.
-    switch (fault == 1 ? 4 : random() % 6) {
+    // The second fault is always an operator's move and the third a failing disk, so that the
+    // short run in CI has one of each.
+    switch (fault == 1 ? 4 : fault == 2 ? 5 : random() % 7) {
       case 0:  // the leader crashes, comes back after a while
         ++kinds["kill -9 a leader"];
         Broker(leader).Kill();
@@ -447,6 +455,17 @@ TEST_P(ReplicationChaosTest, NoAcknowledgedRecordIsLostDuplicatedReorderedOrRead
           ++kinds[kind + " (refused)"];
           std::cout << kind << ": " << moved.err;
         }
+        break;
+      }
+      case 5: {  // a leader's disk fails for a while: it hands its streamlets over (and stops
+                 // following others) until the disk is back
+        const bool full = random() % 2 == 0;
+        ++kinds[full ? "a leader's disk full for a while"
+                     : "a leader's fsyncs failing for a while"];
+        const char* what = full ? DiskFaults::kDiskFull : DiskFaults::kSyncFails;
+        disks_[leader - 1].Arm(what, true);
+        std::this_thread::sleep_for(std::chrono::milliseconds(1000 + random() % 2000));
+        disks_[leader - 1].Arm(what, false);
         break;
       }
       default: {  // a clean restart of any broker
