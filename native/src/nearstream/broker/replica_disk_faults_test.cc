@@ -4,7 +4,8 @@
 // A follower's: the leader must take it out of the in-sync set and go on acknowledging alone,
 // the follower must not count a copy it could not write or sync, and once its disk is back it
 // must copy what it missed, rejoin, and lead with every acknowledged record when the leader dies.
-// A leader's: it must acknowledge nothing it could not store, and lose nothing it acknowledged.
+// A leader's: it must acknowledge nothing it could not store, lose nothing it acknowledged, and
+// hand the streamlet to its in-sync follower, which takes appends while that disk still fails.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -22,7 +23,7 @@
 namespace nearstream::testing {
 namespace {
 
-// (durability of the stream, fault of the follower's disk)
+// (durability of the stream, fault of a replica's disk)
 using FaultCase = std::tuple<std::string, std::string>;
 
 class ReplicaDiskFaultsTest : public ReplicatedCluster,
