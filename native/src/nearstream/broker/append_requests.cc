@@ -108,47 +108,40 @@ void RequestHandler::FlushAppends(AppendBatch* appends) {
 
 void RequestHandler::SendAppends(AppendBatch* appends) {
   const uint64_t number = appends->held.flight();
-  while (true) {
-    // The leader's files first (a write that fails cuts the streamlet's chunks of the flight
-    // off before a follower has them); each segment's chunks of the flight in one write.
-    appends->held.WriteFiles(number);
-    // Each streamlet's held chunks go to its followers together, all streamlets at once; the
-    // outcome decides for all of one streamlet's chunks of the flight.
-    std::vector<storage::Streamlet*> held = appends->held.streamlets(number);
-    if (held.empty() && appends->deferred.empty()) {
-      // Nothing to send; slots locked for chunks that turned out duplicates are let go.
-      appends->held.ReleaseIdle();
-      return;
-    }
-    AppendFlight flight;
-    flight.number = number;
-    std::vector<cluster::ZkCluster::ReplicaBatch> batches;
-    for (storage::Streamlet* s : held) {
-      flight.streamlets.push_back(s);
-      if (Status failed = appends->held.failure(s, number); !failed.ok()) {
-        if (failed.IsStorageError()) cluster_->NoteStorageFailure(s->config().name, s->id());
-        flight.refused.emplace_back(std::move(failed));
-        continue;
-      }
-      flight.refused.emplace_back(std::nullopt);
-      batches.push_back({s->config().name, s->id(), appends->held.ChunksOf(s, number)});
-    }
-    flight.replicated = !batches.empty();
-    if (!flight.replicated || cluster_->SendReplicas(&appends->replicas, batches)) {
-      if (flight.replicated) {
-        metrics_->replica_flights.Add(1);
-        if (appends->replicas.size() > 1) metrics_->replica_flights_overlapped.Add(1);
-      }
-      flight.deferred = std::move(appends->deferred);
-      appends->deferred.clear();
-      appends->flights.push_back(std::move(flight));
-      appends->held.CloseFlight();
-      return;
-    }
-    // A link is another worker's, or someone waits for one this worker holds: the flights on
-    // their way are settled first (which may discard chunks of this one: built again).
-    SettleAppends(appends, 0);
+  // The leader's files first (a write that fails cuts the streamlet's chunks of the flight off
+  // before a follower has them); each segment's chunks of the flight in one write.
+  appends->held.WriteFiles(number);
+  // Each streamlet's held chunks go to its followers together, all streamlets at once; the
+  // outcome decides for all of one streamlet's chunks of the flight.
+  std::vector<storage::Streamlet*> held = appends->held.streamlets(number);
+  if (held.empty() && appends->deferred.empty()) {
+    // Nothing to send; slots locked for chunks that turned out duplicates are let go.
+    appends->held.ReleaseIdle();
+    return;
   }
+  AppendFlight flight;
+  flight.number = number;
+  std::vector<cluster::ZkCluster::ReplicaBatch> batches;
+  for (storage::Streamlet* s : held) {
+    flight.streamlets.push_back(s);
+    if (Status failed = appends->held.failure(s, number); !failed.ok()) {
+      if (failed.IsStorageError()) cluster_->NoteStorageFailure(s->config().name, s->id());
+      flight.refused.emplace_back(std::move(failed));
+      continue;
+    }
+    flight.refused.emplace_back(std::nullopt);
+    batches.push_back({s->config().name, s->id(), appends->held.ChunksOf(s, number)});
+  }
+  flight.replicated = !batches.empty();
+  if (flight.replicated) {
+    cluster_->SendReplicas(&appends->replicas, batches);
+    metrics_->replica_flights.Add(1);
+    if (appends->replicas.size() > 1) metrics_->replica_flights_overlapped.Add(1);
+  }
+  flight.deferred = std::move(appends->deferred);
+  appends->deferred.clear();
+  appends->flights.push_back(std::move(flight));
+  appends->held.CloseFlight();
 }
 
 namespace {

@@ -35,8 +35,8 @@ std::string FormatIds(const std::vector<uint32_t>& ids) {
 // `may_connect` is false: requests of an earlier flight went out on a connection that failed
 // since, and later ones must not overtake them on a new one); a connection that failed is
 // dropped so that the next batch connects again. Returns the first request's id.
-Result<uint64_t> SendOnLink(ZkCluster::ReplicaLink& link, const std::string& address,
-                            bool may_connect,
+Result<uint64_t> SendOnLink(ZkCluster::ReplicaPipeline::FollowerLink& link,
+                            const std::string& address, bool may_connect,
                             const std::vector<net::ReplicaAppendRequest>& requests) {
   std::optional<net::Client>& client = link.client;
   // A connection idle while its follower restarted would lose the next requests: the first
@@ -60,13 +60,7 @@ Result<uint64_t> SendOnLink(ZkCluster::ReplicaLink& link, const std::string& add
 
 }  // namespace
 
-std::vector<Status> ZkCluster::Replicate(const std::vector<ReplicaBatch>& batches) {
-  ReplicaPipeline pipe;
-  SendReplicas(&pipe, batches);  // an empty pipeline always sends
-  return AwaitReplicas(&pipe);
-}
-
-bool ZkCluster::SendReplicas(ReplicaPipeline* pipe, const std::vector<ReplicaBatch>& batches) {
+void ZkCluster::SendReplicas(ReplicaPipeline* pipe, const std::vector<ReplicaBatch>& batches) {
   // One send per (batch, follower); every send is written before any answer is awaited, so the
   // followers of all the batches' streamlets write at the same time.
   using Send = ReplicaPipeline::Send;
@@ -74,7 +68,6 @@ bool ZkCluster::SendReplicas(ReplicaPipeline* pipe, const std::vector<ReplicaBat
   flight.out.resize(batches.size());
   flight.epochs.resize(batches.size(), 0);
   std::vector<std::string> addresses;  // per send; empty: not registered now
-  std::vector<std::tuple<std::string, uint32_t, uint32_t>> keys;
   {
     MutexLock lock(&mu_);
     for (size_t n = 0; n < batches.size(); ++n) {
@@ -93,52 +86,12 @@ bool ZkCluster::SendReplicas(ReplicaPipeline* pipe, const std::vector<ReplicaBat
       flight.epochs[n] = record.replicas[batch.id].leader_epoch;
       for (uint32_t f : record.replicas[batch.id].isr) {
         if (f == options_.broker_id) continue;
-        std::shared_ptr<ReplicaLink>& link = pipe->to_follower_[f];
-        if (link == nullptr) link = std::make_shared<ReplicaLink>();
         auto b = std::find_if(brokers_.begin(), brokers_.end(),
                               [f](const BrokerRecord& r) { return r.id == f; });
-        flight.sends.push_back(Send{n, f, link, Status::Ok(), 0, 0});
+        flight.sends.push_back(Send{n, f, &pipe->to_follower_[f], Status::Ok(), 0, 0});
         addresses.push_back(b == brokers_.end() ? std::string() : b->address);
-        keys.emplace_back(batch.name, batch.id, f);
       }
     }
-  }
-
-  // The links: those the pipeline holds are used again unless another thread waits for one.
-  // Others are tried without waiting while flights are on their way (a worker holding locks
-  // never waits for one, so no two wait for each other), and taken in the order of their keys,
-  // the same for every worker, when the pipeline is empty and holds none.
-  auto held_index = [pipe](const ReplicaLink* link) -> size_t {
-    for (size_t k = 0; k < pipe->links_.size(); ++k) {
-      if (pipe->links_[k].link.get() == link) return k;
-    }
-    return pipe->links_.size();
-  };
-  std::vector<size_t> order(flight.sends.size());
-  for (size_t k = 0; k < order.size(); ++k) order[k] = k;
-  std::sort(order.begin(), order.end(), [&keys](size_t x, size_t y) { return keys[x] < keys[y]; });
-  const size_t held_before = pipe->links_.size();
-  for (size_t k : order) {
-    const std::shared_ptr<ReplicaLink>& link = flight.sends[k].link;
-    const size_t at = held_index(link.get());
-    if (at < held_before) {
-      if (link->waiting.load(std::memory_order_relaxed) > 0) {
-        pipe->links_.resize(held_before);  // unlocks those taken here
-        return false;
-      }
-      continue;
-    }
-    if (at < pipe->links_.size()) continue;  // taken above for another send of this flight
-    if (pipe->empty()) {
-      pipe->links_.push_back({link, LockLink(*link), 0});
-      continue;
-    }
-    std::unique_lock<std::mutex> lock(link->mu, std::try_to_lock);
-    if (!lock.owns_lock()) {
-      pipe->links_.resize(held_before);
-      return false;
-    }
-    pipe->links_.push_back({link, std::move(lock), 0});
   }
 
   std::vector<std::vector<net::ReplicaAppendRequest>> requests(batches.size());
@@ -160,11 +113,11 @@ bool ZkCluster::SendReplicas(ReplicaPipeline* pipe, const std::vector<ReplicaBat
   std::vector<bool> sent(flight.sends.size(), false);
   for (size_t k = 0; k < flight.sends.size(); ++k) {
     if (sent[k]) continue;
-    ReplicaLink* link = flight.sends[k].link.get();
+    ReplicaPipeline::FollowerLink* link = flight.sends[k].link;
     std::vector<size_t> group;  // the sends on `link`, in order
     std::vector<net::ReplicaAppendRequest> together;
     for (size_t j = k; j < flight.sends.size(); ++j) {
-      if (flight.sends[j].link.get() != link) continue;
+      if (flight.sends[j].link != link) continue;
       sent[j] = true;
       Send& send = flight.sends[j];
       if (addresses[j].empty()) {
@@ -176,9 +129,8 @@ bool ZkCluster::SendReplicas(ReplicaPipeline* pipe, const std::vector<ReplicaBat
       together.insert(together.end(), requests[send.batch].begin(), requests[send.batch].end());
     }
     if (group.empty()) continue;
-    const ReplicaPipeline::HeldLink& held = pipe->links_[held_index(link)];
     Result<uint64_t> first =
-        SendOnLink(*link, addresses[group.front()], /*may_connect=*/held.flights == 0, together);
+        SendOnLink(*link, addresses[group.front()], /*may_connect=*/link->flights == 0, together);
     uint64_t id = first.ok() ? *first : 0;
     for (size_t j : group) {
       Send& send = flight.sends[j];
@@ -191,16 +143,15 @@ bool ZkCluster::SendReplicas(ReplicaPipeline* pipe, const std::vector<ReplicaBat
       }
     }
   }
-  for (ReplicaPipeline::HeldLink& held : pipe->links_) {
-    const ReplicaLink* link = held.link.get();
+  for (auto& entry : pipe->to_follower_) {
+    ReplicaPipeline::FollowerLink* link = &entry.second;
     if (std::any_of(flight.sends.begin(), flight.sends.end(),
-                    [link](const Send& s) { return s.link.get() == link; })) {
-      ++held.flights;
+                    [link](const Send& send) { return send.link == link; })) {
+      ++link->flights;
     }
   }
   flight.deadline_ms = MonotonicNowMs() + kReplicaTimeoutMs;
   pipe->flights_.push_back(std::move(flight));
-  return true;
 }
 
 std::vector<Status> ZkCluster::AwaitReplicas(ReplicaPipeline* pipe) {
@@ -223,18 +174,13 @@ std::vector<Status> ZkCluster::AwaitReplicas(ReplicaPipeline* pipe) {
                                               static_cast<int>(left));
     if (!client->ok()) client.reset();
   }
-  // Links no flight left needs are unlocked.
-  for (ReplicaPipeline::HeldLink& held : pipe->links_) {
-    const ReplicaLink* link = held.link.get();
+  for (auto& entry : pipe->to_follower_) {
+    ReplicaPipeline::FollowerLink* link = &entry.second;
     if (std::any_of(flight.sends.begin(), flight.sends.end(),
-                    [link](const Send& s) { return s.link.get() == link; })) {
-      --held.flights;
+                    [link](const Send& send) { return send.link == link; })) {
+      --link->flights;
     }
   }
-  pipe->links_.erase(
-      std::remove_if(pipe->links_.begin(), pipe->links_.end(),
-                     [](const ReplicaPipeline::HeldLink& h) { return h.flights == 0; }),
-      pipe->links_.end());
 
   std::vector<Status>& out = flight.out;
   std::vector<std::vector<uint32_t>> failed(out.size());

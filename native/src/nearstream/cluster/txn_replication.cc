@@ -112,7 +112,7 @@ Status ZkCluster::Mirror(const std::string& name, uint32_t id,
   // Every write goes to every follower before any answer is awaited: the followers write at the
   // same time, and a commit's renames cost one round trip, not one each (a follower applies
   // them in order; one that refuses a write leaves the set and copies the files again). The
-  // links are locked in follower order, as Replicate locks them, until their answers are in.
+  // links are locked in follower order until their answers are in.
   std::sort(targets.begin(), targets.end(),
             [](const Target& x, const Target& y) { return x.follower < y.follower; });
   std::vector<Status> sent(targets.size());
@@ -120,7 +120,7 @@ Status ZkCluster::Mirror(const std::string& name, uint32_t id,
   {
     std::vector<std::unique_lock<std::mutex>> held;
     held.reserve(targets.size());
-    for (const Target& t : targets) held.push_back(LockLink(*t.link));
+    for (const Target& t : targets) held.emplace_back(t.link->mu);
     for (size_t k = 0; k < targets.size(); ++k) {
       if (targets[k].address.empty()) {
         sent[k] = Status::BrokerUnavailable("broker " + std::to_string(targets[k].follower) +
@@ -147,7 +147,7 @@ Status ZkCluster::Mirror(const std::string& name, uint32_t id,
     if (sent[k].ok()) continue;
     if (sent[k].IsNotOwner()) {
       // Another broker leads now, or the follower is no replica any more: ShrinkIsr asks
-      // ZooKeeper which (see Replicate).
+      // ZooKeeper which (see AwaitReplicas).
       NS_LOG(kInfo) << "broker " << t.follower << " refused a transaction write of "
                     << StreamletText(name, id) << ": " << sent[k].ToString();
     } else {

@@ -32,7 +32,6 @@
 #include <vector>
 
 #include "nearstream/cluster/placement.h"
-#include "nearstream/common/counted_lock.h"
 #include "nearstream/common/mutex.h"
 #include "nearstream/common/status.h"
 #include "nearstream/common/thread_annotations.h"
@@ -149,25 +148,20 @@ class ZkCluster : public storage::TxnMirror {
   // CLUSTER_UNAVAILABLE when the in-sync set cannot be changed.
   //
   // A request worker keeps one pipeline: while a flight's answers are on their way it writes
-  // and sends the next batch. The pipeline has a connection of its own to each follower (a
-  // link), which carries every streamlet's chunks for that follower, answered in the order
-  // sent: a flight's chunks for one follower go in one write. A slot's chunks never travel on
-  // two pipelines at once (its slot lock is held until they are answered), so no follower sees
-  // them out of order. SendReplicas returns false, and sends nothing, when `pipe` must be
-  // emptied first: a link it needs is locked elsewhere, or a thread waits for one it holds
-  // (nobody waits for more than the flights on their way; no other thread takes a pipeline's
-  // own links today). With an empty pipeline it waits for the links and always sends.
+  // and sends the next batch. The pipeline has a connection of its own to each follower, which
+  // carries every streamlet's chunks for that follower, answered in the order sent: a flight's
+  // chunks for one follower go in one write. Only its worker uses a pipeline, so its
+  // connections take no lock. A slot's chunks never travel on two pipelines at once (its slot
+  // lock is held until they are answered), so no follower sees them out of order.
   struct ReplicaBatch {
     std::string name;
     uint32_t id;
     std::vector<storage::HeldAppends::Chunk> chunks;
   };
-  // A leader's connection to one follower (a Client serves one caller): a pipeline's, for the
-  // chunks of every streamlet (ReplicaPipeline), or one streamlet's, for its transactions'
-  // writes (`links_`, Mirror).
+  // A leader's connection to one follower for one streamlet's transactions' writes (`links_`,
+  // Mirror; a Client serves one caller).
   struct ReplicaLink {
     std::mutex mu;
-    std::atomic<int> waiting{0};  // threads waiting for `mu` (LockLink)
     std::optional<net::Client> client;
     // Counts the connections made (guarded by `mu`): answers are read from the connection their
     // requests went out on, or not at all.
@@ -178,12 +172,23 @@ class ZkCluster : public storage::TxnMirror {
     bool empty() const { return flights_.empty(); }
     size_t size() const { return flights_.size(); }
 
+    // The pipeline's connection to one follower.
+    struct FollowerLink {
+      std::optional<net::Client> client;
+      // Counts the connections made: answers are read from the connection their requests went
+      // out on, or not at all.
+      uint64_t connection = 0;
+      // Of flights_, those that sent on it: with any, a connection that failed is not made
+      // again (later requests must not overtake earlier ones on a new connection).
+      size_t flights = 0;
+    };
+
    private:
     friend class ZkCluster;
     struct Send {
       size_t batch;
       uint32_t follower;
-      std::shared_ptr<ReplicaLink> link;
+      FollowerLink* link;
       Status status;
       uint64_t first_id = 0;
       uint64_t connection = 0;
@@ -199,23 +204,15 @@ class ZkCluster : public storage::TxnMirror {
       // then, however long the flights before it and its other sends were awaited.
       int64_t deadline_ms = 0;
     };
-    struct HeldLink {
-      std::shared_ptr<ReplicaLink> link;
-      std::unique_lock<std::mutex> lock;
-      size_t flights;  // of flights_, those that sent on it
-    };
     std::deque<Flight> flights_;
-    std::vector<HeldLink> links_;
     // This pipeline's connection to each follower (by broker id), which carries the chunks of
     // every streamlet it replicates to that follower: a flight's chunks for one follower go in
     // one write and come back answered in one read, however many streamlets they are of.
-    std::map<uint32_t, std::shared_ptr<ReplicaLink>> to_follower_;
+    std::map<uint32_t, FollowerLink> to_follower_;
   };
-  bool SendReplicas(ReplicaPipeline* pipe, const std::vector<ReplicaBatch>& batches)
+  void SendReplicas(ReplicaPipeline* pipe, const std::vector<ReplicaBatch>& batches)
       NS_EXCLUDES(mu_, zk_mu_);
   std::vector<Status> AwaitReplicas(ReplicaPipeline* pipe) NS_EXCLUDES(mu_, zk_mu_);
-  // Both, for one batch alone.
-  std::vector<Status> Replicate(const std::vector<ReplicaBatch>& batches) NS_EXCLUDES(mu_, zk_mu_);
   // A follower's side of ReplicaAppend, a run of chunks at a time: the chunks of consecutive
   // ReplicaAppends that continue each other in one segment of a copy (a leader's batch) go to
   // its file in one write, which costs the page cache less CPU per byte than one write per chunk
@@ -503,10 +500,6 @@ class ZkCluster : public storage::TxnMirror {
   // Streamlets this broker sealed for a move, and when each seal runs out (monotonic ms).
   std::map<std::pair<std::string, uint32_t>, int64_t> seals_ NS_GUARDED_BY(mu_);
 
-  // Takes `link`'s lock, counted in its `waiting` meanwhile.
-  static std::unique_lock<std::mutex> LockLink(ReplicaLink& link) {
-    return LockCounted(link.mu, link.waiting);
-  }
   // ns-views' connection to one follower for one streamlet (follower_reads.cc), its own so
   // that a view never waits behind a batch of chunks, nor a batch behind a view.
   struct ViewLink {
