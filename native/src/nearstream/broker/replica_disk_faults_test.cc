@@ -57,6 +57,19 @@ class ReplicaDiskFaultsTest : public ReplicatedCluster,
     ASSERT_EQ(r.exit_code, 0) << Describe(r);
   }
 
+  // Kills broker `killed`, the leader, and checks that broker `promoted` leads "ledger" then and
+  // holds exactly `records`, once each and in order.
+  void KillAndExpectHeirWith(uint32_t killed, uint32_t promoted,
+                             const std::vector<std::string>& records) {
+    Broker(killed).Kill();
+    const net::StreamPlacement after = AwaitNewLeader(promoted, "ledger", 0, killed);
+    ASSERT_EQ(after.owners.size(), 1u);
+    EXPECT_EQ(after.owners[0], promoted);
+    ProcessResult r = Cli(List({promoted}), {"consume", "ledger", "--timeout-ms", "1000"});
+    ASSERT_EQ(r.exit_code, 0) << Describe(r);
+    EXPECT_EQ(Lines(r.out), records);
+  }
+
   DiskFaults faults_[3];
 };
 
@@ -95,13 +108,7 @@ TEST_P(ReplicaDiskFaultsTest,
   ASSERT_EQ(r.exit_code, 0) << Describe(r);
 
   // ...so it leads with every acknowledged record, once each and in order, when the leader dies.
-  Broker(leader).Kill();
-  const net::StreamPlacement after = AwaitNewLeader(follower, "ledger", 0, leader);
-  ASSERT_EQ(after.owners.size(), 1u);
-  EXPECT_EQ(after.owners[0], follower);
-  r = Cli(List({follower}), {"consume", "ledger", "--timeout-ms", "1000"});
-  ASSERT_EQ(r.exit_code, 0) << Describe(r);
-  EXPECT_EQ(Lines(r.out), Lines(Numbered(0, 3300)));
+  KillAndExpectHeirWith(leader, follower, Lines(Numbered(0, 3300)));
 }
 
 // The leader's disk fails instead. A chunk it cannot write (or, under `sync`, sync) fails with
@@ -154,13 +161,7 @@ TEST_P(ReplicaDiskFaultsTest,
   // The old leader's disk is back: it copies what it missed, rejoins, and can lead again.
   Faults(leader).Arm(fault.c_str(), false);
   AwaitIsr(follower, "ledger", 0, {follower, leader});
-  Broker(follower).Kill();
-  const net::StreamPlacement back = AwaitNewLeader(leader, "ledger", 0, follower);
-  ASSERT_EQ(back.owners.size(), 1u);
-  EXPECT_EQ(back.owners[0], leader);
-  r = Cli(List({leader}), {"consume", "ledger", "--timeout-ms", "1000"});
-  ASSERT_EQ(r.exit_code, 0) << Describe(r);
-  EXPECT_EQ(Lines(r.out), acknowledged);
+  KillAndExpectHeirWith(follower, leader, acknowledged);
 }
 
 INSTANTIATE_TEST_SUITE_P(DurabilityAndFault, ReplicaDiskFaultsTest,
