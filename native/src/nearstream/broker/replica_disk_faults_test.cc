@@ -5,7 +5,8 @@
 // the follower must not count a copy it could not write or sync, and once its disk is back it
 // must copy what it missed, rejoin, and lead with every acknowledged record when the leader dies.
 // A leader's: it must acknowledge nothing it could not store, lose nothing it acknowledged, and
-// hand the streamlet to its in-sync follower, which takes appends while that disk still fails.
+// hand the streamlet to its in-sync follower, which takes appends while that disk still fails,
+// and goes on with the transactions open or prepared there.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -16,6 +17,7 @@
 
 #include "nearstream/common/clock.h"
 #include "nearstream/net/client.h"
+#include "nearstream/storage/chunk.h"
 #include "nearstream/testing/disk_faults.h"
 #include "nearstream/testing/replicated_cluster.h"
 #include "nearstream/testing/test_broker_process.h"
@@ -162,6 +164,100 @@ TEST_P(ReplicaDiskFaultsTest,
   Faults(leader).Arm(fault.c_str(), false);
   AwaitIsr(follower, "ledger", 0, {follower, leader});
   KillAndExpectHeirWith(follower, leader, acknowledged);
+}
+
+// The same with transactions on the streamlet, as an exactly-once sink keeps them: one prepared
+// and one open when the leader's disk fails. The leader refuses the open one's next write
+// (under `async` once a flush failed), hands the streamlet over, and the follower leads with
+// both as they were acknowledged: the prepared one commits whole, the open one takes more
+// chunks (a retried one is a duplicate) and commits. Neither waits for the old leader's disk.
+TEST_P(ReplicaDiskFaultsTest, ALeaderWhoseDiskFailsHandsItsOpenAndPreparedTransactionsOver) {
+  const auto& [durability, fault] = GetParam();
+  uint32_t leader = 0, follower = 0;
+  ASSERT_NO_FATAL_FAILURE(CreateLedger(&leader, &follower));
+  auto chunk = [](const std::string& text, uint64_t seq) {
+    storage::ChunkBuilder b;
+    b.Add(text);
+    return b.Finish(/*producer_id=*/41, seq, WallNowMs());
+  };
+  auto append = [&chunk](net::Client& c, const net::TxnRef& ref, const std::string& text,
+                         uint64_t seq) -> Result<net::AppendResult> {
+    const Bytes bytes = chunk(text, seq);
+    auto r = c.TxnAppend({ref, {{0, bytes.data(), static_cast<uint32_t>(bytes.size())}}});
+    if (!r.ok()) return r.status();
+    return r->results[0];
+  };
+  auto connect = [this](uint32_t id) {
+    auto c = net::Client::Connect(Broker(id).address());
+    EXPECT_TRUE(c.ok()) << c.status().ToString();
+    return std::move(*c);
+  };
+
+  net::Client a = connect(leader);
+  auto init = a.TxnInit({"ledger", "sink-0", 0, 0});
+  ASSERT_TRUE(init.ok()) << init.status().ToString();
+  net::TxnRef t1{"ledger", "sink-0", init->epoch, 0, 0};
+  t1.serial = a.TxnBegin(t1).value();
+  const std::vector<std::string> t1_records = {"t1-a", "t1-b", "t1-c"};
+  for (uint64_t i = 0; i < t1_records.size(); ++i) {
+    auto r = append(a, t1, t1_records[i], i + 1);
+    ASSERT_TRUE(r.ok() && r->status == 0) << r.status().ToString();
+  }
+  ASSERT_TRUE(a.TxnPrepare(t1).ok());
+  net::TxnRef t2 = t1;
+  t2.serial = a.TxnBegin(t2).value();
+  std::vector<std::string> t2_records;
+  for (uint64_t seq = 1;; ++seq) {
+    // Taken until the leader refuses one, on its disk's account: at once, or under `async` with
+    // failing fsyncs once a flush (every 200 ms) failed.
+    if (seq == 3) Faults(leader).Arm(fault.c_str(), true);
+    const std::string text = "t2-" + std::to_string(seq);
+    auto r = append(a, t2, text, seq);
+    const Status status = !r.ok()          ? r.status()
+                          : r->status != 0 ? Status(static_cast<StatusCode>(r->status), r->message)
+                                           : Status::Ok();
+    if (!status.ok()) {
+      ASSERT_TRUE(status.IsStorageError()) << status.ToString();
+      break;
+    }
+    t2_records.push_back(text);
+    ASSERT_LT(seq, 500u) << "broker " << leader << " never refused a write";
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_GE(t2_records.size(), 2u);
+
+  // The follower leads with both transactions, while the old leader's disk still fails.
+  const net::StreamPlacement moved = AwaitNewLeader(leader, "ledger", 0, leader);
+  ASSERT_EQ(moved.owners.size(), 1u);
+  EXPECT_EQ(moved.owners[0], follower);
+  net::Client b = connect(follower);
+  auto listed = b.TxnList({"ledger", "", 0});
+  ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+  ASSERT_EQ(listed->transactions.size(), 2u);
+  EXPECT_EQ(listed->transactions[0].state, net::TxnState::kPrepared);
+  EXPECT_EQ(listed->transactions[1].state, net::TxnState::kOpen);
+  EXPECT_EQ(listed->transactions[1].chunks, t2_records.size());
+  auto retried = append(b, t2, t2_records.back(), t2_records.size());
+  ASSERT_TRUE(retried.ok() && retried->status == 0) << retried.status().ToString();
+  EXPECT_TRUE(retried->duplicate);
+  auto more = append(b, t2, "t2-last", t2_records.size() + 1);
+  ASSERT_TRUE(more.ok() && more->status == 0) << more.status().ToString();
+  t2_records.emplace_back("t2-last");
+  ASSERT_TRUE(b.TxnCommit(t1).ok());
+  ASSERT_TRUE(b.TxnCommit(t2).ok());
+  std::vector<std::string> committed = Lines(Numbered(0, 500));
+  committed.insert(committed.end(), t1_records.begin(), t1_records.end());
+  committed.insert(committed.end(), t2_records.begin(), t2_records.end());
+  ProcessResult r = Cli(List({follower}), {"consume", "ledger", "--timeout-ms", "1000"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_EQ(Lines(r.out), committed);
+  EXPECT_GT(Faults(leader).Injected(), 0u);
+
+  // The old leader's disk is back: it copies the streamlet with its transactions' outcomes,
+  // rejoins, and leads with every committed record.
+  Faults(leader).Arm(fault.c_str(), false);
+  AwaitIsr(follower, "ledger", 0, {follower, leader});
+  KillAndExpectHeirWith(follower, leader, committed);
 }
 
 INSTANTIATE_TEST_SUITE_P(DurabilityAndFault, ReplicaDiskFaultsTest,

@@ -95,6 +95,9 @@ class RequestHandler {
   // The transactions a request's scope names, on a broker that serves them (the leader of a
   // streamlet scope's streamlet).
   Result<storage::StreamTransactions*> ScopeOf(storage::Stream& stream, uint32_t scope) const;
+  // A transactional write of `scope` failed with `status`: a STORAGE_ERROR of a streamlet scope
+  // (a replicated stream) is noted for its hand-over (ZkCluster::NoteStorageFailure).
+  void NoteTxnStorageFailure(const storage::Stream& stream, uint32_t scope, const Status& status);
   void PushSubscribe(const Request& req, Bytes* out);
   void PushUpdate(const Request& req, Bytes* out);
   void PushClose(const Request& req, Bytes* out);

@@ -34,6 +34,15 @@ Result<storage::StreamTransactions*> RequestHandler::ScopeOf(storage::Stream& st
                                  std::to_string(scope));
 }
 
+void RequestHandler::NoteTxnStorageFailure(const storage::Stream& stream, uint32_t scope,
+                                           const Status& status) {
+  // A streamlet scope's writes failed on this broker's disk: its leadership goes to an in-sync
+  // follower, which holds every transactional write acknowledged here (leader_handover.cc).
+  if (cluster_ != nullptr && status.IsStorageError() && scope != net::kBrokerScope) {
+    cluster_->NoteStorageFailure(stream.config().name, scope);
+  }
+}
+
 void RequestHandler::TxnInit(const Request& req, Bytes* out) {
   auto m = net::DecodeTxnInitRequest(req.frame.body.data(), req.frame.body.size());
   if (!m.ok()) return Error(req, m.status(), out);
@@ -42,6 +51,7 @@ void RequestHandler::TxnInit(const Request& req, Bytes* out) {
   auto txns = ScopeOf(**stream, m->scope);
   if (!txns.ok()) return Error(req, txns.status(), out);
   auto r = (*txns)->Init(m->transactional_id, m->keep_prepared_through, WallNowMs());
+  NoteTxnStorageFailure(**stream, m->scope, r.status());
   if (!r.ok()) return Error(req, r.status(), out);
   net::TxnInitResponse resp{r->first, r->second};
   Respond(req, out, [&](ByteWriter& w) { net::EncodeTxnInitResponse(w, resp); });
@@ -55,6 +65,7 @@ void RequestHandler::TxnBegin(const Request& req, Bytes* out) {
   auto scoped = ScopeOf(**stream, m->scope);
   if (!scoped.ok()) return Error(req, scoped.status(), out);
   auto serial = (*scoped)->Begin(m->transactional_id, m->epoch, WallNowMs());
+  NoteTxnStorageFailure(**stream, m->scope, serial.status());
   if (!serial.ok()) return Error(req, serial.status(), out);
   net::TxnBeginResponse resp{*serial};
   Respond(req, out, [&](ByteWriter& w) { net::EncodeTxnBeginResponse(w, resp); });
@@ -72,6 +83,7 @@ void RequestHandler::TxnAppend(const Request& req, Bytes* out) {
   storage::StreamTransactions& txns = **scoped;
   const int64_t now = WallNowMs();
   auto txn = txns.ForAppend(m->txn.transactional_id, m->txn.epoch, m->txn.serial, now);
+  NoteTxnStorageFailure(**stream, m->txn.scope, txn.status());
   if (!txn.ok()) return Error(req, txn.status(), out);
   net::AppendResponse r;
   r.results.reserve(m->entries.size());
@@ -92,6 +104,7 @@ void RequestHandler::TxnAppend(const Request& req, Bytes* out) {
         bytes += e.chunk_size;
       }
     } else {
+      NoteTxnStorageFailure(**stream, m->txn.scope, duplicate.status());
       res.status = static_cast<uint16_t>(duplicate.status().code());
       res.message = duplicate.status().message();
     }
@@ -122,6 +135,7 @@ void RequestHandler::TxnEnd(const Request& req, Bytes* out) {
       break;
     default: s = txns.Abort(m->transactional_id, m->epoch, m->serial); break;
   }
+  NoteTxnStorageFailure(**stream, m->scope, s);
   if (!s.ok()) return Error(req, s, out);
   if (!linked.empty()) {
     // The committed chunks are readable now: wake the long polls and push threads of their

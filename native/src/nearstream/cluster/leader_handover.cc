@@ -1,11 +1,13 @@
 // A leader whose disk fails hands its replicated streamlets over (docs/cluster.md, "Faults"):
-// its appends fail with STORAGE_ERROR (a write or fsync failed, or under `async` the last flush
-// did), and without this the streamlet would take none until the disk is back, although an
-// in-sync follower holds every chunk it acknowledged. Kafka moves the leaders off a log
-// directory that failed for the same reason. The hand-over is the swap an operator's `move --to
-// <follower>` makes (replica_move.cc): the follower seals the streamlet here, copies what it
-// lacks from this broker's memory and takes the leadership with one compare-and-set; this broker
-// follows then, and catches up once its disk takes writes again.
+// its appends or transactional writes fail with STORAGE_ERROR (a write or fsync failed, or
+// under `async` the last flush did), and without this the streamlet would take none until the
+// disk is back, although an in-sync follower holds every chunk and transactional write it
+// acknowledged. Kafka moves the leaders off a log directory that failed for the same reason.
+// The hand-over is the swap an operator's `move --to <follower>` makes (replica_move.cc): the
+// follower seals the streamlet here, copies what it lacks from this broker's memory (the
+// streamlet's transaction scope included, open and prepared transactions with it) and takes the
+// leadership with one compare-and-set; this broker follows then, and catches up once its disk
+// takes writes again.
 #include <algorithm>
 
 #include "nearstream/cluster/zk_cluster.h"
@@ -17,7 +19,7 @@ namespace nearstream::cluster {
 
 namespace {
 
-// After a hand-over that failed (no follower answered, the stream has transactions open), the
+// After a hand-over that failed (no follower answered, ZooKeeper out of reach), the
 // streamlet is tried again this much later.
 constexpr int64_t kHandOverRetryMs = 1000;
 // A failure noted longer ago than this and not handed over (no follower was in sync) is

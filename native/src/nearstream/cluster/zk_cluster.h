@@ -134,8 +134,9 @@ class ZkCluster : public storage::TxnMirror {
       NS_EXCLUDES(mu_, zk_mu_);
 
   // A write or flush of streamlet `id` of `name`, which this broker leads, failed (a full or
-  // failing disk): the catch-up thread asks an in-sync follower to take the leadership over
-  // (leader_handover.cc). Called by request workers; cheap.
+  // failing disk), or a transactional write of its scope did: the catch-up thread asks an
+  // in-sync follower to take the leadership over (leader_handover.cc). Called by request
+  // workers; cheap.
   void NoteStorageFailure(const std::string& name, uint32_t id) NS_EXCLUDES(mu_);
 
   // ---- replication (replication.cc; docs/cluster.md, "Replication") ---------------------------

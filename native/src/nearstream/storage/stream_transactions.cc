@@ -102,6 +102,11 @@ Status StreamTransactions::SendBatchLocked() {
 }
 
 Status StreamTransactions::ReadyLocked() {
+  if (!flush_failure_.ok()) {
+    return Status::StorageError("the transactions of stream '" + stream_->config().name +
+                                "' take no writes until their data reaches the disk again: " +
+                                std::string(flush_failure_.message()));
+  }
   if (scope_ == kBrokerTxnScope) return Status::Ok();
   if (stream_->streamlet(scope_)->sealed()) {
     // A follower is copying the scope's files (or this broker just stopped leading it).
@@ -220,6 +225,10 @@ Status StreamTransactions::FlushAsync() {
     Status s = env_->SyncDir(dir);
     if (!s.ok() && first.ok()) first = s;
   }
+  // Refused until a flush succeeds; Linux may report a failed writeback only once, so the one
+  // that succeeds proves only that the disk takes writes again (as Streamlet::SyncDirty).
+  MutexLock lock(&mu_);
+  flush_failure_ = first;
   return first;
 }
 

@@ -151,7 +151,8 @@ class StreamTransactions {
   uint64_t NextNumber() const NS_EXCLUDES(mu_);
   // `async` streams: fsyncs the log, renames the files of the transactions committed since (see
   // FinishCommits) and fsyncs the files appended to since the last call (the maintenance thread,
-  // every flush interval). Returns the first error.
+  // every flush interval). Returns the first error; until a call succeeds, Init, Begin, appends,
+  // Prepare, Commit, Abort and expiry are refused with it (STORAGE_ERROR).
   Status FlushAsync() NS_EXCLUDES(mu_);
   // `async` streams: gives the files of transactions committed since the last call their group
   // names, after an fsync of the log (a renamed file is read as part of its group on recovery,
@@ -258,6 +259,10 @@ class StreamTransactions {
     std::shared_ptr<Segment> segment;  // fsync'd before the rename
   };
   std::vector<PendingRename> pending_renames_ NS_GUARDED_BY(mu_);
+  // `async`: why the last FlushAsync failed (Ok when it succeeded). Until one succeeds every
+  // request that writes is refused, so that what is acknowledged and not on disk stops growing
+  // while the disk fails (as Streamlet::FlushFailure does for appends).
+  Status flush_failure_ NS_GUARDED_BY(mu_);
 
   std::atomic<TxnMirror*> mirror_{nullptr};
   // Writes the request in progress made under mu_, sent before it is answered.

@@ -466,6 +466,42 @@ TEST_F(TxnRestartTest, AnUnflushedAsyncCommitComesBackWholeOrPreparedNeverInPart
   EXPECT_EQ(Visible(s.streamlet(1)).size(), 15u);
 }
 
+// Under `async`, once a flush failed, transactions take no writes until a flush succeeds: what is
+// acknowledged and not on disk must not grow while the disk fails (as for plain appends).
+TEST_F(TxnRestartTest, AsyncTransactionsWhoseFlushFailedTakeNoWritesUntilAFlushSucceeds) {
+  std::vector<uint32_t> linked;
+  auto store = Open();
+  ASSERT_TRUE(store->Create(Config(Durability::kAsync)).ok());
+  Stream& s = *store->Find("txn");
+  StreamTransactions& t = s.transactions();
+  for (const char* id : {"a", "b"}) {
+    ASSERT_TRUE(t.Init(id, 0, 0).ok());
+    ASSERT_TRUE(t.Begin(id, 1, 0).ok());
+    ASSERT_TRUE(TxnAppend(t, id, 1, 1, 0, Chunk(90, 1)).ok());
+  }
+  ASSERT_TRUE(t.Prepare("b", 1, 1).ok());
+  env_.SetSyncFailure(true);
+  EXPECT_GT(store->FlushAsync(), 0);
+  auto refused = [](const Status& st) {
+    return st.code() == StatusCode::kStorageError &&
+           st.message().find("fdatasync") != std::string::npos;
+  };
+  EXPECT_TRUE(refused(TxnAppend(t, "a", 1, 1, 0, Chunk(90, 2)).status()));
+  EXPECT_TRUE(refused(t.Prepare("a", 1, 1)));
+  EXPECT_TRUE(refused(t.Commit("b", 1, 1, 0, &linked)));
+  EXPECT_TRUE(refused(t.Abort("a", 1, 1)));
+  EXPECT_TRUE(refused(t.Begin("c", 1, 0).status()));
+  EXPECT_TRUE(refused(t.Init("c", 0, 0).status()));
+  env_.SetSyncFailure(false);
+  EXPECT_TRUE(refused(t.Commit("b", 1, 1, 0, &linked)));  // still: no flush has succeeded yet
+
+  ASSERT_EQ(store->FlushAsync(), 0);
+  ASSERT_TRUE(TxnAppend(t, "a", 1, 1, 0, Chunk(90, 2)).ok());
+  ASSERT_TRUE(t.Commit("a", 1, 1, 0, &linked).ok());
+  ASSERT_TRUE(t.Commit("b", 1, 1, 0, &linked).ok());
+  EXPECT_EQ(Visible(s.streamlet(0)).size(), 3u);
+}
+
 // A power loss under `async` may keep a PREPARE record (the log was synced, here by another
 // transaction's commit) and lose the last pages of the transaction's files. The record says how
 // many bytes each part held, so the transaction comes back aborted, never prepared with less.
