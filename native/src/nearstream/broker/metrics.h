@@ -37,6 +37,8 @@ struct BrokerMetrics {
   // the worker's previous batch was still on its way (append_batch.h).
   PaddedCounter replica_flights;
   PaddedCounter replica_flights_overlapped;
+  // Connections the dispatcher handed to the ns-replica thread (replica_connections.cc).
+  PaddedCounter replica_connections_handed;
   PaddedCounter txn_append_requests;
   PaddedCounter txn_append_chunks;
   PaddedCounter txn_append_records;

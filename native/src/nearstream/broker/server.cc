@@ -23,8 +23,6 @@ namespace {
 
 // Queues after the request workers' own: the admin, replica and views threads' (see Enqueue).
 constexpr int kExtraQueues = 3;
-constexpr uint64_t kListenerTag = 0;
-constexpr uint64_t kWakeTag = 1;
 constexpr size_t kReadChunk = 256 * 1024;
 // Bytes read from one connection per readiness event before serving the others (fairness).
 constexpr size_t kReadBudget = 4u << 20;
@@ -46,9 +44,12 @@ Server::Server(ServerOptions options, storage::StreamStore* store)
           }(),
           store)),
       handler_(options.handler, store, &waiters_, &metrics_, push_.get(), options.cluster) {
-  // One queue per worker, then the admin, replica and views queues (see Enqueue).
+  // One queue per worker, then the admin, replica and views queues (see Enqueue). The replica
+  // thread sleeps in epoll_wait (it polls connections too): its queue wakes it by an eventfd.
+  replica_wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   for (int i = 0; i < options_.workers + kExtraQueues; ++i) {
-    queues_.push_back(std::make_unique<WorkQueue>());
+    queues_.push_back(i == options_.workers + 1 ? std::make_unique<WorkQueue>(replica_wake_fd_)
+                                                : std::make_unique<WorkQueue>());
   }
   if (options_.cluster != nullptr) {
     options_.cluster->OnStreamDeleted(
@@ -69,7 +70,10 @@ Server::Server(ServerOptions options, storage::StreamStore* store)
   handler_.collect_metrics = [this] { return CollectMetrics(); };
 }
 
-Server::~Server() { Stop(); }
+Server::~Server() {
+  Stop();
+  if (replica_wake_fd_ >= 0) ::close(replica_wake_fd_);
+}
 
 Status Server::Start() {
   if (options_.workers < 1) {
@@ -83,7 +87,8 @@ Status Server::Start() {
   }
   epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
   wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (epoll_fd_ < 0 || wake_fd_ < 0) {
+  replica_epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
+  if (epoll_fd_ < 0 || wake_fd_ < 0 || replica_epoll_fd_ < 0 || replica_wake_fd_ < 0) {
     return Status::FromErrno(StatusCode::kIoError, "epoll/eventfd", errno);
   }
   epoll_event ev{};
@@ -92,6 +97,7 @@ Status Server::Start() {
   ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listen_fd_, &ev);
   ev.data.u64 = kWakeTag;
   ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev);
+  ::epoll_ctl(replica_epoll_fd_, EPOLL_CTL_ADD, replica_wake_fd_, &ev);
   if (options_.metrics_port >= 0) {
     metrics_http_ =
         std::make_unique<MetricsHttpServer>([this] { return RenderPrometheus(CollectMetrics()); });
@@ -104,7 +110,7 @@ Status Server::Start() {
   }
   workers_.emplace_back([this] { WorkerLoop(options_.workers); });
   NameThread(workers_.back(), "ns-admin");
-  workers_.emplace_back([this] { WorkerLoop(options_.workers + 1); });
+  workers_.emplace_back([this] { ReplicaLoop(options_.workers + 1); });
   NameThread(workers_.back(), "ns-replica");
   workers_.emplace_back([this] { WorkerLoop(options_.workers + 2); });
   NameThread(workers_.back(), "ns-view-apply");
@@ -131,10 +137,18 @@ void Server::Stop() {
   if (metrics_http_) metrics_http_->Stop();
   for (auto& [id, conn] : conns_) conn->Close();
   conns_.clear();
+  for (auto& [id, conn] : replica_conns_) conn->Close();
+  replica_conns_.clear();
+  {
+    MutexLock lock(&handed_mu_);
+    for (auto& conn : handed_) conn->Close();
+    handed_.clear();
+  }
   if (listen_fd_ >= 0) ::close(listen_fd_);
   if (epoll_fd_ >= 0) ::close(epoll_fd_);
   if (wake_fd_ >= 0) ::close(wake_fd_);
-  listen_fd_ = epoll_fd_ = wake_fd_ = -1;
+  if (replica_epoll_fd_ >= 0) ::close(replica_epoll_fd_);
+  listen_fd_ = epoll_fd_ = wake_fd_ = replica_epoll_fd_ = -1;
 }
 
 void Server::Enqueue(Request r) {
@@ -165,6 +179,12 @@ void Server::Enqueue(Request r) {
   queues_[index]->Push(std::move(r));
 }
 
+void Server::ClearWake(int eventfd) {
+  uint64_t v;
+  ssize_t ignored = ::read(eventfd, &v, sizeof(v));
+  (void)ignored;
+}
+
 void Server::DispatchLoop() {
   epoll_event events[128];
   while (!stopping_.load(std::memory_order_acquire)) {
@@ -180,9 +200,7 @@ void Server::DispatchLoop() {
         continue;
       }
       if (tag == kWakeTag) {
-        uint64_t v;
-        ssize_t ignored = ::read(wake_fd_, &v, sizeof(v));
-        (void)ignored;
+        ClearWake(wake_fd_);
         continue;
       }
       auto it = conns_.find(tag);
@@ -223,16 +241,33 @@ void Server::Accept() {
   }
 }
 
-void Server::CloseConnection(const std::shared_ptr<net::Connection>& conn) {
+void Server::CloseConnection(const std::shared_ptr<net::Connection>& conn, ConnectionTable* table) {
   conn->Close();
   push_->ConnectionClosed(conn->id());  // its push subscriptions end with it
-  if (conns_.erase(conn->id()) > 0) {
+  if (table->erase(conn->id()) > 0) {
     metrics_.connections_closed.Add(1);
     open_connections_.fetch_sub(1, std::memory_order_relaxed);
   }
 }
 
 void Server::OnReadable(const std::shared_ptr<net::Connection>& conn) {
+  bool replica = false;
+  ReadConnection(conn, &conns_, [&](net::Frame& f) {
+    const auto opcode = static_cast<net::Opcode>(f.header.opcode);
+    // A leader's connection for its followers' copies: read on the ns-replica thread from now
+    // on, which executes what it carries (replica_connections.cc). The frames of this read are
+    // queued to that thread first, so it runs them before any it reads itself.
+    replica =
+        replica || opcode == net::Opcode::kReplicaAppend || opcode == net::Opcode::kReplicaTxn;
+    bool keep_reading = conn->RequestStarted();
+    Enqueue(Request{conn, std::move(f)});
+    return keep_reading && !replica;
+  });
+  if (replica && !conn->closed()) HandToReplicaThread(conn);
+}
+
+bool Server::ReadConnection(const std::shared_ptr<net::Connection>& conn, ConnectionTable* table,
+                            const std::function<bool(net::Frame&)>& on_frame) {
   static thread_local std::vector<uint8_t> buf(kReadChunk);
   std::vector<net::Frame> frames;
   size_t budget = kReadBudget;
@@ -245,17 +280,17 @@ void Server::OnReadable(const std::shared_ptr<net::Connection>& conn) {
                            : ::recv(conn->fd(), buf.data(), buf.size(), 0);
     if (r < 0) {
       if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) return;
-      CloseConnection(conn);
-      return;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return true;
+      CloseConnection(conn, table);
+      return false;
     }
     if (r == 0) {
       // A frame cut short by a disconnect is dropped whole: nothing of it was applied.
       if (conn->decoder().mid_frame()) {
         NS_LOG(kDebug) << "connection " << conn->id() << " closed in the middle of a frame";
       }
-      CloseConnection(conn);
-      return;
+      CloseConnection(conn, table);
+      return false;
     }
     budget -= std::min(budget, static_cast<size_t>(r));
     frames.clear();
@@ -265,10 +300,10 @@ void Server::OnReadable(const std::shared_ptr<net::Connection>& conn) {
     } else {
       err = conn->decoder().Feed(buf.data(), static_cast<size_t>(r), &frames);
     }
+    // Every frame read is taken; stopping only ends the reading (too much in flight, or the
+    // connection changes hands).
     for (auto& f : frames) {
-      bool keep_reading = conn->RequestStarted();
-      Enqueue(Request{conn, std::move(f)});
-      if (!keep_reading) budget = 0;  // too much in flight: epoll stops reporting input
+      if (!on_frame(f)) budget = 0;
     }
     if (err) {
       metrics_.protocol_errors.Add(1);
@@ -283,10 +318,11 @@ void Server::OnReadable(const std::shared_ptr<net::Connection>& conn) {
       }
       // Let the error response go out before the connection is torn down.
       ::shutdown(conn->fd(), SHUT_WR);
-      CloseConnection(conn);
-      return;
+      CloseConnection(conn, table);
+      return false;
     }
   }
+  return true;
 }
 
 void Server::WorkerLoop(int index) {
@@ -369,6 +405,7 @@ MetricValues Server::CollectMetrics() {
   add("nearstream_replica_writes_total", metrics_.replica_writes.Get());
   add("nearstream_replica_flights_total", metrics_.replica_flights.Get());
   add("nearstream_replica_flights_overlapped_total", metrics_.replica_flights_overlapped.Get());
+  add("nearstream_replica_connections_handed_total", metrics_.replica_connections_handed.Get());
   add("nearstream_txn_append_requests_total", metrics_.txn_append_requests.Get());
   add("nearstream_txn_append_chunks_total", metrics_.txn_append_chunks.Get());
   add("nearstream_txn_append_records_total", metrics_.txn_append_records.Get());

@@ -4,11 +4,13 @@
 // pipelined idempotent appends safe — while different connections run in parallel.
 //
 // Threads: dispatcher (owns accept, reads, the connection table, long-poll deadlines), N workers
-// (execute requests, write responses), a maintenance thread (retention, async fsync) and the
-// metrics HTTP thread.
+// (execute requests, write responses), the ns-replica thread (a follower's side of replication;
+// it reads the leaders' replica connections itself), a maintenance thread (retention, async
+// fsync) and the metrics HTTP thread.
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -20,6 +22,7 @@
 #include "nearstream/broker/metrics_http_server.h"
 #include "nearstream/broker/request_handler.h"
 #include "nearstream/broker/work_queue.h"
+#include "nearstream/common/mutex.h"
 #include "nearstream/net/connection.h"
 #include "nearstream/storage/stream_store.h"
 
@@ -59,13 +62,34 @@ class Server {
   MetricValues CollectMetrics();
 
  private:
+  using ConnectionTable = std::unordered_map<uint64_t, std::shared_ptr<net::Connection>>;
+  // epoll tags: the listener, the eventfd that wakes the polling thread; connections by id.
+  static constexpr uint64_t kListenerTag = 0;
+  static constexpr uint64_t kWakeTag = 1;
+
+  // Reads an eventfd that woke an epoll_wait, so that it does not report it again.
+  static void ClearWake(int eventfd);
   void DispatchLoop();
   void WorkerLoop(int index);
   void MaintenanceLoop();
   void Accept();
   void OnReadable(const std::shared_ptr<net::Connection>& conn);
-  void CloseConnection(const std::shared_ptr<net::Connection>& conn);
+  // Reads what `conn` has (up to a budget, for fairness) and gives each whole frame to
+  // `on_frame`, which returns false to end the reading after the frames of that read. On EOF, a
+  // socket error or a malformed frame (answered first) the connection is closed and dropped from
+  // `table`, the polling thread's: returns false then.
+  bool ReadConnection(const std::shared_ptr<net::Connection>& conn, ConnectionTable* table,
+                      const std::function<bool(net::Frame&)>& on_frame);
+  void CloseConnection(const std::shared_ptr<net::Connection>& conn, ConnectionTable* table);
   void Enqueue(Request r);
+
+  // ---- the ns-replica thread (replica_connections.cc) ----
+  // Runs ReplicaAppend and ReplicaTxn requests: those the dispatcher queued, and those it reads
+  // itself from the connections handed to it.
+  void ReplicaLoop(int index);
+  // The dispatcher's: from now on `conn` (which carried a ReplicaAppend or ReplicaTxn; its
+  // frames read so far are queued) is polled by the ns-replica thread.
+  void HandToReplicaThread(const std::shared_ptr<net::Connection>& conn);
 
   const ServerOptions options_;
   storage::StreamStore* const store_;
@@ -81,8 +105,15 @@ class Server {
   uint16_t port_ = 0;
   std::atomic<bool> stopping_{false};
   uint64_t next_conn_id_ = 2;  // 0 and 1 tag the listener and the wake fd in epoll data
-  std::unordered_map<uint64_t, std::shared_ptr<net::Connection>> conns_;  // dispatcher only
+  ConnectionTable conns_;      // dispatcher only
   std::atomic<uint64_t> open_connections_{0};
+  // The ns-replica thread's epoll, and the eventfd its queue wakes it with.
+  int replica_epoll_fd_ = -1;
+  int replica_wake_fd_ = -1;
+  // Connections the dispatcher handed over, not yet taken by the ns-replica thread.
+  Mutex handed_mu_;
+  std::vector<std::shared_ptr<net::Connection>> handed_ NS_GUARDED_BY(handed_mu_);
+  ConnectionTable replica_conns_;  // ns-replica only
 
   std::thread dispatcher_;
   std::vector<std::thread> workers_;

@@ -302,6 +302,57 @@ TEST_F(ServerTest, UnknownOpcodeAndBadVersionKeepTheConnection) {
   EXPECT_EQ(s.ReadStatus(), 0);
 }
 
+// A connection that carried a ReplicaAppend is read by the ns-replica thread from then on
+// (replica_connections.cc). It goes on serving every request in order: replica ones there,
+// others on their worker; a broken frame on it is answered and closes it there, and the broker
+// serves everyone else. (A standalone broker refuses the ReplicaAppends themselves.)
+TEST_F(ServerTest, AConnectionThatCarriedAReplicaAppendIsServedByTheReplicaThread) {
+  Client admin = Connect();
+  auto metric = [&admin](const std::string& name) {
+    auto stats = admin.Stats();
+    EXPECT_TRUE(stats.ok()) << stats.status().ToString();
+    for (const auto& [key, value] : stats->values) {
+      if (key == name) return value;
+    }
+    return uint64_t{0};
+  };
+  const auto replica_append = static_cast<uint16_t>(net::Opcode::kReplicaAppend);
+  RawSocket s(server_->port());
+  s.Write(Frame(1, replica_append, 5, {1, 2, 3}));
+  uint64_t id = 0;
+  EXPECT_EQ(s.ReadStatus(&id), static_cast<int>(StatusCode::kMalformedRequest));
+  EXPECT_EQ(id, 5u);
+  // A request for a worker, then one the replica thread runs where it read it.
+  s.Write(Frame(1, static_cast<uint16_t>(net::Opcode::kListStreams), 6, {}));
+  EXPECT_EQ(s.ReadStatus(&id), 0);
+  EXPECT_EQ(id, 6u);
+  EXPECT_EQ(metric("nearstream_replica_connections_handed_total"), 1u);
+  s.Write(Frame(1, replica_append, 7, {4}));
+  EXPECT_EQ(s.ReadStatus(&id), static_cast<int>(StatusCode::kMalformedRequest));
+  EXPECT_EQ(id, 7u);
+  EXPECT_EQ(metric("nearstream_replica_connections_handed_total"), 1u);
+  EXPECT_EQ(metric("nearstream_connections_open"), 2u);
+  // A frame over the limit: answered, then the connection is closed.
+  Bytes head(16, 0);
+  StoreLe32(head.data(), 200u << 20);
+  head[4] = 1;
+  StoreLe16(head.data() + 6, replica_append);
+  StoreLe64(head.data() + 8, 8);
+  s.Write(head);
+  EXPECT_EQ(s.ReadStatus(&id), static_cast<int>(StatusCode::kFrameTooLarge));
+  EXPECT_EQ(id, 8u);
+  EXPECT_TRUE(s.AtEof());
+  // Counted closed by the replica thread right after it shut the socket down.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (metric("nearstream_connections_open") != 1u &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(metric("nearstream_connections_open"), 1u);
+  Client c = Connect();
+  EXPECT_TRUE(c.ListStreams().ok());
+}
+
 TEST_F(ServerTest, OversizedFrameIsAnsweredThenClosed) {
   RawSocket s(server_->port());
   Bytes head(16, 0);

@@ -1,7 +1,10 @@
 // The inbox of one worker thread. Producers (the dispatcher, long-poll wake-ups) push; the worker
-// drains everything at once. The condition variable is signalled only when the worker sleeps, so
-// a busy worker costs producers no syscall.
+// drains everything at once. The worker is woken only when it sleeps, so a busy worker costs
+// producers no syscall: by a condition variable (PopAll), or, for a worker that sleeps in
+// epoll_wait on sockets of its own as well, by an eventfd (PrepareToSleep, Awake).
 #pragma once
+
+#include <unistd.h>
 
 #include <deque>
 
@@ -13,14 +16,19 @@ namespace nearstream::broker {
 
 class WorkQueue {
  public:
+  WorkQueue() = default;
+  // Wakes its worker by writing `wake_fd` (an eventfd the worker polls; not owned) instead.
+  explicit WorkQueue(int wake_fd) : wake_fd_(wake_fd) {}
+
   void Push(Request r) NS_EXCLUDES(mu_) {
     bool wake;
     {
       MutexLock lock(&mu_);
       queue_.push_back(std::move(r));
       wake = sleeping_;
+      sleeping_ = false;  // one wake-up is enough
     }
-    if (wake) cv_.Signal();
+    if (wake) Wake();
   }
 
   // Blocks until work arrives or Stop(); moves all queued requests into `out`. Returns false
@@ -36,6 +44,23 @@ class WorkQueue {
     return !out->empty();
   }
 
+  // For a worker woken by the eventfd: true when it may sleep now (nothing queued, not stopped);
+  // a Push from then on writes the eventfd. Awake() after the wait.
+  bool PrepareToSleep() NS_EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
+    if (!queue_.empty() || stopped_) return false;
+    sleeping_ = true;
+    return true;
+  }
+  void Awake() NS_EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
+    sleeping_ = false;
+  }
+  bool stopped() NS_EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
+    return stopped_;
+  }
+
   // Moves all queued requests into `out` without waiting; false when there were none.
   bool TryPopAll(std::deque<Request>* out) NS_EXCLUDES(mu_) {
     MutexLock lock(&mu_);
@@ -48,7 +73,7 @@ class WorkQueue {
       MutexLock lock(&mu_);
       stopped_ = true;
     }
-    cv_.SignalAll();
+    Wake();
   }
 
   size_t depth() NS_EXCLUDES(mu_) {
@@ -57,6 +82,17 @@ class WorkQueue {
   }
 
  private:
+  void Wake() {
+    if (wake_fd_ < 0) {
+      cv_.SignalAll();
+      return;
+    }
+    const uint64_t one = 1;
+    ssize_t ignored = ::write(wake_fd_, &one, sizeof(one));
+    (void)ignored;
+  }
+
+  const int wake_fd_ = -1;
   Mutex mu_;
   CondVar cv_;
   std::deque<Request> queue_ NS_GUARDED_BY(mu_);

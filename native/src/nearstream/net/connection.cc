@@ -28,7 +28,7 @@ void ForEachPiece(const OutFrame& f, Fn fn) {
 
 Connection::Connection(int fd, int epoll_fd, uint64_t id, uint32_t max_frame_bytes,
                        ConnectionLimits limits)
-    : fd_(fd), epoll_fd_(epoll_fd), id_(id), limits_(limits), decoder_(max_frame_bytes) {
+    : fd_(fd), id_(id), limits_(limits), decoder_(max_frame_bytes), epoll_fd_(epoll_fd) {
   interest_ = EPOLLIN | EPOLLRDHUP;
 }
 
@@ -151,6 +151,17 @@ void Connection::OnWritable() {
     out_bytes_ = 0;
   }
   UpdateInterestLocked();
+}
+
+bool Connection::MoveTo(int epoll_fd) {
+  MutexLock lock(&write_mu_);
+  if (closed()) return false;
+  ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd_, nullptr);
+  epoll_fd_ = epoll_fd;
+  epoll_event ev{};
+  ev.events = interest_;
+  ev.data.u64 = id_;
+  return ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd_, &ev) == 0;
 }
 
 void Connection::Close() {

@@ -1,5 +1,6 @@
-// One client connection of the broker. The dispatcher thread owns reading (decoder, pausing);
-// any worker may Send a response. The file descriptor is closed only by the destructor, so a
+// One client connection of the broker. The thread polling it owns reading (decoder, pausing):
+// the dispatcher, or the thread it handed the connection to (MoveTo); any worker may Send a
+// response. The file descriptor is closed only by the destructor, so a
 // worker holding a reference can never write into a descriptor number reused by a newer client.
 #pragma once
 
@@ -41,7 +42,7 @@ class Connection {
   // Any thread. A request finished (answered or dropped): may resume reading.
   void RequestDone() NS_EXCLUDES(write_mu_);
 
-  // ---- dispatcher thread only ----
+  // ---- the polling thread only (the dispatcher, or the one it moved the connection to) ----
   FrameDecoder& decoder() { return decoder_; }
   // A request was read and queued; returns false when reading must pause (too many in flight).
   bool RequestStarted() NS_EXCLUDES(write_mu_);
@@ -49,6 +50,9 @@ class Connection {
   void OnWritable() NS_EXCLUDES(write_mu_);
   // Marks the connection closed and removes it from epoll; pending output is dropped.
   void Close() NS_EXCLUDES(write_mu_);
+  // Polled by `epoll_fd` from now on instead (registered there with the same events, tagged with
+  // its id); the thread polling that one owns reading after it. False when closed.
+  bool MoveTo(int epoll_fd) NS_EXCLUDES(write_mu_);
 
  private:
   // A contiguous run of bytes still to write; `owner` keeps its memory alive.
@@ -64,7 +68,6 @@ class Connection {
   void UpdateInterestLocked() NS_REQUIRES(write_mu_);
 
   const int fd_;
-  const int epoll_fd_;
   const uint64_t id_;
   const ConnectionLimits limits_;
   FrameDecoder decoder_;
@@ -74,6 +77,7 @@ class Connection {
   std::deque<Piece> out_ NS_GUARDED_BY(write_mu_);
   size_t out_bytes_ NS_GUARDED_BY(write_mu_) = 0;
   uint32_t inflight_ NS_GUARDED_BY(write_mu_) = 0;
+  int epoll_fd_ NS_GUARDED_BY(write_mu_);           // the epoll polling it
   uint32_t interest_ NS_GUARDED_BY(write_mu_) = 0;  // epoll events registered
 };
 

@@ -1,0 +1,113 @@
+// The ns-replica thread: a follower's side of replication. A leader sends each request worker's
+// chunks over a connection of its own (cluster/replication.cc); once such a connection has
+// carried a ReplicaAppend or ReplicaTxn, the dispatcher hands it over and this thread polls it,
+// reads its frames and executes them where it read them. Otherwise every chunk waited for two
+// wake-ups on the follower, the dispatcher's and then this thread's, inside the leader's
+// acknowledgement: on a 2-core machine with inflight 1 and 1 KiB chunks that was 16 % of
+// replication 2's records/s (docs/results/replication/replica-thread-reads/README.md).
+// Requests of other opcodes on a handed connection go to their worker as the dispatcher's do.
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include "nearstream/broker/response_writer.h"
+#include "nearstream/broker/server.h"
+#include "nearstream/common/clock.h"
+#include "nearstream/common/log.h"
+
+namespace nearstream::broker {
+
+void Server::HandToReplicaThread(const std::shared_ptr<net::Connection>& conn) {
+  {
+    // Listed before it is polled there: an event for it finds it listed (ReplicaLoop).
+    MutexLock lock(&handed_mu_);
+    handed_.push_back(conn);
+  }
+  metrics_.replica_connections_handed.Add(1);
+  if (!conn->MoveTo(replica_epoll_fd_)) {
+    NS_LOG(kWarning) << "connection " << conn->id()
+                     << " could not be handed to the replica thread; closing it";
+    CloseConnection(conn, &conns_);  // the replica thread lets go of it, closed
+    return;
+  }
+  conns_.erase(conn->id());
+}
+
+void Server::ReplicaLoop(int index) {
+  WorkQueue& queue = *queues_[index];
+  PaddedCounter& busy = metrics_.worker_busy_ns[index];
+  std::deque<Request> batch;
+  net::OutFrame response;
+  ResponseWriter writer;
+  AppendBatch appends;         // unused: this thread takes no Append
+  ReplicaWriteBatch replicas;  // its ReplicaAppends, answered by AnswerReplicas
+  auto run = [&](Request& req) {
+    if (static_cast<net::Opcode>(req.frame.header.opcode) != net::Opcode::kReplicaAppend) {
+      handler_.AnswerReplicas(&replicas, &writer);
+    }
+    response.Clear();
+    if (handler_.Handle(req, &response, &appends, &replicas)) {
+      writer.Add(req.conn, std::move(response));
+      response = net::OutFrame();
+    }
+  };
+  epoll_event events[64];
+  int ready = 0;
+  while (true) {
+    uint64_t start = MonotonicNowNs();
+    {
+      // First the connections handed over, then the queue: a handed connection's frames that
+      // the dispatcher queued were queued before it was listed, so they run before any read
+      // here from it below.
+      MutexLock lock(&handed_mu_);
+      for (auto& conn : handed_) {
+        if (!conn->closed()) replica_conns_.emplace(conn->id(), std::move(conn));
+      }
+      handed_.clear();
+    }
+    if (queue.TryPopAll(&batch)) {
+      for (Request& req : batch) {
+        if (req.conn->closed()) {
+          req.conn->RequestDone();
+          continue;
+        }
+        run(req);
+      }
+      batch.clear();
+    }
+    for (int i = 0; i < ready; ++i) {
+      const uint64_t tag = events[i].data.u64;
+      if (tag == kWakeTag) {
+        ClearWake(replica_wake_fd_);
+        continue;
+      }
+      auto it = replica_conns_.find(tag);
+      if (it == replica_conns_.end()) continue;  // closed since
+      std::shared_ptr<net::Connection> conn = it->second;
+      if (events[i].events & EPOLLOUT) conn->OnWritable();
+      if (!(events[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))) continue;
+      ReadConnection(conn, &replica_conns_, [&](net::Frame& f) {
+        const bool keep_reading = conn->RequestStarted();
+        Request req{conn, std::move(f)};
+        const auto opcode = static_cast<net::Opcode>(req.frame.header.opcode);
+        if (opcode == net::Opcode::kReplicaAppend || opcode == net::Opcode::kReplicaTxn) {
+          run(req);
+        } else {
+          Enqueue(std::move(req));
+        }
+        return keep_reading;
+      });
+    }
+    // The chunks of this round go to their files a run at a time, answered together.
+    handler_.AnswerReplicas(&replicas, &writer);
+    writer.Flush();
+    busy.Add(MonotonicNowNs() - start);
+    if (queue.stopped()) break;
+    ready = 0;
+    if (!queue.PrepareToSleep()) continue;  // queued meanwhile
+    ready = ::epoll_wait(replica_epoll_fd_, events, 64, -1);
+    queue.Awake();
+    if (ready < 0) ready = 0;  // EINTR
+  }
+}
+
+}  // namespace nearstream::broker
