@@ -143,11 +143,9 @@ public interface NearstreamClient extends AutoCloseable {
     CompletableFuture<Map<String, Long>> stats();
 
     /**
-     * Opens a push subscription: the broker creates a shared memory region with one ring per {@code
-     * rings} entry (ring {@code i} for {@code rings.get(i)}) and pushes whole chunks of each
-     * split's streamlet into its ring, from the split's start. The subscription lives as long as
-     * this connection (or until {@link #pushClose}); a ring whose consumer heartbeat is older than
-     * {@code consumerTimeoutMs} is reclaimed.
+     * Opens a push subscription of every record, in binary slots, served by the streamlets' leader:
+     * {@link #pushSubscribe(String, List, PushSubscribeOptions)} with {@link
+     * PushSubscribeOptions#of}.
      */
     default CompletableFuture<PushSubscription> pushSubscribe(
             String stream,
@@ -156,74 +154,26 @@ public interface NearstreamClient extends AutoCloseable {
             int consumerTimeoutMs,
             List<PushRingSpec> rings) {
         return pushSubscribe(
-                stream, slotsPerRing, slotBytes, consumerTimeoutMs, rings, RecordFilter.none());
+                stream, rings, PushSubscribeOptions.of(slotsPerRing, slotBytes, consumerTimeoutMs));
     }
 
     /**
-     * {@link #pushSubscribe(String, int, int, int, List)} whose push thread writes only the records
-     * that pass {@code filter} into the slots (docs/protocol.md, "Record filters"), as {@link
-     * SlotFormat#BINARY} slots.
-     */
-    default CompletableFuture<PushSubscription> pushSubscribe(
-            String stream,
-            int slotsPerRing,
-            int slotBytes,
-            int consumerTimeoutMs,
-            List<PushRingSpec> rings,
-            RecordFilter filter) {
-        return pushSubscribe(
-                stream,
-                slotsPerRing,
-                slotBytes,
-                consumerTimeoutMs,
-                rings,
-                filter,
-                SlotFormat.BINARY);
-    }
-
-    /**
-     * {@link #pushSubscribe(String, int, int, int, List, RecordFilter)} whose slots have {@code
-     * slotFormat} (docs/shm-layout.md, "View slots"); the region header says the same, and every
-     * batch slot of the subscription has that format.
+     * Opens a push subscription: the broker creates a shared memory region with one ring per {@code
+     * rings} entry (ring {@code i} for {@code rings.get(i)}), laid out as {@code options} says, and
+     * pushes the chunks of each split's streamlet into its ring from the split's start (only the
+     * records that pass the options' filter). The subscription lives as long as this connection (or
+     * until {@link #pushClose}); a ring whose consumer heartbeat is older than the options'
+     * consumer timeout is reclaimed.
+     *
+     * <p>A replica read ({@link PushSubscribeOptions#replicaRead}) is served by a broker in the
+     * in-sync set of the rings' streamlets that is not their leader, from its own copy at the
+     * leader's positions, instead of answering {@code NOT_OWNER}; the subscription ends (its region
+     * is closed) when that broker stops serving them. Only a client of one broker can choose the
+     * follower: a client that routes requests to the streamlets' leader refuses a replica read with
+     * {@link StatusCode#INVALID_ARGUMENT}.
      */
     CompletableFuture<PushSubscription> pushSubscribe(
-            String stream,
-            int slotsPerRing,
-            int slotBytes,
-            int consumerTimeoutMs,
-            List<PushRingSpec> rings,
-            RecordFilter filter,
-            SlotFormat slotFormat);
-
-    /**
-     * {@link #pushSubscribe(String, int, int, int, List, RecordFilter, SlotFormat)} marked
-     * <b>replica read</b> when {@code replicaRead} (docs/protocol.md, frame flag {@code 0x04}): a
-     * broker in the in-sync set of the rings' streamlets that is not their leader pushes them from
-     * its own copy, at the leader's positions, instead of answering {@code NOT_OWNER}; the
-     * subscription ends (its region is closed) when that broker stops serving them
-     * (docs/cluster.md, "Follower reads"). Only a client of one broker can choose the follower: the
-     * default refuses a replica read with {@link StatusCode#INVALID_ARGUMENT} (a cluster client
-     * sends push subscriptions to the streamlets' leader).
-     */
-    default CompletableFuture<PushSubscription> pushSubscribe(
-            String stream,
-            int slotsPerRing,
-            int slotBytes,
-            int consumerTimeoutMs,
-            List<PushRingSpec> rings,
-            RecordFilter filter,
-            SlotFormat slotFormat,
-            boolean replicaRead) {
-        if (replicaRead) {
-            return CompletableFuture.failedFuture(
-                    new NearstreamClientException(
-                            StatusCode.INVALID_ARGUMENT,
-                            "a replica read needs a client of the one broker that serves it, not "
-                                    + getClass().getSimpleName()));
-        }
-        return pushSubscribe(
-                stream, slotsPerRing, slotBytes, consumerTimeoutMs, rings, filter, slotFormat);
-    }
+            String stream, List<PushRingSpec> rings, PushSubscribeOptions options);
 
     /**
      * Replaces the rings of a subscription (same ring count): a split that stays keeps its push

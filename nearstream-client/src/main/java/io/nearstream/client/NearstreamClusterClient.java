@@ -913,26 +913,22 @@ public final class NearstreamClusterClient implements NearstreamClient {
 
     @Override
     public CompletableFuture<PushSubscription> pushSubscribe(
-            String stream,
-            int slotsPerRing,
-            int slotBytes,
-            int consumerTimeoutMs,
-            List<PushRingSpec> rings,
-            RecordFilter filter,
-            SlotFormat slotFormat) {
+            String stream, List<PushRingSpec> rings, PushSubscribeOptions options) {
+        if (options.replicaRead()) {
+            // Subscriptions go to the streamlets' leader: which follower would serve it is the
+            // caller's choice, made with a client of that broker.
+            return CompletableFuture.failedFuture(
+                    new NearstreamClientException(
+                            StatusCode.INVALID_ARGUMENT,
+                            "a replica read needs a client of the one broker that serves it, not "
+                                    + getClass().getSimpleName()));
+        }
         return onOwner(
                 stream,
                 ringStreamlets(rings),
                 owners -> pushOverBrokers(stream, owners),
                 (b, c) ->
-                        c.pushSubscribe(
-                                        stream,
-                                        slotsPerRing,
-                                        slotBytes,
-                                        consumerTimeoutMs,
-                                        rings,
-                                        filter,
-                                        slotFormat)
+                        c.pushSubscribe(stream, rings, options)
                                 .thenApply(sub -> remember(sub, b, stream, c)),
                 0);
     }

@@ -423,44 +423,17 @@ public final class NettyNearstreamClient implements NearstreamClient {
 
     @Override
     public CompletableFuture<PushSubscription> pushSubscribe(
-            String stream,
-            int slotsPerRing,
-            int slotBytes,
-            int consumerTimeoutMs,
-            List<PushRingSpec> rings,
-            RecordFilter filter,
-            SlotFormat slotFormat) {
-        return pushSubscribe(
-                stream,
-                slotsPerRing,
-                slotBytes,
-                consumerTimeoutMs,
-                rings,
-                filter,
-                slotFormat,
-                false);
-    }
-
-    @Override
-    public CompletableFuture<PushSubscription> pushSubscribe(
-            String stream,
-            int slotsPerRing,
-            int slotBytes,
-            int consumerTimeoutMs,
-            List<PushRingSpec> rings,
-            RecordFilter filter,
-            SlotFormat slotFormat,
-            boolean replicaRead) {
+            String stream, List<PushRingSpec> rings, PushSubscribeOptions options) {
         return call(
                 new PushSubscribeRequest(
                         stream,
-                        slotsPerRing,
-                        slotBytes,
-                        consumerTimeoutMs,
+                        options.slotsPerRing(),
+                        options.slotBytes(),
+                        options.consumerTimeoutMs(),
                         rings,
-                        filter,
-                        slotFormat,
-                        replicaRead),
+                        options.filter(),
+                        options.slotFormat(),
+                        options.replicaRead()),
                 defaultTimeoutMs(),
                 (body, frame) -> ProtocolCodec.decodePushSubscribeResponse(body));
     }

@@ -477,17 +477,22 @@ final class FakeCluster implements AutoCloseable {
 
         @Override
         public CompletableFuture<PushSubscription> pushSubscribe(
-                String stream,
-                int slotsPerRing,
-                int slotBytes,
-                int consumerTimeoutMs,
-                List<PushRingSpec> rings,
-                RecordFilter filter,
-                SlotFormat slotFormat) {
+                String stream, List<PushRingSpec> rings, PushSubscribeOptions options) {
             List<Integer> streamlets = new ArrayList<>();
             rings.forEach(r -> r.splits().forEach(s -> streamlets.add(s.streamlet())));
             CompletableFuture<PushSubscription> f =
-                    check(stream, "pushSubscribe " + stream + " " + streamlets);
+                    check(
+                            stream,
+                            "pushSubscribe "
+                                    + stream
+                                    + " "
+                                    + streamlets
+                                    + (options.filter().passesAll()
+                                            ? ""
+                                            : " filter " + options.filter().toSpec())
+                                    + (options.slotFormat() == SlotFormat.BINARY
+                                            ? ""
+                                            : " format " + options.slotFormat().configText()));
             if (f != null) {
                 return f;
             }

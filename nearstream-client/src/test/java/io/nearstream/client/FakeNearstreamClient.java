@@ -171,13 +171,7 @@ final class FakeNearstreamClient implements NearstreamClient {
 
     @Override
     public CompletableFuture<PushSubscription> pushSubscribe(
-            String stream,
-            int slotsPerRing,
-            int slotBytes,
-            int consumerTimeoutMs,
-            List<PushRingSpec> rings,
-            RecordFilter filter,
-            SlotFormat slotFormat) {
+            String stream, List<PushRingSpec> rings, PushSubscribeOptions options) {
         return unsupported();
     }
 

@@ -174,6 +174,29 @@ class NearstreamClusterClientTest {
     }
 
     @Test
+    void aPushSubscriptionTakesItsOptionsToTheLeaderButNoReplicaRead() throws Exception {
+        List<PushRingSpec> rings =
+                List.of(new PushRingSpec(0, List.of(new PushSplitStart(1, Position.EARLIEST))));
+        PushSubscribeOptions options =
+                PushSubscribeOptions.of(8, 1 << 20, 5000)
+                        .withFilter(RecordFilter.jsonFieldIn("event_type", "view"))
+                        .withSlotFormat(SlotFormat.BINARY_VIEW);
+
+        get(client.pushSubscribe("s", rings, options));
+        NearstreamClientException e =
+                failure(client.pushSubscribe("s", rings, options.withReplicaRead(true)));
+
+        assertThat(broker2.calls("push"))
+                .containsExactly(
+                        "pushSubscribe s [1] filter "
+                                + options.filter().toSpec()
+                                + " format binary-view");
+        assertThat(e.status()).isEqualTo(StatusCode.INVALID_ARGUMENT);
+        assertThat(e.getMessage()).contains("replica read");
+        assertThat(broker1.calls("push")).isEmpty();
+    }
+
+    @Test
     void aPushSubscriptionStaysWithItsBroker() throws Exception {
         List<PushRingSpec> rings =
                 List.of(

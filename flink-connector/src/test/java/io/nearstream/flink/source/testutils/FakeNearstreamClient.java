@@ -13,6 +13,7 @@ import io.nearstream.client.NearstreamClient;
 import io.nearstream.client.NearstreamClientException;
 import io.nearstream.client.Position;
 import io.nearstream.client.PushRingSpec;
+import io.nearstream.client.PushSubscribeOptions;
 import io.nearstream.client.PushSubscription;
 import io.nearstream.client.RecordFilter;
 import io.nearstream.client.SlotFormat;
@@ -374,16 +375,15 @@ public final class FakeNearstreamClient implements NearstreamClient {
     /** As the broker does, except that nothing is pushed: the test publishes the slots. */
     @Override
     public CompletableFuture<PushSubscription> pushSubscribe(
-            String stream,
-            int slotsPerRing,
-            int slotBytes,
-            int consumerTimeoutMs,
-            List<PushRingSpec> rings,
-            RecordFilter filter,
-            SlotFormat slotFormat) {
+            String stream, List<PushRingSpec> rings, PushSubscribeOptions options) {
         if (closed) {
             return failed(StatusCode.IO_ERROR, "client closed");
         }
+        if (options.replicaRead()) {
+            return failed(StatusCode.INVALID_ARGUMENT, "a fake broker serves no replica reads");
+        }
+        RecordFilter filter = options.filter();
+        SlotFormat slotFormat = options.slotFormat();
         long id = SUBSCRIPTION_IDS.incrementAndGet();
         subscriptions.put(id, List.copyOf(rings));
         pushCalls.add(

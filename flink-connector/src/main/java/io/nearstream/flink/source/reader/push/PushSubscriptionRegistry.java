@@ -3,6 +3,7 @@ package io.nearstream.flink.source.reader.push;
 import io.nearstream.client.NearstreamClient;
 import io.nearstream.client.PushRingSpec;
 import io.nearstream.client.PushSplitStart;
+import io.nearstream.client.PushSubscribeOptions;
 import io.nearstream.client.PushSubscription;
 import io.nearstream.client.RecordFilter;
 import io.nearstream.client.SlotFormat;
@@ -91,6 +92,12 @@ public final class PushSubscriptionRegistry {
             RecordFilter filter,
             SlotFormat slotFormat,
             boolean replicaRead) {
+        /** What the group's PushSubscribe asks of the broker. */
+        public PushSubscribeOptions subscribeOptions() {
+            return new PushSubscribeOptions(
+                    slotsPerRing, slotBytes, consumerTimeoutMs, filter, slotFormat, replicaRead);
+        }
+
         /** Without a record filter, binary slots, served by the streamlets' leader. */
         public Geometry(int slotsPerRing, int slotBytes, int consumerTimeoutMs, long rpcTimeoutMs) {
             this(
@@ -824,15 +831,7 @@ public final class PushSubscriptionRegistry {
                 created =
                         newLeader
                                 .client
-                                .pushSubscribe(
-                                        key.stream(),
-                                        geometry.slotsPerRing(),
-                                        geometry.slotBytes(),
-                                        geometry.consumerTimeoutMs(),
-                                        rings,
-                                        geometry.filter(),
-                                        geometry.slotFormat(),
-                                        geometry.replicaRead())
+                                .pushSubscribe(key.stream(), rings, geometry.subscribeOptions())
                                 .get(geometry.rpcTimeoutMs(), TimeUnit.MILLISECONDS);
             } catch (Throwable e) { // an Error too: the group's own connection must not leak
                 if (newLeader.subtaskIndex < 0) {
