@@ -70,19 +70,7 @@ class NearstreamClusterFollowerReadsITCase {
                         "nearstream_fetch_follower_chunks_total");
         long[][] before = ClusterReads.stats(CLUSTER, counters);
 
-        List<String> read =
-                ClusterReads.readAll(
-                        NearstreamSource.<String>builder()
-                                .setBrokers(CLUSTER.bootstrap())
-                                .setStream(stream)
-                                .setReadMode(ReadMode.AUTO)
-                                .setFollowerReads(true)
-                                .setPushSlots(4, 64 * 1024)
-                                .setDeserializer(NearstreamRecordDeserializationSchema.utf8())
-                                .setFetchMaxWaitMs(100)
-                                .setBounded(NearstreamStoppingPositions.latest())
-                                .build(),
-                        2);
+        List<String> read = ClusterReads.readAll(followerReadingSource(stream, ReadMode.AUTO), 2);
 
         assertThat(read).containsExactlyInAnyOrderElementsOf(filled.records());
         long[][] after = ClusterReads.stats(CLUSTER, counters);
@@ -121,18 +109,7 @@ class NearstreamClusterFollowerReadsITCase {
                         "nearstream_push_subscribe_requests_total");
         long[][] before = ClusterReads.stats(CLUSTER, counters);
 
-        List<String> read =
-                ClusterReads.readAll(
-                        NearstreamSource.<String>builder()
-                                .setBrokers(CLUSTER.bootstrap())
-                                .setStream(stream)
-                                .setReadMode(ReadMode.PULL)
-                                .setFollowerReads(true)
-                                .setDeserializer(NearstreamRecordDeserializationSchema.utf8())
-                                .setFetchMaxWaitMs(100)
-                                .setBounded(NearstreamStoppingPositions.latest())
-                                .build(),
-                        2);
+        List<String> read = ClusterReads.readAll(followerReadingSource(stream, ReadMode.PULL), 2);
 
         assertThat(read).containsExactlyInAnyOrderElementsOf(filled.records());
         long[][] after = ClusterReads.stats(CLUSTER, counters);
@@ -156,6 +133,20 @@ class NearstreamClusterFollowerReadsITCase {
             }
             assertThat(after[b][3] - before[b][3]).as(broker + " push subscribes").isZero();
         }
+    }
+
+    /** A bounded source of {@code stream} with follower reads, reading in {@code mode}. */
+    private static NearstreamSource<String> followerReadingSource(String stream, ReadMode mode) {
+        return NearstreamSource.<String>builder()
+                .setBrokers(CLUSTER.bootstrap())
+                .setStream(stream)
+                .setReadMode(mode)
+                .setFollowerReads(true)
+                .setPushSlots(4, 64 * 1024) // small slots: many per streamlet (push reads only)
+                .setDeserializer(NearstreamRecordDeserializationSchema.utf8())
+                .setFetchMaxWaitMs(100)
+                .setBounded(NearstreamStoppingPositions.latest())
+                .build();
     }
 
     /**
