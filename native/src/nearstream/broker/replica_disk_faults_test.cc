@@ -226,8 +226,10 @@ TEST_P(ReplicaDiskFaultsTest, ALeaderWhoseDiskFailsHandsItsOpenAndPreparedTransa
   }
   EXPECT_GE(t2_records.size(), 2u);
 
-  // The follower leads with both transactions, while the old leader's disk still fails.
-  const net::StreamPlacement moved = AwaitNewLeader(leader, "ledger", 0, leader);
+  // The follower leads with both transactions, while the old leader's disk still fails. Asked
+  // of the follower itself: its requests below go straight to it, so it must have installed its
+  // leadership (the old leader may know first).
+  const net::StreamPlacement moved = AwaitNewLeader(follower, "ledger", 0, leader);
   ASSERT_EQ(moved.owners.size(), 1u);
   EXPECT_EQ(moved.owners[0], follower);
   net::Client b = connect(follower);
