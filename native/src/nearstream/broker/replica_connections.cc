@@ -9,7 +9,7 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
-#include "nearstream/broker/response_writer.h"
+#include "nearstream/broker/request_runner.h"
 #include "nearstream/broker/server.h"
 #include "nearstream/common/clock.h"
 #include "nearstream/common/log.h"
@@ -36,20 +36,7 @@ void Server::ReplicaLoop(int index) {
   WorkQueue& queue = *queues_[index];
   PaddedCounter& busy = metrics_.worker_busy_ns[index];
   std::deque<Request> batch;
-  net::OutFrame response;
-  ResponseWriter writer;
-  AppendBatch appends;         // unused: this thread takes no Append
-  ReplicaWriteBatch replicas;  // its ReplicaAppends, answered by AnswerReplicas
-  auto run = [&](Request& req) {
-    if (static_cast<net::Opcode>(req.frame.header.opcode) != net::Opcode::kReplicaAppend) {
-      handler_.AnswerReplicas(&replicas, &writer);
-    }
-    response.Clear();
-    if (handler_.Handle(req, &response, &appends, &replicas)) {
-      writer.Add(req.conn, std::move(response));
-      response = net::OutFrame();
-    }
-  };
+  RequestRunner runner(&handler_);  // takes no Append: its AppendBatch stays empty
   epoll_event events[64];
   int ready = 0;
   while (true) {
@@ -70,7 +57,7 @@ void Server::ReplicaLoop(int index) {
           req.conn->RequestDone();
           continue;
         }
-        run(req);
+        runner.Run(req);
       }
       batch.clear();
     }
@@ -90,7 +77,7 @@ void Server::ReplicaLoop(int index) {
         Request req{conn, std::move(f)};
         const auto opcode = static_cast<net::Opcode>(req.frame.header.opcode);
         if (opcode == net::Opcode::kReplicaAppend || opcode == net::Opcode::kReplicaTxn) {
-          run(req);
+          runner.Run(req);
         } else {
           Enqueue(std::move(req));
         }
@@ -98,8 +85,7 @@ void Server::ReplicaLoop(int index) {
       });
     }
     // The chunks of this round go to their files a run at a time, answered together.
-    handler_.AnswerReplicas(&replicas, &writer);
-    writer.Flush();
+    runner.EndBatch();
     busy.Add(MonotonicNowNs() - start);
     if (queue.stopped()) break;
     ready = 0;

@@ -11,7 +11,7 @@
 #include <chrono>
 
 #include "nearstream/broker/damage_metrics.h"
-#include "nearstream/broker/response_writer.h"
+#include "nearstream/broker/request_runner.h"
 #include "nearstream/cluster/zk_cluster.h"
 #include "nearstream/common/clock.h"
 #include "nearstream/common/log.h"
@@ -329,10 +329,8 @@ void Server::WorkerLoop(int index) {
   WorkQueue& queue = *queues_[index];
   PaddedCounter& busy = metrics_.worker_busy_ns[index];
   std::deque<Request> batch;
-  net::OutFrame response;
-  ResponseWriter writer;
-  AppendBatch appends;         // appends to replicated streams, answered by SettleAppends
-  ReplicaWriteBatch replicas;  // a follower's ReplicaAppends, answered by AnswerReplicas
+  RequestRunner runner(&handler_);
+  AppendBatch& appends = runner.appends();
   while (true) {
     if (!appends.in_flight()) {
       if (!queue.PopAll(&batch)) break;
@@ -343,23 +341,14 @@ void Server::WorkerLoop(int index) {
     }
     uint64_t start = MonotonicNowNs();
     for (auto& req : batch) {
-      std::shared_ptr<net::Connection> conn = req.conn;
-      if (conn->closed()) {
-        conn->RequestDone();
+      if (req.conn->closed()) {
+        req.conn->RequestDone();
         continue;
       }
-      if (static_cast<net::Opcode>(req.frame.header.opcode) != net::Opcode::kReplicaAppend) {
-        handler_.AnswerReplicas(&replicas, &writer);
-      }
-      response.Clear();
-      if (handler_.Handle(req, &response, &appends, &replicas)) {
-        writer.Add(conn, std::move(response));
-        response = net::OutFrame();
-      }
+      runner.Run(req);
     }
     // A follower's chunks of the batch go to its files a run at a time, answered together.
-    handler_.AnswerReplicas(&replicas, &writer);
-    writer.Flush();
+    runner.EndBatch();
     // One round trip to the followers for every replicated chunk of the batch, while the next
     // batch is taken and written (append_batch.h).
     handler_.SendAppends(&appends);
