@@ -74,7 +74,12 @@ void ZkCluster::HandOverFailedLeaderships(
   for (const HandOver& h : due) {
     const auto& [name, id] = h.streamlet;
     const std::string what = "streamlet " + std::to_string(id) + " of stream '" + name + "'";
-    Result<net::Client> follower = net::Client::Connect(h.address);
+    // Bounded as a replica's answer is: this runs on the catch-up thread, which a stopped
+    // follower would otherwise hold for the client's default 30 s, its own copies waiting.
+    // An in-sync follower copies little; one that takes longer is asked again a second later
+    // and, if it took the leadership meanwhile, this broker no longer leads and asks nothing.
+    Result<net::Client> follower = net::Client::Connect(h.address, kReplicaTimeoutMs);
+    if (follower.ok()) follower->set_io_timeout_ms(kReplicaTimeoutMs);
     Status moved = follower.ok() ? follower->MoveStreamlet({name, id}) : follower.status();
     if (!moved.ok()) {
       NS_LOG(kWarning) << "handing " << what << " over to broker " << h.to
