@@ -17,6 +17,7 @@
 #include "nearstream/common/log.h"
 #include "nearstream/common/thread_name.h"
 #include "nearstream/net/socket_util.h"
+#include "nearstream/storage/mapping_pool.h"
 
 namespace nearstream::broker {
 namespace {
@@ -418,6 +419,7 @@ MetricValues Server::CollectMetrics() {
   add("nearstream_fetch_wakeups_total", waiters_.woken_total());
   add("nearstream_async_flush_failures_total", metrics_.async_flush_failures.Get());
   add("nearstream_streams", store_->List().size());
+  add("nearstream_segment_pool_bytes", storage::MappingPool::Get().bytes());
   add("nearstream_stored_bytes", store_->total_bytes());
   add("nearstream_process_cpu_ns_total", ProcessCpuNanos());
   if (options_.cluster != nullptr) {

@@ -38,7 +38,7 @@ struct ServerOptions {
   int64_t flush_interval_ms = 200;  // async durability
   // Retention runs this often. Segments live in memory, so size retention is a memory bound: at
   // ~1 GB/s of appends a 1 s pass overshot it by a gigabyte and dropped more segments at once
-  // than the mapping pool keeps, so the next second's segments page-faulted in afresh.
+  // than the mapping pool then kept, so the next second's segments page-faulted in afresh.
   int64_t maintenance_interval_ms = 100;
   HandlerOptions handler;  // an empty handler.address becomes host:port once bound
   push::PushOptions push;  // broker_epoch is taken from `handler`

@@ -6,63 +6,11 @@
 #include <cstring>
 #include <vector>
 
+#include "nearstream/common/clock.h"
 #include "nearstream/common/log.h"
-#include "nearstream/common/mutex.h"
-#include "nearstream/common/thread_annotations.h"
+#include "nearstream/storage/mapping_pool.h"
 
 namespace nearstream::storage {
-namespace {
-
-// Mappings of dropped segments kept for reuse. A fresh mapping page-faults on every first touch
-// (2048 faults per 8 MiB segment); under retention the broker drops and creates segments at the
-// append rate, so recycling a few keeps the append path fault-free. Bounded so deleted streams
-// still give their memory back. Fresh mappings stay in small pages: with MADV_HUGEPAGE the
-// faults fell from ~60 000 to ~100 a second per broker, but each took a 2 MiB page through
-// direct compaction, and replication 1 at 4 KiB chunks in the Fig. 3 setting of
-// `run.py replication` took 0.7x the records for 1.3x the broker CPU per record (2-core VM).
-class MappingPool {
- public:
-  static constexpr size_t kMaxBytes = 256u << 20;
-
-  void* Take(uint32_t capacity) NS_EXCLUDES(mu_) {
-    MutexLock lock(&mu_);
-    for (size_t i = 0; i < free_.size(); ++i) {
-      if (free_[i].capacity == capacity) {
-        void* p = free_[i].data;
-        bytes_ -= capacity;
-        free_[i] = free_.back();
-        free_.pop_back();
-        return p;
-      }
-    }
-    return nullptr;
-  }
-
-  // Returns false when the pool is full (the caller unmaps).
-  bool Give(void* data, uint32_t capacity) NS_EXCLUDES(mu_) {
-    MutexLock lock(&mu_);
-    if (bytes_ + capacity > kMaxBytes) return false;
-    free_.push_back({data, capacity});
-    bytes_ += capacity;
-    return true;
-  }
-
- private:
-  struct Mapping {
-    void* data;
-    uint32_t capacity;
-  };
-  Mutex mu_;
-  std::vector<Mapping> free_ NS_GUARDED_BY(mu_);
-  size_t bytes_ NS_GUARDED_BY(mu_) = 0;
-};
-
-MappingPool& Pool() {
-  static MappingPool* pool = new MappingPool();  // never destroyed: segments may outlive main
-  return *pool;
-}
-
-}  // namespace
 
 Result<std::shared_ptr<Segment>> Segment::Create(uint64_t id, uint32_t capacity, int64_t now_ms,
                                                  std::shared_ptr<SegmentFiles> files) {
@@ -75,8 +23,12 @@ Result<std::shared_ptr<Segment>> Segment::Create(uint64_t id, uint32_t capacity,
     // Appends go on; push consumers get this segment's records as copies.
     NS_LOG(kWarning) << "segment " << id << " uses private memory: " << f.status().message();
   }
-  void* p = Pool().Take(capacity);
+  void* p = MappingPool::Get().Take(capacity);
   if (p == nullptr) {
+    // In small pages: with MADV_HUGEPAGE the faults fell from ~60 000 to ~100 a second per
+    // broker, but each took a 2 MiB page through direct compaction, and replication 1 at 4 KiB
+    // chunks in the Fig. 3 setting of `run.py replication` took 0.7x the records for 1.3x the
+    // broker CPU per record (2-core VM).
     p = ::mmap(nullptr, capacity, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) {
       return Status::FromErrno(StatusCode::kStorageError,
@@ -91,7 +43,7 @@ Result<std::shared_ptr<Segment>> Segment::Create(uint64_t id, uint32_t capacity,
 Segment::~Segment() {
   if (files_ != nullptr) {
     files_->Give(SegmentFiles::File{file_number_, data_, capacity_});
-  } else if (!Pool().Give(data_, capacity_)) {
+  } else if (!MappingPool::Get().Give(data_, capacity_, MonotonicNowMs())) {
     ::munmap(data_, capacity_);
   }
 }

@@ -3,7 +3,9 @@
 #include <charconv>
 #include <sstream>
 
+#include "nearstream/common/clock.h"
 #include "nearstream/common/log.h"
+#include "nearstream/storage/mapping_pool.h"
 
 namespace nearstream::storage {
 
@@ -259,6 +261,8 @@ void StreamStore::Maintain(int64_t now_ms) {
     stream->NoteAppended();  // a closed idle group may let a waiting reader move on
     for (StreamTransactions* t : stream->all_transactions()) t->ExpireOpen(now_ms);
   }
+  // After retention dropped segments, so that those just dropped wait for their reuse.
+  MappingPool::Get().ReleaseIdle(MonotonicNowMs());
 }
 
 int StreamStore::FlushAsync() {
