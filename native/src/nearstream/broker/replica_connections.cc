@@ -1,11 +1,12 @@
 // The ns-replica thread: a follower's side of replication. A leader sends each request worker's
 // chunks over a connection of its own (cluster/replication.cc); once such a connection has
-// carried a ReplicaAppend or ReplicaTxn, the dispatcher hands it over and this thread polls it,
-// reads its frames and executes them where it read them. Otherwise every chunk waited for two
-// wake-ups on the follower, the dispatcher's and then this thread's, inside the leader's
-// acknowledgement; reading here took replication 2 to 1.4-1.7x the records at 1 KiB chunks with
-// one request in flight on a 2-core machine (docs/results/replication/replica-thread-reads).
-// Requests of other opcodes on a handed connection go to their worker as the dispatcher's do.
+// carried a ReplicaAppend or ReplicaTxn, the request worker that polled it hands it over and this
+// thread polls it, reads its frames and executes them where it read them. Otherwise every chunk
+// waited for two wake-ups on the follower, the reader's and then this thread's, inside the
+// leader's acknowledgement; reading here took replication 2 to 1.4-1.7x the records at 1 KiB
+// chunks with one request in flight on a 2-core machine
+// (docs/results/replication/replica-thread-reads). Requests of other opcodes on a handed
+// connection are queued to their thread.
 #include <sys/epoll.h>
 #include <unistd.h>
 
@@ -16,24 +17,9 @@
 
 namespace nearstream::broker {
 
-void Server::HandToReplicaThread(const std::shared_ptr<net::Connection>& conn) {
-  {
-    // Listed before it is polled there: an event for it finds it listed (ReplicaLoop).
-    MutexLock lock(&handed_mu_);
-    handed_.push_back(conn);
-  }
-  metrics_.replica_connections_handed.Add(1);
-  if (!conn->MoveTo(replica_epoll_fd_)) {
-    NS_LOG(kWarning) << "connection " << conn->id()
-                     << " could not be handed to the replica thread; closing it";
-    CloseConnection(conn, &conns_);  // the replica thread lets go of it, closed
-    return;
-  }
-  conns_.erase(conn->id());
-}
-
 void Server::ReplicaLoop(int index) {
   WorkQueue& queue = *queues_[index];
+  Poller& poller = replica_poller();
   PaddedCounter& busy = metrics_.worker_busy_ns[index];
   std::deque<Request> batch;
   RequestRunner runner(&handler_);  // takes no Append: its AppendBatch stays empty
@@ -41,16 +27,10 @@ void Server::ReplicaLoop(int index) {
   int ready = 0;
   while (true) {
     uint64_t start = MonotonicNowNs();
-    {
-      // First the connections handed over, then the queue: a handed connection's frames that
-      // the dispatcher queued were queued before it was listed, so they run before any read
-      // here from it below.
-      MutexLock lock(&handed_mu_);
-      for (auto& conn : handed_) {
-        if (!conn->closed()) replica_conns_.emplace(conn->id(), std::move(conn));
-      }
-      handed_.clear();
-    }
+    // First the connections handed over, then the queue: a handed connection's frames that
+    // its request worker queued were queued before it was listed, so they run before any read
+    // here from it below.
+    TakeHanded(poller);
     if (queue.TryPopAll(&batch)) {
       for (Request& req : batch) {
         if (req.conn->closed()) {
@@ -64,15 +44,15 @@ void Server::ReplicaLoop(int index) {
     for (int i = 0; i < ready; ++i) {
       const uint64_t tag = events[i].data.u64;
       if (tag == kWakeTag) {
-        ClearWake(replica_wake_fd_);
+        ClearWake(poller.wake_fd);
         continue;
       }
-      auto it = replica_conns_.find(tag);
-      if (it == replica_conns_.end()) continue;  // closed since
+      auto it = poller.conns.find(tag);
+      if (it == poller.conns.end()) continue;  // closed since
       std::shared_ptr<net::Connection> conn = it->second;
       if (events[i].events & EPOLLOUT) conn->OnWritable();
       if (!(events[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))) continue;
-      ReadConnection(conn, &replica_conns_, [&](net::Frame& f) {
+      ReadConnection(conn, &poller.conns, [&](net::Frame& f) {
         const bool keep_reading = conn->RequestStarted();
         Request req{conn, std::move(f)};
         const auto opcode = static_cast<net::Opcode>(req.frame.header.opcode);
@@ -90,7 +70,7 @@ void Server::ReplicaLoop(int index) {
     if (queue.stopped()) break;
     ready = 0;
     if (!queue.PrepareToSleep()) continue;  // queued meanwhile
-    ready = ::epoll_wait(replica_epoll_fd_, events, 64, -1);
+    ready = ::epoll_wait(poller.epoll_fd, events, 64, -1);
     queue.Awake();
     if (ready < 0) ready = 0;  // EINTR
   }

@@ -45,12 +45,21 @@ Server::Server(ServerOptions options, storage::StreamStore* store)
           }(),
           store)),
       handler_(options.handler, store, &waiters_, &metrics_, push_.get(), options.cluster) {
-  // One queue per worker, then the admin, replica and views queues (see Enqueue). The replica
-  // thread sleeps in epoll_wait (it polls connections too): its queue wakes it by an eventfd.
-  replica_wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  // One queue per request worker, then the admin, replica and views queues (see Enqueue). The
+  // request workers and the replica thread sleep in epoll_wait (they poll connections): their
+  // queues wake them by an eventfd.
+  for (int i = 0; i <= options_.workers; ++i) {
+    pollers_.push_back(std::make_unique<Poller>());
+    pollers_.back()->wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  }
   for (int i = 0; i < options_.workers + kExtraQueues; ++i) {
-    queues_.push_back(i == options_.workers + 1 ? std::make_unique<WorkQueue>(replica_wake_fd_)
-                                                : std::make_unique<WorkQueue>());
+    if (i < options_.workers) {
+      queues_.push_back(std::make_unique<WorkQueue>(pollers_[i]->wake_fd));
+    } else if (i == options_.workers + 1) {
+      queues_.push_back(std::make_unique<WorkQueue>(replica_poller().wake_fd));
+    } else {
+      queues_.push_back(std::make_unique<WorkQueue>());
+    }
   }
   if (options_.cluster != nullptr) {
     options_.cluster->OnStreamDeleted(
@@ -73,7 +82,9 @@ Server::Server(ServerOptions options, storage::StreamStore* store)
 
 Server::~Server() {
   Stop();
-  if (replica_wake_fd_ >= 0) ::close(replica_wake_fd_);
+  for (auto& p : pollers_) {
+    if (p->wake_fd >= 0) ::close(p->wake_fd);
+  }
 }
 
 Status Server::Start() {
@@ -88,8 +99,7 @@ Status Server::Start() {
   }
   epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
   wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  replica_epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
-  if (epoll_fd_ < 0 || wake_fd_ < 0 || replica_epoll_fd_ < 0 || replica_wake_fd_ < 0) {
+  if (epoll_fd_ < 0 || wake_fd_ < 0) {
     return Status::FromErrno(StatusCode::kIoError, "epoll/eventfd", errno);
   }
   epoll_event ev{};
@@ -98,7 +108,13 @@ Status Server::Start() {
   ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listen_fd_, &ev);
   ev.data.u64 = kWakeTag;
   ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev);
-  ::epoll_ctl(replica_epoll_fd_, EPOLL_CTL_ADD, replica_wake_fd_, &ev);
+  for (auto& p : pollers_) {
+    p->epoll_fd = ::epoll_create1(EPOLL_CLOEXEC);
+    if (p->epoll_fd < 0 || p->wake_fd < 0) {
+      return Status::FromErrno(StatusCode::kIoError, "epoll/eventfd", errno);
+    }
+    ::epoll_ctl(p->epoll_fd, EPOLL_CTL_ADD, p->wake_fd, &ev);
+  }
   if (options_.metrics_port >= 0) {
     metrics_http_ =
         std::make_unique<MetricsHttpServer>([this] { return RenderPrometheus(CollectMetrics()); });
@@ -109,11 +125,11 @@ Status Server::Start() {
     workers_.emplace_back([this, i] { WorkerLoop(i); });
     NameThread(workers_.back(), "ns-worker-" + std::to_string(i));
   }
-  workers_.emplace_back([this] { WorkerLoop(options_.workers); });
+  workers_.emplace_back([this] { QueueLoop(options_.workers); });
   NameThread(workers_.back(), "ns-admin");
   workers_.emplace_back([this] { ReplicaLoop(options_.workers + 1); });
   NameThread(workers_.back(), "ns-replica");
-  workers_.emplace_back([this] { WorkerLoop(options_.workers + 2); });
+  workers_.emplace_back([this] { QueueLoop(options_.workers + 2); });
   NameThread(workers_.back(), "ns-view-apply");
   maintenance_ = std::thread([this] { MaintenanceLoop(); });
   NameThread(maintenance_, "ns-maintenance");
@@ -138,21 +154,25 @@ void Server::Stop() {
   if (metrics_http_) metrics_http_->Stop();
   for (auto& [id, conn] : conns_) conn->Close();
   conns_.clear();
-  for (auto& [id, conn] : replica_conns_) conn->Close();
-  replica_conns_.clear();
-  {
-    MutexLock lock(&handed_mu_);
-    for (auto& conn : handed_) conn->Close();
-    handed_.clear();
+  peers_.clear();
+  for (auto& p : pollers_) {
+    for (auto& [id, conn] : p->conns) conn->Close();
+    p->conns.clear();
+    {
+      MutexLock lock(&p->mu);
+      for (auto& conn : p->handed) conn->Close();
+      p->handed.clear();
+    }
+    if (p->epoll_fd >= 0) ::close(p->epoll_fd);
+    p->epoll_fd = -1;
   }
   if (listen_fd_ >= 0) ::close(listen_fd_);
   if (epoll_fd_ >= 0) ::close(epoll_fd_);
   if (wake_fd_ >= 0) ::close(wake_fd_);
-  if (replica_epoll_fd_ >= 0) ::close(replica_epoll_fd_);
-  listen_fd_ = epoll_fd_ = wake_fd_ = replica_epoll_fd_ = -1;
+  listen_fd_ = epoll_fd_ = wake_fd_ = -1;
 }
 
-void Server::Enqueue(Request r) {
+size_t Server::QueueOf(const Request& r) const {
   // A connection's requests go to one worker, in order. A move takes as long as copying the
   // streamlet and waiting for the transactions that write it; on a request worker it would hold
   // up every connection of that worker, commits of those very transactions included. It runs on
@@ -168,15 +188,19 @@ void Server::Enqueue(Request r) {
   // hold up the leader's chunks past its replica timeout.
   const size_t workers = queues_.size() - kExtraQueues;
   const auto opcode = static_cast<net::Opcode>(r.frame.header.opcode);
-  size_t index = r.conn->id() % workers;
   if (opcode == net::Opcode::kMoveStreamlet || opcode == net::Opcode::kReplicaJoin ||
       opcode == net::Opcode::kReplicaMove) {
-    index = workers;
+    return workers;
   }
   if (opcode == net::Opcode::kReplicaAppend || opcode == net::Opcode::kReplicaTxn) {
-    index = workers + 1;
+    return workers + 1;
   }
-  if (opcode == net::Opcode::kReplicaPublished) index = workers + 2;
+  if (opcode == net::Opcode::kReplicaPublished) return workers + 2;
+  return r.conn->id() % workers;
+}
+
+void Server::Enqueue(Request r) {
+  const size_t index = QueueOf(r);
   queues_[index]->Push(std::move(r));
 }
 
@@ -207,7 +231,7 @@ void Server::DispatchLoop() {
       auto it = conns_.find(tag);
       if (it == conns_.end()) continue;
       std::shared_ptr<net::Connection> conn = it->second;
-      uint32_t ev = events[i].events;
+      const uint32_t ev = events[i].events;
       if (ev & EPOLLOUT) conn->OnWritable();
       if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) OnReadable(conn);
     }
@@ -229,7 +253,7 @@ void Server::Accept() {
     }
     int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    uint64_t id = next_conn_id_++;
+    const uint64_t id = next_conn_id_++;
     auto conn = std::make_shared<net::Connection>(fd, epoll_fd_, id, options_.max_frame_bytes,
                                                   options_.limits);
     epoll_event ev{};
@@ -242,6 +266,44 @@ void Server::Accept() {
   }
 }
 
+void Server::OnReadable(const std::shared_ptr<net::Connection>& conn) {
+  // Where the connection goes once this read is done: stays here (another broker's, or a new
+  // one that sent no whole request yet), to ns-replica, or to its request worker. Every frame
+  // of this read is queued to the thread that runs it (QueueOf) before the connection is handed
+  // on, so each runs before any its new thread reads, in order.
+  enum class Next { kUndecided, kStay, kReplica, kWorker };
+  const size_t workers = static_cast<size_t>(options_.workers);
+  Next next = peers_.contains(conn->id()) ? Next::kStay : Next::kUndecided;
+  ReadConnection(conn, &conns_, [&](net::Frame& f) {
+    Request req{conn, std::move(f)};
+    const auto opcode = static_cast<net::Opcode>(req.frame.header.opcode);
+    if (opcode == net::Opcode::kReplicaAppend || opcode == net::Opcode::kReplicaTxn) {
+      next = Next::kReplica;  // a leader's connection for its copies
+    } else if (next == Next::kUndecided) {
+      // A request that runs on a request worker comes from a client (a broker's own requests
+      // to another run on the admin, replica and views threads).
+      next = QueueOf(req) < workers ? Next::kWorker : Next::kStay;
+    }
+    const bool keep_reading = conn->RequestStarted();
+    Enqueue(std::move(req));
+    return keep_reading && (next == Next::kStay || next == Next::kUndecided);
+  });
+  if (conn->closed()) {
+    peers_.erase(conn->id());
+    return;
+  }
+  switch (next) {
+    case Next::kStay: peers_.insert(conn->id()); break;
+    case Next::kReplica:
+      peers_.erase(conn->id());
+      metrics_.replica_connections_handed.Add(1);
+      HandTo(replica_poller(), conn, &conns_);
+      break;
+    case Next::kWorker: HandTo(*pollers_[conn->id() % workers], conn, &conns_); break;
+    case Next::kUndecided: break;
+  }
+}
+
 void Server::CloseConnection(const std::shared_ptr<net::Connection>& conn, ConnectionTable* table) {
   conn->Close();
   push_->ConnectionClosed(conn->id());  // its push subscriptions end with it
@@ -249,22 +311,6 @@ void Server::CloseConnection(const std::shared_ptr<net::Connection>& conn, Conne
     metrics_.connections_closed.Add(1);
     open_connections_.fetch_sub(1, std::memory_order_relaxed);
   }
-}
-
-void Server::OnReadable(const std::shared_ptr<net::Connection>& conn) {
-  bool replica = false;
-  ReadConnection(conn, &conns_, [&](net::Frame& f) {
-    const auto opcode = static_cast<net::Opcode>(f.header.opcode);
-    // A leader's connection for its followers' copies: read on the ns-replica thread from now
-    // on, which executes what it carries (replica_connections.cc). The frames of this read are
-    // queued to that thread first, so it runs them before any it reads itself.
-    replica =
-        replica || opcode == net::Opcode::kReplicaAppend || opcode == net::Opcode::kReplicaTxn;
-    bool keep_reading = conn->RequestStarted();
-    Enqueue(Request{conn, std::move(f)});
-    return keep_reading && !replica;
-  });
-  if (replica && !conn->closed()) HandToReplicaThread(conn);
 }
 
 bool Server::ReadConnection(const std::shared_ptr<net::Connection>& conn, ConnectionTable* table,
@@ -326,21 +372,13 @@ bool Server::ReadConnection(const std::shared_ptr<net::Connection>& conn, Connec
   return true;
 }
 
-void Server::WorkerLoop(int index) {
+void Server::QueueLoop(int index) {
   WorkQueue& queue = *queues_[index];
   PaddedCounter& busy = metrics_.worker_busy_ns[index];
   std::deque<Request> batch;
-  RequestRunner runner(&handler_);
-  AppendBatch& appends = runner.appends();
-  while (true) {
-    if (!appends.in_flight()) {
-      if (!queue.PopAll(&batch)) break;
-    } else if (!queue.TryPopAll(&batch)) {
-      // Nothing new to write meanwhile: the chunks on their way are answered before it waits.
-      handler_.SettleAppends(&appends, 0);
-      continue;
-    }
-    uint64_t start = MonotonicNowNs();
+  RequestRunner runner(&handler_);  // takes no Append (QueueOf): its AppendBatch stays empty
+  while (queue.PopAll(&batch)) {
+    const uint64_t start = MonotonicNowNs();
     for (auto& req : batch) {
       if (req.conn->closed()) {
         req.conn->RequestDone();
@@ -348,12 +386,7 @@ void Server::WorkerLoop(int index) {
       }
       runner.Run(req);
     }
-    // A follower's chunks of the batch go to its files a run at a time, answered together.
     runner.EndBatch();
-    // One round trip to the followers for every replicated chunk of the batch, while the next
-    // batch is taken and written (append_batch.h).
-    handler_.SendAppends(&appends);
-    handler_.SettleAppends(&appends, 1);
     batch.clear();
     busy.Add(MonotonicNowNs() - start);
   }

@@ -353,6 +353,44 @@ TEST_F(ServerTest, AConnectionThatCarriedAReplicaAppendIsServedByTheReplicaThrea
   EXPECT_TRUE(c.ListStreams().ok());
 }
 
+// A client's request is read, framed and run by its connection's worker (connection id mod N):
+// after a connection's first request the dispatcher spends nothing on it (its busy time counts
+// the rounds that had an event), and a request wakes one broker thread instead of two.
+TEST_F(ServerTest, RequestsAreReadAndRunByTheirConnectionsWorkerNotTheDispatcher) {
+  Client a = Connect();  // connection 2: worker 0
+  Client b = Connect();  // connection 3: worker 1
+  // A connection's first request is the dispatcher's to read (it tells a client's connection
+  // from another broker's); from then on its worker reads it.
+  CreateStream(a, "events", 2);
+  ASSERT_TRUE(b.ListStreams().ok());
+  auto metric = [&a](const std::string& name) {
+    auto stats = a.Stats();
+    EXPECT_TRUE(stats.ok()) << stats.status().ToString();
+    for (const auto& [key, value] : stats->values) {
+      if (key == name) return value;
+    }
+    ADD_FAILURE() << "no metric " << name;
+    return uint64_t{0};
+  };
+  const std::string dispatcher = "nearstream_thread_busy_ns_total{thread=\"dispatcher\"}";
+  const std::string worker0 = "nearstream_thread_busy_ns_total{thread=\"worker-0\"}";
+  const std::string worker1 = "nearstream_thread_busy_ns_total{thread=\"worker-1\"}";
+  const uint64_t dispatcher_before = metric(dispatcher);
+  const uint64_t worker0_before = metric(worker0);
+  const uint64_t worker1_before = metric(worker1);
+  constexpr int kAppends = 300;
+  for (int i = 0; i < kAppends; ++i) {
+    Bytes chunk = MakeChunk({"r" + std::to_string(i)}, 0, 0);
+    ASSERT_TRUE(a.Append(OneChunk("events", 0, chunk)).ok());
+    ASSERT_TRUE(b.Append(OneChunk("events", 1, chunk)).ok());
+  }
+  EXPECT_EQ(ReadAll(b, "events", 0).size(), static_cast<size_t>(kAppends));
+  EXPECT_EQ(ReadAll(a, "events", 1).size(), static_cast<size_t>(kAppends));
+  EXPECT_EQ(metric(dispatcher), dispatcher_before);
+  EXPECT_GT(metric(worker0), worker0_before);
+  EXPECT_GT(metric(worker1), worker1_before);
+}
+
 TEST_F(ServerTest, OversizedFrameIsAnsweredThenClosed) {
   RawSocket s(server_->port());
   Bytes head(16, 0);
