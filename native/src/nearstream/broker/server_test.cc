@@ -375,7 +375,15 @@ TEST_F(ServerTest, RequestsAreReadAndRunByTheirConnectionsWorkerNotTheDispatcher
   const std::string dispatcher = "nearstream_thread_busy_ns_total{thread=\"dispatcher\"}";
   const std::string worker0 = "nearstream_thread_busy_ns_total{thread=\"worker-0\"}";
   const std::string worker1 = "nearstream_thread_busy_ns_total{thread=\"worker-1\"}";
-  const uint64_t dispatcher_before = metric(dispatcher);
+  // The dispatcher adds a round's busy time after the round, which may end after the worker
+  // answered the request it handed over: wait until it stops changing.
+  uint64_t dispatcher_before = metric(dispatcher);
+  for (int i = 0; i < 100; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    const uint64_t again = metric(dispatcher);
+    if (again == dispatcher_before) break;
+    dispatcher_before = again;
+  }
   const uint64_t worker0_before = metric(worker0);
   const uint64_t worker1_before = metric(worker1);
   constexpr int kAppends = 300;
