@@ -1,10 +1,10 @@
 // The ns-replica thread: a follower's side of replication. A leader sends each request worker's
 // chunks over a connection of its own (cluster/replication.cc); once such a connection has
-// carried a ReplicaAppend or ReplicaTxn, the request worker that polled it hands it over and this
-// thread polls it, reads its frames and executes them where it read them. Otherwise every chunk
-// waited for two wake-ups on the follower, the reader's and then this thread's, inside the
-// leader's acknowledgement; reading here took replication 2 to 1.4-1.7x the records at 1 KiB
-// chunks with one request in flight on a 2-core machine
+// carried a ReplicaAppend or ReplicaTxn (its first request: the dispatcher reads that one), it is
+// handed over and this thread polls it, reads its frames and executes them where it read them.
+// Otherwise every chunk waited for two wake-ups on the follower, the reader's and then this
+// thread's, inside the leader's acknowledgement; reading here took replication 2 to 1.4-1.7x the
+// records at 1 KiB chunks with one request in flight on a 2-core machine
 // (docs/results/replication/replica-thread-reads). Requests of other opcodes on a handed
 // connection are queued to their thread.
 #include <sys/epoll.h>
@@ -27,9 +27,9 @@ void Server::ReplicaLoop(int index) {
   int ready = 0;
   while (true) {
     uint64_t start = MonotonicNowNs();
-    // First the connections handed over, then the queue: a handed connection's frames that
-    // its request worker queued were queued before it was listed, so they run before any read
-    // here from it below.
+    // First the connections handed over, then the queue: a handed connection's frames that the
+    // thread which read them queued were queued before it was listed, so they run before any
+    // read here from it below.
     TakeHanded(poller);
     if (queue.TryPopAll(&batch)) {
       for (Request& req : batch) {
