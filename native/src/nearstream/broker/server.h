@@ -123,8 +123,8 @@ class Server {
   void Enqueue(Request r);
 
   // ---- the ns-replica thread (replica_connections.cc) ----
-  // Runs ReplicaAppend and ReplicaTxn requests: those a request worker queued, and those it reads
-  // itself from the connections handed to it.
+  // Runs ReplicaAppend and ReplicaTxn requests: those the dispatcher (or a request worker)
+  // queued, and those it reads itself from the connections handed to it.
   void ReplicaLoop(int index);
   Poller& replica_poller() { return *pollers_[static_cast<size_t>(options_.workers)]; }
 
