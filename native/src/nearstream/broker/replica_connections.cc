@@ -31,27 +31,8 @@ void Server::ReplicaLoop(int index) {
     // thread which read them queued were queued before it was listed, so they run before any
     // read here from it below.
     TakeHanded(poller);
-    if (queue.TryPopAll(&batch)) {
-      for (Request& req : batch) {
-        if (req.conn->closed()) {
-          req.conn->RequestDone();
-          continue;
-        }
-        runner.Run(req);
-      }
-      batch.clear();
-    }
-    for (int i = 0; i < ready; ++i) {
-      const uint64_t tag = events[i].data.u64;
-      if (tag == kWakeTag) {
-        ClearWake(poller.wake_fd);
-        continue;
-      }
-      auto it = poller.conns.find(tag);
-      if (it == poller.conns.end()) continue;  // closed since
-      std::shared_ptr<net::Connection> conn = it->second;
-      if (events[i].events & EPOLLOUT) conn->OnWritable();
-      if (!(events[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))) continue;
+    if (queue.TryPopAll(&batch)) runner.RunQueued(&batch);
+    ServeEvents(poller, events, ready, [&](const std::shared_ptr<net::Connection>& conn) {
       ReadConnection(conn, &poller.conns, [&](net::Frame& f) {
         const bool keep_reading = conn->RequestStarted();
         Request req{conn, std::move(f)};
@@ -63,7 +44,7 @@ void Server::ReplicaLoop(int index) {
         }
         return keep_reading;
       });
-    }
+    });
     // The chunks of this round go to their files a run at a time, answered together.
     runner.EndBatch();
     busy.Add(MonotonicNowNs() - start);

@@ -1,8 +1,10 @@
 // The step a thread that executes requests takes for each of them, and the state that step
-// keeps across a batch: the request workers (Server::WorkerLoop) and the ns-replica thread
-// (Server::ReplicaLoop) both run requests through one of these, one per thread.
+// keeps across a batch: the request workers (Server::WorkerLoop), the ns-replica thread
+// (Server::ReplicaLoop) and the queue-only threads (Server::QueueLoop) each run their requests
+// through one of these, one per thread.
 #pragma once
 
+#include <deque>
 #include <memory>
 #include <utility>
 
@@ -34,6 +36,19 @@ class RequestRunner {
       writer_.Add(conn, std::move(response_));
       response_ = net::OutFrame();
     }
+  }
+
+  // Runs the requests a thread's queue held, in order, and empties `batch`. A closed
+  // connection's requests are let go unrun: nobody would read their answers.
+  void RunQueued(std::deque<Request>* batch) {
+    for (Request& req : *batch) {
+      if (req.conn->closed()) {
+        req.conn->RequestDone();
+        continue;
+      }
+      Run(req);
+    }
+    batch->clear();
   }
 
   // Ends a batch: the staged ReplicaAppends written and answered, every queued answer sent.

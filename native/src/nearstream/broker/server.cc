@@ -379,15 +379,8 @@ void Server::QueueLoop(int index) {
   RequestRunner runner(&handler_);  // takes no Append (QueueOf): its AppendBatch stays empty
   while (queue.PopAll(&batch)) {
     const uint64_t start = MonotonicNowNs();
-    for (auto& req : batch) {
-      if (req.conn->closed()) {
-        req.conn->RequestDone();
-        continue;
-      }
-      runner.Run(req);
-    }
+    runner.RunQueued(&batch);
     runner.EndBatch();
-    batch.clear();
     busy.Add(MonotonicNowNs() - start);
   }
 }

@@ -17,6 +17,8 @@
 // metrics HTTP thread.
 #pragma once
 
+#include <sys/epoll.h>
+
 #include <atomic>
 #include <functional>
 #include <memory>
@@ -111,6 +113,24 @@ class Server {
   void HandTo(Poller& to, const std::shared_ptr<net::Connection>& conn, ConnectionTable* from);
   // The polling thread's: moves the connections handed to it into its table.
   static void TakeHanded(Poller& poller);
+  // The polling thread's: serves one epoll_wait's `ready` events of `poller` — clears its
+  // wake-up, sends what a writable connection had queued, and gives each readable connection
+  // still in its table (not closed or handed on since) to `read`.
+  template <typename Read>
+  static void ServeEvents(Poller& poller, const epoll_event* events, int ready, Read&& read) {
+    for (int i = 0; i < ready; ++i) {
+      const uint64_t tag = events[i].data.u64;
+      if (tag == kWakeTag) {
+        ClearWake(poller.wake_fd);
+        continue;
+      }
+      auto it = poller.conns.find(tag);
+      if (it == poller.conns.end()) continue;
+      std::shared_ptr<net::Connection> conn = it->second;  // `read` may drop it from the table
+      if (events[i].events & EPOLLOUT) conn->OnWritable();
+      if (events[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) read(conn);
+    }
+  }
   // Which thread's queue runs `req` (see Enqueue).
   size_t QueueOf(const Request& req) const;
   // Reads what `conn` has (up to a budget, for fairness) and gives each whole frame to

@@ -78,30 +78,10 @@ void Server::WorkerLoop(int index) {
     const uint64_t start = MonotonicNowNs();
     // The connections handed over first: an event below may be one of theirs.
     TakeHanded(poller);
-    if (queue.TryPopAll(&batch)) {
-      for (Request& req : batch) {
-        if (req.conn->closed()) {
-          req.conn->RequestDone();
-          continue;
-        }
-        runner.Run(req);
-      }
-      batch.clear();
-    }
-    for (int i = 0; i < ready; ++i) {
-      const uint64_t tag = events[i].data.u64;
-      if (tag == kWakeTag) {
-        ClearWake(poller.wake_fd);
-        continue;
-      }
-      auto it = poller.conns.find(tag);
-      if (it == poller.conns.end()) continue;  // closed or handed on since
-      std::shared_ptr<net::Connection> conn = it->second;
-      if (events[i].events & EPOLLOUT) conn->OnWritable();
-      if (events[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
-        ReadRequests(poller, index, conn, &runner);
-      }
-    }
+    if (queue.TryPopAll(&batch)) runner.RunQueued(&batch);
+    ServeEvents(poller, events, ready, [&](const std::shared_ptr<net::Connection>& conn) {
+      ReadRequests(poller, index, conn, &runner);
+    });
     ready = 0;
     // A follower's chunks of the batch go to its files a run at a time, answered together.
     runner.EndBatch();
