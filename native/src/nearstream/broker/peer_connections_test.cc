@@ -12,8 +12,6 @@
 #include <thread>
 
 #include "nearstream/common/clock.h"
-#include "nearstream/net/client.h"
-#include "nearstream/storage/chunk.h"
 #include "nearstream/testing/replicated_cluster.h"
 
 namespace nearstream::testing {
@@ -22,29 +20,6 @@ namespace {
 class PeerConnectionsTest : public ReplicatedCluster {
  protected:
   PeerConnectionsTest() { extra_broker_args_ = {"--workers", "1"}; }
-
-  static Bytes Chunk(const std::string& record) {
-    storage::ChunkBuilder b;
-    b.Add(record);
-    return b.Finish(0, 0, 1000);
-  }
-
-  // Appends one chunk to `streamlet` of `stream` at broker `id`.
-  Status AppendAt(uint32_t id, const std::string& stream, uint32_t streamlet) {
-    auto client = net::Client::Connect(Broker(id).address());
-    if (!client.ok()) return client.status();
-    client->set_io_timeout_ms(30000);
-    const Bytes chunk = Chunk("to streamlet " + std::to_string(streamlet));
-    net::AppendRequest req;
-    req.stream = stream;
-    req.entries.push_back({streamlet, chunk.data(), static_cast<uint32_t>(chunk.size())});
-    auto resp = client->Append(req);
-    if (!resp.ok()) return resp.status();
-    if (resp->results.size() != 1) return Status::IoError("one result expected");
-    return resp->results[0].status == 0
-               ? Status::Ok()
-               : Status(static_cast<StatusCode>(resp->results[0].status), resp->results[0].message);
-  }
 };
 
 TEST_F(PeerConnectionsTest, AFollowerWhoseWorkerWaitsForAnotherBrokerStillTakesANewLeadersChunks) {

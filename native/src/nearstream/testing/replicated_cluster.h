@@ -1,6 +1,7 @@
 // The three-broker cluster of three_broker_cluster.h with what tests of replicated streams ask
 // of it: placements as a broker sees them, waits for a new leader or an in-sync set, metrics,
-// and numbered records. A broker paused with SIGSTOP (`paused_`) is resumed at the end.
+// numbered records and single-chunk appends. A broker paused with SIGSTOP (`paused_`) is resumed at
+// the end.
 #pragma once
 
 #include <signal.h>
@@ -14,6 +15,7 @@
 
 #include "nearstream/common/clock.h"
 #include "nearstream/net/client.h"
+#include "nearstream/storage/chunk.h"
 #include "nearstream/testing/three_broker_cluster.h"
 
 namespace nearstream::testing {
@@ -123,6 +125,26 @@ class ReplicatedCluster : public ThreeBrokerCluster {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     ADD_FAILURE() << "broker " << id << " kept " << left << " segment files of " << stream;
+  }
+
+  // Appends one chunk of one record to `streamlet` of `stream` at broker `id`, over a connection
+  // of its own; ok once acknowledged.
+  Status AppendAt(uint32_t id, const std::string& stream, uint32_t streamlet) {
+    auto client = net::Client::Connect(Broker(id).address());
+    if (!client.ok()) return client.status();
+    client->set_io_timeout_ms(30000);
+    storage::ChunkBuilder builder;
+    builder.Add("to streamlet " + std::to_string(streamlet));
+    const Bytes chunk = builder.Finish(0, 0, 1000);
+    net::AppendRequest req;
+    req.stream = stream;
+    req.entries.push_back({streamlet, chunk.data(), static_cast<uint32_t>(chunk.size())});
+    auto resp = client->Append(req);
+    if (!resp.ok()) return resp.status();
+    if (resp->results.size() != 1) return Status::IoError("one result expected");
+    return resp->results[0].status == 0
+               ? Status::Ok()
+               : Status(static_cast<StatusCode>(resp->results[0].status), resp->results[0].message);
   }
 
   static std::vector<std::string> Sorted(std::vector<std::string> lines) {
