@@ -81,7 +81,8 @@ constexpr char kUsage[] =
     "                     everything producers got acknowledged; exit 1 on mismatch\n"
     "  --drain-timeout-s  with --verify: give up draining after T s without progress (10)\n"
     "  --txn-chunks N     producers write transactions instead: TxnBegin, N appends of one\n"
-    "                     chunk per streamlet, TxnPrepare, TxnCommit, one request at a time;\n"
+    "                     chunk per streamlet (up to --inflight of them in flight, as a\n"
+    "                     sink's producer keeps them), TxnPrepare, TxnCommit;\n"
     "                     records count once committed. A replicated stream's transactions\n"
     "                     are per streamlet (one scope each), any other stream's per broker\n";
 
@@ -173,10 +174,10 @@ Result<Options> ParseOptions(int argc, char** argv) {
   if (o.producers == 0 && o.consumers == 0) {
     return Status::InvalidArgument("nothing to do: --producers and --consumers are both 0");
   }
-  if (o.txn_chunks > 0 && (o.inflight > 1 || o.rate > 0 || o.verify)) {
+  if (o.txn_chunks > 0 && (o.rate > 0 || o.verify)) {
     return Status::InvalidArgument(
-        "--txn-chunks runs its transactions one request at a time, unthrottled and unverified: "
-        "leave --inflight, --rate and --verify out");
+        "--txn-chunks runs its transactions unthrottled and unverified: leave --rate and "
+        "--verify out");
   }
   if (o.records > 0 && o.producers > 0) {
     return Status::InvalidArgument("--records only applies when consuming alone (--producers 0)");
@@ -415,8 +416,9 @@ class Producer {
   }
 
   // --txn-chunks: one transaction after another in each scope of the share (the share's
-  // streamlets on a replicated stream, else the broker's one scope), every request answered
-  // before the next, as an exactly-once sink's writer and committer go.
+  // streamlets on a replicated stream, else the broker's one scope), as an exactly-once sink's
+  // writer and committer go: up to --inflight TxnAppends on their way at once, every other
+  // request answered before the next.
   Status TxnLoop() {
     const Options& o = run_.options;
     ASSIGN_OR_RETURN(storage::StreamConfig config, client_->DescribeStream(o.stream));
@@ -450,20 +452,35 @@ class Producer {
             request.entries.push_back(
                 {share_[i], chunks_[i].data(), static_cast<uint32_t>(chunks_[i].size())});
           }
-          ASSIGN_OR_RETURN(net::AppendResponse r, client_->TxnAppend(request));
-          for (const net::AppendResult& result : r.results) {
-            if (result.status != 0) {
-              return Status(static_cast<StatusCode>(result.status),
-                            "transactional append to streamlet " +
-                                std::to_string(result.streamlet) + ": " + result.message);
-            }
-            if (!result.duplicate) ++chunks;
-          }
+          Bytes body;
+          ByteWriter w(&body);
+          net::EncodeTxnAppendRequest(w, request);
+          RETURN_IF_ERROR(client_->Send(net::Opcode::kTxnAppend, body).status());
+          while (client_->in_flight() >= o.inflight) RETURN_IF_ERROR(ReceiveTxnAppend(&chunks));
         }
       }
+      while (client_->in_flight() > 0) RETURN_IF_ERROR(ReceiveTxnAppend(&chunks));
       for (const net::TxnRef& ref : refs) RETURN_IF_ERROR(client_->TxnPrepare(ref));
       for (const net::TxnRef& ref : refs) RETURN_IF_ERROR(client_->TxnCommit(ref));
       counter_.Add(chunks * w.records_per_chunk, chunks * w.record_bytes());
+    }
+    return Status::Ok();
+  }
+
+  // --txn-chunks: the next TxnAppend answer; every chunk must be stored (`*chunks` counts the
+  // ones that were not duplicates).
+  Status ReceiveTxnAppend(uint64_t* chunks) {
+    ASSIGN_OR_RETURN(net::Response answer, client_->Receive());
+    RETURN_IF_ERROR(answer.status);
+    ASSIGN_OR_RETURN(net::AppendResponse r,
+                     net::DecodeAppendResponse(answer.body.data(), answer.body.size()));
+    for (const net::AppendResult& result : r.results) {
+      if (result.status != 0) {
+        return Status(static_cast<StatusCode>(result.status), "transactional append to streamlet " +
+                                                                  std::to_string(result.streamlet) +
+                                                                  ": " + result.message);
+      }
+      if (!result.duplicate) ++*chunks;
     }
     return Status::Ok();
   }

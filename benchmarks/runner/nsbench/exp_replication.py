@@ -7,7 +7,8 @@ streamlet killed with SIGKILL, to the first append the new leader acknowledges, 
 produce` (which follows the failover) sees it, with the ZooKeeper session timeout used.
 
 With --txn-chunks N the producers write transactions instead (TxnBegin, N appends of one chunk
-per streamlet, TxnPrepare, TxnCommit, one request at a time, records counted once committed):
+per streamlet with up to --inflight of them in flight, as a sink's producer keeps them, then
+TxnPrepare and TxnCommit; records counted once committed; --inflight 1 sends one request at a time):
 replication 2 then also copies every transaction write to the backup (docs/cluster.md,
 "Replication", "Transactions")."""
 import os
@@ -120,8 +121,8 @@ def run(args, out_dir, workdir):
             else "")
          + f"), no consumers, {args.duration_s} s per point"
          + (f"; the producers write transactions of {args.txn_chunks} chunks per streamlet "
-            "(TxnBegin, the appends, TxnPrepare, TxnCommit, one request at a time; records "
-            "count once committed)" if args.txn_chunks else "")
+            f"(TxnBegin, the appends with up to {args.inflight} in flight, TxnPrepare, "
+            "TxnCommit; records count once committed)" if args.txn_chunks else "")
          + ". producer_rps: median records/s of the run's seconds; cpu_s_per_m: both "
          "brokers' CPU seconds (user + system, from /proc) per million records appended.",
          *([f"Failover (replication 2, ZooKeeper session {args.session_ms} ms): SIGKILL of the "

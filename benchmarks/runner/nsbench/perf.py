@@ -11,11 +11,10 @@ _RESULT = re.compile(r"^RESULT (.*)$", re.M)
 def start(broker, workdir, stream, producers, chunk_size, record_size=100, duration_s=10,
           consumers=0, inflight=4, fetch_bytes=None, rate=0, name="perf", cpus=None,
           txn_chunks=0, all_streamlets=False):
-    """txn_chunks > 0: the producers write transactions of that many chunks per streamlet,
-    one request at a time (nearstream-perf --txn-chunks; inflight is then 1). all_streamlets:
-    each request carries one chunk for every streamlet its broker leads (KerA's request)."""
-    if txn_chunks:
-        inflight = 1
+    """txn_chunks > 0: the producers write transactions of that many chunks per streamlet
+    (nearstream-perf --txn-chunks), up to `inflight` TxnAppends in flight, every other request
+    one at a time. all_streamlets: each request carries one chunk for every streamlet its broker
+    leads (KerA's request)."""
     argv = [paths.binary("nearstream-perf"), "--broker", broker.address, "--stream", stream,
             "--producers", str(producers), "--chunk-size", str(chunk_size),
             "--record-size", str(record_size), "--duration-s", str(duration_s),

@@ -2,7 +2,8 @@
 // docs/cluster.md, "Replication"): their chunks are written and held unpublished;
 // RequestHandler::SendAppends sends those of the requests taken since the last send to the
 // followers as one flight, SettleAppends publishes the oldest flight's chunks once the answers
-// are in and answers its requests. One worker owns an instance.
+// are in and answers its requests. One worker owns an instance. Its transactional appends to
+// replicated streams wait here too, for one round trip to the followers (SettleTxnAppends).
 #pragma once
 
 #include <deque>
@@ -52,10 +53,24 @@ struct AppendFlight {
   std::vector<DeferredAppend> deferred;
 };
 
+// A TxnAppend to a replicated stream whose chunks' writes are staged for the followers
+// (StreamTransactions::Append with a ticket): answered by SettleTxnAppends once sent.
+struct DeferredTxnAppend {
+  Request req;
+  std::shared_ptr<storage::Stream> stream;  // keeps `scope` alive
+  storage::StreamTransactions* scope = nullptr;
+  net::AppendResponse response;
+  std::vector<uint64_t> tickets;  // per result: what it waits for (0: nothing)
+  AppendTally tally;              // the chunks stored, counted once answered
+  std::vector<uint64_t> records;  // per result, for the tally
+  std::vector<uint64_t> bytes;
+};
+
 struct AppendBatch {
   storage::HeldAppends held;
-  std::vector<DeferredAppend> deferred;  // with chunks of the flight not sent yet
-  std::deque<AppendFlight> flights;      // oldest first
+  std::vector<DeferredTxnAppend> txn_appends;  // waiting for SettleTxnAppends
+  std::vector<DeferredAppend> deferred;        // with chunks of the flight not sent yet
+  std::deque<AppendFlight> flights;            // oldest first
   cluster::ZkCluster::ReplicaPipeline replicas;
   bool in_flight() const { return !flights.empty(); }
 };

@@ -43,6 +43,9 @@ struct BrokerMetrics {
   PaddedCounter txn_append_chunks;
   PaddedCounter txn_append_records;
   PaddedCounter txn_append_bytes;
+  // Rounds of SettleTxnAppends: one send to the followers for every TxnAppend a worker took
+  // together (each round sends each scope's staged writes once).
+  PaddedCounter txn_append_sends;
   PaddedCounter fetch_requests;
   PaddedCounter fetch_chunks;
   PaddedCounter fetch_records;

@@ -54,6 +54,20 @@ class ReplicatedTxnTest : public ReplicatedCluster {
     }
   }
 
+  // Creates the stream (one streamlet, replication 2, `durability`) and returns its leader and
+  // its follower once both are in the in-sync set.
+  std::pair<uint32_t, uint32_t> CreateInSync(const std::string& durability) {
+    ProcessResult r = Cli(List(), {"create", kStream, "--streamlets", "1", "--durability",
+                                   durability, "--replication", "2"});
+    EXPECT_EQ(r.exit_code, 0) << Describe(r);
+    const net::StreamPlacement p = Placement(1, kStream);
+    if (p.owners.empty()) return {0, 0};
+    const uint32_t leader = p.owners[0];
+    const uint32_t follower = p.replicas[0].replicas[1];
+    AwaitIsr(leader, kStream, 0, {leader, follower});
+    return {leader, follower};
+  }
+
   // What a reader of streamlet 0 gets from broker `id` (its leader).
   std::vector<std::string> Read(uint32_t id) {
     ProcessResult r = Cli(List({id}), {"consume", kStream, "--timeout-ms", "1000"});
@@ -77,13 +91,8 @@ class ReplicatedTxnTest : public ReplicatedCluster {
 };
 
 TEST_F(ReplicatedTxnTest, TransactionsGoOnThroughFailoversAsLastAcknowledged) {
-  ProcessResult r = Cli(List(), {"create", kStream, "--streamlets", "1", "--durability", "sync",
-                                 "--replication", "2"});
-  ASSERT_EQ(r.exit_code, 0) << Describe(r);
-  const net::StreamPlacement p = Placement(1, kStream);
-  const uint32_t first = p.owners[0];
-  const uint32_t second = p.replicas[0].replicas[1];
-  AwaitIsr(first, kStream, 0, {first, second});
+  const auto [first, second] = CreateInSync("sync");
+  ASSERT_NE(first, 0u);
 
   // On the first leader: transaction 1 prepared, transaction 2 open, both with chunks.
   net::Client a = Connect(first);
@@ -287,6 +296,54 @@ TEST_F(ReplicatedTxnTest, AStreamletScopeIsServedByItsLeaderOnly) {
   EXPECT_NE(r.exit_code, 0) << Describe(r);
   EXPECT_NE(r.err.find("leave --broker-id out"), std::string::npos) << r.err;
   EXPECT_EQ(Read(leader), (std::vector<std::string>{"x"}));
+}
+
+// A sink's producer keeps several TxnAppends in flight. The leader's worker sends the writes of
+// all it read together to the followers in one round trip and acknowledges each only once its
+// followers hold it: a promoted follower then has every acknowledged chunk.
+TEST_F(ReplicatedTxnTest, PipelinedAppendsShareARoundTripAndEveryAcknowledgedOneSurvivesItsLeader) {
+  const auto [leader, follower] = CreateInSync("sync");
+  ASSERT_NE(leader, 0u);
+  net::Client c = Connect(leader);
+  auto init = c.TxnInit({kStream, "sink-2", 0, kScope});
+  ASSERT_TRUE(init.ok()) << init.status().ToString();
+  net::TxnRef t{kStream, "sink-2", init->epoch, 0, kScope};
+  t.serial = c.TxnBegin(t).value();
+
+  constexpr int kAppends = 64;
+  const uint64_t sends_before = Stat(leader, "nearstream_txn_append_sends_total");
+  std::vector<std::string> texts;
+  for (int i = 0; i < kAppends; ++i) {
+    texts.push_back("pipelined " + std::to_string(i));
+    const Bytes chunk = Chunk(texts.back(), static_cast<uint64_t>(i) + 1);
+    Bytes body;
+    ByteWriter w(&body);
+    net::EncodeTxnAppendRequest(w,
+                                {t, {{kScope, chunk.data(), static_cast<uint32_t>(chunk.size())}}});
+    ASSERT_TRUE(c.Send(net::Opcode::kTxnAppend, body).ok());
+  }
+  for (int i = 0; i < kAppends; ++i) {
+    auto answer = c.Receive();
+    ASSERT_TRUE(answer.ok()) << answer.status().ToString();
+    ASSERT_TRUE(answer->status.ok()) << answer->status.ToString();
+    auto appended = net::DecodeAppendResponse(answer->body.data(), answer->body.size());
+    ASSERT_TRUE(appended.ok()) << appended.status().ToString();
+    ASSERT_EQ(appended->results.size(), 1u);
+    EXPECT_EQ(appended->results[0].status, 0) << appended->results[0].message;
+    EXPECT_FALSE(appended->results[0].duplicate);
+  }
+  const uint64_t sends = Stat(leader, "nearstream_txn_append_sends_total") - sends_before;
+  EXPECT_GE(sends, 1u);
+  EXPECT_LT(sends, static_cast<uint64_t>(kAppends / 4))
+      << "the appends read together should have gone to the follower together";
+  ASSERT_TRUE(c.TxnPrepare(t).ok());
+
+  // The leader dies: the follower commits the transaction with every chunk.
+  Broker(leader).Kill();
+  AwaitNewLeader(follower, kStream, 0, leader);
+  net::Client f = Connect(follower);
+  ASSERT_TRUE(f.TxnCommit(t).ok());
+  EXPECT_EQ(Read(follower), texts);
 }
 
 // Faults at random points of transactions' lives (seeded; NEARSTREAM_TXN_CHAOS_FAULTS faults,

@@ -107,6 +107,11 @@ bool RequestHandler::Handle(Request& req, net::OutFrame* response, AppendBatch* 
       (!appends->held.empty() || appends->in_flight())) {
     FlushAppends(appends);
   }
+  if (static_cast<Opcode>(req.frame.header.opcode) != Opcode::kTxnAppend &&
+      !appends->txn_appends.empty()) {
+    ResponseWriter writer;
+    SettleTxnAppends(appends, &writer);
+  }
   Bytes* out = &response->bytes;
   const net::FrameHeader& h = req.frame.header;
   if (!req.wait_over && req.deadline_ms == 0) metrics_->requests.Add(1);
@@ -146,7 +151,7 @@ bool RequestHandler::Handle(Request& req, net::OutFrame* response, AppendBatch* 
     case Opcode::kPushClose: PushClose(req, out); return true;
     case Opcode::kTxnInit: TxnInit(req, out); return true;
     case Opcode::kTxnBegin: TxnBegin(req, out); return true;
-    case Opcode::kTxnAppend: TxnAppend(req, out); return true;
+    case Opcode::kTxnAppend: return TxnAppend(req, out, appends);
     case Opcode::kTxnPrepare:
     case Opcode::kTxnCommit:
     case Opcode::kTxnAbort: TxnEnd(req, out); return true;

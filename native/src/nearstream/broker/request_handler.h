@@ -44,8 +44,9 @@ class RequestHandler {
 
   // Runs `req`. Returns true with the response frame in `*response`, or false when the request
   // was parked: a long-poll fetch comes back later through the waiters; an Append to a
-  // replicated stream waits in `appends` for SettleAppends; a ReplicaAppend waits in `replicas`
-  // for AnswerReplicas. Both belong to the calling worker.
+  // replicated stream waits in `appends` for SettleAppends, a TxnAppend to one for
+  // SettleTxnAppends; a ReplicaAppend waits in `replicas` for AnswerReplicas. Both belong to
+  // the calling worker.
   bool Handle(Request& req, net::OutFrame* response, AppendBatch* appends,
               ReplicaWriteBatch* replicas);
   // Writes the chunks `replicas` staged and answers their ReplicaAppends in `writer`; a worker
@@ -61,6 +62,11 @@ class RequestHandler {
   void SendAppends(AppendBatch* appends);
   void SettleAppends(AppendBatch* appends, size_t keep);
   void FlushAppends(AppendBatch* appends);
+  // The TxnAppends to replicated streams that `appends` took (transaction_requests.cc): sends
+  // the writes staged in their scopes, all scopes at once, awaits the answers and answers the
+  // requests in `writer`. A worker calls it after each batch of requests, and Handle before any
+  // request but a TxnAppend (which may be a commit that must find them acknowledged).
+  void SettleTxnAppends(AppendBatch* appends, ResponseWriter* writer);
 
   // Where clients reach this broker, as a standalone broker's ClusterMetadata says; set before
   // the workers start.
@@ -104,7 +110,12 @@ class RequestHandler {
   // Transactions (transaction_requests.cc).
   void TxnInit(const Request& req, Bytes* out);
   void TxnBegin(const Request& req, Bytes* out);
-  void TxnAppend(const Request& req, Bytes* out);
+  // True when answered in `out`; false when its chunks wait in `appends` (a replicated stream).
+  bool TxnAppend(Request& req, Bytes* out, AppendBatch* appends);
+  // The answer to a TxnAppend request, once every chunk of it is settled.
+  void FinishTxnAppend(const Request& req, const net::AppendResponse& r, const AppendTally& tally,
+                       Bytes* out);
+  static AppendTally Tally(const DeferredTxnAppend& d);
   // TxnPrepare, TxnCommit and TxnAbort: one body (TxnRef), one empty answer.
   void TxnEnd(const Request& req, Bytes* out);
   void TxnList(const Request& req, Bytes* out);

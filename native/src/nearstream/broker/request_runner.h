@@ -51,13 +51,16 @@ class RequestRunner {
     batch->clear();
   }
 
-  // Ends a batch: the staged ReplicaAppends written and answered, every queued answer sent.
+  // Ends a batch: the staged ReplicaAppends written and answered, the TxnAppends' writes sent
+  // to the followers and answered, every queued answer sent.
   void EndBatch() {
     handler_->AnswerReplicas(&replicas_, &writer_);
+    if (!appends_.txn_appends.empty()) handler_->SettleTxnAppends(&appends_, &writer_);
     writer_.Flush();
   }
 
-  // The appends to replicated streams this thread's requests took (a request worker's only).
+  // The appends to replicated streams this thread's requests took (a request worker's only);
+  // their TxnAppends are settled by EndBatch, their Appends by the worker's flights.
   AppendBatch& appends() { return appends_; }
 
  private:

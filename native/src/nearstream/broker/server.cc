@@ -426,6 +426,7 @@ MetricValues Server::CollectMetrics() {
   add("nearstream_txn_append_chunks_total", metrics_.txn_append_chunks.Get());
   add("nearstream_txn_append_records_total", metrics_.txn_append_records.Get());
   add("nearstream_txn_append_bytes_total", metrics_.txn_append_bytes.Get());
+  add("nearstream_txn_append_sends_total", metrics_.txn_append_sends.Get());
   const storage::TxnGauges txn = store_->transaction_gauges();
   add("nearstream_txn_open", txn.open);
   add("nearstream_txn_prepared", txn.prepared);

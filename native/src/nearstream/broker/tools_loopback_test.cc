@@ -235,14 +235,15 @@ TEST_F(ToolsLoopbackTest, PerfProducersAndConsumerAgreeOnEveryRecord) {
   EXPECT_GE(std::stoull(f["consumed"]), 1000u) << r.out;
 }
 
-// --txn-chunks: producers write transactions; what they count is committed, so a reader gets
-// at least that much, and nothing stays open or prepared.
+// --txn-chunks: producers write transactions, up to --inflight TxnAppends in flight; what they
+// count is committed, so a reader gets at least that much, and nothing stays open or prepared.
 TEST_F(ToolsLoopbackTest, PerfTransactionsCommitWhatTheyCount) {
-  ProcessResult r =
-      RunProcess({NEARSTREAM_PERF_PATH, "--broker", broker_->address(), "--stream", "txns",
-                  "--create", "--durability", "async", "--producers", "2", "--streamlets", "2",
-                  "--chunk-size", "4K", "--duration-s", "2", "--txn-chunks", "3"},
-                 "", 120000);
+  ProcessResult r = RunProcess(
+      {NEARSTREAM_PERF_PATH, "--broker", broker_->address(), "--stream", "txns",         "--create",
+       "--durability",       "async",    "--producers",      "2",        "--streamlets", "2",
+       "--chunk-size",       "4K",       "--duration-s",     "2",        "--txn-chunks", "3",
+       "--inflight",         "4"},
+      "", 120000);
   ASSERT_EQ(r.exit_code, 0) << Describe(r);
   std::map<std::string, std::string> f = ResultFields(r.out);
   const uint64_t produced = std::stoull(f["produced"]);
@@ -258,7 +259,7 @@ TEST_F(ToolsLoopbackTest, PerfTransactionsCommitWhatTheyCount) {
   EXPECT_EQ(r.out, "") << "a transaction was left open or prepared";
 
   r = RunProcess({NEARSTREAM_PERF_PATH, "--broker", broker_->address(), "--stream", "txns",
-                  "--txn-chunks", "3", "--inflight", "4"});
+                  "--txn-chunks", "3", "--rate", "1000"});
   EXPECT_EQ(r.exit_code, 2) << Describe(r);
   EXPECT_NE(r.err.find("--txn-chunks"), std::string::npos) << r.err;
 }

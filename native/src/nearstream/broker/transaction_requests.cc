@@ -2,6 +2,7 @@
 // the stream's StreamTransactions, answer. A commit wakes the readers of every streamlet it
 // linked chunks into, as an append does.
 #include "nearstream/broker/request_handler.h"
+#include "nearstream/broker/response_writer.h"
 #include "nearstream/common/clock.h"
 #include "nearstream/net/protocol.h"
 #include "nearstream/storage/chunk.h"
@@ -71,48 +72,102 @@ void RequestHandler::TxnBegin(const Request& req, Bytes* out) {
   Respond(req, out, [&](ByteWriter& w) { net::EncodeTxnBeginResponse(w, resp); });
 }
 
-void RequestHandler::TxnAppend(const Request& req, Bytes* out) {
+bool RequestHandler::TxnAppend(Request& req, Bytes* out, AppendBatch* appends) {
   metrics_->txn_append_requests.Add(1);
   // Decoded whole first: a malformed request appends nothing.
   auto m = net::DecodeTxnAppendRequest(req.frame.body.data(), req.frame.body.size());
-  if (!m.ok()) return Error(req, m.status(), out);
+  auto answer = [&](const Status& s) {
+    Error(req, s, out);
+    return true;
+  };
+  if (!m.ok()) return answer(m.status());
   auto stream = FindStream(m->txn.stream);
-  if (!stream.ok()) return Error(req, stream.status(), out);
+  if (!stream.ok()) return answer(stream.status());
   auto scoped = ScopeOf(**stream, m->txn.scope);
-  if (!scoped.ok()) return Error(req, scoped.status(), out);
+  if (!scoped.ok()) return answer(scoped.status());
   storage::StreamTransactions& txns = **scoped;
   const int64_t now = WallNowMs();
   auto txn = txns.ForAppend(m->txn.transactional_id, m->txn.epoch, m->txn.serial, now);
   NoteTxnStorageFailure(**stream, m->txn.scope, txn.status());
-  if (!txn.ok()) return Error(req, txn.status(), out);
-  net::AppendResponse r;
-  r.results.reserve(m->entries.size());
-  uint64_t chunks = 0, records = 0, bytes = 0;
+  if (!txn.ok()) return answer(txn.status());
+  DeferredTxnAppend d;
+  d.scope = &txns;
+  d.response.results.reserve(m->entries.size());
+  bool waits = false;
   for (const auto& e : m->entries) {
     net::AppendResult res;
     res.streamlet = e.streamlet;
     auto served = Served(**stream, e.streamlet);
     auto h = storage::ValidateChunk(e.chunk, e.chunk_size);
+    uint64_t ticket = 0;
     Result<bool> duplicate = !served.ok() ? Result<bool>(served.status())
-                             : h.ok()     ? txns.Append(**txn, e.streamlet, e.chunk, *h, now)
-                                          : Result<bool>(h.status());
+                             : h.ok() ? txns.Append(**txn, e.streamlet, e.chunk, *h, now, &ticket)
+                                      : Result<bool>(h.status());
     if (duplicate.ok()) {
       res.duplicate = *duplicate;
-      if (!*duplicate) {
-        ++chunks;
-        records += h->record_count;
-        bytes += e.chunk_size;
-      }
     } else {
       NoteTxnStorageFailure(**stream, m->txn.scope, duplicate.status());
       res.status = static_cast<uint16_t>(duplicate.status().code());
       res.message = duplicate.status().message();
     }
-    r.results.push_back(std::move(res));
+    const bool stored = duplicate.ok() && !*duplicate;
+    d.records.push_back(stored ? h->record_count : 0);
+    d.bytes.push_back(stored ? e.chunk_size : 0);
+    d.tickets.push_back(duplicate.ok() ? ticket : 0);
+    waits = waits || d.tickets.back() > 0;
+    d.response.results.push_back(std::move(res));
   }
-  metrics_->txn_append_chunks.Add(chunks);
-  metrics_->txn_append_records.Add(records);
-  metrics_->txn_append_bytes.Add(bytes);
+  if (!waits) {
+    FinishTxnAppend(req, d.response, Tally(d), out);
+    return true;
+  }
+  d.req = std::move(req);
+  d.stream = *stream;
+  appends->txn_appends.push_back(std::move(d));
+  return false;
+}
+
+void RequestHandler::SettleTxnAppends(AppendBatch* appends, ResponseWriter* writer) {
+  std::vector<storage::StreamTransactions*> scopes;
+  for (const DeferredTxnAppend& d : appends->txn_appends) scopes.push_back(d.scope);
+  storage::StreamTransactions::SendStaged(std::move(scopes));
+  metrics_->txn_append_sends.Add(1);
+  for (DeferredTxnAppend& d : appends->txn_appends) {
+    for (size_t k = 0; k < d.tickets.size(); ++k) {
+      if (d.tickets[k] == 0) continue;
+      Status copied = d.scope->Copied(d.tickets[k]);
+      if (copied.ok()) continue;
+      // On the leader's disk but maybe not on a follower: not acknowledged. A retry finds it
+      // stored and is acknowledged once the followers are known to hold it (or have left).
+      net::AppendResult& res = d.response.results[k];
+      res.status = static_cast<uint16_t>(copied.code());
+      res.message = copied.message();
+      res.duplicate = false;
+      d.records[k] = d.bytes[k] = 0;
+    }
+    net::OutFrame frame;
+    FinishTxnAppend(d.req, d.response, Tally(d), &frame.bytes);
+    writer->Add(d.req.conn, std::move(frame));  // a closed connection drops it
+  }
+  appends->txn_appends.clear();
+}
+
+AppendTally RequestHandler::Tally(const DeferredTxnAppend& d) {
+  AppendTally t;
+  for (size_t k = 0; k < d.records.size(); ++k) {
+    if (d.bytes[k] == 0) continue;
+    ++t.chunks;
+    t.records += d.records[k];
+    t.bytes += d.bytes[k];
+  }
+  return t;
+}
+
+void RequestHandler::FinishTxnAppend(const Request& req, const net::AppendResponse& r,
+                                     const AppendTally& tally, Bytes* out) {
+  metrics_->txn_append_chunks.Add(tally.chunks);
+  metrics_->txn_append_records.Add(tally.records);
+  metrics_->txn_append_bytes.Add(tally.bytes);
   Respond(req, out, [&](ByteWriter& w) { net::EncodeAppendResponse(w, r); });
 }
 

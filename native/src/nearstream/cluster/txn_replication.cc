@@ -51,27 +51,49 @@ Result<uint64_t> SendTxnWrites(ZkCluster::ReplicaLink& link, const std::string& 
 
 }  // namespace
 
-Status ZkCluster::Mirror(const std::string& name, uint32_t id,
-                         const std::vector<storage::TxnFileOp>& ops) {
+// One Send's writes on their way to the followers (TxnMirror::Send): the links stay locked,
+// in follower order, until Finish has read their answers.
+struct ZkCluster::TxnWritesSent : storage::TxnMirror::Sent {
   struct Target {
-    uint32_t follower;
+    uint32_t follower = 0;
     std::string address;  // empty: not registered now
     std::shared_ptr<ReplicaLink> link;
+    Status sent;  // the send's outcome, then the answers'
+    uint64_t first_id = 0;
   };
+  std::string name;
+  uint32_t id = 0;
   uint64_t epoch = 0;
-  std::vector<uint32_t> unconfirmed;
+  Status refused;  // nothing was sent: Finish returns it
+  size_t count = 0;
   std::vector<Target> targets;
+  std::vector<std::unique_lock<std::mutex>> held;
+};
+
+Status ZkCluster::Mirror(const std::string& name, uint32_t id,
+                         const std::vector<storage::TxnFileOp>& ops) {
+  return Finish(Send(name, id, ops));
+}
+
+std::unique_ptr<storage::TxnMirror::Sent> ZkCluster::Send(
+    const std::string& name, uint32_t id, const std::vector<storage::TxnFileOp>& ops) {
+  auto out = std::make_unique<TxnWritesSent>();
+  out->name = name;
+  out->id = id;
+  std::vector<uint32_t> unconfirmed;
   {
     MutexLock lock(&mu_);
     auto it = streams_.find(name);
     if (it == streams_.end() || id >= it->second.replicas.size()) {
-      return Status::StreamNotFound("stream '" + name + "' does not exist");
+      out->refused = Status::StreamNotFound("stream '" + name + "' does not exist");
+      return out;
     }
     const StreamRecord& record = it->second;
     if (record.owners[id] != options_.broker_id) {
-      return NotHere(name, id, record.owners[id], brokers_);
+      out->refused = NotHere(name, id, record.owners[id], brokers_);
+      return out;
     }
-    epoch = record.replicas[id].leader_epoch;
+    out->epoch = record.replicas[id].leader_epoch;
     if (auto u = txn_unconfirmed_.find({name, id}); u != txn_unconfirmed_.end()) {
       unconfirmed = u->second;
     }
@@ -84,13 +106,17 @@ Status ZkCluster::Mirror(const std::string& name, uint32_t id,
       if (link == nullptr) link = std::make_shared<ReplicaLink>();
       auto b = std::find_if(brokers_.begin(), brokers_.end(),
                             [f](const BrokerRecord& r) { return r.id == f; });
-      targets.push_back({f, b == brokers_.end() ? std::string() : b->address, link});
+      out->targets.push_back({f, b == brokers_.end() ? std::string() : b->address, link, {}, 0});
     }
   }
   if (!unconfirmed.empty()) {
     // An earlier write did not reach these followers: they leave the in-sync set before
     // anything of the scope is acknowledged again.
-    RETURN_IF_ERROR(ShrinkIsr(name, id, epoch, unconfirmed));
+    if (Status shrunk = ShrinkIsr(name, id, out->epoch, unconfirmed); !shrunk.ok()) {
+      out->refused = shrunk;
+      out->targets.clear();
+      return out;
+    }
     MutexLock lock(&mu_);
     txn_unconfirmed_.erase({name, id});
   }
@@ -100,7 +126,7 @@ Status ZkCluster::Mirror(const std::string& name, uint32_t id,
     r.stream = name;
     r.streamlet = id;
     r.leader = options_.broker_id;
-    r.leader_epoch = epoch;
+    r.leader_epoch = out->epoch;
     r.op = static_cast<net::ReplicaTxnOp>(op.kind);
     r.file = op.name;
     r.offset = op.offset;
@@ -109,56 +135,62 @@ Status ZkCluster::Mirror(const std::string& name, uint32_t id,
     r.data_size = op.size;
     requests.push_back(std::move(r));
   }
+  out->count = requests.size();
   // Every write goes to every follower before any answer is awaited: the followers write at the
   // same time, and a commit's renames cost one round trip, not one each (a follower applies
   // them in order; one that refuses a write leaves the set and copies the files again). The
-  // links are locked in follower order until their answers are in.
-  std::sort(targets.begin(), targets.end(),
-            [](const Target& x, const Target& y) { return x.follower < y.follower; });
-  std::vector<Status> sent(targets.size());
-  std::vector<uint64_t> first_ids(targets.size(), 0);
-  {
-    std::vector<std::unique_lock<std::mutex>> held;
-    held.reserve(targets.size());
-    for (const Target& t : targets) held.emplace_back(t.link->mu);
-    for (size_t k = 0; k < targets.size(); ++k) {
-      if (targets[k].address.empty()) {
-        sent[k] = Status::BrokerUnavailable("broker " + std::to_string(targets[k].follower) +
-                                            " is not registered");
-        continue;
-      }
-      Result<uint64_t> first = SendTxnWrites(*targets[k].link, targets[k].address, requests);
-      if (first.ok()) {
-        first_ids[k] = *first;
-      } else {
-        sent[k] = first.status();
-      }
+  // links are locked in follower order until their answers are in (Finish).
+  std::sort(out->targets.begin(), out->targets.end(),
+            [](const TxnWritesSent::Target& x, const TxnWritesSent::Target& y) {
+              return x.follower < y.follower;
+            });
+  out->held.reserve(out->targets.size());
+  for (const TxnWritesSent::Target& t : out->targets) out->held.emplace_back(t.link->mu);
+  for (TxnWritesSent::Target& t : out->targets) {
+    if (t.address.empty()) {
+      t.sent =
+          Status::BrokerUnavailable("broker " + std::to_string(t.follower) + " is not registered");
+      continue;
     }
-    for (size_t k = 0; k < targets.size(); ++k) {
-      if (!sent[k].ok()) continue;
-      std::optional<net::Client>& client = targets[k].link->client;
-      sent[k] = client->AwaitAnswers(net::Opcode::kReplicaTxn, first_ids[k], requests.size());
-      if (!client->ok()) client.reset();
+    Result<uint64_t> first = SendTxnWrites(*t.link, t.address, requests);
+    if (first.ok()) {
+      t.first_id = *first;
+    } else {
+      t.sent = first.status();
     }
   }
+  return out;
+}
+
+Status ZkCluster::Finish(std::unique_ptr<storage::TxnMirror::Sent> sent) {
+  auto* writes = static_cast<TxnWritesSent*>(sent.get());
+  if (!writes->refused.ok()) return writes->refused;
+  for (TxnWritesSent::Target& t : writes->targets) {
+    if (!t.sent.ok()) continue;
+    std::optional<net::Client>& client = t.link->client;
+    t.sent = client->AwaitAnswers(net::Opcode::kReplicaTxn, t.first_id, writes->count);
+    if (!client->ok()) client.reset();
+  }
+  writes->held.clear();  // the links are free again
+  const std::string& name = writes->name;
+  const uint32_t id = writes->id;
   std::vector<uint32_t> failed;
-  for (size_t k = 0; k < targets.size(); ++k) {
-    const Target& t = targets[k];
-    if (sent[k].ok()) continue;
-    if (sent[k].IsNotOwner()) {
+  for (const TxnWritesSent::Target& t : writes->targets) {
+    if (t.sent.ok()) continue;
+    if (t.sent.IsNotOwner()) {
       // Another broker leads now, or the follower is no replica any more: ShrinkIsr asks
       // ZooKeeper which (see AwaitReplicas).
       NS_LOG(kInfo) << "broker " << t.follower << " refused a transaction write of "
-                    << StreamletText(name, id) << ": " << sent[k].ToString();
+                    << StreamletText(name, id) << ": " << t.sent.ToString();
     } else {
       NS_LOG(kWarning) << "copying a transaction write of " << StreamletText(name, id)
-                       << " to broker " << t.follower << " failed: " << sent[k].ToString()
+                       << " to broker " << t.follower << " failed: " << t.sent.ToString()
                        << "; it leaves the in-sync set";
     }
     failed.push_back(t.follower);
   }
   if (failed.empty()) return Status::Ok();
-  Status shrunk = ShrinkIsr(name, id, epoch, failed);
+  Status shrunk = ShrinkIsr(name, id, writes->epoch, failed);
   if (!shrunk.ok()) {
     MutexLock lock(&mu_);
     txn_unconfirmed_[{name, id}] = failed;

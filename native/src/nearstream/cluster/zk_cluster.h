@@ -159,6 +159,7 @@ class ZkCluster : public storage::TxnMirror {
     uint32_t id;
     std::vector<storage::HeldAppends::Chunk> chunks;
   };
+  struct TxnWritesSent;  // a Send's writes awaiting their answers (txn_replication.cc)
   // A leader's connection to one follower for one streamlet's transactions' writes (`links_`,
   // Mirror; a Client serves one caller).
   struct ReplicaLink {
@@ -252,6 +253,12 @@ class ZkCluster : public storage::TxnMirror {
   // tries again before it sends anything (storage::TxnMirror).
   Status Mirror(const std::string& name, uint32_t id,
                 const std::vector<storage::TxnFileOp>& ops) override NS_EXCLUDES(mu_, zk_mu_);
+  // Mirror's halves (storage::TxnMirror): Send stops before the followers' answers, which
+  // Finish awaits; a follower that failed leaves the in-sync set in Finish.
+  std::unique_ptr<storage::TxnMirror::Sent> Send(
+      const std::string& name, uint32_t id, const std::vector<storage::TxnFileOp>& ops) override
+      NS_EXCLUDES(mu_, zk_mu_);
+  Status Finish(std::unique_ptr<storage::TxnMirror::Sent> sent) override NS_EXCLUDES(mu_, zk_mu_);
   // A follower's side of ReplicaTxn: the checks of a ReplicaAppend, then the write.
   Status AcceptReplicaTxn(const net::ReplicaTxnRequest& m) NS_EXCLUDES(mu_, zk_mu_);
   // The leader's side of ReplicaTxnFiles: a page of the scope's files, within `max_bytes`.

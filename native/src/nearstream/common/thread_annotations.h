@@ -28,3 +28,6 @@
 #define NS_RELEASE(...) NS_THREAD_ANNOTATION(release_capability(__VA_ARGS__))
 // On a function: tells the analysis that the capability is held when it returns (no check).
 #define NS_ASSERT_CAPABILITY(x) NS_THREAD_ANNOTATION(assert_capability(x))
+// For a function that holds a varying number of locks at once (in a documented order), which
+// the analysis cannot follow.
+#define NS_NO_THREAD_SAFETY_ANALYSIS NS_THREAD_ANNOTATION(no_thread_safety_analysis)

@@ -127,6 +127,10 @@ class Segment {
     file_ = std::move(f);
     file_end_ = write_end();
   }
+  // Closes the file once nothing will write or sync it again: a committed transaction's
+  // segment, its bytes durable. Each commit links segments of its own, and a broker that kept a
+  // descriptor for each of them ran out after some ten thousand transactions.
+  void CloseFile() { file_.reset(); }
   // Set by appends under `async` durability, cleared by the flusher before it syncs.
   std::atomic<bool>& dirty() { return dirty_; }
 

@@ -82,23 +82,109 @@ bool StreamTransactions::Mirrors() const {
 }
 
 void StreamTransactions::MirrorLocked(TxnFileOp op, Bytes* owned) {
+  MutexLock lock(&stage_mu_);
   if (owned != nullptr) {
     batch_.owned.push_back(std::move(*owned));
     op.data = batch_.owned.back().data();
     op.size = static_cast<uint32_t>(batch_.owned.back().size());
   }
   batch_.ops.push_back(std::move(op));
+  ++staged_;
+}
+
+uint64_t StreamTransactions::Stage(TxnFileOp op, const uint8_t* data) {
+  // Copied: the request that carried the chunk may be answered (and its buffer gone) before
+  // another request's send takes the write.
+  Bytes owned(data, data + op.size);
+  MutexLock lock(&stage_mu_);
+  batch_.owned.push_back(std::move(owned));
+  op.data = batch_.owned.back().data();
+  batch_.ops.push_back(std::move(op));
+  return ++staged_;
 }
 
 Status StreamTransactions::SendBatchLocked() {
-  if (batch_.ops.empty()) return Status::Ok();
   MirrorBatch batch;
-  std::swap(batch, batch_);
+  uint64_t through = 0;
+  {
+    MutexLock lock(&stage_mu_);
+    if (batch_.ops.empty()) return Status::Ok();
+    std::swap(batch, batch_);
+    through = sent_ = staged_;
+  }
   TxnMirror* mirror = mirror_.load();
   if (mirror == nullptr) return Status::Ok();
   Status s = mirror->Mirror(stream_->config().name, scope_, batch.ops);
-  if (!s.ok()) mirror_pending_.store(true);
+  SettleLocked(s, through);
   return s;
+}
+
+void StreamTransactions::SettleLocked(const Status& status, uint64_t through) {
+  MutexLock lock(&stage_mu_);
+  if (status.ok()) {
+    copied_ = std::max(copied_, through);
+  } else {
+    send_failure_ = status;
+    mirror_pending_.store(true);
+  }
+}
+
+void StreamTransactions::SendStaged(std::vector<StreamTransactions*> scopes) {
+  // Each scope's mu_ is held from its send until its answers are in (sends go one at a time,
+  // in order), and scopes are taken in (stream, streamlet) order, as TxnMirror::Send asks.
+  std::sort(scopes.begin(), scopes.end(),
+            [](const StreamTransactions* a, const StreamTransactions* b) {
+              const std::string& x = a->stream_->config().name;
+              const std::string& y = b->stream_->config().name;
+              return x != y ? x < y : a->scope_ < b->scope_;
+            });
+  scopes.erase(std::unique(scopes.begin(), scopes.end()), scopes.end());
+  struct Flight {
+    StreamTransactions* scope;
+    TxnMirror* mirror;
+    MirrorBatch batch;
+    uint64_t through;
+    std::unique_ptr<TxnMirror::Sent> sent;
+  };
+  std::vector<Flight> flights;
+  flights.reserve(scopes.size());
+  for (StreamTransactions* t : scopes) {
+    t->mu_.Lock();
+    Flight f{t, t->mirror_.load(), {}, 0, nullptr};
+    {
+      MutexLock lock(&t->stage_mu_);
+      // Nothing to send, unless an earlier send failed: then an empty one sends the failed
+      // followers out of the in-sync set, which vouches for what they may lack.
+      if (t->copied_ < t->staged_) {
+        std::swap(f.batch, t->batch_);
+        f.through = t->sent_ = t->staged_;
+      }
+    }
+    if (f.mirror != nullptr && f.through > 0) {
+      f.sent = f.mirror->Send(t->stream_->config().name, t->scope_, f.batch.ops);
+    }
+    flights.push_back(std::move(f));
+  }
+  for (Flight& f : flights) {
+    if (f.sent != nullptr) f.scope->SettleLocked(f.mirror->Finish(std::move(f.sent)), f.through);
+    f.scope->mu_.Unlock();
+  }
+}
+
+Status StreamTransactions::Copied(uint64_t ticket) const {
+  MutexLock lock(&stage_mu_);
+  for (const auto& [from, to] : dropped_) {
+    if (ticket >= from && ticket <= to) {
+      return Status::NotOwner("this broker stopped leading streamlet " + std::to_string(scope_) +
+                              " of stream '" + stream_->config().name +
+                              "' before the write reached its followers");
+    }
+  }
+  if (ticket <= copied_) return Status::Ok();
+  if (!send_failure_.ok()) return send_failure_;
+  return Status::BrokerUnavailable("the write to streamlet " + std::to_string(scope_) +
+                                   " of stream '" + stream_->config().name +
+                                   "' has not reached its followers");
 }
 
 Status StreamTransactions::ReadyLocked() {
@@ -175,6 +261,9 @@ Status StreamTransactions::FinishCommits() {
       if (first.ok()) first = s;
     }
     if (streamlets.empty() || streamlets.back() != r.streamlet) streamlets.push_back(r.streamlet);
+    // Its bytes are synced and nothing appends to it again. Only this thread (the maintenance
+    // thread's flush) touches a linked segment's file, so it goes here.
+    if (r.segment != nullptr) r.segment->CloseFile();
   }
   // The new names made durable at once (off the request path): a flush interval later the
   // streamlet's own sync would do, but nothing should depend on a rename that may be undone.
@@ -409,7 +498,7 @@ Result<std::shared_ptr<StreamTransactions::Txn>> StreamTransactions::ForAppend(
 }
 
 Result<bool> StreamTransactions::Append(Txn& txn, uint32_t streamlet, const uint8_t* chunk,
-                                        const ChunkHeader& h, int64_t now_ms) {
+                                        const ChunkHeader& h, int64_t now_ms, uint64_t* ticket) {
   Streamlet* s = stream_->streamlet(streamlet);
   if (s == nullptr) {
     return Status::StreamletNotFound("stream '" + stream_->config().name + "' has no streamlet " +
@@ -426,6 +515,23 @@ Result<bool> StreamTransactions::Append(Txn& txn, uint32_t streamlet, const uint
     TxnMirror* mirror = mirror_.load();
     if (mirror != nullptr) RETURN_IF_ERROR(mirror->Mirror(stream_->config().name, scope_, {}));
   }
+  uint64_t waits_for = 0;
+  ASSIGN_OR_RETURN(bool duplicate, AppendToPart(txn, streamlet, chunk, h, now_ms, &waits_for));
+  if (ticket != nullptr) {
+    *ticket = waits_for;
+    return duplicate;
+  }
+  if (waits_for > 0 && !Copied(waits_for).ok()) {
+    SendStaged({this});
+    RETURN_IF_ERROR(Copied(waits_for));
+  }
+  return duplicate;
+}
+
+Result<bool> StreamTransactions::AppendToPart(Txn& txn, uint32_t streamlet, const uint8_t* chunk,
+                                              const ChunkHeader& h, int64_t now_ms,
+                                              uint64_t* waits_for) {
+  Streamlet* s = stream_->streamlet(streamlet);
   std::lock_guard<std::mutex> lock(txn.mu);
   if (txn.forgotten) {
     return Status::NotOwner("this broker no longer leads streamlet " + std::to_string(streamlet) +
@@ -459,12 +565,15 @@ Result<bool> StreamTransactions::Append(Txn& txn, uint32_t streamlet, const uint
     txn.chunks.fetch_add(1);
   }
   txn.last_activity_ms.store(now_ms);
-  if (!duplicate && Mirrors() && written.data != nullptr) {
-    // Under the transaction's lock: its part's file grows in order on every follower too.
-    Status sent = mirror_.load()->Mirror(stream_->config().name, scope_, {written});
-    if (!sent.ok()) {
-      mirror_pending_.store(true);
-      return sent;
+  if (Mirrors()) {
+    if (!duplicate && written.data != nullptr) {
+      // Staged under the transaction's lock: its part's file grows in order on every follower
+      // too, and a later write to the file (an abort's delete) is staged after this one.
+      *waits_for = Stage(written, written.data);
+    } else {
+      // A retry is acknowledged like the chunk it repeats: once that one is on the followers.
+      MutexLock stage(&stage_mu_);
+      *waits_for = staged_;
     }
   }
   return duplicate;
@@ -574,6 +683,8 @@ void StreamTransactions::PublishCommitLocked(IdState& st, std::shared_ptr<Txn> t
     if (renamed_any) {
       Status synced = env_->SyncDir(streamlet->dir());
       if (!synced.ok()) NS_LOG(kError) << "commit: " << synced.ToString();
+      // Every append to them was synced: nothing writes or syncs these files again.
+      for (const std::shared_ptr<Segment>& seg : segments) seg->CloseFile();
     }
     streamlet->LinkReserved(l.group, std::move(segments));
     linked->push_back(l.streamlet);
@@ -970,14 +1081,21 @@ void StreamTransactions::Forget() {
   live_files_.clear();
   pending_renames_.clear();
   log_.reset();
-  batch_ = MirrorBatch();
+  {
+    MutexLock stage(&stage_mu_);
+    batch_ = MirrorBatch();
+    // Dropped unsent: whatever a later send here (this broker leading the streamlet again)
+    // confirms, it does not vouch for these.
+    if (sent_ < staged_) dropped_.emplace_back(sent_ + 1, staged_);
+    sent_ = staged_;
+  }
   unpublished_.clear();
   published_.clear();
   mirror_pending_.store(false);
 }
 
 Result<std::vector<StreamTransactions::FilePiece>> StreamTransactions::FilesFrom(
-    const std::map<std::string, uint64_t>& held, size_t max_part_bytes, bool* complete) const {
+    const std::map<std::string, uint64_t>& held, size_t max_part_bytes, bool* complete) {
   MutexLock lock(&mu_);
   *complete = true;
   std::vector<FilePiece> out;
@@ -1012,6 +1130,10 @@ Result<std::vector<StreamTransactions::FilePiece>> StreamTransactions::FilesFrom
       add(*t);
     }
   }
+  // A write staged before its part was read above is in this copy already: it goes to the
+  // in-sync replicas now (the follower copying is not one yet), so that it cannot reach the
+  // follower a second time once that joined them.
+  RETURN_IF_ERROR(SendBatchLocked());
   return out;
 }
 

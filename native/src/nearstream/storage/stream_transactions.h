@@ -15,7 +15,8 @@
 //
 // Threading: any thread may call any method. mu_ guards the ids and the state of every
 // transaction; each transaction's own lock guards its parts, so appends to different
-// transactions run in parallel. Lock order: mu_, then a transaction's lock, then streamlet locks.
+// transactions run in parallel. Lock order: mu_, then a transaction's lock, then streamlet locks
+// and stage_mu_ (the writes staged for the followers).
 #pragma once
 
 #include <atomic>
@@ -108,8 +109,7 @@ class StreamTransactions {
     Bytes data;
   };
   Result<std::vector<FilePiece>> FilesFrom(const std::map<std::string, uint64_t>& held,
-                                           size_t max_part_bytes, bool* complete) const
-      NS_EXCLUDES(mu_);
+                                           size_t max_part_bytes, bool* complete) NS_EXCLUDES(mu_);
   ~StreamTransactions();
 
   // Recovery, step 1 (before the streamlets recover): replays txn.log, finishes the renames of
@@ -130,8 +130,22 @@ class StreamTransactions {
   // Appends one chunk (checked by ValidateChunk) to streamlet `streamlet` of `txn`. Returns
   // true for a duplicate. Fails with TXN_ABORTED / INVALID_TXN_STATE when the transaction
   // stopped being open since ForAppend.
+  //
+  // A mirrored scope stages the chunk's write for its followers. Without `ticket` the append
+  // sends what is staged and returns once the followers hold it. With `ticket` it returns at
+  // once, and `*ticket` names what the answer waits for (its own write, or for a duplicate every
+  // write staged before it): the caller passes it to Copied() after SendStaged() took this
+  // scope, and acknowledges the chunk only when that is Ok. A request worker so gets one round
+  // trip to the followers for all the transactional appends it read together.
   Result<bool> Append(Txn& txn, uint32_t streamlet, const uint8_t* chunk, const ChunkHeader& h,
-                      int64_t now_ms);
+                      int64_t now_ms, uint64_t* ticket = nullptr);
+  // Sends the writes staged in each of `scopes` to their followers, all before any answer is
+  // awaited, and awaits the answers.
+  // Holds several scopes' mu_ at once, in (stream, streamlet) order.
+  static void SendStaged(std::vector<StreamTransactions*> scopes) NS_NO_THREAD_SAFETY_ANALYSIS;
+  // After SendStaged (or any request that sent this scope's staged writes) returned: Ok when
+  // every write up to `ticket` is on every in-sync follower; otherwise why not.
+  Status Copied(uint64_t ticket) const;
   Status Prepare(const std::string& id, uint32_t epoch, uint64_t serial) NS_EXCLUDES(mu_);
   // On success `linked` lists the streamlets that gained the transaction's chunks (to wake
   // their readers).
@@ -183,6 +197,9 @@ class StreamTransactions {
   bool Mirrors() const;
   Status ReadyLocked() NS_REQUIRES(mu_);
   Status SendBatchLocked() NS_REQUIRES(mu_);
+  // The staged writes up to `through` were sent and answered with `status` (under mu_: sends
+  // go one at a time, in order).
+  void SettleLocked(const Status& status, uint64_t through) NS_REQUIRES(mu_) NS_EXCLUDES(stage_mu_);
   template <typename T>
   T SentLocked(T result) NS_REQUIRES(mu_) {
     Status sent = SendBatchLocked();
@@ -190,6 +207,13 @@ class StreamTransactions {
     return result;
   }
   void MirrorLocked(TxnFileOp op, Bytes* owned = nullptr) NS_REQUIRES(mu_);
+  // Append's part under the transaction's lock: the chunk written to its part, and its write
+  // staged; `*waits_for` gets what its acknowledgement waits for (0: nothing).
+  Result<bool> AppendToPart(Txn& txn, uint32_t streamlet, const uint8_t* chunk,
+                            const ChunkHeader& h, int64_t now_ms, uint64_t* waits_for)
+      NS_EXCLUDES(stage_mu_);
+  // Adds `op` (its data copied) to the staged writes; returns its number.
+  uint64_t Stage(TxnFileOp op, const uint8_t* data) NS_EXCLUDES(stage_mu_);
   // The bodies of Init, Begin, Prepare, Commit, Abort and ExpireOpen, under mu_.
   Result<std::pair<uint32_t, uint64_t>> InitLocked(const std::string& id,
                                                    uint64_t keep_prepared_through) NS_REQUIRES(mu_);
@@ -265,12 +289,25 @@ class StreamTransactions {
   Status flush_failure_ NS_GUARDED_BY(mu_);
 
   std::atomic<TxnMirror*> mirror_{nullptr};
-  // Writes the request in progress made under mu_, sent before it is answered.
+  // The writes staged for the followers, in the order made: those of the request in progress
+  // under mu_, sent before it is answered, and transactional appends' (made under their
+  // transaction's lock only), sent by the next send of the scope: SendStaged, or any request's.
+  // stage_mu_ comes last in the lock order. Writes are numbered from 1 as staged; every send
+  // (under mu_) takes all of them, so a send that is answered Ok leaves every write up to its
+  // last on every in-sync follower, and a failed one sends its followers out of the in-sync set
+  // before any later send is Ok (TxnMirror), which then vouches for the earlier writes too.
   struct MirrorBatch {
     std::vector<TxnFileOp> ops;
     std::deque<Bytes> owned;  // bytes the ops point at (a deque: they never move)
   };
-  MirrorBatch batch_ NS_GUARDED_BY(mu_);
+  mutable Mutex stage_mu_;
+  MirrorBatch batch_ NS_GUARDED_BY(stage_mu_);
+  uint64_t staged_ NS_GUARDED_BY(stage_mu_) = 0;  // the last write's number
+  uint64_t sent_ NS_GUARDED_BY(stage_mu_) = 0;    // the last write a send took
+  uint64_t copied_ NS_GUARDED_BY(stage_mu_) = 0;  // the last write an Ok send vouched for
+  Status send_failure_ NS_GUARDED_BY(stage_mu_);  // the last failed send's error
+  // Writes staged and dropped unsent by Forget: never vouched for, whatever a later send does.
+  std::vector<std::pair<uint64_t, uint64_t>> dropped_ NS_GUARDED_BY(stage_mu_);
   // A send failed: some follower may lack writes this broker made, so nothing is acknowledged
   // until the mirror confirms that every in-sync follower holds them (or has left the set).
   std::atomic<bool> mirror_pending_{false};

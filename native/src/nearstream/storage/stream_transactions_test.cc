@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
@@ -367,6 +368,43 @@ TEST_P(TxnRestartTest, EveryTransactionComesBackOpenPreparedCommittedWholeOrAbor
     EXPECT_EQ(listed[1].serial, 2u);
     EXPECT_TRUE(s.transactions().Commit("prepared", 1, 1, 0, &linked).ok());
   }
+}
+
+// Each commit links segments of its own into the streamlets. Once their bytes are durable (at
+// the commit under `sync`, after the flusher's sync under `async`) their files are closed: a
+// broker that kept a descriptor for each ran out of them after some ten thousand transactions.
+TEST_P(TxnRestartTest, CommittedTransactionsKeepNoFileOpenOnceDurable) {
+  auto open_files = [] {
+    size_t n = 0;
+    for ([[maybe_unused]] const auto& entry :
+         std::filesystem::directory_iterator("/proc/self/fd")) {
+      ++n;
+    }
+    return n;
+  };
+  auto store = Open();
+  ASSERT_TRUE(store->Create(Config(GetParam())).ok());
+  Stream& s = *store->Find("txn");
+  StreamTransactions& t = s.transactions();
+  ASSERT_TRUE(t.Init("many", 0, 0).ok());
+  std::vector<uint32_t> linked;
+  ASSERT_TRUE(t.Begin("many", 1, 0).ok());
+  ASSERT_TRUE(TxnAppend(t, "many", 1, 1, 0, Chunk(70, 1)).ok());
+  ASSERT_TRUE(t.Commit("many", 1, 1, 0, &linked).ok());
+  ASSERT_EQ(store->FlushAsync(), 0);
+  const size_t before = open_files();
+  constexpr uint64_t kTransactions = 300;
+  for (uint64_t serial = 2; serial <= kTransactions + 1; ++serial) {
+    ASSERT_TRUE(t.Begin("many", 1, 0).ok());
+    for (uint32_t streamlet = 0; streamlet < 2; ++streamlet) {
+      ASSERT_TRUE(TxnAppend(t, "many", 1, serial, streamlet, Chunk(70 + streamlet, 1)).ok());
+    }
+    ASSERT_TRUE(t.Commit("many", 1, serial, 0, &linked).ok());
+  }
+  ASSERT_EQ(store->FlushAsync(), 0);  // `async`: the commits' files synced and renamed
+  EXPECT_LT(open_files(), before + 10) << "committed transactions kept their files open";
+  EXPECT_EQ(Visible(s.streamlet(1)).size(), kTransactions);
+  EXPECT_EQ(Visible(s.streamlet(0)).size(), kTransactions + 1);
 }
 
 // A replicated stream keeps a set of transactions per streamlet (its scope), whose records and

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -26,7 +27,7 @@ struct TxnFileOp {
   Kind kind = Kind::kAppend;
   std::string name;
   uint64_t offset = 0;
-  const uint8_t* data = nullptr;  // kAppend, kReplace: valid until Mirror returns
+  const uint8_t* data = nullptr;  // kAppend, kReplace: valid until Mirror (or Send) returns
   uint32_t size = 0;
   std::string to;  // kRename
 };
@@ -41,6 +42,21 @@ class TxnMirror {
   // `ops` only retries what a failed call left pending.
   virtual Status Mirror(const std::string& stream, uint32_t streamlet,
                         const std::vector<TxnFileOp>& ops) = 0;
+
+  // Mirror in two halves, so that one thread can have several streamlets' writes on their way
+  // at once and wait for one round trip instead of one each: Send writes `ops` to the
+  // followers and returns without their answers; Finish awaits them and returns what Mirror
+  // would have. Between the two the streamlet's connections to its followers stay locked: the
+  // caller neither mirrors nor sends that streamlet's writes again, and sends other
+  // streamlets' only in increasing (stream, streamlet) order, as every thread that holds two
+  // sends at once does.
+  class Sent {
+   public:
+    virtual ~Sent() = default;
+  };
+  virtual std::unique_ptr<Sent> Send(const std::string& stream, uint32_t streamlet,
+                                     const std::vector<TxnFileOp>& ops) = 0;
+  virtual Status Finish(std::unique_ptr<Sent> sent) = 0;
 };
 
 }  // namespace nearstream::storage
