@@ -107,11 +107,6 @@ bool RequestHandler::Handle(Request& req, net::OutFrame* response, AppendBatch* 
       (!appends->held.empty() || appends->in_flight())) {
     FlushAppends(appends);
   }
-  if (static_cast<Opcode>(req.frame.header.opcode) != Opcode::kTxnAppend &&
-      !appends->txn_appends.empty()) {
-    ResponseWriter writer;
-    SettleTxnAppends(appends, &writer);
-  }
   Bytes* out = &response->bytes;
   const net::FrameHeader& h = req.frame.header;
   if (!req.wait_over && req.deadline_ms == 0) metrics_->requests.Add(1);

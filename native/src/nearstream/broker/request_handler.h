@@ -64,7 +64,7 @@ class RequestHandler {
   void FlushAppends(AppendBatch* appends);
   // The TxnAppends to replicated streams that `appends` took (transaction_requests.cc): sends
   // the writes staged in their scopes, all scopes at once, awaits the answers and answers the
-  // requests in `writer`. A worker calls it after each batch of requests, and Handle before any
+  // requests in `writer`. A worker calls it after each batch of requests, and before any
   // request but a TxnAppend (which may be a commit that must find them acknowledged).
   void SettleTxnAppends(AppendBatch* appends, ResponseWriter* writer);
 

@@ -26,9 +26,16 @@ class RequestRunner {
   // Runs `req` and queues its answer, unless the handler parked it. The ReplicaAppends staged
   // so far are written and answered first, unless `req` is one more: consecutive ones go to
   // their files together, a run at a time, and any other request must see them written.
+  //
+  // Likewise the TxnAppends taken so far are sent to the followers and answered first unless
+  // `req` is one more (a commit must find them acknowledged): their answers are queued after
+  // those of the requests before them and before `req`'s, so a connection's answers keep their
+  // order (docs/protocol.md).
   void Run(Request& req) {
-    if (static_cast<net::Opcode>(req.frame.header.opcode) != net::Opcode::kReplicaAppend) {
-      handler_->AnswerReplicas(&replicas_, &writer_);
+    const auto opcode = static_cast<net::Opcode>(req.frame.header.opcode);
+    if (opcode != net::Opcode::kReplicaAppend) handler_->AnswerReplicas(&replicas_, &writer_);
+    if (opcode != net::Opcode::kTxnAppend && !appends_.txn_appends.empty()) {
+      handler_->SettleTxnAppends(&appends_, &writer_);
     }
     std::shared_ptr<net::Connection> conn = req.conn;  // a parked request is moved away
     response_.Clear();
