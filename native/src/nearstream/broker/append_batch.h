@@ -61,8 +61,8 @@ struct DeferredTxnAppend {
   storage::StreamTransactions* scope = nullptr;
   net::AppendResponse response;
   std::vector<uint64_t> tickets;  // per result: what it waits for (0: nothing)
-  AppendTally tally;              // the chunks stored, counted once answered
-  std::vector<uint64_t> records;  // per result, for the tally
+  // Per result: the records and bytes of a chunk stored (0 otherwise), counted once answered.
+  std::vector<uint64_t> records;
   std::vector<uint64_t> bytes;
 };
 

@@ -140,8 +140,8 @@ class StreamTransactions {
   Result<bool> Append(Txn& txn, uint32_t streamlet, const uint8_t* chunk, const ChunkHeader& h,
                       int64_t now_ms, uint64_t* ticket = nullptr);
   // Sends the writes staged in each of `scopes` to their followers, all before any answer is
-  // awaited, and awaits the answers.
-  // Holds several scopes' mu_ at once, in (stream, streamlet) order.
+  // awaited, and awaits the answers. Holds the scopes' mu_ at once, taken in (stream,
+  // streamlet) order.
   static void SendStaged(std::vector<StreamTransactions*> scopes) NS_NO_THREAD_SAFETY_ANALYSIS;
   // After SendStaged (or any request that sent this scope's staged writes) returned: Ok when
   // every write up to `ticket` is on every in-sync follower; otherwise why not.
