@@ -93,8 +93,9 @@ void StreamTransactions::MirrorLocked(TxnFileOp op, Bytes* owned) {
 }
 
 uint64_t StreamTransactions::Stage(TxnFileOp op, const uint8_t* data) {
-  // Copied: the request that carried the chunk may be answered (and its buffer gone) before
-  // another request's send takes the write.
+  // Copied: Append promises nothing about the chunk's life after it returns. The request
+  // handler keeps a TxnAppend parked until a send took its write, so the write could point
+  // into the request instead and save this copy (one per transactional chunk).
   Bytes owned(data, data + op.size);
   MutexLock lock(&stage_mu_);
   batch_.owned.push_back(std::move(owned));
