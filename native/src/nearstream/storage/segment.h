@@ -131,6 +131,9 @@ class Segment {
   // segment, its bytes durable. Each commit links segments of its own, and a broker that kept a
   // descriptor for each of them ran out after some ten thousand transactions.
   void CloseFile() { file_.reset(); }
+  // Gives the file up to the caller, which closes it: a sealed segment whose bytes are durable
+  // (Streamlet::Maintain), closed outside the streamlet lock.
+  std::unique_ptr<WritableFile> TakeFile() { return std::move(file_); }
   // Set by appends under `async` durability, cleared by the flusher before it syncs.
   std::atomic<bool>& dirty() { return dirty_; }
 

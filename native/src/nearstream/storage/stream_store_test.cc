@@ -516,6 +516,44 @@ class StreamStorePowerLossTest : public StreamStoreTest {
   }
 };
 
+// A finished segment's file is closed once its bytes are durable, not kept open until retention
+// drops it: at 256 MiB retained per streamlet and 8 MiB segments a broker held 32 descriptors per
+// streamlet, and ran out at a few hundred streamlets. Under `async` the file must stay open
+// until the flusher synced it: closed earlier, its bytes would never be synced.
+TEST_F(StreamStorePowerLossTest, FinishedSegmentsCloseTheirFilesOnceDurable) {
+  for (Durability d : {Durability::kSync, Durability::kAsync}) {
+    SCOPED_TRACE(d == Durability::kSync ? "sync" : "async");
+    Reopen();
+    const std::string name = d == Durability::kSync ? "sy" : "as";
+    ASSERT_TRUE(store_->Create(Config(name, d)).ok());
+    // Four 1000-byte chunks per 4 KiB segment: ten segments, the last one active.
+    for (uint64_t i = 0; i < 40; ++i) {
+      ASSERT_TRUE(AppendChunk(StreamletOf(name, 0), MakeChunk(0, i)).ok());
+    }
+    ASSERT_EQ(env_.open_file_count(), 10u);
+    store_->Maintain(0);
+    if (d == Durability::kAsync) {
+      EXPECT_EQ(env_.open_file_count(), 10u) << "closed before the flusher synced them";
+      ASSERT_EQ(store_->FlushAsync(), 0);
+      store_->Maintain(0);
+    }
+    EXPECT_EQ(env_.open_file_count(), 1u);  // the active segment's
+    // Appends go on into the active segment and the ones after it.
+    for (uint64_t i = 40; i < 48; ++i) {
+      ASSERT_TRUE(AppendChunk(StreamletOf(name, 0), MakeChunk(0, i)).ok());
+    }
+    ASSERT_EQ(store_->FlushAsync(), 0);
+    store_->Maintain(0);
+    EXPECT_EQ(env_.open_file_count(), 1u);
+    PowerLoss();  // what was acknowledged, and synced, survives
+    Reopen();
+    std::vector<ReadChunk> got = ReadAll(StreamletOf(name, 0));
+    ASSERT_EQ(got.size(), 48u);
+    for (uint64_t i = 0; i < 48; ++i) EXPECT_EQ(got[i].bytes, MakeChunk(0, i)) << i;
+    store_.reset();
+  }
+}
+
 TEST_F(StreamStorePowerLossTest, SyncLosesNothingAcknowledged) {
   Reopen();
   ASSERT_TRUE(store_->Create(Config("s", Durability::kSync, 2)).ok());

@@ -652,6 +652,8 @@ std::vector<std::string> Streamlet::Maintain(int64_t now_ms, int64_t group_idle_
   // destroyed after it): returning a segment's memory unmaps it, about 1 ms per 8 MiB, and a
   // pass that dropped several held the appends that wait for `mu_` for up to 36 ms.
   std::vector<std::shared_ptr<Segment>> dropped;
+  // And files closed after it, too: a close is a system call.
+  std::vector<std::unique_ptr<WritableFile>> finished;
   MutexLock lock(&mu_);
   // Retention drops whole sealed segments from the head, and always keeps the newest segment
   // so positions at the tail stay valid.
@@ -686,6 +688,17 @@ std::vector<std::string> Streamlet::Maintain(int64_t now_ms, int64_t group_idle_
     bytes_ -= n;
     ++version_;  // the head moved: followers drop what lies before it
     if (g->segments.empty() && g->closed) groups_.pop_front();
+  }
+  // A sealed segment takes no more writes (a seal follows its last write, under the slot lock,
+  // and a segment holding a leader's unsettled chunks is never sealed by others); not dirty, its
+  // bytes are synced: under `sync` by each append, under `async` by the last SyncDirty, which
+  // marks it dirty again when the sync fails.
+  for (const auto& g : groups_) {
+    for (const auto& s : g->segments) {
+      if (s->sealed() && s->file() != nullptr && !s->dirty().load()) {
+        finished.push_back(s->TakeFile());
+      }
+    }
   }
   return doomed;
 }

@@ -315,4 +315,9 @@ int FaultInjectionEnv::sync_count() const {
   return sync_count_;
 }
 
+size_t FaultInjectionEnv::open_file_count() const {
+  MutexLock lock(&mu_);
+  return open_files_.size();
+}
+
 }  // namespace nearstream::storage

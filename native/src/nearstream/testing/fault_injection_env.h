@@ -84,6 +84,8 @@ class FaultInjectionEnv final : public Env {
   std::vector<std::string> TrackedFiles() const;
   // How many WritableFile::Sync calls succeeded.
   int sync_count() const;
+  // How many of the files OpenAppendable gave out are still open.
+  size_t open_file_count() const;
 
  private:
   class File;
