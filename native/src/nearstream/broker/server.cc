@@ -436,6 +436,8 @@ MetricValues Server::CollectMetrics() {
   add("nearstream_txn_committed_total", totals.committed.load());
   add("nearstream_txn_aborted_total", totals.aborted.load());
   add("nearstream_txn_expired_total", totals.expired.load());
+  add("nearstream_txn_files_awaiting_sync", totals.files_awaiting_sync.load());
+  add("nearstream_txn_commit_inline_syncs_total", totals.inline_commit_syncs.load());
   add("nearstream_fetch_requests_total", metrics_.fetch_requests.Get());
   add("nearstream_fetch_chunks_total", metrics_.fetch_chunks.Get());
   add("nearstream_fetch_records_total", metrics_.fetch_records.Get());

@@ -123,6 +123,9 @@ class Segment {
 
   // The backing file of a durable segment; null for memory-only streams and recovered segments.
   WritableFile* file() { return file_.get(); }
+  // The same, shared: a flusher that syncs outside the lock under which it took the file keeps
+  // it open even if a commit closes the segment's file meanwhile.
+  std::shared_ptr<WritableFile> shared_file() const { return file_; }
   void set_file(std::unique_ptr<WritableFile> f) {
     file_ = std::move(f);
     file_end_ = write_end();
@@ -133,7 +136,7 @@ class Segment {
   void CloseFile() { file_.reset(); }
   // Gives the file up to the caller, which closes it: a sealed segment whose bytes are durable
   // (Streamlet::Maintain), closed outside the streamlet lock.
-  std::unique_ptr<WritableFile> TakeFile() { return std::move(file_); }
+  std::shared_ptr<WritableFile> TakeFile() { return std::move(file_); }
   // Set by appends under `async` durability, cleared by the flusher before it syncs.
   std::atomic<bool>& dirty() { return dirty_; }
 
@@ -158,7 +161,9 @@ class Segment {
   std::atomic<bool> sealed_{false};
   std::atomic<bool> dirty_{false};
   int64_t last_append_ms_;
-  std::unique_ptr<WritableFile> file_;
+  // Shared with a flusher's sync in progress (shared_file): closing the segment's file
+  // (CloseFile, TakeFile) meanwhile leaves the descriptor open until that sync returns.
+  std::shared_ptr<WritableFile> file_;
   std::vector<uint32_t> index_;
   std::vector<DamagedBytes> damaged_;
   int64_t max_timestamp_ms_ = INT64_MIN;

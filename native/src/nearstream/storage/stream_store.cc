@@ -214,6 +214,7 @@ Status StreamStore::Delete(const std::string& name) {
     }
     streams_.erase(it);
   }
+  for (StreamTransactions* t : stream->all_transactions()) t->DropAwaitingSync();
   stream->MarkDeleted();
   stream->NoteAppended();  // wakes long-polls so they answer STREAM_NOT_FOUND promptly
   return Status::Ok();

@@ -57,6 +57,12 @@ StreamTransactions::StreamTransactions(Stream* stream, Env* env, std::string dir
 
 StreamTransactions::~StreamTransactions() = default;
 
+void StreamTransactions::DropAwaitingSync() {
+  MutexLock lock(&mu_);
+  totals_->files_awaiting_sync.fetch_sub(pending_renames_.size());
+  pending_renames_.clear();
+}
+
 Status StreamTransactions::Log(const TxnRecord& record, bool sync) {
   if (!durable_) return Status::Ok();
   if (log_ == nullptr) {
@@ -240,7 +246,15 @@ Status StreamTransactions::FinishCommits() {
   }
   // Then the data, outside the lock (appends and other commits go on): a file that has its group
   // name holds all its bytes, so recovery need only check files that still carry transaction
-  // names (RecoverLog). Only the maintenance thread gets here, so renames never race.
+  // names (RecoverLog). Only the maintenance thread and commits past the broker's bound of files
+  // awaiting sync (AwaitSyncLocked) get here, each with renames of its own, so renames never
+  // race.
+  Status s = SyncAndRename(renames);
+  totals_->files_awaiting_sync.fetch_sub(renames.size());  // closed now (or kept, failed)
+  return s;
+}
+
+Status StreamTransactions::SyncAndRename(std::vector<PendingRename>& renames) {
   Status first;
   for (PendingRename& r : renames) {
     if (r.segment == nullptr || r.segment->file() == nullptr) continue;
@@ -262,8 +276,8 @@ Status StreamTransactions::FinishCommits() {
       if (first.ok()) first = s;
     }
     if (streamlets.empty() || streamlets.back() != r.streamlet) streamlets.push_back(r.streamlet);
-    // Its bytes are synced and nothing appends to it again. Only this thread (the maintenance
-    // thread's flush) touches a linked segment's file, so it goes here.
+    // Its bytes are synced and nothing appends to it again. Only the thread that took the
+    // rename touches a linked segment's file, so it goes here.
     if (r.segment != nullptr) r.segment->CloseFile();
   }
   // The new names made durable at once (off the request path): a flush interval later the
@@ -279,6 +293,9 @@ Status StreamTransactions::FinishCommits() {
 
 Status StreamTransactions::FlushAsync() {
   std::vector<std::shared_ptr<Segment>> dirty;
+  // Taken under the locks: a commit past the bound of files awaiting sync closes its parts'
+  // files (AwaitSyncLocked) while these syncs run.
+  std::vector<std::shared_ptr<WritableFile>> files;
   std::vector<std::string> dirs;
   Status first = FinishCommits();
   {
@@ -296,14 +313,16 @@ Status StreamTransactions::FlushAsync() {
       for (auto& [streamlet, part] : t->parts) {
         bool dir = false;
         part->TakeDirty(&dirty, &dir);
+        while (files.size() < dirty.size()) files.push_back(dirty[files.size()]->shared_file());
         if (dir) dirs.push_back(stream_->streamlet(streamlet)->dir());
       }
     }
   }
   // Outside the locks, as Streamlet::SyncDirty: appends go on meanwhile.
-  for (const auto& seg : dirty) {
+  for (size_t i = 0; i < dirty.size(); ++i) {
+    const std::shared_ptr<Segment>& seg = dirty[i];
     if (!seg->dirty().exchange(false)) continue;
-    Status s = seg->file()->Sync();
+    Status s = files[i]->Sync();
     if (!s.ok()) {
       seg->dirty().store(true);  // again next round
       if (first.ok()) first = s;
@@ -668,10 +687,11 @@ void StreamTransactions::PublishCommitLocked(IdState& st, std::shared_ptr<Txn> t
     bool renamed_any = false;
     auto renames = part.RenamesTo(l.group);
     std::vector<std::shared_ptr<Segment>> segments = part.TakeSegments();  // in the same order
+    std::vector<PendingRename> awaiting;                                   // `async`
     for (size_t i = 0; i < renames.size(); ++i) {
       auto& [from, to] = renames[i];
       if (!SyncEach()) {
-        pending_renames_.push_back({l.streamlet, std::move(from), std::move(to), segments[i]});
+        awaiting.push_back({l.streamlet, std::move(from), std::move(to), segments[i]});
         continue;
       }
       Status renamed = env_->Rename(from, to);
@@ -687,6 +707,7 @@ void StreamTransactions::PublishCommitLocked(IdState& st, std::shared_ptr<Txn> t
       // Every append to them was synced: nothing writes or syncs these files again.
       for (const std::shared_ptr<Segment>& seg : segments) seg->CloseFile();
     }
+    if (!awaiting.empty()) AwaitSyncLocked(std::move(awaiting));
     streamlet->LinkReserved(l.group, std::move(segments));
     linked->push_back(l.streamlet);
   }
@@ -699,6 +720,33 @@ void StreamTransactions::PublishCommitLocked(IdState& st, std::shared_ptr<Txn> t
   txn->phase = TxnPhase::kCommitted;
   FinishLocked(st, txn, true);
   totals_->committed.fetch_add(1);
+}
+
+void StreamTransactions::AwaitSyncLocked(std::vector<PendingRename> files) {
+  const uint64_t awaiting = totals_->files_awaiting_sync.load();
+  if (awaiting + files.size() <= settings_.max_files_awaiting_sync) {
+    totals_->files_awaiting_sync.fetch_add(files.size());
+    for (PendingRename& f : files) pending_renames_.push_back(std::move(f));
+    return;
+  }
+  // Past the bound, the commit does the maintenance thread's work for its own files before it
+  // is answered, as under `sync`: committers slow down to what the disk's fsyncs take, instead
+  // of leaving files open faster than the flusher closes them. Before its segments are linked,
+  // so no other thread (retention) touches their files; a flush syncing them meanwhile holds
+  // its own reference. The COMMIT record first, as FinishCommits does.
+  // A failure is refused on, until a flush succeeds, as when the flusher fails (FlushAsync).
+  Status s = log_->Sync();
+  if (!s.ok()) {
+    // Left to the flusher, which retries the log first.
+    flush_failure_ = s;
+    NS_LOG(kError) << "commit of " << stream_->config().name << " transactions: " << s.ToString();
+    totals_->files_awaiting_sync.fetch_add(files.size());
+    for (PendingRename& f : files) pending_renames_.push_back(std::move(f));
+    return;
+  }
+  totals_->inline_commit_syncs.fetch_add(1);
+  s = SyncAndRename(files);  // a file it could not sync keeps its name, which recovery finishes
+  if (!s.ok()) flush_failure_ = s;
 }
 
 Status StreamTransactions::Commit(const std::string& id, uint32_t epoch, uint64_t serial,
@@ -1080,6 +1128,7 @@ void StreamTransactions::Forget() {
   }
   ids_.clear();
   live_files_.clear();
+  totals_->files_awaiting_sync.fetch_sub(pending_renames_.size());
   pending_renames_.clear();
   log_.reset();
   {

@@ -44,6 +44,11 @@ struct TxnSettings {
   int64_t open_timeout_ms = 900000;       // an open transaction idle this long is aborted
   size_t outcomes_kept = 1024;            // finished transactions remembered per transactional id
   uint64_t compact_log_bytes = 8u << 20;  // the log is rewritten from the state beyond this
+  // `async`: committed parts' files that may wait for the maintenance thread to sync and rename
+  // them, broker-wide (each keeps a descriptor until then). Beyond it a commit does that for its
+  // own files before it answers: small transactions committed faster than the flusher's fsyncs
+  // ran a broker out of descriptors within seconds.
+  uint64_t max_files_awaiting_sync = 2048;
 };
 
 // Broker-wide counters, shared by every stream's transactions (they outlive deleted streams).
@@ -51,6 +56,10 @@ struct TxnTotals {
   std::atomic<uint64_t> committed{0};
   std::atomic<uint64_t> aborted{0};
   std::atomic<uint64_t> expired{0};  // of `aborted`: open transactions that timed out
+  // `async`: committed parts' files waiting for FinishCommits (TxnSettings).
+  std::atomic<uint64_t> files_awaiting_sync{0};
+  // Commits that synced and renamed their own files, the bound being reached.
+  std::atomic<uint64_t> inline_commit_syncs{0};
 };
 
 // The scope of a stream without replication: one StreamTransactions per stream and broker, whose
@@ -173,6 +182,9 @@ class StreamTransactions {
   // so its COMMIT record must be durable first). The maintenance thread calls it before retention
   // looks for files by their group names.
   Status FinishCommits() NS_EXCLUDES(mu_);
+  // The stream is deleted: its commits' files no longer count against the broker's bound of
+  // files awaiting sync (TxnSettings), and are not renamed.
+  void DropAwaitingSync() NS_EXCLUDES(mu_);
   // Aborts open transactions idle for longer than the timeout (the maintenance thread).
   void ExpireOpen(int64_t now_ms) NS_EXCLUDES(mu_);
 
@@ -283,6 +295,13 @@ class StreamTransactions {
     std::shared_ptr<Segment> segment;  // fsync'd before the rename
   };
   std::vector<PendingRename> pending_renames_ NS_GUARDED_BY(mu_);
+  // fsyncs each file, gives it its group name and closes it; then fsyncs the directories
+  // renamed in. The COMMIT records naming them must be durable first. A file whose fsync fails
+  // keeps its transaction name (the next start finishes the commit). Returns the first error.
+  Status SyncAndRename(std::vector<PendingRename>& renames);
+  // `async`: leaves a commit's files to FinishCommits, or, past the broker's bound of files
+  // awaiting sync (TxnSettings), syncs and renames them itself.
+  void AwaitSyncLocked(std::vector<PendingRename> files) NS_REQUIRES(mu_);
   // `async`: why the last FlushAsync failed (Ok when it succeeded). Until one succeeds every
   // request that writes is refused, so that what is acknowledged and not on disk stops growing
   // while the disk fails (as Streamlet::FlushFailure does for appends).

@@ -277,10 +277,11 @@ TEST(StreamTransactionsTest, AnIdleOpenTransactionExpiresAPreparedOneNever) {
 // A durable store restarted on the same directory.
 class TxnRestartTest : public ::testing::TestWithParam<Durability> {
  protected:
-  std::unique_ptr<StreamStore> Open() {
+  std::unique_ptr<StreamStore> Open(TxnSettings settings = {}) {
     StoreOptions o;
     o.data_dir = dir_.path();
     o.env = &env_;
+    o.txn = settings;
     auto store = std::make_unique<StreamStore>(o);
     Status s = store->Open(0);
     EXPECT_TRUE(s.ok()) << s.ToString();
@@ -405,6 +406,61 @@ TEST_P(TxnRestartTest, CommittedTransactionsKeepNoFileOpenOnceDurable) {
   EXPECT_LT(open_files(), before + 10) << "committed transactions kept their files open";
   EXPECT_EQ(Visible(s.streamlet(1)).size(), kTransactions);
   EXPECT_EQ(Visible(s.streamlet(0)).size(), kTransactions + 1);
+}
+
+// Under `async` a commit's files wait, open, for the maintenance thread to fsync and rename them.
+// Committed faster than that thread's fsyncs, they ran a broker out of descriptors; past a
+// broker-wide bound a commit finishes its own files instead. Those and the flusher's come back
+// whole, in commit order, after a power loss that follows a flush.
+TEST_F(TxnRestartTest, AsyncCommitsPastTheBoundOfFilesAwaitingSyncFinishTheirOwnFiles) {
+  TxnSettings settings;
+  settings.max_files_awaiting_sync = 8;
+  constexpr uint64_t kTransactions = 100;
+  {
+    auto store = Open(settings);
+    ASSERT_TRUE(store->Create(Config(Durability::kAsync)).ok());
+    Stream& s = *store->Find("txn");
+    StreamTransactions& t = s.transactions();
+    ASSERT_TRUE(t.Init("small", 0, 0).ok());
+    const size_t before = env_.open_file_count();  // the log's
+    std::vector<uint32_t> linked;
+    size_t most_open = 0;
+    for (uint64_t serial = 1; serial <= kTransactions; ++serial) {
+      ASSERT_TRUE(t.Begin("small", 1, 0).ok());
+      for (uint32_t streamlet = 0; streamlet < 2; ++streamlet) {
+        ASSERT_TRUE(TxnAppend(t, "small", 1, serial, streamlet, Chunk(70, serial)).ok());
+      }
+      ASSERT_TRUE(t.Commit("small", 1, serial, 0, &linked).ok());
+      most_open = std::max(most_open, env_.open_file_count());
+    }
+    // At most the bound waits; nothing was flushed, so without it all 200 files would be open.
+    EXPECT_LE(most_open, before + 8 + 2) << "commits left their files open past the bound";
+    EXPECT_LE(store->transaction_totals().files_awaiting_sync.load(), 8u);
+    EXPECT_GE(store->transaction_totals().inline_commit_syncs.load(), kTransactions - 5);
+    // A commit whose own fsync fails is left to the flusher, and the transactions take no
+    // writes until a flush succeeds.
+    env_.SetSyncFailure(true);
+    ASSERT_TRUE(t.Begin("small", 1, 0).ok());
+    for (uint32_t streamlet = 0; streamlet < 2; ++streamlet) {
+      ASSERT_TRUE(
+          TxnAppend(t, "small", 1, kTransactions + 1, streamlet, Chunk(70, kTransactions + 1))
+              .ok());
+    }
+    ASSERT_TRUE(t.Commit("small", 1, kTransactions + 1, 0, &linked).ok());
+    EXPECT_EQ(t.Begin("small", 1, 0).status().code(), StatusCode::kStorageError);
+    env_.SetSyncFailure(false);
+    ASSERT_EQ(store->FlushAsync(), 0);
+    EXPECT_EQ(store->transaction_totals().files_awaiting_sync.load(), 0u);
+    EXPECT_EQ(env_.open_file_count(), before);
+  }
+  ASSERT_TRUE(env_.DropUnsyncedData().ok());
+  ASSERT_TRUE(env_.DropUnsyncedDirEntries().ok());
+  auto store = Open(settings);
+  Stream& s = *store->Find("txn");
+  Seq want;
+  for (uint64_t serial = 1; serial <= kTransactions + 1; ++serial) want.push_back({70, serial});
+  EXPECT_EQ(Visible(s.streamlet(0)), want);
+  EXPECT_EQ(Visible(s.streamlet(1)), want);
 }
 
 // A replicated stream keeps a set of transactions per streamlet (its scope), whose records and

@@ -653,7 +653,7 @@ std::vector<std::string> Streamlet::Maintain(int64_t now_ms, int64_t group_idle_
   // pass that dropped several held the appends that wait for `mu_` for up to 36 ms.
   std::vector<std::shared_ptr<Segment>> dropped;
   // And files closed after it, too: a close is a system call.
-  std::vector<std::unique_ptr<WritableFile>> finished;
+  std::vector<std::shared_ptr<WritableFile>> finished;
   MutexLock lock(&mu_);
   // Retention drops whole sealed segments from the head, and always keeps the newest segment
   // so positions at the tail stay valid.
@@ -705,11 +705,15 @@ std::vector<std::string> Streamlet::Maintain(int64_t now_ms, int64_t group_idle_
 
 Status Streamlet::SyncDirty() {
   std::vector<std::shared_ptr<Segment>> dirty;
+  std::vector<std::shared_ptr<WritableFile>> files;  // open until synced, whoever closes them
   {
     MutexLock lock(&mu_);
     for (const auto& g : groups_) {
       for (const auto& s : g->segments) {
-        if (s->file() != nullptr && s->dirty().exchange(false)) dirty.push_back(s);
+        if (s->file() != nullptr && s->dirty().exchange(false)) {
+          dirty.push_back(s);
+          files.push_back(s->shared_file());
+        }
       }
     }
   }
@@ -719,8 +723,9 @@ Status Streamlet::SyncDirty() {
     first = env_->SyncDir(dir_);
     if (!first.ok()) dir_dirty_.store(true);
   }
-  for (const auto& s : dirty) {
-    Status st = s->file()->Sync();
+  for (size_t i = 0; i < dirty.size(); ++i) {
+    const std::shared_ptr<Segment>& s = dirty[i];
+    Status st = files[i]->Sync();
     if (!st.ok()) {
       s->dirty().store(true);  // try again next round
       if (first.ok()) first = st;
