@@ -210,9 +210,9 @@ class Streamlet {
   // nothing on a follower's copy (its leader decides both; see ApplyPublished). Also closes the
   // file of every sealed segment whose bytes are durable: nothing writes it again, and a broker
   // that kept a descriptor per retained segment ran out of them at a few hundred streamlets
-  // (docs/broker.md, "Durability"). Maintain and SyncDirty are the maintenance thread's: they,
-  // and the transactions' flushes, must not run at the same time on one stream, as a file synced
-  // outside the locks may be the one Maintain closes.
+  // (docs/broker.md, "Durability"). Maintain and SyncDirty are the maintenance thread's and
+  // must not run at the same time: Maintain takes a segment that is not dirty for synced, and
+  // SyncDirty clears the flag before its fsync returns.
   std::vector<std::string> Maintain(int64_t now_ms, int64_t group_idle_close_ms);
   // fsyncs segments appended to since the last call (async durability). Returns the first error.
   // After a failure appends are refused (STORAGE_ERROR) until a call succeeds: under `async` the
