@@ -723,30 +723,25 @@ void StreamTransactions::PublishCommitLocked(IdState& st, std::shared_ptr<Txn> t
 }
 
 void StreamTransactions::AwaitSyncLocked(std::vector<PendingRename> files) {
-  const uint64_t awaiting = totals_->files_awaiting_sync.load();
-  if (awaiting + files.size() <= settings_.max_files_awaiting_sync) {
-    totals_->files_awaiting_sync.fetch_add(files.size());
-    for (PendingRename& f : files) pending_renames_.push_back(std::move(f));
-    return;
-  }
-  // Past the bound, the commit does the maintenance thread's work for its own files before it
-  // is answered, as under `sync`: committers slow down to what the disk's fsyncs take, instead
-  // of leaving files open faster than the flusher closes them. Before its segments are linked,
-  // so no other thread (retention) touches their files; a flush syncing them meanwhile holds
-  // its own reference. The COMMIT record first, as FinishCommits does.
-  // A failure is refused on, until a flush succeeds, as when the flusher fails (FlushAsync).
-  Status s = log_->Sync();
-  if (!s.ok()) {
-    // Left to the flusher, which retries the log first.
-    flush_failure_ = s;
+  if (totals_->files_awaiting_sync.load() + files.size() > settings_.max_files_awaiting_sync) {
+    // Past the bound, the commit does the maintenance thread's work for its own files before it
+    // is answered, as under `sync`: committers slow down to what the disk's fsyncs take,
+    // instead of leaving files open faster than the flusher closes them. Before its segments
+    // are linked, so no other thread (retention) touches their files; a flush syncing them
+    // meanwhile holds its own reference. The COMMIT record first, as FinishCommits does. A
+    // failure is refused on, until a flush succeeds, as when the flusher fails (FlushAsync).
+    Status s = log_->Sync();
+    if (s.ok()) {
+      totals_->inline_commit_syncs.fetch_add(1);
+      s = SyncAndRename(files);  // a file it could not sync keeps its name, for recovery
+      if (!s.ok()) flush_failure_ = s;
+      return;
+    }
+    flush_failure_ = s;  // the files are left to the flusher, which retries the log first
     NS_LOG(kError) << "commit of " << stream_->config().name << " transactions: " << s.ToString();
-    totals_->files_awaiting_sync.fetch_add(files.size());
-    for (PendingRename& f : files) pending_renames_.push_back(std::move(f));
-    return;
   }
-  totals_->inline_commit_syncs.fetch_add(1);
-  s = SyncAndRename(files);  // a file it could not sync keeps its name, which recovery finishes
-  if (!s.ok()) flush_failure_ = s;
+  totals_->files_awaiting_sync.fetch_add(files.size());
+  for (PendingRename& f : files) pending_renames_.push_back(std::move(f));
 }
 
 Status StreamTransactions::Commit(const std::string& id, uint32_t epoch, uint64_t serial,
