@@ -12,6 +12,7 @@
 #   FAULTS  faults per replication factor, default 100
 #   REPORT  the markdown report, default docs/results/replicated-txn-chaos.md
 #   NEARSTREAM_TXN_CHAOS_SEED=N repeats a run's fault sequence.
+#   NEARSTREAM_TXN_CHAOS_DURABILITY=async runs the stream with durability async (default sync).
 # Needs the native build (native/build/default) and ZooKeeper's jars (zookeeper-server/target/lib,
 # built with `mvn -pl zookeeper-server package` when missing).
 set -euo pipefail
@@ -21,6 +22,7 @@ FAULTS="${1:-100}"
 REPORT="${2:-$ROOT/docs/results/replicated-txn-chaos.md}"
 TESTS="$ROOT/native/build/default/nearstream_tests"
 SEED="${NEARSTREAM_TXN_CHAOS_SEED:-$(date +%s)}"
+DURABILITY="${NEARSTREAM_TXN_CHAOS_DURABILITY:-sync}"
 
 [[ -x "$TESTS" ]] || { echo "build the native module first (cmake --build --preset default)" >&2; exit 1; }
 if [[ ! -d "$ROOT/zookeeper-server/target/lib" ]]; then
@@ -33,14 +35,16 @@ started="$(date -u +%Y-%m-%dT%H:%MZ)"
 status=0
 begin=$(date +%s)
 NEARSTREAM_TXN_CHAOS_FAULTS="$FAULTS" NEARSTREAM_TXN_CHAOS_SEED="$SEED" \
-  "$TESTS" --gtest_filter='*ReplicatedTxnFaultTest.CommittedTransactions*' >"$log" 2>&1 || status=$?
+  NEARSTREAM_TXN_CHAOS_DURABILITY="$DURABILITY" "$TESTS" --gtest_filter='*ReplicatedTxnFaultTest.CommittedTransactions*' >"$log" 2>&1 || status=$?
 seconds=$(( $(date +%s) - begin ))
 {
   echo "# Replicated transactions under faults"
   echo
-  echo "\`NEARSTREAM_TXN_CHAOS_SEED=$SEED scripts/replicated-txn-chaos.sh $FAULTS\` on $started"
+  prefix="NEARSTREAM_TXN_CHAOS_SEED=$SEED"
+  if [[ $DURABILITY != sync ]]; then prefix="NEARSTREAM_TXN_CHAOS_DURABILITY=$DURABILITY $prefix"; fi
+  echo "\`$prefix scripts/replicated-txn-chaos.sh $FAULTS\` on $started"
   echo "($(nproc) cores, ${seconds} s): ZooKeeper and three brokers on 127.0.0.1 (ZooKeeper session"
-  echo "2 s), a stream of 1 streamlet with durability sync, once with replication 2 and once"
+  echo "2 s), a stream of 1 streamlet with durability $DURABILITY, once with replication 2 and once"
   echo "with 3; in each, one transactional writer running $(( 4 * FAULTS + 2 )) transactions (begin,"
   echo "3 appends, prepare, commit; each request sent to the current leader and retried through"
   echo "failovers) and $FAULTS faults at random steps of random transactions: the leader killed"

@@ -347,7 +347,9 @@ TEST_F(ReplicatedTxnTest, PipelinedAppendsShareARoundTripAndEveryAcknowledgedOne
 }
 
 // Faults at random points of transactions' lives (seeded; NEARSTREAM_TXN_CHAOS_FAULTS faults,
-// 3 by default, NEARSTREAM_TXN_CHAOS_SEED): the leader killed, a follower killed, the leadership
+// 3 by default, NEARSTREAM_TXN_CHAOS_SEED; durability sync, or NEARSTREAM_TXN_CHAOS_DURABILITY:
+// under `async` a commit's files wait for the flusher's fsync and rename, and a kill lands in
+// between): the leader killed, a follower killed, the leadership
 // moved to a follower, the leader paused past its ZooKeeper session. One writer runs transaction
 // after transaction, each begin / 3 appends / prepare / commit sent to whichever broker leads now
 // and retried through every failover; each fault is healed (restart, SIGCONT) and the replicas are
@@ -360,14 +362,16 @@ class ReplicatedTxnFaultTest : public ReplicatedTxnTest,
 TEST_P(ReplicatedTxnFaultTest, CommittedTransactionsSurviveFaultsAtAnyStepWholeAndOnce) {
   const char* faults_env = std::getenv("NEARSTREAM_TXN_CHAOS_FAULTS");
   const char* seed_env = std::getenv("NEARSTREAM_TXN_CHAOS_SEED");
+  const char* durability_env = std::getenv("NEARSTREAM_TXN_CHAOS_DURABILITY");
+  const std::string durability = durability_env != nullptr ? durability_env : "sync";
   const int faults = faults_env != nullptr ? std::atoi(faults_env) : 3;
   const uint32_t seed = seed_env != nullptr
                             ? static_cast<uint32_t>(std::strtoul(seed_env, nullptr, 10))
                             : static_cast<uint32_t>(WallNowMs());
   SCOPED_TRACE("NEARSTREAM_TXN_CHAOS_SEED=" + std::to_string(seed));
   std::mt19937 rng(seed);
-  ProcessResult r = Cli(List(), {"create", kStream, "--streamlets", "1", "--durability", "sync",
-                                 "--replication", std::to_string(GetParam())});
+  ProcessResult r = Cli(List(), {"create", kStream, "--streamlets", "1", "--durability",
+                                 durability, "--replication", std::to_string(GetParam())});
   ASSERT_EQ(r.exit_code, 0) << Describe(r);
   const std::vector<uint32_t> replicas = Placement(1, kStream).replicas[0].replicas;
   AwaitIsr(replicas[0], kStream, 0, replicas);
