@@ -13,6 +13,8 @@
 #   REPORT  the markdown report, default docs/results/replicated-txn-chaos.md
 #   NEARSTREAM_TXN_CHAOS_SEED=N repeats a run's fault sequence.
 #   NEARSTREAM_TXN_CHAOS_DURABILITY=async runs the stream with durability async (default sync).
+#   NEARSTREAM_TXN_CHAOS_FILES_AWAITING_SYNC=N starts the brokers with --txn-files-awaiting-sync N
+#     (with async, 0: every commit syncs and renames its own files before it answers).
 # Needs the native build (native/build/default) and ZooKeeper's jars (zookeeper-server/target/lib,
 # built with `mvn -pl zookeeper-server package` when missing).
 set -euo pipefail
@@ -42,6 +44,9 @@ seconds=$(( $(date +%s) - begin ))
   echo
   prefix="NEARSTREAM_TXN_CHAOS_SEED=$SEED"
   if [[ $DURABILITY != sync ]]; then prefix="NEARSTREAM_TXN_CHAOS_DURABILITY=$DURABILITY $prefix"; fi
+  if [[ -n ${NEARSTREAM_TXN_CHAOS_FILES_AWAITING_SYNC:-} ]]; then
+    prefix="NEARSTREAM_TXN_CHAOS_FILES_AWAITING_SYNC=$NEARSTREAM_TXN_CHAOS_FILES_AWAITING_SYNC $prefix"
+  fi
   echo "\`$prefix scripts/replicated-txn-chaos.sh $FAULTS\` on $started"
   echo "($(nproc) cores, ${seconds} s): ZooKeeper and three brokers on 127.0.0.1 (ZooKeeper session"
   echo "2 s), a stream of 1 streamlet with durability $DURABILITY, once with replication 2 and once"

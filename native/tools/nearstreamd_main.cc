@@ -38,6 +38,10 @@ over a binary TCP protocol (docs/protocol.md).
   --group-idle-close-ms MS    close an idle active group when Q > 1 (default 1000)
   --txn-timeout-ms MS         abort an open transaction idle this long (default 900000);
                               a prepared transaction never expires
+  --txn-files-awaiting-sync N committed transaction files (async streams) that may wait for
+                              the flusher to fsync and rename them, broker-wide, each holding a
+                              descriptor; past it a commit does that for its own files before
+                              it answers (default 2048, 0 = always)
   --push-threads N            threads filling push subscriptions' shared-memory rings
                               (default 1, at least 1; a subscription is served by id mod N)
   --push-dir DIR              where push regions are created (default /dev/shm)
@@ -104,6 +108,7 @@ Status Run(int argc, char** argv) {
                                                                   {"active-groups"},
                                                                   {"group-idle-close-ms"},
                                                                   {"txn-timeout-ms"},
+                                                                  {"txn-files-awaiting-sync"},
                                                                   {"push-threads"},
                                                                   {"push-dir"},
                                                                   {"push-linger-us"},
@@ -194,6 +199,8 @@ Status Run(int argc, char** argv) {
                    flags.Signed("group-idle-close-ms", 1000, 1, 86400000));
   ASSIGN_OR_RETURN(store_options.txn.open_timeout_ms,
                    flags.Signed("txn-timeout-ms", 900000, 1, 7 * 86400000LL));
+  ASSIGN_OR_RETURN(store_options.txn.max_files_awaiting_sync,
+                   flags.Unsigned("txn-files-awaiting-sync", 2048, 0, 1u << 20));
   storage::StreamStore store(store_options);
   RETURN_IF_ERROR(store.Open(WallNowMs()));
 

@@ -349,7 +349,8 @@ TEST_F(ReplicatedTxnTest, PipelinedAppendsShareARoundTripAndEveryAcknowledgedOne
 // Faults at random points of transactions' lives (seeded; NEARSTREAM_TXN_CHAOS_FAULTS faults,
 // 3 by default, NEARSTREAM_TXN_CHAOS_SEED; durability sync, or NEARSTREAM_TXN_CHAOS_DURABILITY:
 // under `async` a commit's files wait for the flusher's fsync and rename, and a kill lands in
-// between): the leader killed, a follower killed, the leadership
+// between; NEARSTREAM_TXN_CHAOS_FILES_AWAITING_SYNC sets the brokers' bound on those files):
+// the leader killed, a follower killed, the leadership
 // moved to a follower, the leader paused past its ZooKeeper session. One writer runs transaction
 // after transaction, each begin / 3 appends / prepare / commit sent to whichever broker leads now
 // and retried through every failover; each fault is healed (restart, SIGCONT) and the replicas are
@@ -357,7 +358,15 @@ TEST_F(ReplicatedTxnTest, PipelinedAppendsShareARoundTripAndEveryAcknowledgedOne
 // commit order, and nothing else. Replication 2 and 3 (with two followers, one may fail while the
 // other holds everything).
 class ReplicatedTxnFaultTest : public ReplicatedTxnTest,
-                               public ::testing::WithParamInterface<uint32_t> {};
+                               public ::testing::WithParamInterface<uint32_t> {
+ protected:
+  ReplicatedTxnFaultTest() {
+    // Under `async`, 0 makes every commit sync and rename its own files before it answers.
+    if (const char* bound = std::getenv("NEARSTREAM_TXN_CHAOS_FILES_AWAITING_SYNC")) {
+      extra_broker_args_ = {"--txn-files-awaiting-sync", bound};
+    }
+  }
+};
 
 TEST_P(ReplicatedTxnFaultTest, CommittedTransactionsSurviveFaultsAtAnyStepWholeAndOnce) {
   const char* faults_env = std::getenv("NEARSTREAM_TXN_CHAOS_FAULTS");
@@ -370,8 +379,8 @@ TEST_P(ReplicatedTxnFaultTest, CommittedTransactionsSurviveFaultsAtAnyStepWholeA
                             : static_cast<uint32_t>(WallNowMs());
   SCOPED_TRACE("NEARSTREAM_TXN_CHAOS_SEED=" + std::to_string(seed));
   std::mt19937 rng(seed);
-  ProcessResult r = Cli(List(), {"create", kStream, "--streamlets", "1", "--durability",
-                                 durability, "--replication", std::to_string(GetParam())});
+  ProcessResult r = Cli(List(), {"create", kStream, "--streamlets", "1", "--durability", durability,
+                                 "--replication", std::to_string(GetParam())});
   ASSERT_EQ(r.exit_code, 0) << Describe(r);
   const std::vector<uint32_t> replicas = Placement(1, kStream).replicas[0].replicas;
   AwaitIsr(replicas[0], kStream, 0, replicas);

@@ -1,8 +1,11 @@
-// Transactions against the real process under `sync`: kill -9 while a producer runs transaction
-// after transaction (begin, appends to two streamlets, prepare, commit). After the restart the
+// Transactions against the real process: kill -9 while a producer runs transaction after
+// transaction (begin, appends to two streamlets, prepare, commit). After the restart the
 // recovering owner does what the Flink sink does: TxnInit keeping what it saw prepared, then a
 // commit of each of those. Every record of an acknowledged prepare is then read exactly once,
-// and nothing of a transaction whose prepare was not acknowledged is read at all.
+// and nothing of a transaction whose prepare was not acknowledged is read at all. Under `sync`,
+// and under `async` with the broker's bound of files awaiting the flusher at 1
+// (--txn-files-awaiting-sync), so that every commit syncs and renames its own files before it
+// answers and the kill lands among those renames.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -89,8 +92,13 @@ void TransactUntilBroken(const std::string& address, Ledger* ledger, std::atomic
   }
 }
 
-TEST(TransactionCrashTest, PreparedAndCommittedTransactionsSurviveKill9UnderSync) {
-  auto broker = TestBroker::Start();
+class TransactionCrashTest : public ::testing::TestWithParam<storage::Durability> {};
+
+TEST_P(TransactionCrashTest, PreparedAndCommittedTransactionsSurviveKill9) {
+  const bool async = GetParam() == storage::Durability::kAsync;
+  TestBroker::Options options;
+  if (async) options.extra_args = {"--txn-files-awaiting-sync", "1"};
+  auto broker = TestBroker::Start(options);
   ASSERT_TRUE(broker.ok()) << broker.status().ToString();
   TestBroker& b = **broker;
   {
@@ -101,7 +109,7 @@ TEST(TransactionCrashTest, PreparedAndCommittedTransactionsSurviveKill9UnderSync
     config.streamlets = 2;
     config.segment_bytes = 8 * 1024;  // small: transactions span several segments
     config.segments_per_group = 4;
-    config.durability = storage::Durability::kSync;
+    config.durability = GetParam();
     ASSERT_TRUE(admin->CreateStream(config).ok());
   }
   Ledger ledger;
@@ -111,6 +119,16 @@ TEST(TransactionCrashTest, PreparedAndCommittedTransactionsSurviveKill9UnderSync
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   ASSERT_GE(done.load(), 5) << "no transactions completed; broker log:\n" << b.log();
+  if (async) {
+    // The bound reached the store: commits did their own syncs, and at most one file waits.
+    auto admin = Client::Connect(b.address());
+    ASSERT_TRUE(admin.ok());
+    auto stats = admin->Stats();
+    ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+    std::map<std::string, uint64_t> values(stats->values.begin(), stats->values.end());
+    EXPECT_GT(values["nearstream_txn_commit_inline_syncs_total"], 0u);
+    EXPECT_LE(values["nearstream_txn_files_awaiting_sync"], 1u);
+  }
   EXPECT_EQ(b.Kill(), 128 + SIGKILL);
   producer.join();
 
@@ -151,6 +169,12 @@ TEST(TransactionCrashTest, PreparedAndCommittedTransactionsSurviveKill9UnderSync
   for (const auto& r : ledger.unprepared) ASSERT_EQ(found.count(r), 0u) << r << " leaked";
   EXPECT_EQ(found.size(), expected);
 }
+
+INSTANTIATE_TEST_SUITE_P(Durability, TransactionCrashTest,
+                         ::testing::Values(storage::Durability::kSync, storage::Durability::kAsync),
+                         [](const ::testing::TestParamInfo<storage::Durability>& info) {
+                           return info.param == storage::Durability::kSync ? "sync" : "async";
+                         });
 
 }  // namespace
 }  // namespace nearstream::broker
