@@ -98,14 +98,9 @@ void StreamTransactions::MirrorLocked(TxnFileOp op, Bytes* owned) {
   ++staged_;
 }
 
-uint64_t StreamTransactions::Stage(TxnFileOp op, const uint8_t* data) {
-  // Copied: Append promises nothing about the chunk's life after it returns. The request
-  // handler keeps a TxnAppend parked until a send took its write, so the write could point
-  // into the request instead and save this copy (one per transactional chunk).
-  Bytes owned(data, data + op.size);
+uint64_t StreamTransactions::Stage(TxnFileOp op, std::shared_ptr<const Segment> segment) {
   MutexLock lock(&stage_mu_);
-  batch_.owned.push_back(std::move(owned));
-  op.data = batch_.owned.back().data();
+  batch_.segments.push_back(std::move(segment));
   batch_.ops.push_back(std::move(op));
   return ++staged_;
 }
@@ -579,7 +574,8 @@ Result<bool> StreamTransactions::AppendToPart(Txn& txn, uint32_t streamlet, cons
     txn.streamlets.store(static_cast<uint32_t>(txn.parts.size()));
   }
   TxnFileOp written;
-  ASSIGN_OR_RETURN(bool duplicate, part->Append(chunk, h, now_ms, &written));
+  std::shared_ptr<const Segment> written_in;
+  ASSIGN_OR_RETURN(bool duplicate, part->Append(chunk, h, now_ms, &written, &written_in));
   if (!duplicate) {
     txn.bytes.fetch_add(h.total_size());
     txn.chunks.fetch_add(1);
@@ -589,7 +585,7 @@ Result<bool> StreamTransactions::AppendToPart(Txn& txn, uint32_t streamlet, cons
     if (!duplicate && written.data != nullptr) {
       // Staged under the transaction's lock: its part's file grows in order on every follower
       // too, and a later write to the file (an abort's delete) is staged after this one.
-      *waits_for = Stage(written, written.data);
+      *waits_for = Stage(std::move(written), std::move(written_in));
     } else {
       // A retry is acknowledged like the chunk it repeats: once that one is on the followers.
       MutexLock stage(&stage_mu_);

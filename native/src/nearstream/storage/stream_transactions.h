@@ -224,8 +224,8 @@ class StreamTransactions {
   Result<bool> AppendToPart(Txn& txn, uint32_t streamlet, const uint8_t* chunk,
                             const ChunkHeader& h, int64_t now_ms, uint64_t* waits_for)
       NS_EXCLUDES(stage_mu_);
-  // Adds `op` (its data copied) to the staged writes; returns its number.
-  uint64_t Stage(TxnFileOp op, const uint8_t* data) NS_EXCLUDES(stage_mu_);
+  // Adds `op`, whose data lies in `segment`, to the staged writes; returns its number.
+  uint64_t Stage(TxnFileOp op, std::shared_ptr<const Segment> segment) NS_EXCLUDES(stage_mu_);
   // The bodies of Init, Begin, Prepare, Commit, Abort and ExpireOpen, under mu_.
   Result<std::pair<uint32_t, uint64_t>> InitLocked(const std::string& id,
                                                    uint64_t keep_prepared_through) NS_REQUIRES(mu_);
@@ -318,6 +318,9 @@ class StreamTransactions {
   struct MirrorBatch {
     std::vector<TxnFileOp> ops;
     std::deque<Bytes> owned;  // bytes the ops point at (a deque: they never move)
+    // The segments transactional appends' ops point into (the chunk's copy there, not the
+    // request's bytes: a parked request may go with its connection before the send).
+    std::vector<std::shared_ptr<const Segment>> segments;
   };
   mutable Mutex stage_mu_;
   MirrorBatch batch_ NS_GUARDED_BY(stage_mu_);

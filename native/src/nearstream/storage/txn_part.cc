@@ -39,7 +39,7 @@ Result<Segment*> TxnPart::NewSegment(int64_t now_ms) {
 }
 
 Result<bool> TxnPart::Append(const uint8_t* chunk, const ChunkHeader& header, int64_t now_ms,
-                             TxnFileOp* written) {
+                             TxnFileOp* written, std::shared_ptr<const Segment>* written_in) {
   const uint32_t size = header.total_size();
   if (size > config_->segment_bytes) {
     return Status::ChunkTooLarge("chunk of " + std::to_string(size) +
@@ -74,7 +74,9 @@ Result<bool> TxnPart::Append(const uint8_t* chunk, const ChunkHeader& header, in
   ++chunks_;
   if (header.producer_id != 0) last_sequence_[header.producer_id] = header.sequence;
   if (written != nullptr && seg->file() != nullptr) {
-    *written = TxnFileOp{TxnFileOp::Kind::kAppend, NameOf(seg->id()), offset, chunk, size, {}};
+    *written = TxnFileOp{
+        TxnFileOp::Kind::kAppend, NameOf(seg->id()), offset, seg->data() + offset, size, {}};
+    if (written_in != nullptr) *written_in = segments_.back();
   }
   return false;
 }

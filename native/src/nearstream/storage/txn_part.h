@@ -32,9 +32,11 @@ class TxnPart {
   // Appends one chunk checked by ValidateChunk. Idempotence per producer id within this part
   // (the rules of an ordinary append). Returns true for a duplicate, which is not stored again.
   // `written` (optional, durable parts) gets the write to the part's file, for a mirror; its
-  // data is `chunk`.
+  // data is the chunk's copy in the segment, which `written_in` keeps alive (the segment's
+  // bytes below its end never change).
   Result<bool> Append(const uint8_t* chunk, const ChunkHeader& header, int64_t now_ms,
-                      TxnFileOp* written = nullptr);
+                      TxnFileOp* written = nullptr,
+                      std::shared_ptr<const Segment>* written_in = nullptr);
   // The segments appended to since the last call whose files are not yet synced (`async`), for
   // the flusher to fsync outside the transaction's lock; `dir` is set when a file was created.
   void TakeDirty(std::vector<std::shared_ptr<Segment>>* dirty, bool* dir);
