@@ -346,12 +346,12 @@ TEST_F(ReplicatedTxnTest, PipelinedAppendsShareARoundTripAndEveryAcknowledgedOne
   EXPECT_EQ(Read(follower), texts);
 }
 
-// Faults at random points of transactions' lives (seeded; NEARSTREAM_TXN_CHAOS_FAULTS faults,
-// 3 by default, NEARSTREAM_TXN_CHAOS_SEED; durability sync, or NEARSTREAM_TXN_CHAOS_DURABILITY:
-// under `async` a commit's files wait for the flusher's fsync and rename, and a kill lands in
-// between; NEARSTREAM_TXN_CHAOS_FILES_AWAITING_SYNC sets the brokers' bound on those files):
-// the leader killed, a follower killed, the leadership
-// moved to a follower, the leader paused past its ZooKeeper session. One writer runs transaction
+// Faults at random points of transactions' lives: the leader killed, a follower killed, the
+// leadership moved to a follower, the leader paused past its ZooKeeper session. Seeded:
+// NEARSTREAM_TXN_CHAOS_FAULTS faults (3 by default), NEARSTREAM_TXN_CHAOS_SEED. Durability sync,
+// or NEARSTREAM_TXN_CHAOS_DURABILITY: under `async` a commit's files wait for the flusher's fsync
+// and rename, and a kill lands in between; NEARSTREAM_TXN_CHAOS_FILES_AWAITING_SYNC sets the
+// brokers' bound on those files (--txn-files-awaiting-sync). One writer runs transaction
 // after transaction, each begin / 3 appends / prepare / commit sent to whichever broker leads now
 // and retried through every failover; each fault is healed (restart, SIGCONT) and the replicas are
 // in sync again before the next. Every committed transaction must then be read whole, once, in
