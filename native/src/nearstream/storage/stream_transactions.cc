@@ -307,8 +307,9 @@ Status StreamTransactions::FlushAsync() {
       std::lock_guard<std::mutex> txn_lock(t->mu);
       for (auto& [streamlet, part] : t->parts) {
         bool dir = false;
+        const size_t taken = dirty.size();
         part->TakeDirty(&dirty, &dir);
-        while (files.size() < dirty.size()) files.push_back(dirty[files.size()]->shared_file());
+        for (size_t i = taken; i < dirty.size(); ++i) files.push_back(dirty[i]->shared_file());
         if (dir) dirs.push_back(stream_->streamlet(streamlet)->dir());
       }
     }
